@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/server"
+	"github.com/tifeeds/tifeeds/store"
+)
+
+const defaultDB = "sqlite:data/tifeeds.db"
+
+// dbFlag registers --db on fs.
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", envDefault("TIFEEDS_DB", defaultDB),
+		"database: sqlite:<path> or postgres://user:pass@host/db (TIFEEDS_DB)")
+}
+
+// openStore opens and migrates the database.
+func openStore(ctx context.Context, dsn string, log *slog.Logger) (*store.Store, error) {
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	applied, err := st.Migrate(ctx)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if len(applied) > 0 {
+		log.Info("Applied migrations", "count", len(applied), "migrations", applied)
+	}
+	return st, nil
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := server.DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Addr, "addr", envDefault("TIFEEDS_ADDR", cfg.Addr), "listen address (TIFEEDS_ADDR)")
+	dsn := dbFlag(fs)
+	fs.StringVar(&cfg.TLSCert, "tls-cert", envDefault("TIFEEDS_TLS_CERT", ""), "TLS certificate file; HTTPS when set (TIFEEDS_TLS_CERT)")
+	fs.StringVar(&cfg.TLSKey, "tls-key", envDefault("TIFEEDS_TLS_KEY", ""), "TLS private key file (TIFEEDS_TLS_KEY)")
+	edition := fs.String("edition", envDefault("TIFEEDS_EDITION", string(server.EditionOnPrem)), "onprem or saas (TIFEEDS_EDITION)")
+	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected arguments %v", fs.Args())
+	}
+	cfg.Edition = server.Edition(*edition)
+	if cfg.Edition != server.EditionOnPrem && cfg.Edition != server.EditionSaaS {
+		return fmt.Errorf("--edition must be onprem or saas, not %q", *edition)
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	log, err := newLogger(*logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(log)
+
+	st, err := openStore(ctx, *dsn, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	admin, err := st.EnsureAdmin(ctx,
+		envDefault("TIFEEDS_ADMIN_USER", "admin"),
+		envDefault("TIFEEDS_ADMIN_PASSWORD", ""),
+		envDefault("TIFEEDS_ADMIN_API_KEY", ""))
+	if err != nil {
+		return err
+	}
+	if admin.Created {
+		printAdmin(stdout, admin)
+		log.Info("Created admin user", "username", admin.Username)
+	}
+
+	resolver := &graph.Resolver{Store: st}
+	srv := server.New(cfg, st, resolver, log)
+	err = srv.ListenAndServe(ctx)
+	log.Info("Stopped")
+	return err
+}
+
+// printAdmin shows the generated first-run credentials once; values the
+// operator set through the environment are not echoed.
+func printAdmin(w io.Writer, a store.AdminCredentials) {
+	if a.Password == "" && a.APIKey == "" {
+		return
+	}
+	fmt.Fprintln(w, "==================================================================")
+	fmt.Fprintln(w, " tifeeds first start: admin user created. Save these now; they are")
+	fmt.Fprintln(w, " shown only once.")
+	fmt.Fprintf(w, "   username: %s\n", a.Username)
+	if a.Password != "" {
+		fmt.Fprintf(w, "   password: %s\n", a.Password)
+	}
+	if a.APIKey != "" {
+		fmt.Fprintf(w, "   API key:  %s\n", a.APIKey)
+	}
+	fmt.Fprintln(w, "==================================================================")
+}

@@ -1,0 +1,12 @@
+// Package graph is the GraphQL API: gqlgen's generated code and thin
+// resolvers that call the domain packages.
+package graph
+
+import (
+	"github.com/tifeeds/tifeeds/store"
+)
+
+// Resolver is the root of the resolvers; everything they need is a field.
+type Resolver struct {
+	Store *store.Store
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs a command beside a throwaway PostgreSQL cluster on loopback and
+# exports its admin DSN as TIFEEDS_TEST_POSTGRES. Installs Debian's
+# postgresql when it is missing (as root). Fails when the cluster cannot be
+# started: the PostgreSQL tests must never be skipped silently.
+set -euo pipefail
+
+pg_bindir() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+
+bindir=$(pg_bindir)
+if [ -z "$bindir" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "with-postgres: PostgreSQL is not installed; run: apt-get install postgresql" >&2
+    exit 1
+  fi
+  echo "with-postgres: installing postgresql from Debian's packages" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  bindir=$(pg_bindir)
+fi
+
+dir=$(mktemp -d /tmp/tifeeds-pg.XXXXXX)
+run_as=()
+if [ "$(id -u)" = 0 ]; then
+  # initdb refuses to run as root.
+  chown postgres: "$dir"
+  run_as=(runuser -u postgres --)
+fi
+
+stop() {
+  "${run_as[@]}" "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap stop EXIT
+
+"${run_as[@]}" "$bindir/initdb" -D "$dir/data" -U tifeeds --auth=trust -E UTF8 --no-sync >/dev/null
+
+started=
+for _ in 1 2 3 4 5; do
+  port=$((20000 + RANDOM % 20000))
+  # fsync off: the cluster is thrown away; durability would only slow tests.
+  if "${run_as[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+      start >/dev/null; then
+    started=1
+    break
+  fi
+done
+if [ -z "$started" ]; then
+  echo "with-postgres: unable to start PostgreSQL; server log:" >&2
+  cat "$dir/server.log" >&2 || true
+  exit 1
+fi
+
+export TIFEEDS_TEST_POSTGRES="postgres://tifeeds@127.0.0.1:$port/postgres?sslmode=disable"
+echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" >&2
+"$@"

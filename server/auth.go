@@ -1,0 +1,120 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/store"
+)
+
+const sessionCookie = "tifeeds_session"
+
+// authenticate finds the caller: HTTP basic auth with an API key, or the
+// dashboard's session cookie. Basic auth wins when both are sent.
+func (s *Server) authenticate(r *http.Request) (*store.User, error) {
+	if username, key, ok := r.BasicAuth(); ok {
+		return s.store.CheckAPIKey(r.Context(), username, key)
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		return s.store.SessionUser(r.Context(), c.Value)
+	}
+	return nil, auth.ErrUnauthenticated
+}
+
+// requireUser answers 401 unless the request is authenticated.
+func (s *Server) requireUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.authenticate(r)
+		if err != nil {
+			if !errors.Is(err, auth.ErrUnauthenticated) && !errors.Is(err, store.ErrBadCredentials) {
+				writeErr(w, r, err)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Basic realm="tifeeds", charset="UTF-8"`)
+			writeErr(w, r, auth.ErrUnauthenticated)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), u)))
+	})
+}
+
+// requireRootToWrite lets every authenticated caller read and only root
+// callers write (POST, PATCH, PUT, DELETE).
+func requireRootToWrite(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if _, err := auth.Require(r.Context(), store.ScopeRoot); err != nil {
+				writeErr(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type loginRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+type loginResponse struct {
+	Username string      `json:"username"`
+	Scope    store.Scope `json:"scope"`
+}
+
+// login checks a password and starts a session in an HttpOnly, SameSite
+// cookie. SameSite=Strict plus the JSON-only GraphQL endpoint keeps other
+// sites from riding the session.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	var req loginRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		var maxBytes *http.MaxBytesError
+		if errors.As(err, &maxBytes) {
+			writeErr(w, r, err)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_json", "body must be a JSON object with username and password")
+		return
+	}
+	u, err := s.store.CheckPassword(r.Context(), req.Username, req.Password)
+	if err != nil {
+		if errors.Is(err, store.ErrBadCredentials) {
+			writeError(w, http.StatusUnauthorized, "unauthenticated", "wrong username or password")
+			return
+		}
+		writeErr(w, r, err)
+		return
+	}
+	token, err := s.store.CreateSession(r.Context(), u.ID, s.cfg.SessionTTL)
+	if err != nil {
+		writeErr(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     sessionCookie,
+		Value:    token,
+		Path:     "/",
+		MaxAge:   int(s.cfg.SessionTTL / time.Second),
+		HttpOnly: true,
+		Secure:   s.cfg.TLSCert != "",
+		SameSite: http.SameSiteStrictMode,
+	})
+	writeJSON(w, http.StatusOK, loginResponse{Username: u.Username, Scope: u.Scope})
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if err := s.store.DeleteSession(r.Context(), c.Value); err != nil {
+			writeErr(w, r, err)
+			return
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: s.cfg.TLSCert != "", SameSite: http.SameSiteStrictMode})
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/graph"
+)
+
+// Limits that keep one query from costing the server more than a page does.
+const (
+	maxQueryComplexity = 2000
+	wsKeepAlive        = 10 * time.Second
+)
+
+// graphqlHandler serves POST queries and mutations, and subscriptions over
+// websocket (graphql-transport-ws). HTTP requests must be authenticated;
+// websocket clients authenticate in connection_init (or with the upgrade
+// request's cookie or basic auth).
+func (s *Server) graphqlHandler() http.Handler {
+	srv := handler.New(graph.NewSchema(s.resolver))
+	srv.AddTransport(transport.Websocket{
+		Implementation:        newGorillaWebsocket(),
+		KeepAlivePingInterval: wsKeepAlive,
+		InitFunc:              s.websocketInit,
+		InitTimeout:           10 * time.Second,
+	})
+	srv.AddTransport(transport.Options{})
+	srv.AddTransport(transport.POST{})
+	srv.Use(extension.Introspection{})
+	srv.Use(extension.FixedComplexityLimit(maxQueryComplexity))
+	srv.SetErrorPresenter(graph.ErrorPresenter)
+
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if websocketUpgrade(r) {
+			if u, err := s.authenticate(r); err == nil {
+				r = r.WithContext(auth.WithUser(r.Context(), u))
+			}
+			srv.ServeHTTP(w, r)
+			return
+		}
+		u, err := s.authenticate(r)
+		if err != nil {
+			writeErr(w, r, auth.ErrUnauthenticated)
+			return
+		}
+		// gqlgen reports an over-long body as a decode error; read it here so
+		// the limit answers 413 like everywhere else.
+		if r.Body != nil {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				writeErr(w, r, err)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		srv.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), u)))
+	})
+}
+
+func websocketUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// websocketInit authenticates a subscription client from connection_init:
+// {"authorization": "Basic <base64 user:key>"} or {"username", "apiKey"}.
+// A client already authenticated by cookie on the upgrade may send nothing.
+func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+	header := payload.Authorization()
+	if header == "" {
+		if v, ok := payload["Authorization"].(string); ok {
+			header = v
+		}
+	}
+	username, _ := payload["username"].(string)
+	apiKey, _ := payload["apiKey"].(string)
+	if header != "" || username != "" {
+		if header != "" {
+			req := &http.Request{Header: http.Header{"Authorization": {header}}}
+			var ok bool
+			if username, apiKey, ok = req.BasicAuth(); !ok {
+				return ctx, nil, errors.New("connection_init: authorization must be HTTP basic username:api_key")
+			}
+		}
+		u, err := s.store.CheckAPIKey(ctx, username, apiKey)
+		if err != nil {
+			return ctx, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
+		}
+		return auth.WithUser(ctx, u), nil, nil
+	}
+	if _, err := auth.UserFrom(ctx); err != nil {
+		return ctx, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
+	}
+	return ctx, nil, nil
+}

@@ -1,0 +1,131 @@
+// Package store keeps tifeeds' data in SQLite or PostgreSQL through bun. It
+// knows nothing of HTTP or GraphQL.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+	_ "github.com/mattn/go-sqlite3"    // the "sqlite3" driver; cgo, twice modernc's insert rate (DESIGN.md)
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+)
+
+// Dialect names the database behind a Store.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Store is the handle every package uses to read and write tifeeds' data.
+type Store struct {
+	DB      *bun.DB
+	Dialect Dialect
+}
+
+// Open connects to the database named by dsn: "sqlite:<path>" (":memory:"
+// allowed) or "postgres://..." / "postgresql://...". It does not migrate.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	var (
+		s   *Store
+		err error
+	)
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		s, err = openSQLite(strings.TrimPrefix(dsn, "sqlite:"))
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		s, err = openPostgres(dsn)
+	default:
+		return nil, fmt.Errorf("store: unknown database %q: want sqlite:<path> or postgres://...", redact(dsn))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.DB.PingContext(ctx); err != nil {
+		s.DB.Close()
+		return nil, fmt.Errorf("store: unable to reach database %s: %w", redact(dsn), err)
+	}
+	return s, nil
+}
+
+func openSQLite(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("store: sqlite path is empty")
+	}
+	if path != ":memory:" {
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o750); err != nil {
+				return nil, fmt.Errorf("store: unable to create %s: %w", dir, err)
+			}
+		}
+	}
+	// _txlock=immediate takes the write lock at BEGIN, so two writers queue on
+	// the busy timeout instead of failing with SQLITE_BUSY on lock upgrade.
+	sqldb, err := sql.Open("sqlite3", "file:"+path+
+		"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to open sqlite %s: %w", path, err)
+	}
+	// SQLite allows one writer at a time. A single connection serialises
+	// writers in Go instead of in lock retries, and keeps ":memory:" one
+	// database rather than one per connection.
+	sqldb.SetMaxOpenConns(1)
+	sqldb.SetConnMaxLifetime(0)
+	sqldb.SetConnMaxIdleTime(0)
+	return &Store{DB: bun.NewDB(sqldb, sqlitedialect.New()), Dialect: SQLite}, nil
+}
+
+func openPostgres(dsn string) (*Store, error) {
+	sqldb, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to open postgres: %w", err)
+	}
+	sqldb.SetMaxOpenConns(16)
+	sqldb.SetMaxIdleConns(8)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	return &Store{DB: bun.NewDB(sqldb, pgdialect.New()), Dialect: Postgres}, nil
+}
+
+// Close releases the database connections.
+func (s *Store) Close() error { return s.DB.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.DB.PingContext(ctx) }
+
+// RunInTx runs fn in one transaction, committed when fn returns nil.
+func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return s.DB.RunInTx(ctx, nil, fn)
+}
+
+// isUniqueViolation reports whether err is a unique-constraint failure on
+// either dialect.
+func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || // sqlite
+		strings.Contains(msg, "SQLSTATE 23505") // postgres unique_violation
+}
+
+// redact hides the password of a database URL in messages.
+func redact(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		if at := strings.LastIndex(dsn, "@"); at > i {
+			if colon := strings.Index(dsn[i+3:at], ":"); colon >= 0 {
+				return dsn[:i+3+colon] + ":***" + dsn[at:]
+			}
+		}
+	}
+	return dsn
+}

@@ -1,0 +1,294 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Scope is what a user may do.
+type Scope string
+
+const (
+	// ScopeRoot may do everything; feed management needs it.
+	ScopeRoot Scope = "root"
+	// ScopeTenant is bound to one tenant: read-only on IoCs and its tenant.
+	ScopeTenant Scope = "tenant"
+)
+
+// User is a person or a program that signs in.
+type User struct {
+	bun.BaseModel `bun:"table:users"`
+
+	ID           int64     `bun:"id,pk,autoincrement"`
+	Username     string    `bun:"username,notnull"`
+	PasswordHash string    `bun:"password_hash,notnull"`
+	Scope        Scope     `bun:"scope,notnull"`
+	TenantID     *string   `bun:"tenant_id"`
+	CreatedAt    time.Time `bun:"created_at,notnull"`
+}
+
+// APIKey is a secret a user sends as the password of HTTP basic auth. Only
+// its SHA-256 is stored: keys are 32 random bytes, so a slow hash adds nothing.
+type APIKey struct {
+	bun.BaseModel `bun:"table:api_keys"`
+
+	ID         int64      `bun:"id,pk,autoincrement"`
+	UserID     int64      `bun:"user_id,notnull"`
+	Name       string     `bun:"name,notnull"`
+	Prefix     string     `bun:"prefix,notnull"`
+	Hash       string     `bun:"hash,notnull"`
+	CreatedAt  time.Time  `bun:"created_at,notnull"`
+	LastUsedAt *time.Time `bun:"last_used_at"`
+	RevokedAt  *time.Time `bun:"revoked_at"`
+}
+
+// Session is a signed-in browser, found by the hash of its cookie.
+type Session struct {
+	bun.BaseModel `bun:"table:sessions"`
+
+	TokenHash string    `bun:"token_hash,pk"`
+	UserID    int64     `bun:"user_id,notnull"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+	ExpiresAt time.Time `bun:"expires_at,notnull"`
+}
+
+// ErrBadCredentials is returned for an unknown user, a wrong password or
+// key, or a revoked key: callers must not tell these apart.
+var ErrBadCredentials = errors.New("invalid credentials")
+
+// apiKeyPrefix marks tifeeds keys so that leaked ones are easy to grep for.
+const apiKeyPrefix = "tif_"
+
+// NewSecret returns n random bytes, URL-safe base64 encoded.
+func NewSecret(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("store: crypto/rand failed: " + err.Error()) // unrecoverable on any supported OS
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func hashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateUser adds a user with the given password. A taken username is
+// ErrConflict.
+func (s *Store) CreateUser(ctx context.Context, username, password string, scope Scope, tenantID *string) (*User, error) {
+	username = strings.TrimSpace(username)
+	if username == "" || strings.ContainsAny(username, ": \t\r\n") {
+		return nil, fmt.Errorf("store: username %q must be non-empty without spaces or ':'", username)
+	}
+	if len(password) < 8 {
+		return nil, errors.New("store: password must have at least 8 characters")
+	}
+	if scope != ScopeRoot && scope != ScopeTenant {
+		return nil, fmt.Errorf("store: unknown scope %q", scope)
+	}
+	if scope == ScopeTenant && (tenantID == nil || *tenantID == "") {
+		return nil, errors.New("store: a tenant-scoped user needs a tenant")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to hash password: %w", err)
+	}
+	u := &User{Username: username, PasswordHash: string(hash), Scope: scope, TenantID: tenantID, CreatedAt: time.Now().UTC()}
+	if _, err := s.DB.NewInsert().Model(u).Exec(ctx); err != nil {
+		if isUniqueViolation(err) {
+			return nil, fmt.Errorf("store: user %q exists: %w", username, ErrConflict)
+		}
+		return nil, fmt.Errorf("store: unable to create user %q: %w", username, err)
+	}
+	return u, nil
+}
+
+// UserByName returns the user with that username.
+func (s *Store) UserByName(ctx context.Context, username string) (*User, error) {
+	u := new(User)
+	err := s.DB.NewSelect().Model(u).Where("username = ?", username).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to fetch user %q: %w", username, err)
+	}
+	return u, nil
+}
+
+// UserByID returns the user with that id.
+func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
+	u := new(User)
+	err := s.DB.NewSelect().Model(u).Where("id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to fetch user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// CountUsers returns how many users exist.
+func (s *Store) CountUsers(ctx context.Context) (int64, error) {
+	n, err := s.DB.NewSelect().Model((*User)(nil)).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: unable to count users: %w", err)
+	}
+	return n, nil
+}
+
+// dummyHash keeps a password check for an unknown user as slow as for a
+// known one, so response times do not reveal which usernames exist.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("tifeeds-no-such-user"), bcrypt.DefaultCost)
+
+// CheckPassword returns the user when the password is theirs.
+func (s *Store) CheckPassword(ctx context.Context, username, password string) (*User, error) {
+	u, err := s.UserByName(ctx, username)
+	if errors.Is(err, ErrNotFound) {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return nil, ErrBadCredentials
+	}
+	return u, nil
+}
+
+// CreateAPIKey issues a new key for the user and returns it in clear: this is
+// the only time it is available. A non-empty plain is stored as given (the
+// admin's key from TIFEEDS_ADMIN_API_KEY).
+func (s *Store) CreateAPIKey(ctx context.Context, userID int64, name, plain string) (*APIKey, string, error) {
+	if plain == "" {
+		plain = apiKeyPrefix + NewSecret(32)
+	} else if len(plain) < 16 {
+		return nil, "", errors.New("store: an API key must have at least 16 characters")
+	}
+	if name == "" {
+		name = "default"
+	}
+	k := &APIKey{
+		UserID:    userID,
+		Name:      name,
+		Prefix:    keyPrefix(plain),
+		Hash:      hashToken(plain),
+		CreatedAt: time.Now().UTC(),
+	}
+	if _, err := s.DB.NewInsert().Model(k).Exec(ctx); err != nil {
+		return nil, "", fmt.Errorf("store: unable to create API key for user %d: %w", userID, err)
+	}
+	return k, plain, nil
+}
+
+func keyPrefix(plain string) string {
+	if len(plain) > 8 {
+		return plain[:8]
+	}
+	return plain
+}
+
+// APIKeys lists the user's keys, newest first.
+func (s *Store) APIKeys(ctx context.Context, userID int64) ([]APIKey, error) {
+	var keys []APIKey
+	err := s.DB.NewSelect().Model(&keys).Where("user_id = ?", userID).Order("id DESC").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to list API keys of user %d: %w", userID, err)
+	}
+	return keys, nil
+}
+
+// RevokeAPIKey stops a key from working. It stays listed.
+func (s *Store) RevokeAPIKey(ctx context.Context, userID, keyID int64) error {
+	res, err := s.DB.NewUpdate().Model((*APIKey)(nil)).
+		Set("revoked_at = ?", time.Now().UTC()).
+		Where("id = ? AND user_id = ? AND revoked_at IS NULL", keyID, userID).
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: unable to revoke API key %d: %w", keyID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// CheckAPIKey returns the user when key is one of their live keys. Every
+// live key of the user is compared in constant time.
+func (s *Store) CheckAPIKey(ctx context.Context, username, key string) (*User, error) {
+	u, err := s.UserByName(ctx, username)
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, err
+	}
+	var keys []APIKey
+	err = s.DB.NewSelect().Model(&keys).
+		Where("user_id = ? AND revoked_at IS NULL", u.ID).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to fetch API keys of %q: %w", username, err)
+	}
+	want := []byte(hashToken(key))
+	var match int64
+	for _, k := range keys {
+		if subtle.ConstantTimeCompare(want, []byte(k.Hash)) == 1 {
+			match = k.ID
+		}
+	}
+	if match == 0 {
+		return nil, ErrBadCredentials
+	}
+	// Best effort: a failure to record use must not refuse a valid key.
+	_, _ = s.DB.NewUpdate().Model((*APIKey)(nil)).Set("last_used_at = ?", time.Now().UTC()).
+		Where("id = ?", match).Exec(ctx)
+	return u, nil
+}
+
+// CreateSession starts a browser session and returns its cookie token.
+func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Duration) (string, error) {
+	token := NewSecret(32)
+	now := time.Now().UTC()
+	sess := &Session{TokenHash: hashToken(token), UserID: userID, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	if _, err := s.DB.NewInsert().Model(sess).Exec(ctx); err != nil {
+		return "", fmt.Errorf("store: unable to create session: %w", err)
+	}
+	return token, nil
+}
+
+// SessionUser returns the user of a live session.
+func (s *Store) SessionUser(ctx context.Context, token string) (*User, error) {
+	sess := new(Session)
+	err := s.DB.NewSelect().Model(sess).
+		Where("token_hash = ? AND expires_at > ?", hashToken(token), time.Now().UTC()).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to fetch session: %w", err)
+	}
+	return s.UserByID(ctx, sess.UserID)
+}
+
+// DeleteSession ends a session; ending an unknown one is not an error.
+func (s *Store) DeleteSession(ctx context.Context, token string) error {
+	_, err := s.DB.NewDelete().Model((*Session)(nil)).Where("token_hash = ?", hashToken(token)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: unable to delete session: %w", err)
+	}
+	return nil
+}
