@@ -58,3 +58,6 @@ func (r *Resolver) feed(ctx context.Context, id string) (*store.Feed, error) {
 func (r *Resolver) feedRuns(ctx context.Context, feedID string, first *int) ([]*store.FeedRun, error) {
 	return nil, errNotImplemented
 }
+func (r *Resolver) sightingFeed(ctx context.Context, obj *store.Sighting) (*store.Feed, error) {
+	return nil, errNotImplemented
+}

@@ -19,6 +19,3 @@ func (r *Resolver) iocs(ctx context.Context, filter *model.IocFilter, orderBy *m
 func (r *Resolver) ioc(ctx context.Context, id string) (*store.IoC, error) {
 	return nil, errNotImplemented
 }
-func (r *Resolver) sightingFeed(ctx context.Context, obj *store.Sighting) (*store.Feed, error) {
-	return nil, errNotImplemented
-}
