@@ -14,7 +14,7 @@ CREATE TABLE saved_views (
 	user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
 	table_name TEXT NOT NULL,
 	name TEXT NOT NULL,
-	definition {json} NOT NULL,
+	definition TEXT NOT NULL, -- opaque to SQL: kept byte for byte
 	is_default BOOLEAN NOT NULL DEFAULT FALSE,
 	created_at {ts} NOT NULL,
 	updated_at {ts} NOT NULL,
