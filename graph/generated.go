@@ -32,10 +32,12 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Feed() FeedResolver
+	FeedConnection() FeedConnectionResolver
 	Ioc() IocResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Sighting() SightingResolver
+	Subscription() SubscriptionResolver
 	Tenant() TenantResolver
 	TenantGroup() TenantGroupResolver
 }
@@ -52,6 +54,11 @@ type ComplexityRoot struct {
 		Name       func(childComplexity int) int
 		Prefix     func(childComplexity int) int
 		RevokedAt  func(childComplexity int) int
+	}
+
+	FacetValue struct {
+		Count func(childComplexity int) int
+		Value func(childComplexity int) int
 	}
 
 	Feed struct {
@@ -79,9 +86,15 @@ type ComplexityRoot struct {
 	}
 
 	FeedConnection struct {
+		Facets     func(childComplexity int) int
 		Nodes      func(childComplexity int) int
 		PageInfo   func(childComplexity int) int
 		TotalCount func(childComplexity int) int
+	}
+
+	FeedFacet struct {
+		Column func(childComplexity int) int
+		Values func(childComplexity int) int
 	}
 
 	FeedRun struct {
@@ -96,6 +109,16 @@ type ComplexityRoot struct {
 		Rejections  func(childComplexity int) int
 		StartedAt   func(childComplexity int) int
 		Stored      func(childComplexity int) int
+	}
+
+	FeedRunProgress struct {
+		Done      func(childComplexity int) int
+		ErrorKind func(childComplexity int) int
+		FeedID    func(childComplexity int) int
+		Fetched   func(childComplexity int) int
+		Rejected  func(childComplexity int) int
+		RunID     func(childComplexity int) int
+		Stored    func(childComplexity int) int
 	}
 
 	Ioc struct {
@@ -116,6 +139,15 @@ type ComplexityRoot struct {
 		TotalCount func(childComplexity int) int
 	}
 
+	IocLookup struct {
+		Error func(childComplexity int) int
+		Input func(childComplexity int) int
+		Ioc   func(childComplexity int) int
+		Known func(childComplexity int) int
+		Type  func(childComplexity int) int
+		Value func(childComplexity int) int
+	}
+
 	Mutation struct {
 		CreateAPIKey      func(childComplexity int, name string, userID *string) int
 		CreateCustomFeed  func(childComplexity int, input model.CustomFeedInput) int
@@ -124,9 +156,11 @@ type ComplexityRoot struct {
 		DeleteFeed        func(childComplexity int, id string) int
 		DeleteTenant      func(childComplexity int, id string) int
 		DeleteTenantGroup func(childComplexity int, id string) int
+		DeleteView        func(childComplexity int, id string) int
 		ResetFeedCursor   func(childComplexity int, id string) int
 		RevokeAPIKey      func(childComplexity int, id string) int
 		RunFeedNow        func(childComplexity int, id string) int
+		SaveView          func(childComplexity int, input model.SaveViewInput) int
 		SetFeedEnabled    func(childComplexity int, id string, enabled bool, confirm *bool) int
 		UpdateFeed        func(childComplexity int, id string, input model.FeedUpdateInput) int
 		UpdateTenant      func(childComplexity int, id string, input model.TenantInput) int
@@ -150,16 +184,29 @@ type ComplexityRoot struct {
 		Feeds        func(childComplexity int, search *string, filter *model.FeedFilter, orderBy *model.FeedOrder, first *int, after *string) int
 		Ioc          func(childComplexity int, id string) int
 		Iocs         func(childComplexity int, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) int
+		LookupIocs   func(childComplexity int, values []string) int
 		Me           func(childComplexity int) int
 		Tenant       func(childComplexity int, id string) int
 		TenantGroup  func(childComplexity int, id string) int
 		TenantGroups func(childComplexity int, limit *int, offset *int) int
 		Tenants      func(childComplexity int, limit *int, offset *int) int
+		Views        func(childComplexity int, table model.ViewTable) int
 	}
 
 	Rejection struct {
 		Position func(childComplexity int) int
 		Reason   func(childComplexity int) int
+	}
+
+	SavedView struct {
+		Columns   func(childComplexity int) int
+		Filter    func(childComplexity int) int
+		ID        func(childComplexity int) int
+		IsDefault func(childComplexity int) int
+		Name      func(childComplexity int) int
+		OrderBy   func(childComplexity int) int
+		Search    func(childComplexity int) int
+		Table     func(childComplexity int) int
 	}
 
 	Sighting struct {
@@ -180,6 +227,11 @@ type ComplexityRoot struct {
 		IssuerURL       func(childComplexity int) int
 		SSOConfigMethod func(childComplexity int) int
 		SSOEntryPoint   func(childComplexity int) int
+	}
+
+	Subscription struct {
+		FeedRunProgress   func(childComplexity int, feedID *string) int
+		FeedStatusChanged func(childComplexity int, feedID *string) int
 	}
 
 	Tenant struct {
@@ -221,6 +273,11 @@ type ComplexityRoot struct {
 		TenantID  func(childComplexity int) int
 		Username  func(childComplexity int) int
 	}
+
+	ViewOrder struct {
+		Direction func(childComplexity int) int
+		Field     func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -238,6 +295,9 @@ type FeedResolver interface {
 	CanReset(ctx context.Context, obj *store.Feed) (bool, error)
 	LastRun(ctx context.Context, obj *store.Feed) (*store.FeedRun, error)
 }
+type FeedConnectionResolver interface {
+	Facets(ctx context.Context, obj *model.FeedConnection) ([]*model.FeedFacet, error)
+}
 type IocResolver interface {
 	Sources(ctx context.Context, obj *store.IoC) ([]*store.Sighting, error)
 }
@@ -250,6 +310,8 @@ type MutationResolver interface {
 	SetFeedEnabled(ctx context.Context, id string, enabled bool, confirm *bool) (*store.Feed, error)
 	RunFeedNow(ctx context.Context, id string) (*store.Feed, error)
 	ResetFeedCursor(ctx context.Context, id string) (*store.Feed, error)
+	SaveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error)
+	DeleteView(ctx context.Context, id string) (bool, error)
 	CreateTenant(ctx context.Context, input model.TenantInput) (*store.Tenant, error)
 	UpdateTenant(ctx context.Context, id string, input model.TenantInput) (*store.Tenant, error)
 	DeleteTenant(ctx context.Context, id string) (bool, error)
@@ -265,6 +327,8 @@ type QueryResolver interface {
 	FeedRuns(ctx context.Context, feedID string, first *int) ([]*store.FeedRun, error)
 	Iocs(ctx context.Context, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) (*model.IocConnection, error)
 	Ioc(ctx context.Context, id string) (*store.IoC, error)
+	LookupIocs(ctx context.Context, values []string) ([]*model.IocLookup, error)
+	Views(ctx context.Context, table model.ViewTable) ([]*model.SavedView, error)
 	Tenants(ctx context.Context, limit *int, offset *int) ([]*store.Tenant, error)
 	Tenant(ctx context.Context, id string) (*store.Tenant, error)
 	TenantGroups(ctx context.Context, limit *int, offset *int) ([]*store.TenantGroup, error)
@@ -272,6 +336,10 @@ type QueryResolver interface {
 }
 type SightingResolver interface {
 	Feed(ctx context.Context, obj *store.Sighting) (*store.Feed, error)
+}
+type SubscriptionResolver interface {
+	FeedStatusChanged(ctx context.Context, feedID *string) (<-chan *store.Feed, error)
+	FeedRunProgress(ctx context.Context, feedID *string) (<-chan *model.FeedRunProgress, error)
 }
 type TenantResolver interface {
 	Group(ctx context.Context, obj *store.Tenant) (*store.TenantGroup, error)
@@ -334,6 +402,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiKey.RevokedAt(childComplexity), true
+
+	case "FacetValue.count":
+		if e.ComplexityRoot.FacetValue.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FacetValue.Count(childComplexity), true
+	case "FacetValue.value":
+		if e.ComplexityRoot.FacetValue.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FacetValue.Value(childComplexity), true
 
 	case "Feed.backfillDays":
 		if e.ComplexityRoot.Feed.BackfillDays == nil {
@@ -462,6 +543,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Feed.Username(childComplexity), true
 
+	case "FeedConnection.facets":
+		if e.ComplexityRoot.FeedConnection.Facets == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedConnection.Facets(childComplexity), true
 	case "FeedConnection.nodes":
 		if e.ComplexityRoot.FeedConnection.Nodes == nil {
 			break
@@ -480,6 +567,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FeedConnection.TotalCount(childComplexity), true
+
+	case "FeedFacet.column":
+		if e.ComplexityRoot.FeedFacet.Column == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedFacet.Column(childComplexity), true
+	case "FeedFacet.values":
+		if e.ComplexityRoot.FeedFacet.Values == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedFacet.Values(childComplexity), true
 
 	case "FeedRun.endedAt":
 		if e.ComplexityRoot.FeedRun.EndedAt == nil {
@@ -547,6 +647,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FeedRun.Stored(childComplexity), true
+
+	case "FeedRunProgress.done":
+		if e.ComplexityRoot.FeedRunProgress.Done == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRunProgress.Done(childComplexity), true
+	case "FeedRunProgress.errorKind":
+		if e.ComplexityRoot.FeedRunProgress.ErrorKind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRunProgress.ErrorKind(childComplexity), true
+	case "FeedRunProgress.feedId":
+		if e.ComplexityRoot.FeedRunProgress.FeedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRunProgress.FeedID(childComplexity), true
+	case "FeedRunProgress.fetched":
+		if e.ComplexityRoot.FeedRunProgress.Fetched == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRunProgress.Fetched(childComplexity), true
+	case "FeedRunProgress.rejected":
+		if e.ComplexityRoot.FeedRunProgress.Rejected == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRunProgress.Rejected(childComplexity), true
+	case "FeedRunProgress.runId":
+		if e.ComplexityRoot.FeedRunProgress.RunID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRunProgress.RunID(childComplexity), true
+	case "FeedRunProgress.stored":
+		if e.ComplexityRoot.FeedRunProgress.Stored == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRunProgress.Stored(childComplexity), true
 
 	case "Ioc.expirationDate":
 		if e.ComplexityRoot.Ioc.ExpiresAt == nil {
@@ -621,6 +764,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IocConnection.TotalCount(childComplexity), true
+
+	case "IocLookup.error":
+		if e.ComplexityRoot.IocLookup.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocLookup.Error(childComplexity), true
+	case "IocLookup.input":
+		if e.ComplexityRoot.IocLookup.Input == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocLookup.Input(childComplexity), true
+	case "IocLookup.ioc":
+		if e.ComplexityRoot.IocLookup.Ioc == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocLookup.Ioc(childComplexity), true
+	case "IocLookup.known":
+		if e.ComplexityRoot.IocLookup.Known == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocLookup.Known(childComplexity), true
+	case "IocLookup.type":
+		if e.ComplexityRoot.IocLookup.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocLookup.Type(childComplexity), true
+	case "IocLookup.value":
+		if e.ComplexityRoot.IocLookup.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocLookup.Value(childComplexity), true
 
 	case "Mutation.createApiKey":
 		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
@@ -699,6 +879,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteTenantGroup(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteView":
+		if e.ComplexityRoot.Mutation.DeleteView == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteView_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteView(childComplexity, args["id"].(string)), true
 	case "Mutation.resetFeedCursor":
 		if e.ComplexityRoot.Mutation.ResetFeedCursor == nil {
 			break
@@ -732,6 +923,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RunFeedNow(childComplexity, args["id"].(string)), true
+	case "Mutation.saveView":
+		if e.ComplexityRoot.Mutation.SaveView == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_saveView_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SaveView(childComplexity, args["input"].(model.SaveViewInput)), true
 	case "Mutation.setFeedEnabled":
 		if e.ComplexityRoot.Mutation.SetFeedEnabled == nil {
 			break
@@ -865,6 +1067,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Iocs(childComplexity, args["filter"].(*model.IocFilter), args["orderBy"].(*model.IocOrder), args["first"].(*int), args["after"].(*string)), true
+	case "Query.lookupIocs":
+		if e.ComplexityRoot.Query.LookupIocs == nil {
+			break
+		}
+
+		args, err := ec.field_Query_lookupIocs_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.LookupIocs(childComplexity, args["values"].([]string)), true
 	case "Query.me":
 		if e.ComplexityRoot.Query.Me == nil {
 			break
@@ -915,6 +1128,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Tenants(childComplexity, args["limit"].(*int), args["offset"].(*int)), true
+	case "Query.views":
+		if e.ComplexityRoot.Query.Views == nil {
+			break
+		}
+
+		args, err := ec.field_Query_views_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Views(childComplexity, args["table"].(model.ViewTable)), true
 
 	case "Rejection.position":
 		if e.ComplexityRoot.Rejection.Position == nil {
@@ -928,6 +1152,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Rejection.Reason(childComplexity), true
+
+	case "SavedView.columns":
+		if e.ComplexityRoot.SavedView.Columns == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedView.Columns(childComplexity), true
+	case "SavedView.filter":
+		if e.ComplexityRoot.SavedView.Filter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedView.Filter(childComplexity), true
+	case "SavedView.id":
+		if e.ComplexityRoot.SavedView.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedView.ID(childComplexity), true
+	case "SavedView.isDefault":
+		if e.ComplexityRoot.SavedView.IsDefault == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedView.IsDefault(childComplexity), true
+	case "SavedView.name":
+		if e.ComplexityRoot.SavedView.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedView.Name(childComplexity), true
+	case "SavedView.orderBy":
+		if e.ComplexityRoot.SavedView.OrderBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedView.OrderBy(childComplexity), true
+	case "SavedView.search":
+		if e.ComplexityRoot.SavedView.Search == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedView.Search(childComplexity), true
+	case "SavedView.table":
+		if e.ComplexityRoot.SavedView.Table == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedView.Table(childComplexity), true
 
 	case "Sighting.expiresAt":
 		if e.ComplexityRoot.Sighting.ExpiresAt == nil {
@@ -1014,6 +1287,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SsoConfig.SSOEntryPoint(childComplexity), true
+
+	case "Subscription.feedRunProgress":
+		if e.ComplexityRoot.Subscription.FeedRunProgress == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_feedRunProgress_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.FeedRunProgress(childComplexity, args["feedId"].(*string)), true
+	case "Subscription.feedStatusChanged":
+		if e.ComplexityRoot.Subscription.FeedStatusChanged == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_feedStatusChanged_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.FeedStatusChanged(childComplexity, args["feedId"].(*string)), true
 
 	case "Tenant.address":
 		if e.ComplexityRoot.Tenant.Address == nil {
@@ -1204,6 +1500,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.User.Username(childComplexity), true
 
+	case "ViewOrder.direction":
+		if e.ComplexityRoot.ViewOrder.Direction == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ViewOrder.Direction(childComplexity), true
+	case "ViewOrder.field":
+		if e.ComplexityRoot.ViewOrder.Field == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ViewOrder.Field(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -1218,9 +1527,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputFeedUpdateInput,
 		ec.unmarshalInputIocFilter,
 		ec.unmarshalInputIocOrder,
+		ec.unmarshalInputSaveViewInput,
 		ec.unmarshalInputSsoConfigInput,
 		ec.unmarshalInputTenantGroupInput,
 		ec.unmarshalInputTenantInput,
+		ec.unmarshalInputViewOrderInput,
 	)
 	first := true
 
@@ -1270,6 +1581,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				Data: buf.Bytes(),
 			}
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -1302,6 +1630,9 @@ var sources = []*ast.Source{
 "An RFC 3339 date-time."
 scalar Time
 
+"A JSON object."
+scalar Map
+
 "Restricts a field to callers whose scope is at least the one given."
 directive @hasScope(scope: Scope!) on FIELD_DEFINITION
 
@@ -1333,6 +1664,11 @@ type Query {
   iocs(filter: IocFilter, orderBy: IocOrder, first: Int, after: String): IocConnection!
   ioc(id: ID!): Ioc!
 
+  "Matches up to 10,000 raw values at once, normalised like ingestion, against the store."
+  lookupIocs(values: [String!]!): [IocLookup!]!
+  "The caller's saved views of a table, the default first."
+  views(table: ViewTable!): [SavedView!]!
+
   tenants(limit: Int, offset: Int): [Tenant!]!
   tenant(id: ID!): Tenant!
   tenantGroups(limit: Int, offset: Int): [TenantGroup!]!
@@ -1354,12 +1690,23 @@ type Mutation {
   "Forgets where the feed's source resumes from, so its next run starts afresh."
   resetFeedCursor(id: ID!): Feed! @hasScope(scope: ROOT)
 
+  "Creates the caller's view, or replaces the one of the same name on the same table."
+  saveView(input: SaveViewInput!): SavedView!
+  deleteView(id: ID!): Boolean!
+
   createTenant(input: TenantInput!): Tenant! @hasScope(scope: ROOT)
   updateTenant(id: ID!, input: TenantInput!): Tenant! @hasScope(scope: ROOT)
   deleteTenant(id: ID!): Boolean! @hasScope(scope: ROOT)
   createTenantGroup(input: TenantGroupInput!): TenantGroup! @hasScope(scope: ROOT)
   updateTenantGroup(id: ID!, input: TenantGroupInput!): TenantGroup! @hasScope(scope: ROOT)
   deleteTenantGroup(id: ID!): Boolean! @hasScope(scope: ROOT)
+}
+
+type Subscription {
+  "Emits a feed on every change of status, message, enabled or last ingestion; all feeds when feedId is omitted."
+  feedStatusChanged(feedId: ID): Feed! @hasScope(scope: ROOT)
+  "Emits run counters at least every second while a run of the feed (or any feed) is going on, and once when it ends."
+  feedRunProgress(feedId: ID): FeedRunProgress! @hasScope(scope: ROOT)
 }
 
 # ---- users and keys ----
@@ -1460,6 +1807,45 @@ type FeedConnection {
   totalCount: Int!
   nodes: [Feed!]!
   pageInfo: PageInfo!
+  """
+  For each filterable column, its values with their counts, each computed with
+  all the other active filters (and the search) applied: a value offered never
+  leads to an empty result.
+  """
+  facets: [FeedFacet!]!
+}
+
+enum FeedFacetColumn {
+  NAME
+  TYPE
+  STATUS_MESSAGE
+  ENABLED
+  POLLING_FREQUENCY
+  RETENTION_PERIOD
+  BACKFILL_DAYS
+  DESCRIPTION
+}
+
+type FeedFacet {
+  column: FeedFacetColumn!
+  values: [FacetValue!]!
+}
+
+type FacetValue {
+  "The value as the filter takes it (enums by name, booleans as true/false)."
+  value: String!
+  count: Int!
+}
+
+type FeedRunProgress {
+  feedId: ID!
+  runId: ID!
+  fetched: Int!
+  stored: Int!
+  rejected: Int!
+  "True on the last event of a run."
+  done: Boolean!
+  errorKind: String!
 }
 
 input CustomFeedInput {
@@ -1587,6 +1973,62 @@ type IocConnection {
   pageInfo: PageInfo!
 }
 
+"The result of looking up one raw value."
+type IocLookup {
+  "The value as given."
+  input: String!
+  "The kind it was read as; null when it is not a valid indicator."
+  type: IocType
+  "The normalised value; null when it is not a valid indicator."
+  value: String
+  known: Boolean!
+  "The stored indicator, with score, tags, sources and expiration, when known."
+  ioc: Ioc
+  "Why the value is not a valid indicator."
+  error: String
+}
+
+# ---- saved views ----
+
+enum ViewTable {
+  FEEDS
+  IOCS
+}
+
+type SavedView {
+  id: ID!
+  table: ViewTable!
+  name: String!
+  "Visible columns, in order."
+  columns: [String!]!
+  "The table's filter input (FeedFilter or IocFilter) as saved."
+  filter: Map
+  search: String!
+  orderBy: ViewOrder
+  isDefault: Boolean!
+}
+
+type ViewOrder {
+  field: String!
+  direction: OrderDirection!
+}
+
+input ViewOrderInput {
+  field: String!
+  direction: OrderDirection = ASC
+}
+
+input SaveViewInput {
+  table: ViewTable!
+  name: String!
+  columns: [String!]!
+  "A FeedFilter (table FEEDS) or IocFilter (table IOCS); checked against that input type."
+  filter: Map
+  search: String
+  orderBy: ViewOrderInput
+  isDefault: Boolean = false
+}
+
 # ---- tenants ----
 
 type Tenant {
@@ -1689,6 +2131,16 @@ func (ec *executionContext) childFields_ApiKey(ctx context.Context, field graphq
 	return nil, fmt.Errorf("no field named %q was found under type ApiKey", field.Name)
 }
 
+func (ec *executionContext) childFields_FacetValue(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "value":
+		return ec.fieldContext_FacetValue_value(ctx, field)
+	case "count":
+		return ec.fieldContext_FacetValue_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FacetValue", field.Name)
+}
+
 func (ec *executionContext) childFields_Feed(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -1745,8 +2197,20 @@ func (ec *executionContext) childFields_FeedConnection(ctx context.Context, fiel
 		return ec.fieldContext_FeedConnection_nodes(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_FeedConnection_pageInfo(ctx, field)
+	case "facets":
+		return ec.fieldContext_FeedConnection_facets(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FeedConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_FeedFacet(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "column":
+		return ec.fieldContext_FeedFacet_column(ctx, field)
+	case "values":
+		return ec.fieldContext_FeedFacet_values(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FeedFacet", field.Name)
 }
 
 func (ec *executionContext) childFields_FeedRun(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1775,6 +2239,26 @@ func (ec *executionContext) childFields_FeedRun(ctx context.Context, field graph
 		return ec.fieldContext_FeedRun_note(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FeedRun", field.Name)
+}
+
+func (ec *executionContext) childFields_FeedRunProgress(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "feedId":
+		return ec.fieldContext_FeedRunProgress_feedId(ctx, field)
+	case "runId":
+		return ec.fieldContext_FeedRunProgress_runId(ctx, field)
+	case "fetched":
+		return ec.fieldContext_FeedRunProgress_fetched(ctx, field)
+	case "stored":
+		return ec.fieldContext_FeedRunProgress_stored(ctx, field)
+	case "rejected":
+		return ec.fieldContext_FeedRunProgress_rejected(ctx, field)
+	case "done":
+		return ec.fieldContext_FeedRunProgress_done(ctx, field)
+	case "errorKind":
+		return ec.fieldContext_FeedRunProgress_errorKind(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FeedRunProgress", field.Name)
 }
 
 func (ec *executionContext) childFields_Ioc(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1813,6 +2297,24 @@ func (ec *executionContext) childFields_IocConnection(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type IocConnection", field.Name)
 }
 
+func (ec *executionContext) childFields_IocLookup(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "input":
+		return ec.fieldContext_IocLookup_input(ctx, field)
+	case "type":
+		return ec.fieldContext_IocLookup_type(ctx, field)
+	case "value":
+		return ec.fieldContext_IocLookup_value(ctx, field)
+	case "known":
+		return ec.fieldContext_IocLookup_known(ctx, field)
+	case "ioc":
+		return ec.fieldContext_IocLookup_ioc(ctx, field)
+	case "error":
+		return ec.fieldContext_IocLookup_error(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IocLookup", field.Name)
+}
+
 func (ec *executionContext) childFields_NewApiKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "apiKey":
@@ -1841,6 +2343,28 @@ func (ec *executionContext) childFields_Rejection(ctx context.Context, field gra
 		return ec.fieldContext_Rejection_reason(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Rejection", field.Name)
+}
+
+func (ec *executionContext) childFields_SavedView(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_SavedView_id(ctx, field)
+	case "table":
+		return ec.fieldContext_SavedView_table(ctx, field)
+	case "name":
+		return ec.fieldContext_SavedView_name(ctx, field)
+	case "columns":
+		return ec.fieldContext_SavedView_columns(ctx, field)
+	case "filter":
+		return ec.fieldContext_SavedView_filter(ctx, field)
+	case "search":
+		return ec.fieldContext_SavedView_search(ctx, field)
+	case "orderBy":
+		return ec.fieldContext_SavedView_orderBy(ctx, field)
+	case "isDefault":
+		return ec.fieldContext_SavedView_isDefault(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SavedView", field.Name)
 }
 
 func (ec *executionContext) childFields_Sighting(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1961,6 +2485,16 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_createdAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
+}
+
+func (ec *executionContext) childFields_ViewOrder(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "field":
+		return ec.fieldContext_ViewOrder_field(ctx, field)
+	case "direction":
+		return ec.fieldContext_ViewOrder_direction(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ViewOrder", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2199,6 +2733,20 @@ func (ec *executionContext) field_Mutation_deleteTenant_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteView_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_resetFeedCursor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2238,6 +2786,20 @@ func (ec *executionContext) field_Mutation_runFeedNow_args(ctx context.Context, 
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_saveView_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SaveViewInput, error) {
+			return ec.unmarshalNSaveViewInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐSaveViewInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -2485,6 +3047,20 @@ func (ec *executionContext) field_Query_iocs_args(ctx context.Context, rawArgs m
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_lookupIocs_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "values",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["values"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_tenantGroup_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2554,6 +3130,48 @@ func (ec *executionContext) field_Query_tenants_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["offset"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_views_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "table",
+		func(ctx context.Context, v any) (model.ViewTable, error) {
+			return ec.unmarshalNViewTable2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewTable(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["table"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_feedRunProgress_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "feedId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["feedId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_feedStatusChanged_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "feedId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["feedId"] = arg0
 	return args, nil
 }
 
@@ -2753,6 +3371,52 @@ func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_ApiKey_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _FacetValue_value(ctx context.Context, field graphql.CollectedField, obj *model.FacetValue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FacetValue_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FacetValue_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FacetValue", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FacetValue_count(ctx context.Context, field graphql.CollectedField, obj *model.FacetValue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FacetValue_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FacetValue_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FacetValue", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Feed_id(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
@@ -3334,6 +3998,93 @@ func (ec *executionContext) fieldContext_FeedConnection_pageInfo(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _FeedConnection_facets(ctx context.Context, field graphql.CollectedField, obj *model.FeedConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedConnection_facets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.FeedConnection().Facets(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.FeedFacet) graphql.Marshaler {
+			return ec.marshalNFeedFacet2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedFacetᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedConnection_facets(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FeedConnection",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FeedFacet(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FeedFacet_column(ctx context.Context, field graphql.CollectedField, obj *model.FeedFacet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedFacet_column(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Column, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.FeedFacetColumn) graphql.Marshaler {
+			return ec.marshalNFeedFacetColumn2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedFacetColumn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedFacet_column(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedFacet", field, false, false, errors.New("field of type FeedFacetColumn does not have child fields"))
+}
+
+func (ec *executionContext) _FeedFacet_values(ctx context.Context, field graphql.CollectedField, obj *model.FeedFacet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedFacet_values(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Values, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.FacetValue) graphql.Marshaler {
+			return ec.marshalNFacetValue2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFacetValueᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedFacet_values(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FeedFacet",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FacetValue(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _FeedRun_id(ctx context.Context, field graphql.CollectedField, obj *store.FeedRun) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3594,6 +4345,167 @@ func (ec *executionContext) _FeedRun_note(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_FeedRun_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FeedRun", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRunProgress_feedId(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRunProgress_feedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FeedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRunProgress_feedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRunProgress_runId(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRunProgress_runId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RunID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRunProgress_runId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRunProgress_fetched(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRunProgress_fetched(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fetched, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRunProgress_fetched(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRunProgress_stored(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRunProgress_stored(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stored, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRunProgress_stored(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRunProgress_rejected(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRunProgress_rejected(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rejected, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRunProgress_rejected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRunProgress_done(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRunProgress_done(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Done, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRunProgress_done(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRunProgress_errorKind(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRunProgress_errorKind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorKind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRunProgress_errorKind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Ioc_id(ctx context.Context, field graphql.CollectedField, obj *store.IoC) (ret graphql.Marshaler) {
@@ -3897,6 +4809,153 @@ func (ec *executionContext) fieldContext_IocConnection_pageInfo(_ context.Contex
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _IocLookup_input(ctx context.Context, field graphql.CollectedField, obj *model.IocLookup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocLookup_input(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Input, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IocLookup_input(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocLookup", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _IocLookup_type(ctx context.Context, field graphql.CollectedField, obj *model.IocLookup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocLookup_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ioc.Kind) graphql.Marshaler {
+			return ec.marshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IocLookup_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocLookup", field, false, false, errors.New("field of type IocType does not have child fields"))
+}
+
+func (ec *executionContext) _IocLookup_value(ctx context.Context, field graphql.CollectedField, obj *model.IocLookup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocLookup_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IocLookup_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocLookup", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _IocLookup_known(ctx context.Context, field graphql.CollectedField, obj *model.IocLookup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocLookup_known(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Known, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IocLookup_known(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocLookup", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _IocLookup_ioc(ctx context.Context, field graphql.CollectedField, obj *model.IocLookup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocLookup_ioc(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ioc, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.IoC) graphql.Marshaler {
+			return ec.marshalOIoc2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐIoC(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IocLookup_ioc(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IocLookup",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Ioc(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IocLookup_error(ctx context.Context, field graphql.CollectedField, obj *model.IocLookup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocLookup_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IocLookup_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocLookup", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Mutation_createApiKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -4353,6 +5412,94 @@ func (ec *executionContext) fieldContext_Mutation_resetFeedCursor(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_resetFeedCursor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_saveView(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_saveView(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SaveView(ctx, fc.Args["input"].(model.SaveViewInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SavedView) graphql.Marshaler {
+			return ec.marshalNSavedView2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐSavedView(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_saveView(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedView(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_saveView_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteView(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteView(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteView(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteView(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteView_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5170,6 +6317,94 @@ func (ec *executionContext) fieldContext_Query_ioc(ctx context.Context, field gr
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_lookupIocs(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_lookupIocs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().LookupIocs(ctx, fc.Args["values"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.IocLookup) graphql.Marshaler {
+			return ec.marshalNIocLookup2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocLookupᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_lookupIocs(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IocLookup(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_lookupIocs_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_views(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_views(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Views(ctx, fc.Args["table"].(model.ViewTable))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.SavedView) graphql.Marshaler {
+			return ec.marshalNSavedView2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐSavedViewᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_views(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedView(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_views_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_tenants(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5466,6 +6701,199 @@ func (ec *executionContext) _Rejection_reason(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Rejection_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Rejection", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedView_id(ctx context.Context, field graphql.CollectedField, obj *model.SavedView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedView_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNID2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedView_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedView", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _SavedView_table(ctx context.Context, field graphql.CollectedField, obj *model.SavedView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedView_table(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Table, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ViewTable) graphql.Marshaler {
+			return ec.marshalNViewTable2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewTable(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedView_table(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedView", field, false, false, errors.New("field of type ViewTable does not have child fields"))
+}
+
+func (ec *executionContext) _SavedView_name(ctx context.Context, field graphql.CollectedField, obj *model.SavedView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedView_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedView_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedView", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedView_columns(ctx context.Context, field graphql.CollectedField, obj *model.SavedView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedView_columns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Columns, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedView_columns(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedView", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedView_filter(ctx context.Context, field graphql.CollectedField, obj *model.SavedView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedView_filter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Filter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalOMap2map(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SavedView_filter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedView", field, false, false, errors.New("field of type Map does not have child fields"))
+}
+
+func (ec *executionContext) _SavedView_search(ctx context.Context, field graphql.CollectedField, obj *model.SavedView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedView_search(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Search, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedView_search(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedView", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedView_orderBy(ctx context.Context, field graphql.CollectedField, obj *model.SavedView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedView_orderBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OrderBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ViewOrder) graphql.Marshaler {
+			return ec.marshalOViewOrder2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewOrder(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SavedView_orderBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SavedView",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ViewOrder(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SavedView_isDefault(ctx context.Context, field graphql.CollectedField, obj *model.SavedView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedView_isDefault(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IsDefault, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedView_isDefault(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedView", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Sighting_feed(ctx context.Context, field graphql.CollectedField, obj *store.Sighting) (ret graphql.Marshaler) {
@@ -5797,6 +7225,130 @@ func (ec *executionContext) _SsoConfig_ssoEntryPoint(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_SsoConfig_ssoEntryPoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SsoConfig", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Subscription_feedStatusChanged(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_feedStatusChanged(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().FeedStatusChanged(ctx, fc.Args["feedId"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *store.Feed
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *store.Feed
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Feed) graphql.Marshaler {
+			return ec.marshalNFeed2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeed(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_feedStatusChanged(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Feed(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_feedStatusChanged_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_feedRunProgress(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_feedRunProgress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().FeedRunProgress(ctx, fc.Args["feedId"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *model.FeedRunProgress
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.FeedRunProgress
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FeedRunProgress) graphql.Marshaler {
+			return ec.marshalNFeedRunProgress2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedRunProgress(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_feedRunProgress(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FeedRunProgress(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_feedRunProgress_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.CollectedField, obj *store.Tenant) (ret graphql.Marshaler) {
@@ -6537,6 +8089,52 @@ func (ec *executionContext) _User_createdAt(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_User_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _ViewOrder_field(ctx context.Context, field graphql.CollectedField, obj *model.ViewOrder) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ViewOrder_field(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Field, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ViewOrder_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ViewOrder", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ViewOrder_direction(ctx context.Context, field graphql.CollectedField, obj *model.ViewOrder) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ViewOrder_direction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Direction, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.OrderDirection) graphql.Marshaler {
+			return ec.marshalNOrderDirection2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOrderDirection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ViewOrder_direction(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ViewOrder", field, false, false, errors.New("field of type OrderDirection does not have child fields"))
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -8028,6 +9626,82 @@ func (ec *executionContext) unmarshalInputIocOrder(ctx context.Context, obj any)
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputSaveViewInput(ctx context.Context, obj any) (model.SaveViewInput, error) {
+	var it model.SaveViewInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["isDefault"]; !present {
+		asMap["isDefault"] = false
+	}
+
+	fieldsInOrder := [...]string{"table", "name", "columns", "filter", "search", "orderBy", "isDefault"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "table":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("table"))
+			data, err := ec.unmarshalNViewTable2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewTable(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Table = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "columns":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("columns"))
+			data, err := ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Columns = data
+		case "filter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("filter"))
+			data, err := ec.unmarshalOMap2map(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Filter = data
+		case "search":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("search"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Search = data
+		case "orderBy":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("orderBy"))
+			data, err := ec.unmarshalOViewOrderInput2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewOrderInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OrderBy = data
+		case "isDefault":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("isDefault"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IsDefault = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputSsoConfigInput(ctx context.Context, obj any) (model.SsoConfigInput, error) {
 	var it model.SsoConfigInput
 	if obj == nil {
@@ -8244,6 +9918,47 @@ func (ec *executionContext) unmarshalInputTenantInput(ctx context.Context, obj a
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputViewOrderInput(ctx context.Context, obj any) (model.ViewOrderInput, error) {
+	var it model.ViewOrderInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"field", "direction"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalOOrderDirection2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		}
+	}
+	return it, nil
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -8292,6 +10007,49 @@ func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, o
 		case "revokedAt":
 			out.Values[i] = ec._ApiKey_revokedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var facetValueImplementors = []string{"FacetValue"}
+
+func (ec *executionContext) _FacetValue(ctx context.Context, sel ast.SelectionSet, obj *model.FacetValue) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, facetValueImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FacetValue")
+		case "value":
+			out.Values[i] = ec._FacetValue_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._FacetValue_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -8699,15 +10457,96 @@ func (ec *executionContext) _FeedConnection(ctx context.Context, sel ast.Selecti
 		case "totalCount":
 			out.Values[i] = ec._FeedConnection_totalCount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "nodes":
 			out.Values[i] = ec._FeedConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "pageInfo":
 			out.Values[i] = ec._FeedConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "facets":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._FeedConnection_facets(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var feedFacetImplementors = []string{"FeedFacet"}
+
+func (ec *executionContext) _FeedFacet(ctx context.Context, sel ast.SelectionSet, obj *model.FeedFacet) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, feedFacetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FeedFacet")
+		case "column":
+			out.Values[i] = ec._FeedFacet_column(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "values":
+			out.Values[i] = ec._FeedFacet_values(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -8796,6 +10635,74 @@ func (ec *executionContext) _FeedRun(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "note":
 			out.Values[i] = ec._FeedRun_note(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var feedRunProgressImplementors = []string{"FeedRunProgress"}
+
+func (ec *executionContext) _FeedRunProgress(ctx context.Context, sel ast.SelectionSet, obj *model.FeedRunProgress) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, feedRunProgressImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FeedRunProgress")
+		case "feedId":
+			out.Values[i] = ec._FeedRunProgress_feedId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "runId":
+			out.Values[i] = ec._FeedRunProgress_runId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fetched":
+			out.Values[i] = ec._FeedRunProgress_fetched(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stored":
+			out.Values[i] = ec._FeedRunProgress_stored(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rejected":
+			out.Values[i] = ec._FeedRunProgress_rejected(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "done":
+			out.Values[i] = ec._FeedRunProgress_done(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "errorKind":
+			out.Values[i] = ec._FeedRunProgress_errorKind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -8979,6 +10886,69 @@ func (ec *executionContext) _IocConnection(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var iocLookupImplementors = []string{"IocLookup"}
+
+func (ec *executionContext) _IocLookup(ctx context.Context, sel ast.SelectionSet, obj *model.IocLookup) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, iocLookupImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IocLookup")
+		case "input":
+			out.Values[i] = ec._IocLookup_input(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._IocLookup_type(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._IocLookup_value(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "known":
+			out.Values[i] = ec._IocLookup_known(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ioc":
+			out.Values[i] = ec._IocLookup_ioc(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "error":
+			out.Values[i] = ec._IocLookup_error(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -9051,6 +11021,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "resetFeedCursor":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_resetFeedCursor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "saveView":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_saveView(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteView":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteView(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -9378,6 +11362,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "lookupIocs":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_lookupIocs(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "views":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_views(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "tenants":
 			field := field
 
@@ -9520,6 +11548,79 @@ func (ec *executionContext) _Rejection(ctx context.Context, sel ast.SelectionSet
 			}
 		case "reason":
 			out.Values[i] = ec._Rejection_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var savedViewImplementors = []string{"SavedView"}
+
+func (ec *executionContext) _SavedView(ctx context.Context, sel ast.SelectionSet, obj *model.SavedView) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, savedViewImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SavedView")
+		case "id":
+			out.Values[i] = ec._SavedView_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "table":
+			out.Values[i] = ec._SavedView_table(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._SavedView_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "columns":
+			out.Values[i] = ec._SavedView_columns(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "filter":
+			out.Values[i] = ec._SavedView_filter(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "search":
+			out.Values[i] = ec._SavedView_search(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "orderBy":
+			out.Values[i] = ec._SavedView_orderBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "isDefault":
+			out.Values[i] = ec._SavedView_isDefault(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -9711,6 +11812,28 @@ func (ec *executionContext) _SsoConfig(ctx context.Context, sel ast.SelectionSet
 	})
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "feedStatusChanged":
+		return ec._Subscription_feedStatusChanged(ctx, fields[0])
+	case "feedRunProgress":
+		return ec._Subscription_feedRunProgress(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var tenantImplementors = []string{"Tenant"}
@@ -10009,6 +12132,49 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "createdAt":
 			out.Values[i] = ec._User_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var viewOrderImplementors = []string{"ViewOrder"}
+
+func (ec *executionContext) _ViewOrder(ctx context.Context, sel ast.SelectionSet, obj *model.ViewOrder) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, viewOrderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ViewOrder")
+		case "field":
+			out.Values[i] = ec._ViewOrder_field(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "direction":
+			out.Values[i] = ec._ViewOrder_direction(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -10472,6 +12638,32 @@ func (ec *executionContext) unmarshalNCustomFeedInput2githubᚗcomᚋtifeedsᚋt
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNFacetValue2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFacetValueᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.FacetValue) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFacetValue2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFacetValue(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNFacetValue2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFacetValue(ctx context.Context, sel ast.SelectionSet, v *model.FacetValue) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FacetValue(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNFeed2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeedᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.Feed) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -10508,6 +12700,42 @@ func (ec *executionContext) marshalNFeedConnection2ᚖgithubᚗcomᚋtifeedsᚋt
 	return ec._FeedConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNFeedFacet2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedFacetᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.FeedFacet) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFeedFacet2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedFacet(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNFeedFacet2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedFacet(ctx context.Context, sel ast.SelectionSet, v *model.FeedFacet) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FeedFacet(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFeedFacetColumn2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedFacetColumn(ctx context.Context, v any) (model.FeedFacetColumn, error) {
+	var res model.FeedFacetColumn
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFeedFacetColumn2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedFacetColumn(ctx context.Context, sel ast.SelectionSet, v model.FeedFacetColumn) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNFeedOrderField2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedOrderField(ctx context.Context, v any) (model.FeedOrderField, error) {
 	var res model.FeedOrderField
 	err := res.UnmarshalGQL(v)
@@ -10542,6 +12770,16 @@ func (ec *executionContext) marshalNFeedRun2ᚖgithubᚗcomᚋtifeedsᚋtifeeds�
 		return graphql.Null
 	}
 	return ec._FeedRun(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFeedRunProgress2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedRunProgress(ctx context.Context, sel ast.SelectionSet, v *model.FeedRunProgress) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FeedRunProgress(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNFeedStatus2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeedStatus(ctx context.Context, v any) (store.FeedStatus, error) {
@@ -10738,6 +12976,32 @@ func (ec *executionContext) marshalNIocConnection2ᚖgithubᚗcomᚋtifeedsᚋti
 	return ec._IocConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNIocLookup2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocLookupᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IocLookup) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIocLookup2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocLookup(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNIocLookup2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocLookup(ctx context.Context, sel ast.SelectionSet, v *model.IocLookup) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._IocLookup(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNIocOrderField2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocOrderField(ctx context.Context, v any) (model.IocOrderField, error) {
 	var res model.IocOrderField
 	err := res.UnmarshalGQL(v)
@@ -10796,6 +13060,16 @@ func (ec *executionContext) marshalNNewApiKey2ᚖgithubᚗcomᚋtifeedsᚋtifeed
 	return ec._NewApiKey(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNOrderDirection2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, v any) (model.OrderDirection, error) {
+	var res model.OrderDirection
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNOrderDirection2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, sel ast.SelectionSet, v model.OrderDirection) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -10824,6 +13098,37 @@ func (ec *executionContext) marshalNRejection2ᚕgithubᚗcomᚋtifeedsᚋtifeed
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNSaveViewInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐSaveViewInput(ctx context.Context, v any) (model.SaveViewInput, error) {
+	res, err := ec.unmarshalInputSaveViewInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSavedView2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐSavedViewᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.SavedView) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSavedView2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐSavedView(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSavedView2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐSavedView(ctx context.Context, sel ast.SelectionSet, v *model.SavedView) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SavedView(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx context.Context, v any) (store.Scope, error) {
@@ -11011,6 +13316,16 @@ func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋs
 		return graphql.Null
 	}
 	return ec._User(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNViewTable2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewTable(ctx context.Context, v any) (model.ViewTable, error) {
+	var res model.ViewTable
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNViewTable2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewTable(ctx context.Context, sel ast.SelectionSet, v model.ViewTable) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
@@ -11417,6 +13732,13 @@ func (ec *executionContext) marshalOInt2ᚖint64(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalOIoc2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐIoC(ctx context.Context, sel ast.SelectionSet, v *store.IoC) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Ioc(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOIocFilter2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocFilter(ctx context.Context, v any) (*model.IocFilter, error) {
 	if v == nil {
 		return nil, nil
@@ -11467,6 +13789,64 @@ func (ec *executionContext) marshalOIocType2ᚕgithubᚗcomᚋtifeedsᚋtifeeds�
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind(ctx context.Context, v any) (*ioc.Kind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind(ctx context.Context, sel ast.SelectionSet, v *ioc.Kind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind[*v])
+	return res
+}
+
+var (
+	unmarshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind = map[string]ioc.Kind{
+		"URL":    ioc.URL,
+		"IP":     ioc.IP,
+		"DOMAIN": ioc.Domain,
+		"MD5":    ioc.MD5,
+		"SHA1":   ioc.SHA1,
+		"SHA256": ioc.SHA256,
+		"RULE":   ioc.Rule,
+	}
+	marshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind = map[ioc.Kind]string{
+		ioc.URL:    "URL",
+		ioc.IP:     "IP",
+		ioc.Domain: "DOMAIN",
+		ioc.MD5:    "MD5",
+		ioc.SHA1:   "SHA1",
+		ioc.SHA256: "SHA256",
+		ioc.Rule:   "RULE",
+	}
+)
+
+func (ec *executionContext) unmarshalOMap2map(ctx context.Context, v any) (map[string]any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalMap(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOMap2map(ctx context.Context, sel ast.SelectionSet, v map[string]any) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalMap(v)
+	return res
 }
 
 func (ec *executionContext) unmarshalOOrderDirection2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, v any) (*model.OrderDirection, error) {
@@ -11576,6 +13956,21 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	_ = ctx
 	res := graphql.MarshalTime(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOViewOrder2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewOrder(ctx context.Context, sel ast.SelectionSet, v *model.ViewOrder) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ViewOrder(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOViewOrderInput2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewOrderInput(ctx context.Context, v any) (*model.ViewOrderInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputViewOrderInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

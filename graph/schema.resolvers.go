@@ -40,6 +40,10 @@ func (r *feedResolver) LastRun(ctx context.Context, obj *store.Feed) (*store.Fee
 	return r.feedLastRun(ctx, obj)
 }
 
+func (r *feedConnectionResolver) Facets(ctx context.Context, obj *model.FeedConnection) ([]*model.FeedFacet, error) {
+	return r.feedFacets(ctx, obj)
+}
+
 func (r *iocResolver) Sources(ctx context.Context, obj *store.IoC) ([]*store.Sighting, error) {
 	return r.iocSources(ctx, obj)
 }
@@ -74,6 +78,14 @@ func (r *mutationResolver) RunFeedNow(ctx context.Context, id string) (*store.Fe
 
 func (r *mutationResolver) ResetFeedCursor(ctx context.Context, id string) (*store.Feed, error) {
 	return r.resetFeedCursor(ctx, id)
+}
+
+func (r *mutationResolver) SaveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error) {
+	return r.saveView(ctx, input)
+}
+
+func (r *mutationResolver) DeleteView(ctx context.Context, id string) (bool, error) {
+	return r.deleteView(ctx, id)
 }
 
 func (r *mutationResolver) CreateTenant(ctx context.Context, input model.TenantInput) (*store.Tenant, error) {
@@ -128,6 +140,14 @@ func (r *queryResolver) Ioc(ctx context.Context, id string) (*store.IoC, error) 
 	return r.ioc(ctx, id)
 }
 
+func (r *queryResolver) LookupIocs(ctx context.Context, values []string) ([]*model.IocLookup, error) {
+	return r.lookupIocs(ctx, values)
+}
+
+func (r *queryResolver) Views(ctx context.Context, table model.ViewTable) ([]*model.SavedView, error) {
+	return r.views(ctx, table)
+}
+
 func (r *queryResolver) Tenants(ctx context.Context, limit *int, offset *int) ([]*store.Tenant, error) {
 	return r.tenants(ctx, limit, offset)
 }
@@ -148,6 +168,14 @@ func (r *sightingResolver) Feed(ctx context.Context, obj *store.Sighting) (*stor
 	return r.sightingFeed(ctx, obj)
 }
 
+func (r *subscriptionResolver) FeedStatusChanged(ctx context.Context, feedID *string) (<-chan *store.Feed, error) {
+	return r.feedStatusChanged(ctx, feedID)
+}
+
+func (r *subscriptionResolver) FeedRunProgress(ctx context.Context, feedID *string) (<-chan *model.FeedRunProgress, error) {
+	return r.feedRunProgress(ctx, feedID)
+}
+
 func (r *tenantResolver) Group(ctx context.Context, obj *store.Tenant) (*store.TenantGroup, error) {
 	return r.groupOfTenant(ctx, obj)
 }
@@ -158,6 +186,8 @@ func (r *tenantGroupResolver) Tenants(ctx context.Context, obj *store.TenantGrou
 
 func (r *Resolver) Feed() FeedResolver { return &feedResolver{r} }
 
+func (r *Resolver) FeedConnection() FeedConnectionResolver { return &feedConnectionResolver{r} }
+
 func (r *Resolver) Ioc() IocResolver { return &iocResolver{r} }
 
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
@@ -166,16 +196,20 @@ func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
 func (r *Resolver) Sighting() SightingResolver { return &sightingResolver{r} }
 
+func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
+
 func (r *Resolver) Tenant() TenantResolver { return &tenantResolver{r} }
 
 func (r *Resolver) TenantGroup() TenantGroupResolver { return &tenantGroupResolver{r} }
 
 type (
-	feedResolver        struct{ *Resolver }
-	iocResolver         struct{ *Resolver }
-	mutationResolver    struct{ *Resolver }
-	queryResolver       struct{ *Resolver }
-	sightingResolver    struct{ *Resolver }
-	tenantResolver      struct{ *Resolver }
-	tenantGroupResolver struct{ *Resolver }
+	feedResolver           struct{ *Resolver }
+	feedConnectionResolver struct{ *Resolver }
+	iocResolver            struct{ *Resolver }
+	mutationResolver       struct{ *Resolver }
+	queryResolver          struct{ *Resolver }
+	sightingResolver       struct{ *Resolver }
+	subscriptionResolver   struct{ *Resolver }
+	tenantResolver         struct{ *Resolver }
+	tenantGroupResolver    struct{ *Resolver }
 )

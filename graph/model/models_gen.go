@@ -26,10 +26,25 @@ type CustomFeedInput struct {
 	Description  *string `json:"description,omitempty"`
 }
 
+type FacetValue struct {
+	// The value as the filter takes it (enums by name, booleans as true/false).
+	Value string `json:"value"`
+	Count int    `json:"count"`
+}
+
 type FeedConnection struct {
 	TotalCount int           `json:"totalCount"`
 	Nodes      []*store.Feed `json:"nodes"`
 	PageInfo   *PageInfo     `json:"pageInfo"`
+	// For each filterable column, its values with their counts, each computed with
+	// all the other active filters (and the search) applied: a value offered never
+	// leads to an empty result.
+	Facets []*FeedFacet `json:"facets"`
+}
+
+type FeedFacet struct {
+	Column FeedFacetColumn `json:"column"`
+	Values []*FacetValue   `json:"values"`
 }
 
 // Each list matches any of its values; the lists combine with AND.
@@ -49,6 +64,17 @@ type FeedFilter struct {
 type FeedOrder struct {
 	Field     FeedOrderField  `json:"field"`
 	Direction *OrderDirection `json:"direction,omitempty"`
+}
+
+type FeedRunProgress struct {
+	FeedID   string `json:"feedId"`
+	RunID    string `json:"runId"`
+	Fetched  int    `json:"fetched"`
+	Stored   int    `json:"stored"`
+	Rejected int    `json:"rejected"`
+	// True on the last event of a run.
+	Done      bool   `json:"done"`
+	ErrorKind string `json:"errorKind"`
 }
 
 // Only the fields given change. The category of a feed never changes.
@@ -83,6 +109,21 @@ type IocFilter struct {
 	ExpiresAfter  *time.Time `json:"expiresAfter,omitempty"`
 }
 
+// The result of looking up one raw value.
+type IocLookup struct {
+	// The value as given.
+	Input string `json:"input"`
+	// The kind it was read as; null when it is not a valid indicator.
+	Type *ioc.Kind `json:"type,omitempty"`
+	// The normalised value; null when it is not a valid indicator.
+	Value *string `json:"value,omitempty"`
+	Known bool    `json:"known"`
+	// The stored indicator, with score, tags, sources and expiration, when known.
+	Ioc *store.IoC `json:"ioc,omitempty"`
+	// Why the value is not a valid indicator.
+	Error *string `json:"error,omitempty"`
+}
+
 type IocOrder struct {
 	Field     IocOrderField   `json:"field"`
 	Direction *OrderDirection `json:"direction,omitempty"`
@@ -105,6 +146,17 @@ type PageInfo struct {
 type Query struct {
 }
 
+type SaveViewInput struct {
+	Table   ViewTable `json:"table"`
+	Name    string    `json:"name"`
+	Columns []string  `json:"columns"`
+	// A FeedFilter (table FEEDS) or IocFilter (table IOCS); checked against that input type.
+	Filter    map[string]any  `json:"filter,omitempty"`
+	Search    *string         `json:"search,omitempty"`
+	OrderBy   *ViewOrderInput `json:"orderBy,omitempty"`
+	IsDefault *bool           `json:"isDefault,omitempty"`
+}
+
 type SsoConfigInput struct {
 	AllowClockSkew  *bool   `json:"allowClockSkew,omitempty"`
 	IdpCertificate  *string `json:"idpCertificate,omitempty"`
@@ -113,6 +165,9 @@ type SsoConfigInput struct {
 	IssuerURL       *string `json:"issuerUrl,omitempty"`
 	SsoConfigMethod *string `json:"ssoConfigMethod,omitempty"`
 	SsoEntryPoint   *string `json:"ssoEntryPoint,omitempty"`
+}
+
+type Subscription struct {
 }
 
 // On update, a given tenants list replaces the membership.
@@ -135,6 +190,16 @@ type TenantInput struct {
 	AuthenticationMethod *string         `json:"authenticationMethod,omitempty"`
 	SsoConfig            *SsoConfigInput `json:"ssoConfig,omitempty"`
 	IngestionLimit       *int            `json:"ingestionLimit,omitempty"`
+}
+
+type ViewOrder struct {
+	Field     string         `json:"field"`
+	Direction OrderDirection `json:"direction"`
+}
+
+type ViewOrderInput struct {
+	Field     string          `json:"field"`
+	Direction *OrderDirection `json:"direction,omitempty"`
 }
 
 type CustomFeedCategory string
@@ -187,6 +252,73 @@ func (e *CustomFeedCategory) UnmarshalJSON(b []byte) error {
 }
 
 func (e CustomFeedCategory) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type FeedFacetColumn string
+
+const (
+	FeedFacetColumnName             FeedFacetColumn = "NAME"
+	FeedFacetColumnType             FeedFacetColumn = "TYPE"
+	FeedFacetColumnStatusMessage    FeedFacetColumn = "STATUS_MESSAGE"
+	FeedFacetColumnEnabled          FeedFacetColumn = "ENABLED"
+	FeedFacetColumnPollingFrequency FeedFacetColumn = "POLLING_FREQUENCY"
+	FeedFacetColumnRetentionPeriod  FeedFacetColumn = "RETENTION_PERIOD"
+	FeedFacetColumnBackfillDays     FeedFacetColumn = "BACKFILL_DAYS"
+	FeedFacetColumnDescription      FeedFacetColumn = "DESCRIPTION"
+)
+
+var AllFeedFacetColumn = []FeedFacetColumn{
+	FeedFacetColumnName,
+	FeedFacetColumnType,
+	FeedFacetColumnStatusMessage,
+	FeedFacetColumnEnabled,
+	FeedFacetColumnPollingFrequency,
+	FeedFacetColumnRetentionPeriod,
+	FeedFacetColumnBackfillDays,
+	FeedFacetColumnDescription,
+}
+
+func (e FeedFacetColumn) IsValid() bool {
+	switch e {
+	case FeedFacetColumnName, FeedFacetColumnType, FeedFacetColumnStatusMessage, FeedFacetColumnEnabled, FeedFacetColumnPollingFrequency, FeedFacetColumnRetentionPeriod, FeedFacetColumnBackfillDays, FeedFacetColumnDescription:
+		return true
+	}
+	return false
+}
+
+func (e FeedFacetColumn) String() string {
+	return string(e)
+}
+
+func (e *FeedFacetColumn) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = FeedFacetColumn(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid FeedFacetColumn", str)
+	}
+	return nil
+}
+
+func (e FeedFacetColumn) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *FeedFacetColumn) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e FeedFacetColumn) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -374,6 +506,61 @@ func (e *OrderDirection) UnmarshalJSON(b []byte) error {
 }
 
 func (e OrderDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ViewTable string
+
+const (
+	ViewTableFeeds ViewTable = "FEEDS"
+	ViewTableIocs  ViewTable = "IOCS"
+)
+
+var AllViewTable = []ViewTable{
+	ViewTableFeeds,
+	ViewTableIocs,
+}
+
+func (e ViewTable) IsValid() bool {
+	switch e {
+	case ViewTableFeeds, ViewTableIocs:
+		return true
+	}
+	return false
+}
+
+func (e ViewTable) String() string {
+	return string(e)
+}
+
+func (e *ViewTable) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ViewTable(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ViewTable", str)
+	}
+	return nil
+}
+
+func (e ViewTable) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ViewTable) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ViewTable) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
