@@ -13,15 +13,6 @@ import (
 func (r *Resolver) feedFacets(ctx context.Context, obj *model.FeedConnection) ([]*model.FeedFacet, error) {
 	return nil, errNotImplemented
 }
-func (r *Resolver) saveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error) {
-	return nil, errNotImplemented
-}
-func (r *Resolver) deleteView(ctx context.Context, id string) (bool, error) {
-	return false, errNotImplemented
-}
-func (r *Resolver) views(ctx context.Context, table model.ViewTable) ([]*model.SavedView, error) {
-	return nil, errNotImplemented
-}
 func (r *Resolver) lookupIocs(ctx context.Context, values []string) ([]*model.IocLookup, error) {
 	return nil, errNotImplemented
 }

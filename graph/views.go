@@ -1,0 +1,170 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/validator"
+	"github.com/vektah/gqlparser/v2/validator/rules"
+
+	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/store"
+)
+
+// viewTable describes what a saved view of one table may hold: the input
+// type its filter must satisfy, the enum its order field comes from, and
+// its columns as the dashboard names them.
+type viewTable struct {
+	key        string
+	filterType string
+	orderEnum  string
+	columns    []string
+}
+
+var viewTables = map[model.ViewTable]viewTable{
+	model.ViewTableFeeds: {
+		key: "feeds", filterType: "FeedFilter", orderEnum: "FeedOrderField",
+		columns: []string{"icon", "name", "type", "status", "statusMessage", "enabled", "pollingFrequency",
+			"retentionPeriod", "backfillDays", "description", "lastIngestion", "actions"},
+	},
+	model.ViewTableIocs: {
+		key: "iocs", filterType: "IocFilter", orderEnum: "IocOrderField",
+		columns: []string{"type", "value", "score", "tags", "sources", "firstSeen", "lastSeen", "expirationDate"},
+	},
+}
+
+// viewDefinition is the JSON document a store.SavedView keeps.
+type viewDefinition struct {
+	Columns []string         `json:"columns"`
+	Filter  map[string]any   `json:"filter,omitempty"`
+	Search  string           `json:"search,omitempty"`
+	OrderBy *model.ViewOrder `json:"orderBy,omitempty"`
+}
+
+func (r *Resolver) views(ctx context.Context, table model.ViewTable) ([]*model.SavedView, error) {
+	u, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := r.Store.Views(ctx, u.ID, viewTables[table].key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.SavedView, 0, len(stored))
+	for i := range stored {
+		v, err := viewFromStore(&stored[i], table)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (r *Resolver) saveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error) {
+	u, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	table, ok := viewTables[input.Table]
+	if !ok {
+		return nil, store.Invalid("table", "unknown table %q", input.Table)
+	}
+	def := viewDefinition{Columns: input.Columns, Filter: input.Filter}
+	if input.Search != nil {
+		def.Search = strings.TrimSpace(*input.Search)
+	}
+	if len(def.Columns) == 0 {
+		return nil, store.Invalid("columns", "a view shows at least one column")
+	}
+	for _, c := range def.Columns {
+		if !slices.Contains(table.columns, c) {
+			return nil, store.Invalid("columns", "unknown column %q; columns are %s", c, strings.Join(table.columns, ", "))
+		}
+	}
+	if err := checkInput(table.filterType, def.Filter); err != nil {
+		return nil, store.Invalid("filter", "%v", err)
+	}
+	if input.OrderBy != nil {
+		if !enumHas(table.orderEnum, input.OrderBy.Field) {
+			return nil, store.Invalid("orderBy", "unknown order field %q", input.OrderBy.Field)
+		}
+		dir := model.OrderDirectionAsc
+		if input.OrderBy.Direction != nil {
+			dir = *input.OrderBy.Direction
+		}
+		def.OrderBy = &model.ViewOrder{Field: input.OrderBy.Field, Direction: dir}
+	}
+	doc, err := json.Marshal(def)
+	if err != nil {
+		return nil, fmt.Errorf("graph: unable to encode view: %w", err)
+	}
+	sv := &store.SavedView{UserID: u.ID, Table: table.key, Name: input.Name, Definition: string(doc)}
+	if input.IsDefault != nil {
+		sv.IsDefault = *input.IsDefault
+	}
+	if err := r.Store.SaveView(ctx, sv); err != nil {
+		return nil, err
+	}
+	return viewFromStore(sv, input.Table)
+}
+
+func (r *Resolver) deleteView(ctx context.Context, id string) (bool, error) {
+	u, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	viewID, err := parseID("id", id)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Store.DeleteView(ctx, u.ID, viewID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func viewFromStore(v *store.SavedView, table model.ViewTable) (*model.SavedView, error) {
+	var def viewDefinition
+	if err := json.Unmarshal([]byte(v.Definition), &def); err != nil {
+		return nil, fmt.Errorf("graph: view %d has a broken definition: %w", v.ID, err)
+	}
+	return &model.SavedView{
+		ID: v.ID, Table: table, Name: v.Name, Columns: def.Columns, Filter: def.Filter,
+		Search: def.Search, OrderBy: def.OrderBy, IsDefault: v.IsDefault,
+	}, nil
+}
+
+// checkInput validates value against the schema's input type typeName with
+// GraphQL's own coercion rules, so a saved filter is exactly one the query
+// would accept (enum names, list shapes, field names).
+func checkInput(typeName string, value map[string]any) error {
+	if value == nil {
+		return nil
+	}
+	// The probe query declares the variable without using it.
+	checks := rules.NewDefaultRules()
+	checks.RemoveRule(rules.NoUnusedVariablesRule.Name)
+	doc, errs := gqlparser.LoadQueryWithRules(parsedSchema, "query($v: "+typeName+") { __typename }", checks)
+	if errs != nil {
+		return fmt.Errorf("graph: unable to build the check for %s: %w", typeName, errs)
+	}
+	if _, err := validator.VariableValues(parsedSchema, doc.Operations[0], map[string]any{"v": value}); err != nil {
+		return fmt.Errorf("not a valid %s: %s", typeName, strings.TrimPrefix(err.Error(), "input: "))
+	}
+	return nil
+}
+
+func enumHas(enum, value string) bool {
+	def := parsedSchema.Types[enum]
+	if def == nil || def.Kind != ast.Enum {
+		return false
+	}
+	return def.EnumValues.ForName(value) != nil
+}
