@@ -77,6 +77,8 @@ func websocketUpgrade(r *http.Request) bool {
 // {"authorization": "Basic <base64 user:key>"} or {"username", "apiKey"}.
 // A client already authenticated by cookie on the upgrade may send nothing.
 func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+	// graphql-transport-ws: a rejected connection closes with 4403 Forbidden.
+	refused := transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), "Forbidden")
 	header := payload.Authorization()
 	if header == "" {
 		if v, ok := payload["Authorization"].(string); ok {
@@ -90,17 +92,17 @@ func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayloa
 			req := &http.Request{Header: http.Header{"Authorization": {header}}}
 			var ok bool
 			if username, apiKey, ok = req.BasicAuth(); !ok {
-				return ctx, nil, errors.New("connection_init: authorization must be HTTP basic username:api_key")
+				return refused, nil, errors.New("connection_init: authorization must be HTTP basic username:api_key")
 			}
 		}
 		u, err := s.store.CheckAPIKey(ctx, username, apiKey)
 		if err != nil {
-			return ctx, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
+			return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 		}
 		return auth.WithUser(ctx, u), nil, nil
 	}
 	if _, err := auth.UserFrom(ctx); err != nil {
-		return ctx, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
+		return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 	}
 	return ctx, nil, nil
 }
