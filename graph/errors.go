@@ -72,5 +72,6 @@ func NewSchema(r *Resolver) graphql.ExecutableSchema {
 	return NewExecutableSchema(Config{
 		Resolvers:  r,
 		Directives: DirectiveRoot{HasScope: HasScope},
+		Complexity: complexity(),
 	})
 }

@@ -18,11 +18,9 @@ import (
 	"github.com/tifeeds/tifeeds/graph"
 )
 
-// Limits that keep one query from costing the server more than a page does.
-const (
-	maxQueryComplexity = 2000
-	wsKeepAlive        = 10 * time.Second
-)
+// wsKeepAlive is how often idle subscription sockets are pinged, so proxies
+// do not cut them.
+const wsKeepAlive = 10 * time.Second
 
 // graphqlHandler serves POST queries and mutations, and subscriptions over
 // websocket (graphql-transport-ws). HTTP requests must be authenticated;
@@ -39,7 +37,8 @@ func (s *Server) graphqlHandler() http.Handler {
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.POST{})
 	srv.Use(extension.Introspection{})
-	srv.Use(extension.FixedComplexityLimit(maxQueryComplexity))
+	srv.Use(extension.FixedComplexityLimit(graph.MaxComplexity))
+	srv.Use(graph.DepthLimit())
 	srv.SetErrorPresenter(graph.ErrorPresenter)
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
