@@ -9,4 +9,6 @@ import (
 // Resolver is the root of the resolvers; everything they need is a field.
 type Resolver struct {
 	Store *store.Store
+	// SaaS is the managed edition, where tenants may not use retention groups.
+	SaaS bool
 }

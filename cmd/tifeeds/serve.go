@@ -85,7 +85,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("Created admin user", "username", admin.Username)
 	}
 
-	resolver := &graph.Resolver{Store: st}
+	resolver := &graph.Resolver{Store: st, SaaS: cfg.Edition == server.EditionSaaS}
 	srv := server.New(cfg, st, resolver, log)
 	err = srv.ListenAndServe(ctx)
 	log.Info("Stopped")
