@@ -3,12 +3,17 @@
 package graph
 
 import (
+	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
 // Resolver is the root of the resolvers; everything they need is a field.
 type Resolver struct {
 	Store *store.Store
+	// Events carries feed changes and run progress to subscriptions.
+	Events *ingest.Bus
+	// Ingest runs the feeds; feed mutations go through it.
+	Ingest *ingest.Runner
 	// SaaS is the managed edition, where tenants may not use retention groups.
 	SaaS bool
 }

@@ -51,6 +51,7 @@ func TestServe(t *testing.T) {
 		"postgres": func(t *testing.T) string { return storetest.NewPostgresDSN(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Chdir(t.TempDir()) // the secret key file goes to ./data on PostgreSQL
 			addr := freeAddr(t)
 			t.Setenv("TIFEEDS_ADDR", addr)
 			t.Setenv("TIFEEDS_DB", dsn(t))

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -85,7 +87,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("Created admin user", "username", admin.Username)
 	}
 
-	resolver := &graph.Resolver{Store: st, SaaS: cfg.Edition == server.EditionSaaS}
+	runner, err := startRunner(ctx, st, *dsn, log)
+	if err != nil {
+		return err
+	}
+	// Deferred after st.Close, so it runs first: runs reach a safe point
+	// while the store is still open.
+	defer stopRunner(runner, log)
+
+	resolver := &graph.Resolver{Store: st, SaaS: cfg.Edition == server.EditionSaaS, Events: runner.Bus(), Ingest: runner}
 	srv := server.New(cfg, st, resolver, log)
 	err = srv.ListenAndServe(ctx)
 	log.Info("Stopped")
@@ -109,4 +119,32 @@ func printAdmin(w io.Writer, a store.AdminCredentials) {
 		fmt.Fprintf(w, "   API key:  %s\n", a.APIKey)
 	}
 	fmt.Fprintln(w, "==================================================================")
+}
+
+// startRunner builds the feed runner with the sources of this build and
+// starts scheduling.
+func startRunner(ctx context.Context, st *store.Store, dsn string, log *slog.Logger) (*ingest.Runner, error) {
+	secrets, err := store.LoadSecrets(dsn)
+	if err != nil {
+		return nil, err
+	}
+	sources := ingest.NewRegistry()
+	sources.RegisterTSV(ingest.TSVOptions{})
+	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Sources: sources, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := runner.Start(ctx); err != nil {
+		return nil, err
+	}
+	return runner, nil
+}
+
+// stopRunner lets feed runs reach a safe point, then stops the scheduler.
+func stopRunner(r *ingest.Runner, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), ingest.DefaultStopGrace+10*time.Second)
+	defer cancel()
+	if err := r.Stop(ctx); err != nil {
+		log.Error("Unable to stop the feed runner", "error", err)
+	}
 }

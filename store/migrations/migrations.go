@@ -23,12 +23,14 @@ var Migrations = migrate.NewMigrations()
 //	{ts}    timestamp with time zone
 //	{json}  JSON document (TEXT on SQLite, JSONB on PostgreSQL)
 //	{blob}  binary
+//	{ctext} text compared byte by byte (COLLATE "C" on PostgreSQL, SQLite's default)
+//	{norowid} after a CREATE TABLE's ")": WITHOUT ROWID on SQLite (the primary key is the table)
 func exec(ctx context.Context, db *bun.DB, stmts ...string) error {
 	var r *strings.Replacer
 	if db.Dialect().Name() == dialect.PG {
-		r = strings.NewReplacer("{id}", "BIGSERIAL PRIMARY KEY", "{ts}", "TIMESTAMPTZ", "{json}", "JSONB", "{blob}", "BYTEA")
+		r = strings.NewReplacer("{id}", "BIGSERIAL PRIMARY KEY", "{ts}", "TIMESTAMPTZ", "{json}", "JSONB", "{blob}", "BYTEA", "{ctext}", `TEXT COLLATE "C"`, "{norowid}", "")
 	} else {
-		r = strings.NewReplacer("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{ts}", "TIMESTAMP", "{json}", "TEXT", "{blob}", "BLOB")
+		r = strings.NewReplacer("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{ts}", "TIMESTAMP", "{json}", "TEXT", "{blob}", "BLOB", "{ctext}", "TEXT", "{norowid}", "WITHOUT ROWID")
 	}
 	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for _, stmt := range stmts {

@@ -1,0 +1,210 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tifeeds/tifeeds/store"
+)
+
+// CustomFeedInput is a new custom feed as the user enters it, password in
+// clear (it is sealed before it is stored).
+type CustomFeedInput struct {
+	Category         string
+	Name             string
+	CollectionURL    string
+	Username         string
+	Password         string
+	PollingFrequency int
+	RetentionPeriod  int
+	BackfillDays     int
+	Description      string
+}
+
+// FeedUpdate holds the fields to change; nil fields keep their value. An
+// empty Password clears the password.
+type FeedUpdate struct {
+	Name             *string
+	CollectionURL    *string
+	Username         *string
+	Password         *string
+	PollingFrequency *int
+	RetentionPeriod  *int
+	BackfillDays     *int
+	Description      *string
+}
+
+// CreateCustomFeed checks the feed with its category's validation, stores
+// it enabled and runs it at once.
+func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*store.Feed, error) {
+	cat, ok := r.sources.Lookup(in.Category)
+	if !ok {
+		return nil, store.Invalid("category", "%s feeds are not available in this build", in.Category)
+	}
+	if cat.Validate != nil {
+		if err := cat.Validate(ctx, SourceConfig{URL: in.CollectionURL, Username: in.Username,
+			Password: in.Password, BackfillDays: in.BackfillDays}); err != nil {
+			return nil, err
+		}
+	}
+	secret, err := r.secrets.Seal(in.Password)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.st.CreateCustomFeed(ctx, store.NewCustomFeed{
+		Category: in.Category, Name: in.Name, CollectionURL: in.CollectionURL, Username: in.Username,
+		Secret: secret, PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
+		BackfillDays: in.BackfillDays, Description: in.Description,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.log.Info("Created feed", "feed_id", f.ID, "name", f.Name)
+	r.bus.publishFeed(f)
+	if err := r.scheduleDue(f, true); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// UpdateFeed changes the given fields. A new collection URL or new
+// credentials are checked by the category's validation; a new URL also
+// forgets the cursor (it pointed into another source). A new polling
+// frequency reschedules the feed's job.
+func (r *Runner) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*store.Feed, error) {
+	cur, err := r.st.Feed(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !cur.Editable() {
+		return nil, store.Invalid("id", "built-in feeds cannot be edited")
+	}
+	patch := store.FeedPatch{Name: in.Name, CollectionURL: in.CollectionURL, Username: in.Username,
+		PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
+		BackfillDays: in.BackfillDays, Description: in.Description}
+	if in.CollectionURL != nil || in.Username != nil || in.Password != nil {
+		cfg := SourceConfig{URL: cur.CollectionURL, Username: cur.Username, BackfillDays: cur.BackfillDays}
+		if in.CollectionURL != nil {
+			cfg.URL = *in.CollectionURL
+		}
+		if in.Username != nil {
+			cfg.Username = *in.Username
+		}
+		if in.Password != nil {
+			cfg.Password = *in.Password
+		} else if cfg.Password, err = r.secrets.Open(cur.Secret); err != nil {
+			return nil, err
+		}
+		if cat, ok := r.sources.Lookup(SourceKey(cur)); ok && cat.Validate != nil {
+			if err := cat.Validate(ctx, cfg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if in.Password != nil {
+		secret, err := r.secrets.Seal(*in.Password)
+		if err != nil {
+			return nil, err
+		}
+		patch.Secret = &secret
+	}
+	before, after, err := r.st.UpdateFeed(ctx, id, patch)
+	if err != nil {
+		return nil, err
+	}
+	if before.CollectionURL != after.CollectionURL && after.Cursor != "" {
+		if after, err = r.st.ResetFeedCursor(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	if after.Enabled && before.PollingFrequency != after.PollingFrequency {
+		if err := r.scheduleDue(after, false); err != nil {
+			return nil, err
+		}
+	}
+	r.bus.publishFeed(after)
+	return after, nil
+}
+
+// DeleteFeed cancels the feed's run, unschedules it and deletes it with its
+// sightings and the IoCs left without one. Only custom feeds can be deleted.
+func (r *Runner) DeleteFeed(ctx context.Context, id int64) error {
+	f, err := r.st.Feed(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !f.Deletable() {
+		return store.Invalid("id", "only custom feeds can be deleted")
+	}
+	r.unschedule(id)
+	r.cancelRun(id, errDeleted)
+	if err := r.st.DeleteFeed(ctx, id); err != nil {
+		return err
+	}
+	r.log.Info("Deleted feed", "feed_id", id, "name", f.Name)
+	return nil
+}
+
+// SetEnabled turns a feed on or off. Disabling needs confirm: it stops
+// ingestion and cancels a run in flight. Enabling runs the feed at once,
+// fetching what was missed since it was disabled (bounded by its backfill
+// days, for sources that select by date).
+func (r *Runner) SetEnabled(ctx context.Context, id int64, enabled, confirm bool) (*store.Feed, error) {
+	if !enabled && !confirm {
+		return nil, store.Invalid("confirm", "disabling a feed stops its ingestion: confirm with confirm: true")
+	}
+	before, err := r.st.Feed(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.st.SetFeedEnabled(ctx, id, enabled)
+	if err != nil {
+		return nil, err
+	}
+	if before.Enabled == enabled {
+		return f, nil
+	}
+	if enabled {
+		r.log.Info("Enabled feed", "feed_id", id)
+		r.bus.publishFeed(f)
+		if err := r.scheduleDue(f, true); err != nil {
+			return nil, err
+		}
+		return f, nil
+	}
+	r.log.Info("Disabled feed", "feed_id", id)
+	r.unschedule(id)
+	r.cancelRun(id, errDisabled)
+	if f, err = r.st.Feed(ctx, id); err != nil {
+		return nil, err
+	}
+	r.bus.publishFeed(f)
+	return f, nil
+}
+
+// RunNow starts a run of an enabled feed at once and returns the feed as it
+// is when the run has been queued. A feed already running is not run twice.
+func (r *Runner) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
+	f, err := r.st.Feed(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !f.Enabled {
+		return nil, store.Invalid("id", "the feed is disabled: enable it to run it")
+	}
+	if r.stopping.Load() {
+		return nil, fmt.Errorf("ingest: unable to run feed %d: %w", id, ErrRunnerStopped)
+	}
+	r.goRun(id)
+	return f, nil
+}
+
+// ResetCursor forgets where the feed's source resumes from.
+func (r *Runner) ResetCursor(ctx context.Context, id int64) (*store.Feed, error) {
+	f, err := r.st.ResetFeedCursor(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r.bus.publishFeed(f)
+	return f, nil
+}

@@ -1,0 +1,543 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/google/uuid"
+
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+)
+
+// Defaults of Options' zero values.
+const (
+	DefaultBatchSize     = 5000
+	DefaultSweepInterval = 15 * time.Minute
+	DefaultSweepBatch    = 5000
+	DefaultStopGrace     = 30 * time.Second
+)
+
+// Why a run's context ends.
+var (
+	errDisabled = errors.New("ingest: the feed was disabled")
+	errDeleted  = errors.New("ingest: the feed was deleted")
+	errStopping = errors.New("ingest: tifeeds is stopping")
+)
+
+// ErrRunnerStopped is returned when a run is asked of a runner that stops.
+var ErrRunnerStopped = errors.New("ingest: the runner is stopped")
+
+// Options configure a Runner.
+type Options struct {
+	Store   *store.Store
+	Secrets *store.Secrets
+	Bus     *Bus
+	Sources *Registry
+	Log     *slog.Logger
+
+	// BatchSize is how many indicators go into one write transaction.
+	BatchSize int
+	// SweepInterval is how often expired sightings are deleted.
+	SweepInterval time.Duration
+	// SweepBatch is how many expired rows one sweep transaction deletes.
+	SweepBatch int
+	// StopGrace is how long Stop lets runs go on to their next checkpoint
+	// before it cancels them.
+	StopGrace time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Runner schedules and runs the feeds and carries out the feed changes of
+// the API that affect ingestion.
+type Runner struct {
+	st      *store.Store
+	secrets *store.Secrets
+	bus     *Bus
+	sources *Registry
+	log     *slog.Logger
+	opts    Options
+
+	sched    gocron.Scheduler
+	base     context.Context
+	stopAll  context.CancelCauseFunc
+	stopping atomic.Bool
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	jobs    map[int64]uuid.UUID // feed id -> its gocron job
+	running map[int64]*activeRun
+}
+
+type activeRun struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// New returns a Runner; Start begins scheduling.
+func New(o Options) (*Runner, error) {
+	if o.Store == nil || o.Secrets == nil || o.Sources == nil {
+		return nil, errors.New("ingest: a runner needs a store, secrets and sources")
+	}
+	if o.Bus == nil {
+		o.Bus = NewBus()
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.SweepBatch <= 0 {
+		o.SweepBatch = DefaultSweepBatch
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = DefaultStopGrace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	sched, err := gocron.NewScheduler(gocron.WithLocation(time.UTC), gocron.WithStopTimeout(o.StopGrace))
+	if err != nil {
+		return nil, fmt.Errorf("ingest: unable to make the scheduler: %w", err)
+	}
+	base, cancel := context.WithCancelCause(context.Background())
+	return &Runner{
+		st: o.Store, secrets: o.Secrets, bus: o.Bus, sources: o.Sources, log: o.Log, opts: o,
+		sched: sched, base: base, stopAll: cancel,
+		jobs: map[int64]uuid.UUID{}, running: map[int64]*activeRun{},
+	}, nil
+}
+
+// Bus returns the bus the runner publishes on.
+func (r *Runner) Bus() *Bus { return r.bus }
+
+// Sources returns the registry of sources.
+func (r *Runner) Sources() *Registry { return r.sources }
+
+func jobName(feedID int64) string { return "feed:" + strconv.FormatInt(feedID, 10) }
+
+// Start closes the runs a crash left open, schedules every enabled feed
+// (at once when it is due or was stopped mid-run) and the expiry sweeper.
+func (r *Runner) Start(ctx context.Context) error {
+	if err := r.closeInterruptedRuns(ctx); err != nil {
+		return err
+	}
+	feeds, err := r.st.EnabledFeeds(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range feeds {
+		if err := r.scheduleDue(&feeds[i], feeds[i].StatusMessage == store.MessageStopped); err != nil {
+			return err
+		}
+	}
+	_, err = r.sched.NewJob(gocron.DurationJob(r.opts.SweepInterval), gocron.NewTask(r.sweep),
+		gocron.WithName("sweeper"), gocron.WithSingletonMode(gocron.LimitModeReschedule),
+		gocron.WithStartAt(gocron.WithStartImmediately()))
+	if err != nil {
+		return fmt.Errorf("ingest: unable to schedule the expiry sweeper: %w", err)
+	}
+	r.sched.Start()
+	r.log.Info("Started feed scheduler", "count", len(feeds))
+	return nil
+}
+
+// Stop lets the runs in flight reach their next checkpoint (a flushed
+// batch), cancels those still going when ctx or the grace period ends, and
+// stops the scheduler. Call it before closing the store.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	r.stopping.Store(true) // under mu: no run is added to wg after this
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	grace := time.NewTimer(r.opts.StopGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	r.stopAll(errStopping)
+	<-done
+	if err := r.sched.Shutdown(); err != nil {
+		return fmt.Errorf("ingest: unable to stop the scheduler: %w", err)
+	}
+	return nil
+}
+
+// Wait blocks until no run is in flight.
+func (r *Runner) Wait() { r.wg.Wait() }
+
+// NextRun returns when the feed's job runs next; ok is false when the feed
+// has no job (disabled or unknown).
+func (r *Runner) NextRun(feedID int64) (time.Time, bool) {
+	r.mu.Lock()
+	id, ok := r.jobs[feedID]
+	r.mu.Unlock()
+	if !ok {
+		return time.Time{}, false
+	}
+	for _, j := range r.sched.Jobs() {
+		if j.ID() == id {
+			next, err := j.NextRun()
+			return next, err == nil
+		}
+	}
+	return time.Time{}, false
+}
+
+// Running reports whether this process is running the feed.
+func (r *Runner) Running(feedID int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.running[feedID]
+	return ok
+}
+
+func (r *Runner) interval(f *store.Feed) time.Duration {
+	if f.Type == store.FeedBuiltin {
+		return store.BuiltinPollingHours * time.Hour
+	}
+	return time.Duration(f.PollingFrequency) * time.Hour
+}
+
+// scheduleDue (re)schedules an enabled feed from its last run, running it
+// at once when it is due or when now is set.
+func (r *Runner) scheduleDue(f *store.Feed, now bool) error {
+	every := r.interval(f)
+	at := r.opts.Now().Add(every)
+	if f.LastRunAt == nil || !f.LastRunAt.Add(every).After(r.opts.Now()) {
+		now = true
+	} else if !now {
+		at = f.LastRunAt.Add(every)
+	}
+	if err := r.schedule(f.ID, every, at); err != nil {
+		return err
+	}
+	if now {
+		r.goRun(f.ID)
+	}
+	return nil
+}
+
+// schedule installs the feed's job: every `every` from `at`.
+func (r *Runner) schedule(feedID int64, every time.Duration, at time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.jobs[feedID]; ok {
+		if err := r.sched.RemoveJob(old); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
+			return fmt.Errorf("ingest: unable to unschedule feed %d: %w", feedID, err)
+		}
+		delete(r.jobs, feedID)
+	}
+	j, err := r.sched.NewJob(gocron.DurationJob(every),
+		gocron.NewTask(func() { r.runFeed(feedID, true) }),
+		gocron.WithName(jobName(feedID)), gocron.WithTags("feed"),
+		gocron.WithSingletonMode(gocron.LimitModeReschedule),
+		gocron.WithStartAt(gocron.WithStartDateTime(at)))
+	if err != nil {
+		return fmt.Errorf("ingest: unable to schedule feed %d: %w", feedID, err)
+	}
+	r.jobs[feedID] = j.ID()
+	return nil
+}
+
+func (r *Runner) unschedule(feedID int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id, ok := r.jobs[feedID]; ok {
+		if err := r.sched.RemoveJob(id); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
+			r.log.Error("Unable to unschedule feed", "feed_id", feedID, "error", err)
+		}
+		delete(r.jobs, feedID)
+	}
+}
+
+// cancelRun cancels the feed's run in flight, if any, and waits for it to end.
+func (r *Runner) cancelRun(feedID int64, cause error) {
+	r.mu.Lock()
+	ar := r.running[feedID]
+	r.mu.Unlock()
+	if ar != nil {
+		ar.cancel(cause)
+		<-ar.done
+	}
+}
+
+// goRun starts a run of the feed in the background.
+func (r *Runner) goRun(feedID int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping.Load() {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.runFeed(feedID, false)
+	}()
+}
+
+// runFeed runs the feed unless it is already running here or elsewhere.
+// A scheduled run is skipped when another instance ran the feed recently.
+func (r *Runner) runFeed(feedID int64, scheduled bool) {
+	r.mu.Lock()
+	if r.stopping.Load() {
+		r.mu.Unlock()
+		return
+	}
+	if scheduled {
+		r.wg.Add(1)
+		defer r.wg.Done()
+	}
+	if _, busy := r.running[feedID]; busy {
+		r.mu.Unlock()
+		r.log.Debug("Feed already running", "feed_id", feedID)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(r.base)
+	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
+	r.running[feedID] = ar
+	r.mu.Unlock()
+	defer func() {
+		cancel(nil)
+		r.mu.Lock()
+		delete(r.running, feedID)
+		r.mu.Unlock()
+		close(ar.done)
+	}()
+
+	unlock, ok, err := r.st.TryLockFeed(ctx, feedID)
+	if err != nil {
+		r.log.Error("Unable to lock feed", "feed_id", feedID, "error", err)
+		return
+	}
+	if !ok {
+		r.log.Info("Feed is running in another instance", "feed_id", feedID)
+		return
+	}
+	defer unlock()
+	f, err := r.st.Feed(ctx, feedID)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			r.log.Error("Unable to read feed", "feed_id", feedID, "error", err)
+		}
+		return
+	}
+	if !f.Enabled {
+		return
+	}
+	if scheduled && f.LastRunAt != nil && r.opts.Now().Sub(*f.LastRunAt) < r.interval(f)/2 {
+		r.log.Info("Feed ran recently, skipping", "feed_id", feedID)
+		return
+	}
+	r.execute(ctx, f)
+}
+
+// outcome is how a run ended.
+type outcome struct {
+	kind    string // error kind: a failure kind or Stopped; empty on success
+	detail  string
+	note    string
+	message string // the feed's status message after the run
+}
+
+// execute is one run: record, fetch, record, publish.
+func (r *Runner) execute(ctx context.Context, f *store.Feed) {
+	log := r.log.With("feed_id", f.ID)
+	start := r.opts.Now()
+	run, err := r.st.StartRun(ctx, f.ID, start)
+	if err != nil {
+		log.Error("Unable to start a run", "error", err)
+		return
+	}
+	log = log.With("run_id", run.ID)
+	log.Info("Feed run started")
+	if cur, err := r.st.Feed(ctx, f.ID); err == nil {
+		r.bus.publishFeed(cur)
+	}
+
+	stats, out := r.fetch(ctx, f, run)
+	run.Fetched, run.Stored, run.Rejected = stats.Fetched, stats.Stored, stats.Rejected
+	run.Rejections = stats.Rejections
+	run.ErrorKind, run.ErrorDetail, run.Note = out.kind, out.detail, out.note
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	after, err := r.st.FinishRun(fctx, run, out.message)
+	if err != nil {
+		log.Error("Unable to record the end of a run", "error", err)
+		return
+	}
+	r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID, Fetched: run.Fetched,
+		Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: run.ErrorKind}})
+	r.bus.publishFeed(after)
+	if out.kind != "" && out.kind != store.MessageStopped {
+		log.Warn("Feed run failed", "count", run.Stored, "error", run.ErrorDetail)
+	} else {
+		log.Info("Feed run ended", "count", run.Stored, "note", run.Note)
+	}
+}
+
+// fetch runs the source into a batch sink and says how it went.
+func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (RunStats, outcome) {
+	fail := func(err error) (RunStats, outcome) {
+		kind := string(ioc.FailureOf(err))
+		return RunStats{}, outcome{kind: kind, detail: err.Error(), message: kind}
+	}
+	cat, ok := r.sources.Lookup(SourceKey(f))
+	if !ok {
+		return fail(fmt.Errorf("ingest: no source for %q feeds in this build", SourceKey(f)))
+	}
+	password, err := r.secrets.Open(f.Secret)
+	if err != nil {
+		return fail(ioc.Fail(ioc.InvalidCredentials, fmt.Errorf("ingest: the stored password does not open (has the secret key changed?): %w", err)))
+	}
+	src, err := cat.New(SourceConfig{URL: f.CollectionURL, Username: f.Username, Password: password, BackfillDays: f.BackfillDays})
+	if err != nil {
+		return fail(err)
+	}
+	now := r.opts.Now().UTC()
+	req := FetchRequest{Cursor: f.Cursor}
+	if f.BackfillDays > 0 {
+		req.Since = now.AddDate(0, 0, -f.BackfillDays)
+	}
+	var resumeAt time.Time
+	if cat.DailyLimit > 0 {
+		day := now.Truncate(24 * time.Hour)
+		resumeAt = day.Add(24 * time.Hour)
+		used, err := r.st.StoredSince(ctx, f.ID, day)
+		if err != nil {
+			return fail(err)
+		}
+		req.Limit = cat.DailyLimit - used
+		if req.Limit <= 0 {
+			return RunStats{}, outcome{message: f.SuccessMessage(),
+				note: limitNote(cat.DailyLimit, resumeAt)}
+		}
+	}
+	var lastFeedEvent time.Time
+	sink := NewBatchSink(r.st, f.ID, run.ID, BatchOptions{
+		BatchSize: r.opts.BatchSize,
+		Limit:     req.Limit,
+		Retention: time.Duration(f.RetentionPeriod) * 24 * time.Hour,
+		Now:       r.opts.Now,
+		OnProgress: func(s RunStats) {
+			r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID,
+				Fetched: s.Fetched, Stored: s.Stored, Rejected: s.Rejected}})
+			// Each stored batch moves the feed's last ingestion: announce
+			// it, at most once a second so a fast run does not flood readers.
+			if s.Stored > 0 && time.Since(lastFeedEvent) >= time.Second {
+				lastFeedEvent = time.Now()
+				if cur, err := r.st.Feed(ctx, f.ID); err == nil {
+					r.bus.publishFeed(cur)
+				}
+			}
+		},
+	})
+	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping})
+	limitHit := errors.Is(err, ErrLimitReached)
+	if err == nil {
+		// Sources that do not checkpoint their final cursor get it saved here.
+		err = sink.Checkpoint(ctx, cursor)
+	}
+	if err == nil || limitHit {
+		if ferr := sink.Flush(ctx); ferr != nil {
+			err, limitHit = ferr, false
+		}
+	}
+	stats := sink.Stats()
+	if limitHit || (err == nil && stats.LimitReached) {
+		return stats, outcome{message: f.SuccessMessage(), note: limitNote(cat.DailyLimit, resumeAt)}
+	}
+	if err == nil {
+		return stats, outcome{message: f.SuccessMessage()}
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(err, errStopping) || errors.Is(cause, errStopping):
+		return stats, outcome{kind: store.MessageStopped, message: store.MessageStopped,
+			detail: "tifeeds stopped during the run", note: "the next start resumes from the last checkpoint"}
+	case errors.Is(cause, errDisabled) || errors.Is(cause, errDeleted):
+		return stats, outcome{kind: store.MessageStopped, message: store.MessageDisabled,
+			detail: cause.Error(), note: "cancelled when the feed was disabled"}
+	}
+	_, o := fail(err)
+	return stats, o
+}
+
+func limitNote(limit int64, resumeAt time.Time) string {
+	return fmt.Sprintf("daily limit of %d IoCs reached; the rest waits until %s",
+		limit, resumeAt.Format(time.RFC3339))
+}
+
+// safeSink makes a stopping runner end runs at a safe point: the first
+// checkpoint after Stop, once its batch is written, fails with errStopping.
+type safeSink struct {
+	ioc.Sink
+	stopping *atomic.Bool
+}
+
+func (s *safeSink) Checkpoint(ctx context.Context, cursor string) error {
+	if err := s.Sink.Checkpoint(ctx, cursor); err != nil {
+		return err
+	}
+	if s.stopping.Load() {
+		return errStopping
+	}
+	return nil
+}
+
+// closeInterruptedRuns ends the runs a crash left open as Stopped, so that
+// Start resumes their feeds at once. A run another instance holds the lock
+// of is going on and is left alone.
+func (r *Runner) closeInterruptedRuns(ctx context.Context) error {
+	runs, err := r.st.UnfinishedRuns(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range runs {
+		run := &runs[i]
+		unlock, ok, err := r.st.TryLockFeed(ctx, run.FeedID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		run.ErrorKind = store.MessageStopped
+		run.ErrorDetail = "tifeeds stopped during the run"
+		run.Note = "interrupted; the next run resumes from the last checkpoint"
+		f, err := r.st.FinishRun(ctx, run, store.MessageStopped)
+		unlock()
+		if err != nil {
+			return err
+		}
+		r.log.Warn("Closed a run interrupted by a stop", "feed_id", run.FeedID, "run_id", run.ID)
+		r.bus.publishFeed(f)
+	}
+	return nil
+}
+
+// sweep deletes expired sightings and the IoCs left without one.
+func (r *Runner) sweep(ctx context.Context) {
+	sightings, iocs, err := r.st.SweepExpired(ctx, r.opts.Now(), r.opts.SweepBatch)
+	if err != nil {
+		r.log.Error("Unable to sweep expired indicators", "error", err)
+		return
+	}
+	if sightings > 0 || iocs > 0 {
+		r.log.Info("Swept expired indicators", "count", iocs, "sightings", sightings)
+	}
+}

@@ -1,0 +1,671 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// clock is a settable clock for the runner.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Now().UTC()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type harness struct {
+	t     *testing.T
+	st    *store.Store
+	r     *Runner
+	clock *clock
+	reg   *Registry
+}
+
+func testSecrets(t testing.TB) *store.Secrets {
+	s, err := store.NewSecrets([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newHarness starts a runner on st with TSV sources reading chunks of 2
+// lines and the given daily limit (0: the spec's).
+func newHarness(t *testing.T, st *store.Store, tsvOpts TSVOptions) *harness {
+	t.Helper()
+	return newHarnessBatch(t, st, tsvOpts, 3)
+}
+
+// newHarnessBatch is newHarness writing batch indicators per transaction.
+func newHarnessBatch(t *testing.T, st *store.Store, tsvOpts TSVOptions, batch int) *harness {
+	t.Helper()
+	if tsvOpts.ChunkLines == 0 {
+		tsvOpts.ChunkLines = 2
+	}
+	tsvOpts.TempDir = t.TempDir()
+	reg := NewRegistry()
+	reg.RegisterTSV(tsvOpts)
+	c := newClock()
+	r, err := New(Options{Store: st, Secrets: testSecrets(t), Sources: reg, Now: c.Now, BatchSize: batch,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop(context.Background()) })
+	return &harness{t: t, st: st, r: r, clock: c, reg: reg}
+}
+
+// tsvServer serves body (changeable) at /feed.tsv, with basic auth when
+// user is set; gate, when set, is waited on before answering.
+type tsvServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	body     string
+	user     string
+	pass     string
+	gate     chan struct{}
+	started  chan struct{}
+	requests atomic.Int64
+}
+
+func newTSVServer(t *testing.T, body string) *tsvServer {
+	s := &tsvServer{body: body}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		s.mu.Lock()
+		body, user, pass, gate, started := s.body, s.user, s.pass, s.gate, s.started
+		s.mu.Unlock()
+		if started != nil {
+			started <- struct{}{}
+		}
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if user != "" {
+			if u, p, ok := r.BasicAuth(); !ok || u != user || p != pass {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+		}
+		if r.URL.Path != "/feed.tsv" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *tsvServer) set(f func(s *tsvServer)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+func ipRows(from, to int) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		fmt.Fprintf(&b, "ip\t10.0.%d.%d\tsrc\t%d\n", i/256, i%256, 50+i%50)
+	}
+	return b.String()
+}
+
+func (h *harness) create(url string, mod func(*CustomFeedInput)) *store.Feed {
+	h.t.Helper()
+	in := CustomFeedInput{Category: store.CategoryTSV, Name: "feed", CollectionURL: url,
+		PollingFrequency: 4, RetentionPeriod: 30}
+	if mod != nil {
+		mod(&in)
+	}
+	f, err := h.r.CreateCustomFeed(context.Background(), in)
+	if err != nil {
+		h.t.Fatalf("create feed: %v", err)
+	}
+	return f
+}
+
+func (h *harness) feed(id int64) *store.Feed {
+	h.t.Helper()
+	f, err := h.st.Feed(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return f
+}
+
+func (h *harness) runNow(id int64) *store.FeedRun {
+	h.t.Helper()
+	if _, err := h.r.RunNow(context.Background(), id); err != nil {
+		h.t.Fatal(err)
+	}
+	h.r.Wait()
+	return h.lastRun(id)
+}
+
+func (h *harness) lastRun(id int64) *store.FeedRun {
+	h.t.Helper()
+	run, err := h.st.LastRun(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return run
+}
+
+func (h *harness) count(query string, args ...any) int {
+	h.t.Helper()
+	var n int
+	if err := h.st.DB.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
+		h.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// checkConsistent asserts the store's invariants: every sighting's IoC
+// exists, every IoC has a sighting, and each IoC's score and expiry are
+// those of its sightings.
+func checkConsistent(t *testing.T, st *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	var n int
+	// Joins rather than correlated subqueries: PostgreSQL plans these well
+	// on fresh, unanalysed tables.
+	queries := map[string]string{
+		"sightings without an IoC": `SELECT COUNT(*) FROM sightings s LEFT JOIN iocs i ON i.id = s.ioc_id WHERE i.id IS NULL`,
+		"IoCs without a sighting": `SELECT COUNT(*) FROM iocs i LEFT JOIN (SELECT DISTINCT ioc_id FROM sightings) s
+			ON s.ioc_id = i.id WHERE s.ioc_id IS NULL`,
+		"IoCs with a wrong score or expiry": `SELECT COUNT(*) FROM iocs i JOIN (SELECT ioc_id, MAX(score) AS score,
+			MAX(expires_at) AS expires_at FROM sightings GROUP BY ioc_id) s ON s.ioc_id = i.id
+			WHERE i.score <> s.score OR i.expires_at <> s.expires_at`,
+	}
+	for name, q := range queries {
+		if err := st.DB.QueryRowContext(ctx, q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n != 0 {
+			t.Errorf("%d %s", n, name)
+		}
+	}
+}
+
+func TestTSVFeedRuns(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		h := newHarness(t, st, TSVOptions{})
+		srv := newTSVServer(t, "ip\t10.0.0.1\tsrc\t90\n"+"ip\t999.0.0.1\tsrc\t90\n"+"domain\tEvil.Example.\tsrc-2\t70\n"+
+			"sha256-hash\t"+strings.Repeat("A", 64)+"\tsrc\t100\n"+"url\thttp://x/\tbad source!\t10\n")
+		srv.set(func(s *tsvServer) { s.user, s.pass = "alice", "s3cret" })
+		events, cancel := h.r.Bus().Subscribe(0)
+		defer cancel()
+		f := h.create(srv.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Username, in.Password = "alice", "s3cret" })
+		if f.Name != "TSV_feed" || !f.HasSecret() || strings.Contains(string(f.Secret), "s3cret") {
+			t.Fatalf("created = %+v", f)
+		}
+		h.r.Wait()
+		run := h.lastRun(f.ID)
+		if run.ErrorKind != "" || run.Fetched != 5 || run.Stored != 3 || run.Rejected != 2 || run.EndedAt == nil ||
+			len(run.Rejections) != 2 || run.Rejections[0].Position != 2 || run.Rejections[1].Position != 5 {
+			t.Errorf("first run = %+v", run)
+		}
+		got := h.feed(f.ID)
+		if got.StatusMessage != store.MessageSuccess || got.DerivedStatus() != store.StatusSuccess ||
+			got.LastIngestion == nil || got.Cursor != "" {
+			t.Errorf("after the first run: %+v", got)
+		}
+		if n := h.count(`SELECT COUNT(*) FROM iocs WHERE CAST(tags AS TEXT) LIKE '%emerging_threat%'`); n != 3 {
+			t.Errorf("%d IoCs tagged emerging_threat, want 3", n)
+		}
+		if n := h.count(`SELECT COUNT(*) FROM iocs WHERE value = 'evil.example'`); n != 1 {
+			t.Error("domain not normalised")
+		}
+		// The bus saw Initializing, then Success, and a final progress event.
+		var msgs []string
+		var done bool
+	drain:
+		for {
+			select {
+			case ev := <-events:
+				// Consecutive events with the same message (last ingestion
+				// moving during the run) count once.
+				if ev.Feed != nil && (len(msgs) == 0 || msgs[len(msgs)-1] != ev.Feed.StatusMessage) {
+					msgs = append(msgs, ev.Feed.StatusMessage)
+				}
+				if ev.Progress != nil && ev.Progress.Done && ev.Progress.Stored == 3 {
+					done = true
+				}
+			default:
+				break drain
+			}
+		}
+		if strings.Join(msgs, ",") != "Initializing,Success" || !done {
+			t.Errorf("events: messages %v, done %v", msgs, done)
+		}
+
+		// Initializing only on the first run.
+		events2, cancel2 := h.r.Bus().Subscribe(f.ID)
+		defer cancel2()
+		run2 := h.runNow(f.ID)
+		if run2.ID == run.ID || run2.Stored != 3 || run2.ErrorKind != "" {
+			t.Errorf("second run = %+v", run2)
+		}
+		for len(events2) > 0 {
+			if ev := <-events2; ev.Feed != nil && ev.Feed.StatusMessage == store.MessageInitializing {
+				t.Error("Initializing shown on a second run")
+			}
+		}
+		checkConsistent(t, st)
+	})
+}
+
+func TestTSVStatusMessages(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		h := newHarness(t, st, TSVOptions{MaxBytes: 2000, Timeout: 500 * time.Millisecond})
+		srv := newTSVServer(t, ipRows(1, 5))
+		refused := func() string {
+			l, _ := net.Listen("tcp", "127.0.0.1:0")
+			defer l.Close()
+			return "http://" + l.Addr().String() + "/feed.tsv"
+		}()
+		big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, ipRows(1, 200)) // over MaxBytes
+		}))
+		defer big.Close()
+		broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "100000")
+			io.WriteString(w, ipRows(1, 3))
+		}))
+		defer broken.Close()
+		cases := map[string]struct {
+			url, user, pass string
+			want            ioc.FailureKind
+		}{
+			"wrong password": {srv.URL + "/feed.tsv", "alice", "wrong", ioc.InvalidCredentials},
+			"no such file":   {srv.URL + "/missing.tsv", "alice", "right", ioc.InvalidURL},
+			"refused":        {refused, "", "", ioc.ConnectionError},
+			"unknown host":   {"http://no-such-host.invalid/feed.tsv", "", "", ioc.ConnectionError},
+			"broken body":    {broken.URL, "", "", ioc.FetchingDataError},
+			"too large":      {big.URL, "", "", ioc.FetchingDataError},
+		}
+		srv.set(func(s *tsvServer) { s.user, s.pass = "alice", "right" })
+		i := 0
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				i++
+				f := h.create(tc.url, func(in *CustomFeedInput) {
+					in.Name = fmt.Sprintf("f%d", i)
+					in.Username, in.Password = tc.user, tc.pass
+				})
+				h.r.Wait()
+				got := h.feed(f.ID)
+				run := h.lastRun(f.ID)
+				if got.StatusMessage != string(tc.want) || got.DerivedStatus() != store.StatusError ||
+					run.ErrorKind != string(tc.want) || run.ErrorDetail == "" || run.Stored != 0 {
+					t.Errorf("feed %q %s, run %+v; want %s", got.StatusMessage, got.DerivedStatus(), run, tc.want)
+				}
+				if n := h.count(`SELECT COUNT(*) FROM sightings WHERE feed_id = ?`, f.ID); n != 0 {
+					t.Errorf("a failed run stored %d sightings", n)
+				}
+			})
+		}
+		// The message clears with the next good run.
+		f := h.create(srv.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name = "fixable"; in.Username = "alice" })
+		h.r.Wait()
+		if got := h.feed(f.ID); got.StatusMessage != string(ioc.InvalidCredentials) {
+			t.Fatalf("no password: %q", got.StatusMessage)
+		}
+		pw := "right"
+		if _, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{Password: &pw}); err != nil {
+			t.Fatal(err)
+		}
+		if run := h.runNow(f.ID); run.ErrorKind != "" || run.Stored != 5 {
+			t.Errorf("after fixing the password: %+v", run)
+		}
+		if got := h.feed(f.ID); got.StatusMessage != store.MessageSuccess {
+			t.Errorf("after fixing the password: %q", got.StatusMessage)
+		}
+	})
+}
+
+func TestTSVDailyLimit(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		h := newHarness(t, st, TSVOptions{DailyLimit: 5})
+		// Line 3 is bad, so lines and IoCs differ.
+		srv := newTSVServer(t, ipRows(1, 2)+"bad line\n"+ipRows(3, 11))
+		f := h.create(srv.URL+"/feed.tsv", nil)
+		h.r.Wait()
+		check := func(step string, stored int64, cursor string, limited bool, total int) {
+			t.Helper()
+			run := h.lastRun(f.ID)
+			if run.Stored != stored || run.ErrorKind != "" || strings.Contains(run.Note, "daily limit of 5 IoCs reached") != limited {
+				t.Errorf("%s: run = %+v", step, run)
+			}
+			got := h.feed(f.ID)
+			if got.Cursor != cursor || got.StatusMessage != store.MessageSuccess {
+				t.Errorf("%s: cursor %q message %q, want cursor %q", step, got.Cursor, got.StatusMessage, cursor)
+			}
+			if n := h.count(`SELECT COUNT(*) FROM sightings WHERE feed_id = ?`, f.ID); n != total {
+				t.Errorf("%s: %d sightings, want %d", step, n, total)
+			}
+		}
+		check("day 1", 5, "line:6", true, 5)
+		h.runNow(f.ID)
+		check("day 1 again", 0, "line:6", true, 5)
+		h.clock.Add(24 * time.Hour)
+		h.runNow(f.ID)
+		check("day 2", 5, "line:11", true, 10)
+		h.clock.Add(24 * time.Hour)
+		h.runNow(f.ID)
+		check("day 3", 1, "", false, 11)
+		h.runNow(f.ID) // a new pass from the top, within today's remaining 4
+		check("day 3, new pass", 4, "line:5", true, 11)
+		checkConsistent(t, st)
+
+		// A new collection URL is checked, and forgets the cursor into the old file.
+		bad, good := "ftp://x/feed.tsv", srv.URL+"/feed.tsv?v=2"
+		var ve *store.ValidationError
+		if _, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{CollectionURL: &bad}); !errors.As(err, &ve) || ve.Field != "collectionUrl" {
+			t.Errorf("update to %s: %v", bad, err)
+		}
+		if got := h.feed(f.ID); got.Cursor != "line:5" || got.CollectionURL == bad {
+			t.Errorf("refused update changed the feed: %+v", got)
+		}
+		if got, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{CollectionURL: &good}); err != nil || got.Cursor != "" || got.CollectionURL != good {
+			t.Errorf("after a new URL: %+v, %v", got, err)
+		}
+	})
+}
+
+func TestDisableEnable(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{})
+		srv := newTSVServer(t, ipRows(1, 4))
+		f := h.create(srv.URL+"/feed.tsv", nil)
+		h.r.Wait()
+
+		if _, err := h.r.SetEnabled(ctx, f.ID, false, false); err == nil || !strings.Contains(err.Error(), "confirm") {
+			t.Fatalf("disable without confirm: %v", err)
+		}
+		if !h.feed(f.ID).Enabled {
+			t.Fatal("disabled without confirmation")
+		}
+
+		// A run in flight is cancelled by disabling.
+		gate, started := make(chan struct{}), make(chan struct{}, 1)
+		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started; s.body = ipRows(1, 8) })
+		defer close(gate)
+		h.r.RunNow(ctx, f.ID)
+		<-started
+		got, err := h.r.SetEnabled(ctx, f.ID, false, true)
+		if err != nil || got.Enabled || got.StatusMessage != store.MessageDisabled || got.DerivedStatus() != store.StatusDisabled {
+			t.Fatalf("disabled = %+v, %v", got, err)
+		}
+		if h.r.Running(f.ID) {
+			t.Error("run still going after disabling")
+		}
+		run := h.lastRun(f.ID)
+		if run.ErrorKind != store.MessageStopped || run.EndedAt == nil || !strings.Contains(run.Note, "disabled") {
+			t.Errorf("cancelled run = %+v", run)
+		}
+		if n := h.count(`SELECT COUNT(*) FROM sightings WHERE feed_id = ?`, f.ID); n != 4 {
+			t.Errorf("%d sightings after the cancelled run, want the first run's 4", n)
+		}
+		if _, ok := h.r.NextRun(f.ID); ok {
+			t.Error("a disabled feed is still scheduled")
+		}
+		if _, err := h.r.RunNow(ctx, f.ID); err == nil {
+			t.Error("ran a disabled feed")
+		}
+
+		// Enabling fetches at once what was missed.
+		srv.set(func(s *tsvServer) { s.gate, s.started = nil, nil })
+		got, err = h.r.SetEnabled(ctx, f.ID, true, false)
+		if err != nil || !got.Enabled {
+			t.Fatalf("enable: %+v %v", got, err)
+		}
+		h.r.Wait()
+		if run := h.lastRun(f.ID); run.ErrorKind != "" || run.Stored != 8 {
+			t.Errorf("run on enabling = %+v", run)
+		}
+		if got := h.feed(f.ID); got.StatusMessage != store.MessageSuccess {
+			t.Errorf("message after enabling = %q", got.StatusMessage)
+		}
+		if _, ok := h.r.NextRun(f.ID); !ok {
+			t.Error("the enabled feed is not scheduled")
+		}
+	})
+}
+
+// A source of the TAXII category that records what it is asked, to check
+// the backfill bound the runner passes.
+func TestBackfillBound(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{})
+		var (
+			mu   sync.Mutex
+			reqs []FetchRequest
+		)
+		h.reg.Register(store.CategoryTAXII, Category{New: func(cfg SourceConfig) (Source, error) {
+			return SourceFunc(func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
+				mu.Lock()
+				reqs = append(reqs, req)
+				mu.Unlock()
+				return "2026-01-02T00:00:00Z", sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "10.9.9.9", Source: "s", Score: 1})
+			}), nil
+		}})
+		f := h.create("https://taxii.example/api/collections/c1/", func(in *CustomFeedInput) {
+			in.Category, in.BackfillDays = store.CategoryTAXII, 7
+		})
+		h.r.Wait()
+		h.r.SetEnabled(ctx, f.ID, false, true)
+		h.clock.Add(3 * 24 * time.Hour)
+		h.r.SetEnabled(ctx, f.ID, true, false)
+		h.r.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reqs) != 2 {
+			t.Fatalf("requests = %+v", reqs)
+		}
+		want := h.clock.Now().AddDate(0, 0, -7)
+		if !reqs[1].Since.Equal(want) || reqs[1].Cursor != "2026-01-02T00:00:00Z" || reqs[0].Cursor != "" {
+			t.Errorf("on re-enabling: %+v, want since %v and the first run's cursor", reqs[1], want)
+		}
+		if got := h.feed(f.ID); got.Cursor != "2026-01-02T00:00:00Z" {
+			t.Errorf("cursor = %q", got.Cursor)
+		}
+	})
+}
+
+func TestNoConcurrentRuns(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{})
+		srv := newTSVServer(t, ipRows(1, 3))
+		f := h.create(srv.URL+"/feed.tsv", nil)
+		h.r.Wait()
+		gate, started := make(chan struct{}), make(chan struct{}, 10)
+		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started })
+		before := srv.requests.Load()
+		h.r.RunNow(ctx, f.ID)
+		<-started
+		for range 3 {
+			if _, err := h.r.RunNow(ctx, f.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.r.runFeed(f.ID, true) // the scheduled job firing meanwhile
+		if st.Dialect == store.Postgres {
+			// Another instance on the same database does not run it either.
+			other, err := New(Options{Store: st, Secrets: testSecrets(t), Sources: h.reg,
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other.runFeed(f.ID, false)
+		}
+		close(gate)
+		h.r.Wait()
+		if n := srv.requests.Load() - before; n != 1 {
+			t.Errorf("%d fetches, want 1", n)
+		}
+		runs, _ := st.FeedRuns(ctx, f.ID, 10)
+		if len(runs) != 2 {
+			t.Errorf("%d runs, want 2", len(runs))
+		}
+	})
+}
+
+func TestReschedule(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{})
+		srv := newTSVServer(t, ipRows(1, 3))
+		f := h.create(srv.URL+"/feed.tsv", nil)
+		h.r.Wait()
+		next, ok := h.r.NextRun(f.ID)
+		if !ok || next.Sub(h.clock.Now()) < 3*time.Hour || next.Sub(h.clock.Now()) > 4*time.Hour+time.Minute {
+			t.Fatalf("next run %v (now %v), want in about 4 h", next, h.clock.Now())
+		}
+		hours := 12
+		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{PollingFrequency: &hours}); err != nil {
+			t.Fatal(err)
+		}
+		next, ok = h.r.NextRun(f.ID)
+		if last := h.feed(f.ID).LastRunAt; !ok || next.Sub(*last) < 12*time.Hour-time.Minute || next.Sub(*last) > 12*time.Hour+time.Minute {
+			t.Errorf("next run %v after last %v, want 12 h after", next, last)
+		}
+		// Built-in feeds run every 24 h whatever they say.
+		b := &store.Feed{Name: "OTX", Type: store.FeedBuiltin, Kind: "none", Category: "builtin", Enabled: true, RetentionPeriod: 30}
+		if err := st.CreateFeed(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.r.interval(b); got != 24*time.Hour {
+			t.Errorf("built-in interval %v", got)
+		}
+		if _, err := h.r.UpdateFeed(ctx, b.ID, FeedUpdate{PollingFrequency: &hours}); err == nil {
+			t.Error("a built-in feed was edited")
+		}
+	})
+}
+
+func TestExpiryAndDelete(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{})
+		a := newTSVServer(t, ipRows(1, 4))
+		b := newTSVServer(t, ipRows(3, 6))
+		fa := h.create(a.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name, in.RetentionPeriod = "a", 1 })
+		fb := h.create(b.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name, in.RetentionPeriod = "b", 10 })
+		h.r.Wait()
+		if n := h.count(`SELECT COUNT(*) FROM iocs`); n != 6 {
+			t.Fatalf("%d IoCs, want 6", n)
+		}
+		// Two days on, feed a's sightings (retention 1 day) expire: IoCs 1-2 go,
+		// 3-4 stay through feed b.
+		h.clock.Add(48 * time.Hour)
+		h.r.sweep(ctx)
+		if n := h.count(`SELECT COUNT(*) FROM iocs`); n != 4 {
+			t.Errorf("after the sweep %d IoCs, want 4", n)
+		}
+		if n := h.count(`SELECT COUNT(*) FROM sightings WHERE feed_id = ?`, fa.ID); n != 0 {
+			t.Errorf("%d expired sightings left", n)
+		}
+		checkConsistent(t, st)
+
+		// Deleting b removes its sightings and its IoCs.
+		h.runNow(fa.ID)
+		if err := h.r.DeleteFeed(ctx, fb.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Feed(ctx, fb.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("deleted feed still there: %v", err)
+		}
+		if n := h.count(`SELECT COUNT(*) FROM iocs`); n != 4 {
+			t.Errorf("after deleting b %d IoCs, want feed a's 4", n)
+		}
+		if n := h.count(`SELECT COUNT(*) FROM feed_runs WHERE feed_id = ?`, fb.ID); n != 0 {
+			t.Errorf("%d runs of the deleted feed left", n)
+		}
+		if _, ok := h.r.NextRun(fb.ID); ok {
+			t.Error("deleted feed still scheduled")
+		}
+		checkConsistent(t, st)
+	})
+}
+
+func TestStopAtSafePointAndResume(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{ChunkLines: 50})
+		srv := newTSVServer(t, ipRows(1, 3000))
+		events, cancel := h.r.Bus().Subscribe(0)
+		defer cancel()
+		f := h.create(srv.URL+"/feed.tsv", nil)
+		for ev := range events {
+			if ev.Progress != nil && ev.Progress.Stored > 0 {
+				break
+			}
+		}
+		if err := h.r.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		run := h.lastRun(f.ID)
+		got := h.feed(f.ID)
+		stored := h.count(`SELECT COUNT(*) FROM sightings WHERE feed_id = ?`, f.ID)
+		if run.ErrorKind != store.MessageStopped || got.StatusMessage != store.MessageStopped ||
+			got.DerivedStatus() != store.StatusError || run.Stored != int64(stored) {
+			t.Errorf("stopped run %+v, feed %q, %d sightings", run, got.StatusMessage, stored)
+		}
+		// Stopped at a checkpoint: the cursor is the line of the last stored row.
+		if got.Cursor != fmt.Sprintf("line:%d", stored) || stored == 3000 {
+			t.Errorf("cursor %q with %d sightings stored", got.Cursor, stored)
+		}
+		checkConsistent(t, st)
+
+		// A new runner resumes at once from the cursor and completes.
+		h2 := newHarness(t, st, TSVOptions{ChunkLines: 500})
+		h2.r.Wait()
+		run2 := h2.lastRun(f.ID)
+		if run2.ErrorKind != "" || run2.Stored != int64(3000-stored) {
+			t.Errorf("resumed run = %+v, want %d stored", run2, 3000-stored)
+		}
+		if n := h.count(`SELECT COUNT(*) FROM iocs`); n != 3000 {
+			t.Errorf("%d IoCs after resuming, want 3000", n)
+		}
+		checkConsistent(t, st)
+	})
+}
