@@ -130,6 +130,7 @@ func startRunner(ctx context.Context, st *store.Store, dsn string, log *slog.Log
 	}
 	sources := ingest.NewRegistry()
 	sources.RegisterTSV(ingest.TSVOptions{})
+	sources.RegisterTAXII(ingest.TAXIIOptions{})
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Sources: sources, Log: log})
 	if err != nil {
 		return nil, err
