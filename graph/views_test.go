@@ -16,8 +16,8 @@ import (
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
-// viewsClient is an in-process GraphQL client acting as user.
-func viewsClient(t *testing.T, st *store.Store, user *store.User) *client.Client {
+// asUser returns an in-process GraphQL client acting as user.
+func asUser(t *testing.T, st *store.Store, user *store.User) *client.Client {
 	t.Helper()
 	srv := handler.New(graph.NewSchema(&graph.Resolver{Store: st}))
 	srv.AddTransport(transport.POST{})
@@ -47,7 +47,7 @@ func TestSavedViewsAPI(t *testing.T) {
 		ctx := context.Background()
 		alice, _ := st.CreateUser(ctx, "alice", "password1", store.ScopeRoot, nil)
 		bob, _ := st.CreateUser(ctx, "bob", "password2", store.ScopeRoot, nil)
-		ca, cb := viewsClient(t, st, alice), viewsClient(t, st, bob)
+		ca, cb := asUser(t, st, alice), asUser(t, st, bob)
 
 		var saved struct{ SaveView viewJSON }
 		ca.MustPost(saveViewMutation, &saved, client.Var("in", map[string]any{

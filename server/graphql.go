@@ -64,7 +64,8 @@ func (s *Server) graphqlHandler() http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		srv.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), u)))
+		ctx := graph.WithLoaders(auth.WithUser(r.Context(), u), s.store)
+		srv.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -98,10 +99,10 @@ func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayloa
 		if err != nil {
 			return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 		}
-		return auth.WithUser(ctx, u), nil, nil
+		return graph.WithLoaders(auth.WithUser(ctx, u), s.store), nil, nil
 	}
 	if _, err := auth.UserFrom(ctx); err != nil {
 		return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 	}
-	return ctx, nil, nil
+	return graph.WithLoaders(ctx, s.store), nil, nil
 }
