@@ -1,0 +1,123 @@
+// Starts what the browser tests talk to: a freshly built `tifeeds serve` on a
+// fresh SQLite database, and a local TSV feed server. Both live on loopback
+// for the whole run and are stopped by the returned teardown.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { adminPassword, adminUser, slowRows, tsvRows } from './fixtures';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = resolve(here, '../..');
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createNetServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+function listen(server: Server): Promise<number> {
+  return new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => ok((server.address() as AddressInfo).port));
+  });
+}
+
+async function waitHealthy(url: string, proc: ChildProcess, logFile: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) break;
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`tifeeds serve did not become healthy at ${url}; its log:\n${readFileSync(logFile, 'utf8')}`);
+}
+
+export default async function globalSetup() {
+  const tmp = mkdtempSync(join(tmpdir(), 'tifeeds-e2e-'));
+  const bin = process.env.TIFEEDS_E2E_BIN ?? join(tmp, 'tifeeds');
+  if (!process.env.TIFEEDS_E2E_BIN) {
+    if (!existsSync(join(here, '../dist/index.html'))) {
+      throw new Error('frontend/dist is not built: run `npm run build` first (make test-frontend does)');
+    }
+    const built = spawnSync('go', ['build', '-o', bin, './cmd/tifeeds'], { cwd: repoRoot, stdio: 'inherit' });
+    if (built.status !== 0) throw new Error('go build ./cmd/tifeeds failed');
+  }
+
+  // The TSV feed: a plain file on loopback, counting how often it is fetched.
+  let fetches = 0;
+  const tsv = createServer((req, res) => {
+    if (req.url?.startsWith('/feed.tsv')) {
+      fetches++;
+      res.writeHead(200, { 'Content-Type': 'text/tab-separated-values; charset=utf-8' });
+      res.end(tsvRows.map((r) => r.join('\t')).join('\n') + '\n');
+      return;
+    }
+    if (req.url?.startsWith('/slow.tsv')) {
+      // A feed that takes a few seconds, so a run can be watched in progress.
+      fetches++;
+      res.writeHead(200, { 'Content-Type': 'text/tab-separated-values; charset=utf-8' });
+      let i = 0;
+      const timer = setInterval(() => {
+        i++;
+        res.write(`ip\t198.51.100.${i}\tslow_src\t50\n`);
+        if (i === slowRows) {
+          clearInterval(timer);
+          res.end();
+        }
+      }, 400);
+      req.on('close', () => clearInterval(timer));
+      return;
+    }
+    res.writeHead(404).end('not found');
+  });
+  const tsvPort = await listen(tsv);
+
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const dataDir = join(tmp, 'data');
+  mkdirSync(dataDir);
+  const logFile = join(tmp, 'serve.log');
+  const log = openSync(logFile, 'w');
+  const proc = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--db', `sqlite:${join(tmp, 't.db')}`], {
+    cwd: tmp,
+    env: {
+      ...process.env,
+      TIFEEDS_ADMIN_USER: adminUser,
+      TIFEEDS_ADMIN_PASSWORD: adminPassword,
+      TIFEEDS_ADMIN_API_KEY: 'tif_e2e_key_0123456789abcdefghijklmnopqrstuvwxyz',
+      TIFEEDS_DATA_DIR: dataDir,
+      TIFEEDS_LOG_LEVEL: 'debug',
+    },
+    stdio: ['ignore', log, log],
+  });
+  await waitHealthy(url, proc, logFile);
+
+  process.env.TIFEEDS_E2E_URL = url;
+  process.env.TIFEEDS_E2E_TSV_URL = `http://127.0.0.1:${tsvPort}/feed.tsv`;
+  process.env.TIFEEDS_E2E_LOG = logFile;
+
+  return async () => {
+    proc.kill('SIGTERM');
+    await new Promise((r) => (proc.exitCode !== null ? r(null) : proc.once('exit', r)));
+    await new Promise((r) => tsv.close(r));
+    if (process.env.TIFEEDS_E2E_KEEP) {
+      console.log(`e2e: kept ${tmp} (TSV fetched ${fetches} times)`);
+    } else {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  };
+}

@@ -1,0 +1,403 @@
+// Every GraphQL operation the dashboard sends, in one place: codegen types
+// them from ../schema.graphqls, so a schema change that breaks the dashboard
+// fails `npm run build`.
+import { graphql } from './gql';
+
+export const MeQuery = graphql(`
+  query Me {
+    me {
+      id
+      username
+      scope
+    }
+  }
+`);
+
+export const FeedRowFields = graphql(`
+  fragment FeedRow on Feed {
+    id
+    name
+    type
+    category
+    status
+    statusMessage
+    enabled
+    pollingFrequency
+    retentionPeriod
+    backfillDays
+    description
+    lastIngestion
+    collectionUrl
+    username
+    hasPassword
+    iocCount
+    canEdit
+    canDelete
+    canReset
+  }
+`);
+
+export const FeedsQuery = graphql(`
+  query Feeds($search: String, $filter: FeedFilter, $orderBy: FeedOrder, $first: Int, $after: String) {
+    feeds(search: $search, filter: $filter, orderBy: $orderBy, first: $first, after: $after) {
+      totalCount
+      nodes {
+        ...FeedRow
+      }
+      pageInfo {
+        endCursor
+        hasNextPage
+      }
+    }
+  }
+`);
+
+// Facets are asked for separately so that a server without them still shows the table.
+export const FeedFacetsQuery = graphql(`
+  query FeedFacets($search: String, $filter: FeedFilter) {
+    feeds(search: $search, filter: $filter, first: 0) {
+      facets {
+        column
+        values {
+          value
+          count
+        }
+      }
+    }
+  }
+`);
+
+export const FeedOptionsQuery = graphql(`
+  query FeedOptions {
+    feeds(first: 500, orderBy: { field: NAME, direction: ASC }) {
+      nodes {
+        id
+        name
+      }
+    }
+  }
+`);
+
+export const FeedQuery = graphql(`
+  query Feed($id: ID!) {
+    feed(id: $id) {
+      ...FeedRow
+      cursor
+    }
+  }
+`);
+
+export const FeedRunsQuery = graphql(`
+  query FeedRuns($feedId: ID!, $first: Int) {
+    feedRuns(feedId: $feedId, first: $first) {
+      id
+      startedAt
+      endedAt
+      fetched
+      stored
+      rejected
+      rejections {
+        position
+        reason
+      }
+      errorKind
+      errorDetail
+      note
+    }
+  }
+`);
+
+export const CreateCustomFeedMutation = graphql(`
+  mutation CreateCustomFeed($input: CustomFeedInput!) {
+    createCustomFeed(input: $input) {
+      ...FeedRow
+    }
+  }
+`);
+
+export const UpdateFeedMutation = graphql(`
+  mutation UpdateFeed($id: ID!, $input: FeedUpdateInput!) {
+    updateFeed(id: $id, input: $input) {
+      ...FeedRow
+    }
+  }
+`);
+
+export const DeleteFeedMutation = graphql(`
+  mutation DeleteFeed($id: ID!) {
+    deleteFeed(id: $id)
+  }
+`);
+
+export const SetFeedEnabledMutation = graphql(`
+  mutation SetFeedEnabled($id: ID!, $enabled: Boolean!, $confirm: Boolean) {
+    setFeedEnabled(id: $id, enabled: $enabled, confirm: $confirm) {
+      ...FeedRow
+    }
+  }
+`);
+
+export const RunFeedNowMutation = graphql(`
+  mutation RunFeedNow($id: ID!) {
+    runFeedNow(id: $id) {
+      ...FeedRow
+    }
+  }
+`);
+
+export const ResetFeedMutation = graphql(`
+  mutation ResetFeed($id: ID!) {
+    resetFeedCursor(id: $id) {
+      ...FeedRow
+    }
+  }
+`);
+
+export const FeedStatusChangedSubscription = graphql(`
+  subscription FeedStatusChanged {
+    feedStatusChanged {
+      ...FeedRow
+    }
+  }
+`);
+
+export const IocsQuery = graphql(`
+  query Iocs($filter: IocFilter, $orderBy: IocOrder, $first: Int, $after: String) {
+    iocs(filter: $filter, orderBy: $orderBy, first: $first, after: $after) {
+      totalCount
+      nodes {
+        id
+        type
+        value
+        score
+        tags
+        sources {
+          source
+          feed {
+            id
+            name
+          }
+        }
+        expirationDate
+      }
+      pageInfo {
+        endCursor
+        hasNextPage
+      }
+    }
+  }
+`);
+
+export const IocQuery = graphql(`
+  query Ioc($id: ID!) {
+    ioc(id: $id) {
+      id
+      type
+      value
+      score
+      tags
+      firstSeen
+      lastSeen
+      expirationDate
+      sources {
+        source
+        score
+        tags
+        firstSeen
+        lastSeen
+        expiresAt
+        feed {
+          id
+          name
+          type
+        }
+      }
+    }
+  }
+`);
+
+export const TenantFields = graphql(`
+  fragment TenantFields on Tenant {
+    id
+    name
+    contact
+    contactEmail
+    contactPhone
+    address
+    info
+    retentionGroup
+    mfaEnabled
+    authenticationMethod
+    ingestionLimit
+    orgId
+    groupName
+    dsNum
+    userNum
+    createdAt
+    ssoConfig {
+      allowClockSkew
+      idpCertificate
+      idpMetadata
+      idpCallbackType
+      issuerUrl
+      ssoConfigMethod
+      ssoEntryPoint
+    }
+  }
+`);
+
+export const TenantsQuery = graphql(`
+  query Tenants {
+    tenants {
+      ...TenantFields
+    }
+  }
+`);
+
+export const CreateTenantMutation = graphql(`
+  mutation CreateTenant($input: TenantInput!) {
+    createTenant(input: $input) {
+      ...TenantFields
+    }
+  }
+`);
+
+export const UpdateTenantMutation = graphql(`
+  mutation UpdateTenant($id: ID!, $input: TenantInput!) {
+    updateTenant(id: $id, input: $input) {
+      ...TenantFields
+    }
+  }
+`);
+
+export const DeleteTenantMutation = graphql(`
+  mutation DeleteTenant($id: ID!) {
+    deleteTenant(id: $id)
+  }
+`);
+
+export const TenantGroupFields = graphql(`
+  fragment TenantGroupFields on TenantGroup {
+    id
+    name
+    logo
+    orgId
+    tenantIds
+    tenants {
+      id
+      name
+    }
+    createdAt
+    updatedAt
+  }
+`);
+
+export const TenantGroupsQuery = graphql(`
+  query TenantGroups {
+    tenantGroups {
+      ...TenantGroupFields
+    }
+  }
+`);
+
+export const CreateTenantGroupMutation = graphql(`
+  mutation CreateTenantGroup($input: TenantGroupInput!) {
+    createTenantGroup(input: $input) {
+      ...TenantGroupFields
+    }
+  }
+`);
+
+export const UpdateTenantGroupMutation = graphql(`
+  mutation UpdateTenantGroup($id: ID!, $input: TenantGroupInput!) {
+    updateTenantGroup(id: $id, input: $input) {
+      ...TenantGroupFields
+    }
+  }
+`);
+
+export const DeleteTenantGroupMutation = graphql(`
+  mutation DeleteTenantGroup($id: ID!) {
+    deleteTenantGroup(id: $id)
+  }
+`);
+
+export const ViewsQuery = graphql(`
+  query Views($table: ViewTable!) {
+    views(table: $table) {
+      id
+      name
+      columns
+      filter
+      search
+      orderBy {
+        field
+        direction
+      }
+      isDefault
+    }
+  }
+`);
+
+export const SaveViewMutation = graphql(`
+  mutation SaveView($input: SaveViewInput!) {
+    saveView(input: $input) {
+      id
+      name
+      isDefault
+    }
+  }
+`);
+
+export const DeleteViewMutation = graphql(`
+  mutation DeleteView($id: ID!) {
+    deleteView(id: $id)
+  }
+`);
+
+export const FeedStatusOfFeedSubscription = graphql(`
+  subscription FeedStatusOfFeed($feedId: ID) {
+    feedStatusChanged(feedId: $feedId) {
+      ...FeedRow
+    }
+  }
+`);
+
+export const FeedRunProgressSubscription = graphql(`
+  subscription FeedRunProgress($feedId: ID) {
+    feedRunProgress(feedId: $feedId) {
+      feedId
+      runId
+      fetched
+      stored
+      rejected
+      done
+      errorKind
+    }
+  }
+`);
+
+export const LookupIocsQuery = graphql(`
+  query LookupIocs($values: [String!]!) {
+    lookupIocs(values: $values) {
+      input
+      type
+      value
+      known
+      error
+      ioc {
+        id
+        score
+        tags
+        expirationDate
+        sources {
+          source
+          feed {
+            id
+            name
+          }
+        }
+      }
+    }
+  }
+`);

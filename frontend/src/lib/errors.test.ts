@@ -1,0 +1,87 @@
+import { describe, expect, test } from 'vitest';
+import { errorMessage, fieldErrors, formError, isUnauthenticated, normaliseField } from './errors';
+import { ApiError, httpError } from './graphql';
+
+const badInput = new ApiError('x', 200, [
+  { message: 'name is required', extensions: { code: 'BAD_USER_INPUT', field: 'name' } },
+  { message: 'backfill days must be at most 30', extensions: { code: 'BAD_USER_INPUT', field: 'input.backfillDays' } },
+  { message: 'too many custom feeds', extensions: { code: 'CONFLICT' } },
+]);
+
+describe('fieldErrors', () => {
+  const cases: Record<string, { err: unknown; want: Record<string, string> }> = {
+    'keyed by last path segment': {
+      err: badInput,
+      want: { name: 'name is required', backfillDays: 'backfill days must be at most 30' },
+    },
+    'messages for one field are joined': {
+      err: new ApiError('x', 200, [
+        { message: 'too short', extensions: { code: 'BAD_USER_INPUT', field: 'name' } },
+        { message: 'bad characters', extensions: { code: 'BAD_USER_INPUT', field: 'name' } },
+      ]),
+      want: { name: 'too short; bad characters' },
+    },
+    'REST field names become camelCase': {
+      err: httpError(422, { error: { code: 'bad_user_input', message: 'bad url', field: 'sso_config.issuer_url' } }),
+      want: { issuerUrl: 'bad url' },
+    },
+    'not an ApiError': { err: new Error('boom'), want: {} },
+    'no error': { err: null, want: {} },
+  };
+  for (const [name, c] of Object.entries(cases)) {
+    test(name, () => expect(fieldErrors(c.err)).toEqual(c.want));
+  }
+});
+
+describe('formError', () => {
+  test('shows only what no shown field carries', () => {
+    expect(formError(badInput, ['name', 'backfillDays'])).toBe('too many custom feeds');
+  });
+  test('a field not on the form goes to the top', () => {
+    expect(formError(badInput, ['name'])).toBe('backfill days must be at most 30; too many custom feeds');
+  });
+  test('nothing when every error is beside its field', () => {
+    const err = new ApiError('x', 200, [{ message: 'name is required', extensions: { code: 'BAD_USER_INPUT', field: 'name' } }]);
+    expect(formError(err, ['name'])).toBeNull();
+  });
+  test('network failures are shown', () => {
+    expect(formError(new ApiError('cannot reach the server: refused', 0), ['name'])).toBe('cannot reach the server: refused');
+  });
+});
+
+describe('errorMessage and codes', () => {
+  test('HTTP 401 is UNAUTHENTICATED', () => {
+    const err = httpError(401, { error: { code: 'unauthenticated', message: 'sign in' } });
+    expect(err.code).toBe('UNAUTHENTICATED');
+    expect(isUnauthenticated(err)).toBe(true);
+    expect(errorMessage(err)).toBe('sign in');
+  });
+  test('a body without JSON still says what failed', () => {
+    expect(errorMessage(httpError(502, null))).toBe('request failed with HTTP 502');
+  });
+  test('GraphQL codes win over the status', () => {
+    const err = new ApiError('x', 200, [{ message: 'no such feed', extensions: { code: 'NOT_FOUND' } }]);
+    expect(err.code).toBe('NOT_FOUND');
+    expect(isUnauthenticated(err)).toBe(false);
+  });
+  test('duplicate messages are shown once', () => {
+    const err = new ApiError('x', 200, [{ message: 'internal error' }, { message: 'internal error' }]);
+    expect(errorMessage(err)).toBe('internal error');
+  });
+  test('plain errors and values', () => {
+    expect(errorMessage(new Error('boom'))).toBe('boom');
+    expect(errorMessage('odd')).toBe('odd');
+  });
+});
+
+describe('normaliseField', () => {
+  const cases: Record<string, [string, string]> = {
+    plain: ['name', 'name'],
+    path: ['input.ssoConfig.issuerUrl', 'issuerUrl'],
+    snake: ['contact_email', 'contactEmail'],
+    'snake path': ['sso_config.idp_callback_type', 'idpCallbackType'],
+  };
+  for (const [name, [input, want]] of Object.entries(cases)) {
+    test(name, () => expect(normaliseField(input)).toBe(want));
+  }
+});

@@ -1,0 +1,68 @@
+import { ApiError } from './graphql';
+
+/** FieldErrors maps an input field name (as the API names it) to its message. */
+export type FieldErrors = Record<string, string>;
+
+const codeText: Record<string, string> = {
+  UNAUTHENTICATED: 'Your session has ended. Please sign in again.',
+  FORBIDDEN: 'You are not allowed to do this.',
+  NOT_FOUND: 'It no longer exists.',
+  NETWORK_ERROR: 'The server cannot be reached.',
+};
+
+/** errorMessage gives one human sentence for any thrown value. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof ApiError) {
+    const messages = err.errors.map((e) => e.message).filter(Boolean);
+    if (messages.length) return dedupe(messages).join('; ');
+    return err.message || codeText[err.code] || 'Request failed.';
+  }
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+/**
+ * fieldErrors collects BAD_USER_INPUT errors that name a field, keyed by the
+ * field's last path segment ("input.pollingFrequency" -> "pollingFrequency"),
+ * so forms can show each message beside its field.
+ */
+export function fieldErrors(err: unknown): FieldErrors {
+  const out: FieldErrors = {};
+  if (!(err instanceof ApiError)) return out;
+  for (const e of err.errors) {
+    const field = e.extensions?.field;
+    if (!field || (e.extensions?.code && e.extensions.code !== 'BAD_USER_INPUT')) continue;
+    const key = normaliseField(field);
+    out[key] = out[key] ? `${out[key]}; ${e.message}` : e.message;
+  }
+  return out;
+}
+
+/** formError is the message to show above a form: errors not tied to a shown field. */
+export function formError(err: unknown, shownFields: readonly string[]): string | null {
+  if (!err) return null;
+  if (!(err instanceof ApiError)) return errorMessage(err);
+  const fields = fieldErrors(err);
+  const rest = err.errors.filter((e) => {
+    const f = e.extensions?.field;
+    return !f || !shownFields.includes(normaliseField(f)) || !fields[normaliseField(f)];
+  });
+  if (err.errors.length === 0) return errorMessage(err);
+  if (rest.length === 0) return null;
+  return dedupe(rest.map((e) => e.message)).join('; ');
+}
+
+/** normaliseField turns "input.ssoConfig.issuerUrl" or "sso_config.issuer_url" into "issuerUrl". */
+export function normaliseField(field: string): string {
+  const last = field.split('.').pop() ?? field;
+  return last.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** isUnauthenticated reports whether err means the session is gone. */
+export function isUnauthenticated(err: unknown): boolean {
+  return err instanceof ApiError && err.code === 'UNAUTHENTICATED';
+}
+
+function dedupe(xs: string[]): string[] {
+  return [...new Set(xs)];
+}

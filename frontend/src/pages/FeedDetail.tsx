@@ -1,0 +1,284 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState, useSyncExternalStore } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
+import { FeedQuery, FeedRunProgressSubscription, FeedRunsQuery, FeedStatusOfFeedSubscription } from '../api';
+import { EmptyState, ErrorBox, Spinner, StatusDot } from '../components/ui';
+import type { FeedQuery as FeedResult, FeedRunProgressSubscription as ProgressEvent, FeedRunsQuery as FeedRunsResult } from '../gql/graphql';
+import { errorMessage } from '../lib/errors';
+import { days, feedTypeLabel, formatDateTime, formatRelative, hours } from '../lib/format';
+import { request } from '../lib/graphql';
+import { liveConnection, subscribe } from '../lib/live';
+import { EnabledSwitch, FeedIcon, useFeedConfirmations, useFeedMutations } from './feedActions';
+import { FeedForm } from './FeedForm';
+
+/** FeedDetailPage shows one feed, its actions and its run history. */
+export function FeedDetailPage() {
+  const { id = '' } = useParams();
+  const navigate = useNavigate();
+  const m = useFeedMutations();
+  const confirm = useFeedConfirmations(m, () => navigate('/feeds'));
+  const [editing, setEditing] = useState(false);
+  const [progress, setProgress] = useState<ProgressEvent['feedRunProgress'] | null>(null);
+  const live = useSyncExternalStore(liveConnection.subscribe, liveConnection.get);
+  const qc = useQueryClient();
+  // Status and run counters arrive over the websocket; poll only while it is down.
+  const feed = useQuery({ queryKey: ['feed', id], queryFn: () => request(FeedQuery, { id }), refetchInterval: live ? false : 3000 });
+  const runs = useQuery({
+    queryKey: ['feedRuns', id],
+    queryFn: () => request(FeedRunsQuery, { feedId: id, first: 20 }),
+    refetchInterval: live ? false : 3000,
+  });
+  useEffect(() => {
+    const stopStatus = subscribe(FeedStatusOfFeedSubscription, { feedId: id }, (d) => {
+      qc.setQueryData<FeedResult>(['feed', id], (old) => (old ? { feed: { ...old.feed, ...d.feedStatusChanged } } : old));
+      // A status change may be a run starting or ending: show it in the history.
+      void qc.invalidateQueries({ queryKey: ['feedRuns', id] });
+    });
+    const stopProgress = subscribe(FeedRunProgressSubscription, { feedId: id }, (d) => {
+      const p = d.feedRunProgress;
+      setProgress(p.done ? null : p);
+      if (p.done) {
+        void qc.invalidateQueries({ queryKey: ['feedRuns', id] });
+        void qc.invalidateQueries({ queryKey: ['feed', id] });
+      }
+    });
+    return () => {
+      stopStatus();
+      stopProgress();
+    };
+  }, [id, qc]);
+
+  if (feed.isPending) return <Spinner label="Loading feed…" />;
+  if (feed.error) {
+    return (
+      <section className="page">
+        <p>
+          <Link to="/feeds">‹ Feeds</Link>
+        </p>
+        <ErrorBox error={errorMessage(feed.error)} onRetry={() => void feed.refetch()} />
+      </section>
+    );
+  }
+  const f = feed.data.feed;
+  // A run is in progress while the newest run has no end; its counters come
+  // live from feedRunProgress, or from the run record until the first event.
+  const open = runs.data?.feedRuns[0] && !runs.data.feedRuns[0].endedAt ? runs.data.feedRuns[0] : null;
+  const running = progress ?? (open ? { fetched: open.fetched, stored: open.stored, rejected: open.rejected } : null);
+  return (
+    <section className="page" aria-labelledby="feed-title">
+      <p className="crumbs">
+        <Link to="/feeds">‹ Feeds</Link>
+      </p>
+      <div className="page-head">
+        <div className="title-with-icon">
+          <FeedIcon feed={f} />
+          <div>
+            <h1 id="feed-title">{f.name}</h1>
+            <p className="muted">
+              {feedTypeLabel(f.type)}
+              {f.type === 'CUSTOM' && ` · ${f.category}`} · {f.iocCount.toLocaleString('en-US')} indicators
+            </p>
+          </div>
+        </div>
+        <div className="row-actions">
+          <span className="inline-label">
+            Enabled <EnabledSwitch feed={f} m={m} ask={confirm.ask} />
+          </span>
+          <button type="button" className="btn btn-primary" disabled={!f.enabled || m.runNow.isPending} onClick={() => m.runNow.mutate(f.id)}>
+            Run now
+          </button>
+          {f.canEdit && (
+            <button type="button" className="btn" onClick={() => setEditing(true)}>
+              Edit
+            </button>
+          )}
+          {f.canReset && (
+            <button type="button" className="btn" onClick={() => confirm.ask({ kind: 'reset', feed: f })}>
+              Reset premium feed
+            </button>
+          )}
+          {f.canDelete && (
+            <button type="button" className="btn btn-danger-ghost" onClick={() => confirm.ask({ kind: 'delete', feed: f })}>
+              Delete
+            </button>
+          )}
+        </div>
+      </div>
+
+      <dl className="facts card">
+        <div>
+          <dt>Status</dt>
+          <dd data-testid="feed-status">
+            <StatusDot status={f.status} />
+          </dd>
+        </div>
+        <div>
+          <dt>Status message</dt>
+          <dd data-testid="feed-status-message">{f.statusMessage}</dd>
+        </div>
+        <div>
+          <dt>Last ingestion</dt>
+          <dd>
+            {formatDateTime(f.lastIngestion)} <span className="muted">({formatRelative(f.lastIngestion)})</span>
+          </dd>
+        </div>
+        <div>
+          <dt>Polling frequency</dt>
+          <dd>{hours(f.pollingFrequency)}</dd>
+        </div>
+        <div>
+          <dt>Retention period</dt>
+          <dd>{days(f.retentionPeriod)}</dd>
+        </div>
+        {f.category !== 'TSV' && (
+          <div>
+            <dt>Backfill days</dt>
+            <dd>{days(f.backfillDays)}</dd>
+          </div>
+        )}
+        {f.collectionUrl && (
+          <div className="wide">
+            <dt>Collection URL</dt>
+            <dd className="mono break">{f.collectionUrl}</dd>
+          </div>
+        )}
+        {f.username && (
+          <div>
+            <dt>Username</dt>
+            <dd>{f.username}</dd>
+          </div>
+        )}
+        <div>
+          <dt>Secret</dt>
+          <dd>{f.hasPassword ? 'set' : 'not set'}</dd>
+        </div>
+        {f.description && (
+          <div className="wide">
+            <dt>Description</dt>
+            <dd>{f.description}</dd>
+          </div>
+        )}
+        <div>
+          <dt>Resumes from</dt>
+          <dd className="mono">{f.cursor || 'the start'}</dd>
+        </div>
+      </dl>
+
+      {running && (
+        <div className="card run-progress" role="status" aria-label="Run in progress">
+          <div className="progress-head">
+            <strong>Run in progress</strong>
+            <span className="muted">
+              {running.fetched.toLocaleString('en-US')} fetched · {running.stored.toLocaleString('en-US')} stored · {running.rejected.toLocaleString('en-US')} rejected
+            </span>
+          </div>
+          <div
+            className="progress-bar"
+            role="progressbar"
+            aria-label="Records handled"
+            aria-valuemin={0}
+            aria-valuemax={running.fetched || undefined}
+            aria-valuenow={running.stored + running.rejected}
+          >
+            <span style={{ width: running.fetched ? `${Math.min(100, ((running.stored + running.rejected) / running.fetched) * 100)}%` : undefined }} className={running.fetched ? '' : 'indeterminate'} />
+          </div>
+        </div>
+      )}
+
+      <h2 className="section-title">Run history</h2>
+      {runs.isPending ? (
+        <Spinner label="Loading runs…" />
+      ) : runs.error ? (
+        <ErrorBox error={errorMessage(runs.error)} onRetry={() => void runs.refetch()} />
+      ) : runs.data.feedRuns.length === 0 ? (
+        <EmptyState title="No runs yet.">
+          <p className="muted">Use “Run now” to fetch the feed at once.</p>
+        </EmptyState>
+      ) : (
+        <RunTable runs={runs.data.feedRuns} />
+      )}
+      {editing && <FeedForm feed={f} onClose={() => setEditing(false)} />}
+      {confirm.dialog}
+    </section>
+  );
+}
+
+function RunTable({ runs }: { runs: FeedRunsResult['feedRuns'] }) {
+  const [open, setOpen] = useState<string | null>(null);
+  return (
+    <div className="table-wrap">
+      <table className="data-table" aria-label="Runs">
+        <thead>
+          <tr>
+            <th>Started</th>
+            <th>Duration</th>
+            <th className="num">Fetched</th>
+            <th className="num">Stored</th>
+            <th className="num">Rejected</th>
+            <th>Outcome</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.map((r) => {
+            const failed = !!r.errorKind;
+            const running = !r.endedAt;
+            const hasDetail = r.rejections.length > 0 || r.errorDetail || r.note;
+            return [
+              <tr key={r.id} data-run-id={r.id}>
+                <td data-label="Started">{formatDateTime(r.startedAt)}</td>
+                <td data-label="Duration">{running ? 'running…' : duration(r.startedAt, r.endedAt!)}</td>
+                <td data-label="Fetched" className="num">{r.fetched.toLocaleString('en-US')}</td>
+                <td data-label="Stored" className="num">{r.stored.toLocaleString('en-US')}</td>
+                <td data-label="Rejected" className="num">{r.rejected.toLocaleString('en-US')}</td>
+                <td data-label="Outcome">
+                  <span className={failed ? 'pill pill-error' : running ? 'pill pill-info' : 'pill pill-ok'}>
+                    {failed ? r.errorKind : running ? 'Running' : 'Success'}
+                  </span>
+                  {hasDetail && (
+                    <button type="button" className="btn-link small" aria-expanded={open === r.id} onClick={() => setOpen(open === r.id ? null : r.id)}>
+                      {open === r.id ? 'Hide details' : 'Details'}
+                    </button>
+                  )}
+                </td>
+              </tr>,
+              open === r.id && (
+                <tr key={`${r.id}-detail`} className="detail-row">
+                  <td colSpan={6}>
+                    {r.errorDetail && (
+                      <p>
+                        <strong>Error:</strong> {r.errorDetail}
+                      </p>
+                    )}
+                    {r.note && <p className="muted">{r.note}</p>}
+                    {r.rejections.length > 0 && (
+                      <>
+                        <p>
+                          <strong>Rejected records</strong> (first {r.rejections.length} of {r.rejected})
+                        </p>
+                        <ul className="rejections">
+                          {r.rejections.map((x) => (
+                            <li key={x.position}>
+                              <span className="mono">#{x.position}</span> {x.reason}
+                            </li>
+                          ))}
+                        </ul>
+                      </>
+                    )}
+                  </td>
+                </tr>
+              ),
+            ];
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function duration(from: string, to: string): string {
+  const ms = new Date(to).getTime() - new Date(from).getTime();
+  if (!(ms >= 0)) return '—';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.round(ms / 60_000)} min`;
+}

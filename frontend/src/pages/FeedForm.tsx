@@ -1,0 +1,228 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { CreateCustomFeedMutation, UpdateFeedMutation } from '../api';
+import { Field, Modal } from '../components/ui';
+import { useToast } from '../components/toast';
+import type { CustomFeedCategory, FeedRowFragment, FeedUpdateInput } from '../gql/graphql';
+import { fieldErrors, formError } from '../lib/errors';
+import { request } from '../lib/graphql';
+
+interface Values {
+  category: CustomFeedCategory;
+  name: string;
+  collectionUrl: string;
+  username: string;
+  password: string;
+  pollingFrequency: string;
+  retentionPeriod: string;
+  backfillDays: string;
+  description: string;
+}
+
+const shownFields = [
+  'category',
+  'name',
+  'collectionUrl',
+  'username',
+  'password',
+  'pollingFrequency',
+  'retentionPeriod',
+  'backfillDays',
+  'description',
+];
+
+function initialValues(feed?: FeedRowFragment): Values {
+  if (!feed) {
+    return {
+      category: 'TAXII',
+      name: '',
+      collectionUrl: '',
+      username: '',
+      password: '',
+      pollingFrequency: '24',
+      retentionPeriod: '30',
+      backfillDays: '7',
+      description: '',
+    };
+  }
+  const category = (feed.category === 'TSV' ? 'TSV' : 'TAXII') as CustomFeedCategory;
+  return {
+    category,
+    name: feed.type === 'CUSTOM' ? feed.name.replace(new RegExp(`^${feed.category}_`), '') : feed.name,
+    collectionUrl: feed.collectionUrl,
+    username: feed.username,
+    password: '',
+    pollingFrequency: String(feed.pollingFrequency),
+    retentionPeriod: String(feed.retentionPeriod),
+    backfillDays: String(feed.backfillDays),
+    description: feed.description,
+  };
+}
+
+const int = (s: string) => (s.trim() === '' ? undefined : Number(s));
+
+/**
+ * FeedForm creates a Custom feed or edits a Custom or Premium one. The server
+ * validates; its messages are shown beside the fields they name.
+ */
+export function FeedForm(props: { feed?: FeedRowFragment; onClose: () => void; onSaved?: (f: FeedRowFragment) => void }) {
+  const { feed } = props;
+  const editing = !!feed;
+  const premium = feed?.type === 'PREMIUM';
+  const [v, setV] = useState<Values>(() => initialValues(feed));
+  const [clearPassword, setClearPassword] = useState(false);
+  const qc = useQueryClient();
+  const toast = useToast();
+  const set = (k: keyof Values) => (e: { target: { value: string } }) => setV((s) => ({ ...s, [k]: e.target.value }));
+
+  const save = useMutation({
+    mutationFn: async () => {
+      if (!feed) {
+        const r = await request(CreateCustomFeedMutation, {
+          input: {
+            category: v.category,
+            name: v.name,
+            collectionUrl: v.collectionUrl,
+            username: v.username || undefined,
+            password: v.password || undefined,
+            pollingFrequency: int(v.pollingFrequency) as number,
+            retentionPeriod: int(v.retentionPeriod) as number,
+            backfillDays: v.category === 'TAXII' ? int(v.backfillDays) : undefined,
+            description: v.description || undefined,
+          },
+        });
+        return r.createCustomFeed;
+      }
+      const input: FeedUpdateInput = {
+        collectionUrl: v.collectionUrl,
+        username: v.username,
+        pollingFrequency: int(v.pollingFrequency),
+        retentionPeriod: int(v.retentionPeriod),
+      };
+      if (v.password) input.password = v.password;
+      else if (clearPassword) input.password = '';
+      if (!premium) {
+        input.name = v.name;
+        input.description = v.description;
+      }
+      if (premium || v.category === 'TAXII') input.backfillDays = int(v.backfillDays);
+      const r = await request(UpdateFeedMutation, { id: feed.id, input });
+      return r.updateFeed;
+    },
+    onSuccess: (f) => {
+      toast.success(editing ? `${f.name} saved` : `${f.name} created`);
+      void qc.invalidateQueries({ queryKey: ['feeds'] });
+      void qc.invalidateQueries({ queryKey: ['feed'] });
+      void qc.invalidateQueries({ queryKey: ['feedFacets'] });
+      props.onSaved?.(f);
+      props.onClose();
+    },
+  });
+
+  const errs = fieldErrors(save.error);
+  const topError = formError(save.error, shownFields);
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    save.mutate();
+  };
+  const showBackfill = premium || v.category === 'TAXII';
+  const title = editing ? `Edit ${feed.name}` : 'Create custom feed';
+
+  return (
+    <Modal
+      title={title}
+      onClose={props.onClose}
+      footer={
+        <>
+          <button type="button" className="btn" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button type="submit" form="feed-form" className="btn btn-primary" disabled={save.isPending}>
+            {save.isPending ? 'Saving…' : editing ? 'Save' : 'Create feed'}
+          </button>
+        </>
+      }
+    >
+      <form id="feed-form" className="form-grid" onSubmit={submit} noValidate>
+        {topError && (
+          <div className="error-box span-2" role="alert">
+            {topError}
+          </div>
+        )}
+        {!premium && (
+          <fieldset className="span-2 segmented" disabled={editing}>
+            <legend>Category{editing && ' (fixed after creation)'}</legend>
+            {(['TAXII', 'TSV'] as const).map((c) => (
+              <label key={c} className={v.category === c ? 'seg seg-on' : 'seg'}>
+                <input
+                  type="radio"
+                  name="category"
+                  value={c}
+                  checked={v.category === c}
+                  onChange={() => setV((s) => ({ ...s, category: c }))}
+                />
+                {c}
+              </label>
+            ))}
+            {errs.category && <small className="field-error">{errs.category}</small>}
+          </fieldset>
+        )}
+        <Field label="Name" error={errs.name} hint={premium ? 'Read-only for premium feeds' : `Stored as ${v.category}_${v.name || 'name'}`}>
+          {(id, d) => (
+            <input id={id} aria-describedby={d} aria-invalid={!!errs.name} required readOnly={premium} value={v.name} onChange={set('name')} />
+          )}
+        </Field>
+        <Field
+          label="Collection URL"
+          error={errs.collectionUrl}
+          hint={v.category === 'TSV' && !premium ? 'URL of a TSV file' : 'TAXII 2.1: <api_root>/collections/<collection_id>/'}
+        >
+          {(id, d) => (
+            <input id={id} aria-describedby={d} aria-invalid={!!errs.collectionUrl} type="url" required value={v.collectionUrl} onChange={set('collectionUrl')} />
+          )}
+        </Field>
+        <Field label="Username" error={errs.username}>
+          {(id, d) => <input id={id} aria-describedby={d} autoComplete="off" value={v.username} onChange={set('username')} />}
+        </Field>
+        <Field
+          label={premium ? 'Password / API key' : 'Password'}
+          error={errs.password}
+          hint={feed?.hasPassword ? 'A secret is set; leave empty to keep it' : undefined}
+        >
+          {(id, d) => (
+            <input id={id} aria-describedby={d} type="password" autoComplete="new-password" value={v.password} onChange={set('password')} />
+          )}
+        </Field>
+        {feed?.hasPassword && (
+          <label className="check span-2">
+            <input type="checkbox" checked={clearPassword} onChange={(e) => setClearPassword(e.target.checked)} /> Remove the stored secret
+          </label>
+        )}
+        <Field label="Polling frequency (hours)" error={errs.pollingFrequency} hint={premium ? '1 to 24' : undefined}>
+          {(id, d) => (
+            <input id={id} aria-describedby={d} aria-invalid={!!errs.pollingFrequency} type="number" inputMode="numeric" min={1} max={premium ? 24 : undefined} required value={v.pollingFrequency} onChange={set('pollingFrequency')} />
+          )}
+        </Field>
+        <Field label="Retention period (days)" error={errs.retentionPeriod} hint={premium ? '1 to 360' : undefined}>
+          {(id, d) => (
+            <input id={id} aria-describedby={d} aria-invalid={!!errs.retentionPeriod} type="number" inputMode="numeric" min={1} required value={v.retentionPeriod} onChange={set('retentionPeriod')} />
+          )}
+        </Field>
+        {showBackfill && (
+          <Field label="Backfill days" error={errs.backfillDays} hint="Up to 30">
+            {(id, d) => (
+              <input id={id} aria-describedby={d} aria-invalid={!!errs.backfillDays} type="number" inputMode="numeric" min={0} max={30} value={v.backfillDays} onChange={set('backfillDays')} />
+            )}
+          </Field>
+        )}
+        <div className="span-2">
+          <Field label="Description" error={errs.description} hint={premium ? 'Read-only for premium feeds' : undefined}>
+            {(id, d) => (
+              <textarea id={id} aria-describedby={d} rows={3} readOnly={premium} value={v.description} onChange={set('description')} />
+            )}
+          </Field>
+        </div>
+      </form>
+    </Modal>
+  );
+}

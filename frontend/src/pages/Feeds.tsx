@@ -1,0 +1,537 @@
+import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import {
+  createColumnHelper,
+  flexRender,
+  getCoreRowModel,
+  useReactTable,
+  type SortingState,
+  type VisibilityState,
+} from '@tanstack/react-table';
+import { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
+import { Link, useSearchParams } from 'react-router';
+import { FeedFacetsQuery, FeedStatusChangedSubscription, FeedsQuery } from '../api';
+import { EmptyState, ErrorBox, Pager, Spinner, StatusDot, useDebounced } from '../components/ui';
+import type { FeedFacetsQuery as FeedFacetsResult, FeedOrderField, FeedRowFragment, FeedsQuery as FeedsResult } from '../gql/graphql';
+import { errorMessage } from '../lib/errors';
+import {
+  activeFilterCount,
+  clearAllFilters,
+  clearFilter,
+  facetColumnKey,
+  facetValueLabel,
+  feedFilterKeys,
+  feedFilterLabels,
+  feedQueryVariables,
+  feedStateFromParams,
+  feedStateToParams,
+  isOrderField,
+  toggleFilterValue,
+  type FeedFilterKey,
+  type FeedTableState,
+} from '../lib/feedFilters';
+import { days, feedTypeLabel, formatDateTime, formatRelative, fromDateTimeLocal, hours, toDateTimeLocal } from '../lib/format';
+import { feedExportURL } from '../lib/exportCsv';
+import { request } from '../lib/graphql';
+import { liveConnection, subscribe } from '../lib/live';
+import { viewState } from '../lib/views';
+import { EnabledSwitch, FeedIcon, useFeedConfirmations, useFeedMutations } from './feedActions';
+import { FeedForm } from './FeedForm';
+import { useFeedViews, ViewMenu } from './FeedViews';
+
+const col = createColumnHelper<FeedRowFragment>();
+
+/** columnLabels names every column; the chooser and the header use it. */
+const columnLabels: Record<string, string> = {
+  icon: 'Icon',
+  name: 'Name',
+  type: 'Type',
+  status: 'Status',
+  statusMessage: 'Status Message',
+  enabled: 'Enabled',
+  pollingFrequency: 'Polling Frequency',
+  retentionPeriod: 'Retention Period',
+  backfillDays: 'Backfill Days',
+  description: 'Description',
+  lastIngestion: 'Last Ingestion',
+  actions: 'Actions',
+};
+
+/** sortField maps a column to the API's order field. */
+const sortField: Record<string, FeedOrderField> = {
+  name: 'NAME',
+  type: 'TYPE',
+  status: 'STATUS',
+  statusMessage: 'STATUS_MESSAGE',
+  enabled: 'ENABLED',
+  pollingFrequency: 'POLLING_FREQUENCY',
+  retentionPeriod: 'RETENTION_PERIOD',
+  backfillDays: 'BACKFILL_DAYS',
+  description: 'DESCRIPTION',
+  lastIngestion: 'LAST_INGESTION',
+};
+const columnOfField = Object.fromEntries(Object.entries(sortField).map(([c, f]) => [f, c]));
+
+const VISIBILITY_KEY = 'tifeeds.feeds.columns';
+
+function loadVisibility(): VisibilityState {
+  try {
+    return JSON.parse(localStorage.getItem(VISIBILITY_KEY) ?? '{}') as VisibilityState;
+  } catch {
+    return {};
+  }
+}
+
+/** FeedsPage is the spec's feeds table: search, filters with counts, columns, sorting, paging. */
+export function FeedsPage() {
+  const [params, setParams] = useSearchParams();
+  const state = useMemo(() => feedStateFromParams(params), [params]);
+  const setState = (next: FeedTableState) => setParams(feedStateToParams(next));
+  const [searchText, setSearchText] = useState(state.search);
+  const debouncedSearch = useDebounced(searchText, 300);
+  const [pageSize, setPageSize] = useState(25);
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const [visibility, setVisibility] = useState<VisibilityState>(loadVisibility);
+  const [showFilters, setShowFilters] = useState(false);
+  const [editing, setEditing] = useState<FeedRowFragment | 'new' | null>(null);
+  const m = useFeedMutations();
+  const confirm = useFeedConfirmations(m);
+  const qc = useQueryClient();
+  const [viewId, setViewId] = useState('');
+  const views = useFeedViews();
+
+  // The default view applies when the table opens with nothing in its address.
+  const [defaultApplied, setDefaultApplied] = useState(params.toString() !== '');
+  useEffect(() => {
+    if (defaultApplied || !views.data) return;
+    setDefaultApplied(true);
+    const def = views.data.views.find((v) => v.isDefault);
+    if (def) {
+      const { state: s, visibility: vis } = viewState(def);
+      setViewId(def.id);
+      setVisibility(vis);
+      setParams(feedStateToParams(s), { replace: true });
+    }
+  }, [views.data, defaultApplied]);
+
+  // Search is typed into a local box and written to the URL once typing pauses.
+  useEffect(() => {
+    if (debouncedSearch !== state.search) setParams(feedStateToParams({ ...state, search: debouncedSearch }), { replace: true });
+  }, [debouncedSearch]);
+  useEffect(() => setSearchText(state.search), [state.search]);
+  // Any change of what is shown starts again from the first page.
+  const stateKey = params.toString();
+  useEffect(() => setCursors([null]), [stateKey, pageSize]);
+  useEffect(() => localStorage.setItem(VISIBILITY_KEY, JSON.stringify(visibility)), [visibility]);
+
+  const live = useSyncExternalStore(liveConnection.subscribe, liveConnection.get);
+  const after = cursors[cursors.length - 1];
+  const vars = feedQueryVariables(state, pageSize, after);
+  const feeds = useQuery({
+    queryKey: ['feeds', vars],
+    queryFn: () => request(FeedsQuery, vars),
+    placeholderData: keepPreviousData,
+    // Status changes arrive over the websocket; poll only while it is down.
+    refetchInterval: live ? 60_000 : 5000,
+  });
+  const facetVars = { search: vars.search, filter: vars.filter };
+  const facets = useQuery({
+    queryKey: ['feedFacets', facetVars],
+    queryFn: () => request(FeedFacetsQuery, facetVars),
+    placeholderData: keepPreviousData,
+    enabled: showFilters,
+  });
+
+  // Live status: patch the rows in every cached page as events arrive.
+  useEffect(
+    () =>
+      subscribe(FeedStatusChangedSubscription, {}, (d) => {
+        const f = d.feedStatusChanged;
+        qc.setQueriesData<FeedsResult>({ queryKey: ['feeds'] }, (old) =>
+          old ? { feeds: { ...old.feeds, nodes: old.feeds.nodes.map((n) => (n.id === f.id ? { ...n, ...f } : n)) } } : old,
+        );
+        // Status Message and Enabled counts may have moved.
+        void qc.invalidateQueries({ queryKey: ['feedFacets'] });
+      }),
+    [qc],
+  );
+
+  // Rebuilt on each render: the cells close over the mutations' pending state.
+  const columns = [
+      col.display({ id: 'icon', header: 'Icon', cell: (c) => <FeedIcon feed={c.row.original} /> }),
+      col.accessor('name', {
+        header: 'Name',
+        cell: (c) => (
+          <Link to={`/feeds/${c.row.original.id}`} className="strong-link">
+            {c.getValue()}
+          </Link>
+        ),
+      }),
+      col.accessor('type', { header: 'Type', cell: (c) => feedTypeLabel(c.getValue()) }),
+      col.accessor('status', { header: 'Status', cell: (c) => <StatusDot status={c.getValue()} /> }),
+      col.accessor('statusMessage', { header: 'Status Message', cell: (c) => <span data-testid="status-message">{c.getValue()}</span> }),
+      col.accessor('enabled', {
+        header: 'Enabled',
+        cell: (c) => <EnabledSwitch feed={c.row.original} m={m} ask={confirm.ask} />,
+      }),
+      col.accessor('pollingFrequency', { header: 'Polling Frequency', cell: (c) => hours(c.getValue()) }),
+      col.accessor('retentionPeriod', { header: 'Retention Period', cell: (c) => days(c.getValue()) }),
+      col.accessor('backfillDays', {
+        header: 'Backfill Days',
+        // Backfill is a TAXII notion: a TSV file has no past to fetch.
+        cell: (c) => (c.row.original.category === 'TSV' ? <span className="muted" title="Not used by TSV feeds">—</span> : days(c.getValue())),
+      }),
+      col.accessor('description', {
+        header: 'Description',
+        cell: (c) => (
+          <span className="clamp" title={c.getValue()}>
+            {c.getValue()}
+          </span>
+        ),
+      }),
+      col.accessor('lastIngestion', {
+        header: 'Last Ingestion',
+        cell: (c) => <time title={formatRelative(c.getValue())}>{formatDateTime(c.getValue())}</time>,
+      }),
+      col.display({
+        id: 'actions',
+        header: 'Actions',
+        cell: (c) => {
+          const f = c.row.original;
+          return (
+            <div className="row-actions">
+              <button type="button" className="btn btn-small" onClick={() => m.runNow.mutate(f.id)} disabled={!f.enabled} title={f.enabled ? undefined : 'Enable the feed to run it'}>
+                Run now
+              </button>
+              {f.canEdit && (
+                <button type="button" className="btn btn-small" onClick={() => setEditing(f)} aria-label={`Edit ${f.name}`}>
+                  Edit
+                </button>
+              )}
+              {f.canReset && (
+                <button type="button" className="btn btn-small" onClick={() => confirm.ask({ kind: 'reset', feed: f })} aria-label={`Reset ${f.name}`}>
+                  Reset
+                </button>
+              )}
+              {f.canDelete && (
+                <button type="button" className="btn btn-small btn-danger-ghost" onClick={() => confirm.ask({ kind: 'delete', feed: f })} aria-label={`Delete ${f.name}`}>
+                  Delete
+                </button>
+              )}
+            </div>
+          );
+        },
+      }),
+  ];
+
+  const sorting: SortingState = state.sort ? [{ id: columnOfField[state.sort.field], desc: state.sort.direction === 'DESC' }] : [];
+  const data = feeds.data?.feeds;
+  const table = useReactTable({
+    data: data?.nodes ?? [],
+    columns,
+    getRowId: (r) => r.id,
+    getCoreRowModel: getCoreRowModel(),
+    manualSorting: true,
+    manualPagination: true,
+    enableSortingRemoval: true,
+    state: { sorting, columnVisibility: visibility },
+    onColumnVisibilityChange: setVisibility,
+    onSortingChange: (updater) => {
+      const next = typeof updater === 'function' ? updater(sorting) : updater;
+      const s = next[0];
+      const field = s ? sortField[s.id] : undefined;
+      setState({ ...state, sort: field && isOrderField(field) ? { field, direction: s.desc ? 'DESC' : 'ASC' } : undefined });
+    },
+  });
+
+  const nActive = activeFilterCount(state);
+
+  return (
+    <section className="page" aria-labelledby="feeds-title">
+      <div className="page-head">
+        <div>
+          <h1 id="feeds-title">Feeds</h1>
+          <p className="muted">Threat-intelligence sources, their status and schedule.</p>
+        </div>
+        <button type="button" className="btn btn-primary" onClick={() => setEditing('new')}>
+          + Create custom feed
+        </button>
+      </div>
+
+      <div className="toolbar">
+        <input
+          type="search"
+          className="search"
+          placeholder="Search feeds…"
+          aria-label="Search feeds"
+          value={searchText}
+          onChange={(e) => setSearchText(e.target.value)}
+        />
+        <button
+          type="button"
+          className={showFilters ? 'btn btn-toggle active' : 'btn btn-toggle'}
+          aria-expanded={showFilters}
+          aria-controls="feed-filters"
+          onClick={() => setShowFilters((s) => !s)}
+        >
+          Filters{nActive > 0 && <span className="count-badge">{nActive}</span>}
+        </button>
+        <ColumnChooser table={table} />
+        <ExportMenu state={state} table={table} />
+        <ViewMenu
+          state={state}
+          visibility={visibility}
+          current={viewId}
+          onApply={(v, applied) => {
+            setViewId(v.id);
+            setVisibility(applied.visibility);
+            setState(applied.state);
+          }}
+          onReset={() => {
+            setViewId('');
+            setVisibility({});
+            setState({ search: '', filter: {} });
+          }}
+        />
+      </div>
+
+      {nActive > 0 && <FilterChips state={state} setState={setState} />}
+
+      <div className={showFilters ? 'with-panel' : ''}>
+        {showFilters && (
+          <FilterPanel
+            state={state}
+            setState={setState}
+            facets={facets.data?.feeds.facets}
+            loading={facets.isPending}
+            error={facets.error ? errorMessage(facets.error) : null}
+          />
+        )}
+        <div className="table-area">
+          {feeds.isPending ? (
+            <Spinner label="Loading feeds…" />
+          ) : feeds.error && !data ? (
+            <ErrorBox error={errorMessage(feeds.error)} onRetry={() => void feeds.refetch()} />
+          ) : data && data.nodes.length === 0 ? (
+            <EmptyState title={nActive || state.search ? 'No feed matches.' : 'No feeds yet.'}>
+              {nActive || state.search ? (
+                <button type="button" className="btn" onClick={() => { setSearchText(''); setState({ search: '', filter: {} }); }}>
+                  Clear search and filters
+                </button>
+              ) : (
+                <button type="button" className="btn btn-primary" onClick={() => setEditing('new')}>
+                  Create a custom feed
+                </button>
+              )}
+            </EmptyState>
+          ) : (
+            <>
+              <div className="table-wrap">
+                <table className="data-table" aria-label="Feeds" aria-busy={feeds.isFetching}>
+                  <thead>
+                    {table.getHeaderGroups().map((hg) => (
+                      <tr key={hg.id}>
+                        {hg.headers.map((h) => {
+                          const canSort = !!sortField[h.column.id];
+                          const dir = h.column.getIsSorted();
+                          return (
+                            <th key={h.id} aria-sort={dir === 'asc' ? 'ascending' : dir === 'desc' ? 'descending' : undefined} className={`col-${h.column.id}`}>
+                              {canSort ? (
+                                <button type="button" className="th-sort" onClick={h.column.getToggleSortingHandler()}>
+                                  {flexRender(h.column.columnDef.header, h.getContext())}
+                                  <span className="sort-ind" aria-hidden="true">
+                                    {dir === 'asc' ? '▲' : dir === 'desc' ? '▼' : '↕'}
+                                  </span>
+                                </button>
+                              ) : (
+                                flexRender(h.column.columnDef.header, h.getContext())
+                              )}
+                            </th>
+                          );
+                        })}
+                      </tr>
+                    ))}
+                  </thead>
+                  <tbody>
+                    {table.getRowModel().rows.map((r) => (
+                      <tr key={r.id} data-feed-name={r.original.name}>
+                        {r.getVisibleCells().map((c) => (
+                          <td key={c.id} className={`col-${c.column.id}`} data-label={columnLabels[c.column.id]}>
+                            {flexRender(c.column.columnDef.cell, c.getContext())}
+                          </td>
+                        ))}
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              {data && (
+                <Pager
+                  total={data.totalCount}
+                  pageIndex={cursors.length - 1}
+                  pageSize={pageSize}
+                  hasNext={data.pageInfo.hasNextPage}
+                  onPrev={() => setCursors((cs) => cs.slice(0, -1))}
+                  onNext={() => setCursors((cs) => [...cs, data.pageInfo.endCursor ?? null])}
+                  onPageSize={setPageSize}
+                  noun="feeds"
+                />
+              )}
+            </>
+          )}
+        </div>
+      </div>
+      {editing && <FeedForm feed={editing === 'new' ? undefined : editing} onClose={() => setEditing(null)} />}
+      {confirm.dialog}
+    </section>
+  );
+}
+
+function ExportMenu({ state, table }: { state: FeedTableState; table: ReturnType<typeof useReactTable<FeedRowFragment>> }) {
+  const visible = table.getVisibleLeafColumns().map((c) => c.id);
+  return (
+    <details className="menu">
+      <summary className="btn">Export CSV</summary>
+      <div className="menu-pop" role="group" aria-label="Export CSV">
+        <a className="btn btn-small" href={feedExportURL(state, visible)} download>
+          Selected columns
+        </a>
+        <a className="btn btn-small" href={feedExportURL(state, null)} download>
+          All columns
+        </a>
+        <small className="hint">With the current search and filters.</small>
+      </div>
+    </details>
+  );
+}
+
+function ColumnChooser({ table }: { table: ReturnType<typeof useReactTable<FeedRowFragment>> }) {
+  return (
+    <details className="menu">
+      <summary className="btn">Columns</summary>
+      <div className="menu-pop" role="group" aria-label="Visible columns">
+        {table.getAllLeafColumns().map((c) => (
+          <label key={c.id} className="check">
+            <input type="checkbox" checked={c.getIsVisible()} disabled={c.id === 'name'} onChange={c.getToggleVisibilityHandler()} />
+            {columnLabels[c.id]}
+          </label>
+        ))}
+        <button type="button" className="btn btn-small" onClick={() => table.resetColumnVisibility()}>
+          Show all
+        </button>
+      </div>
+    </details>
+  );
+}
+
+function FilterChips({ state, setState }: { state: FeedTableState; setState: (s: FeedTableState) => void }) {
+  return (
+    <ul className="chips" aria-label="Active filters">
+      {feedFilterKeys.flatMap((k) =>
+        (state.filter[k] ?? []).map((v) => (
+          <li key={`${k}=${v}`} className="chip">
+            <span>
+              {feedFilterLabels[k]}: <strong>{facetValueLabel(k, v)}</strong>
+            </span>
+            <button type="button" aria-label={`Remove filter ${feedFilterLabels[k]} ${facetValueLabel(k, v)}`} onClick={() => setState(toggleFilterValue(state, k, v))}>
+              ×
+            </button>
+          </li>
+        )),
+      )}
+      {(state.lastIngestionFrom || state.lastIngestionTo) && (
+        <li className="chip">
+          <span>
+            Last Ingestion: <strong>{state.lastIngestionFrom ? formatDateTime(state.lastIngestionFrom) : '…'} – {state.lastIngestionTo ? formatDateTime(state.lastIngestionTo) : '…'}</strong>
+          </span>
+          <button type="button" aria-label="Remove filter Last Ingestion" onClick={() => setState(clearFilter(state, 'lastIngestion'))}>
+            ×
+          </button>
+        </li>
+      )}
+      <li>
+        <button type="button" className="btn btn-small btn-link" onClick={() => setState(clearAllFilters(state))}>
+          Clear all filters
+        </button>
+      </li>
+    </ul>
+  );
+}
+
+type Facets = FeedFacetsResult['feeds']['facets'];
+
+/**
+ * FilterPanel lists, per filterable column, the values the server's facets
+ * report with their counts; values already selected stay listed even when
+ * their count drops to zero, so they can be unticked.
+ */
+function FilterPanel(props: {
+  state: FeedTableState;
+  setState: (s: FeedTableState) => void;
+  facets: Facets | undefined;
+  loading: boolean;
+  error: string | null;
+}) {
+  const { state, setState } = props;
+  const byKey = new Map<FeedFilterKey, { value: string; count: number }[]>();
+  for (const f of props.facets ?? []) {
+    const key = facetColumnKey[f.column];
+    if (key) byKey.set(key, f.values);
+  }
+  return (
+    <aside id="feed-filters" className="filter-panel" aria-label="Filters">
+      <div className="panel-head">
+        <h2>Filters</h2>
+        <button type="button" className="btn btn-small btn-link" onClick={() => setState(clearAllFilters(state))} disabled={activeFilterCount(state) === 0}>
+          Clear all
+        </button>
+      </div>
+      {props.error && <p className="field-error">Value counts are unavailable: {props.error}</p>}
+      {props.loading && <Spinner label="Counting…" />}
+      {feedFilterKeys.map((key) => {
+        const selected = state.filter[key] ?? [];
+        const values = [...(byKey.get(key) ?? [])];
+        for (const s of selected) if (!values.some((v) => v.value === s)) values.push({ value: s, count: 0 });
+        if (values.length === 0) return null;
+        return (
+          <fieldset key={key} className="facet">
+            <legend>
+              {feedFilterLabels[key]}
+              {selected.length > 0 && (
+                <button type="button" className="btn-link small" onClick={() => setState(clearFilter(state, key))} aria-label={`Clear ${feedFilterLabels[key]} filter`}>
+                  clear
+                </button>
+              )}
+            </legend>
+            <div className="facet-values">
+              {values.map((v) => (
+                <label key={v.value} className="check facet-value">
+                  <input type="checkbox" checked={selected.includes(v.value)} onChange={() => setState(toggleFilterValue(state, key, v.value))} />
+                  <span className="facet-label">{facetValueLabel(key, v.value)}</span>
+                  <span className="facet-count">{v.count}</span>
+                </label>
+              ))}
+            </div>
+          </fieldset>
+        );
+      })}
+      <fieldset className="facet">
+        <legend>
+          Last Ingestion
+          {(state.lastIngestionFrom || state.lastIngestionTo) && (
+            <button type="button" className="btn-link small" onClick={() => setState(clearFilter(state, 'lastIngestion'))} aria-label="Clear Last Ingestion filter">
+              clear
+            </button>
+          )}
+        </legend>
+        <label className="stack-label">
+          From
+          <input type="datetime-local" value={toDateTimeLocal(state.lastIngestionFrom)} onChange={(e) => setState({ ...state, lastIngestionFrom: fromDateTimeLocal(e.target.value) })} />
+        </label>
+        <label className="stack-label">
+          To
+          <input type="datetime-local" value={toDateTimeLocal(state.lastIngestionTo)} onChange={(e) => setState({ ...state, lastIngestionTo: fromDateTimeLocal(e.target.value) })} />
+        </label>
+      </fieldset>
+    </aside>
+  );
+}

@@ -1,0 +1,68 @@
+import { useState, type FormEvent } from 'react';
+import { useAuth } from '../auth';
+import { ApiError } from '../lib/graphql';
+import { errorMessage } from '../lib/errors';
+
+/** LoginPage signs in with username and password; the server sets a session cookie. */
+export function LoginPage() {
+  const { login } = useAuth();
+  const [username, setUsername] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      // Once signed in, App leaves the login page for the `next` address.
+      await login(username, password);
+    } catch (err) {
+      setError(err instanceof ApiError && err.status === 401 ? 'Wrong username or password.' : errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <main className="login-wrap">
+      <form className="login card" onSubmit={submit} aria-labelledby="login-title">
+        <h1 id="login-title">Sign in to tifeeds</h1>
+        <p className="muted">Threat-intelligence feeds, indicators and tenants.</p>
+        {error && (
+          <div className="error-box" role="alert">
+            {error}
+          </div>
+        )}
+        <div className="field">
+          <label htmlFor="login-user">Username</label>
+          <input
+            id="login-user"
+            name="username"
+            autoComplete="username"
+            required
+            autoFocus
+            value={username}
+            onChange={(e) => setUsername(e.target.value)}
+          />
+        </div>
+        <div className="field">
+          <label htmlFor="login-pass">Password</label>
+          <input
+            id="login-pass"
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
+        </div>
+        <button type="submit" className="btn btn-primary btn-block" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+    </main>
+  );
+}
