@@ -22,16 +22,10 @@ const subscriptionBuffer = 64
 // feedStatusChanged streams a feed each time its status, message, enabled
 // flag or last ingestion changes.
 func (r *Resolver) feedStatusChanged(ctx context.Context, feedID *string) (<-chan *store.Feed, error) {
-	id, err := optionalID("feedId", feedID)
+	events, cancel, err := r.subscribe(ctx, feedID)
 	if err != nil {
 		return nil, err
 	}
-	if id != 0 {
-		if _, err := r.Store.Feed(ctx, id); err != nil {
-			return nil, err
-		}
-	}
-	events, cancel := r.Events.Subscribe(id)
 	out := make(chan *store.Feed, subscriptionBuffer)
 	go func() {
 		defer close(out)
@@ -61,16 +55,10 @@ func (r *Resolver) feedStatusChanged(ctx context.Context, feedID *string) (<-cha
 // a repeat of the last one each second while the run goes on, and a final
 // event with done set.
 func (r *Resolver) feedRunProgress(ctx context.Context, feedID *string) (<-chan *model.FeedRunProgress, error) {
-	id, err := optionalID("feedId", feedID)
+	events, cancel, err := r.subscribe(ctx, feedID)
 	if err != nil {
 		return nil, err
 	}
-	if id != 0 {
-		if _, err := r.Store.Feed(ctx, id); err != nil {
-			return nil, err
-		}
-	}
-	events, cancel := r.Events.Subscribe(id)
 	out := make(chan *model.FeedRunProgress, subscriptionBuffer)
 	go func() {
 		defer close(out)
@@ -123,6 +111,22 @@ func progressModel(p *ingest.Progress) *model.FeedRunProgress {
 		Done:      p.Done,
 		ErrorKind: p.ErrorKind,
 	}
+}
+
+// subscribe listens on the event bus to one feed (which must exist) or,
+// when feedID is absent, to all of them.
+func (r *Resolver) subscribe(ctx context.Context, feedID *string) (<-chan ingest.Event, func(), error) {
+	id, err := optionalID("feedId", feedID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if id != 0 {
+		if _, err := r.Store.Feed(ctx, id); err != nil {
+			return nil, nil, err
+		}
+	}
+	events, cancel := r.Events.Subscribe(id)
+	return events, cancel, nil
 }
 
 // optionalID reads an optional numeric id argument; absent is 0.
