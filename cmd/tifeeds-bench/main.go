@@ -1,0 +1,339 @@
+// Command tifeeds-bench measures TSV ingestion (tsv.Read into a BatchSink)
+// against the databases' own bulk loaders on the same rows, in the same run:
+// the sqlite3 CLI's .import for SQLite and COPY for PostgreSQL (when
+// TIFEEDS_TEST_POSTGRES names a server; scripts/with-postgres.sh starts one).
+// Each ingestion runs in a child process of this binary so that its peak RSS
+// is its own. make bench runs it; docs/benchmarks.md holds the figures.
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
+	"github.com/tifeeds/tifeeds/store"
+)
+
+const childArg = "-ingest-child"
+
+// result is what a child ingestion reports on stdout.
+type result struct {
+	Lines   int64   `json:"lines"`
+	Stored  int64   `json:"stored"`
+	Seconds float64 `json:"seconds"`
+	MaxRSS  int64   `json:"-"` // bytes, from the parent's rusage of the child
+	CPU     float64 `json:"-"` // user + system seconds of the child
+}
+
+// timing is a baseline's wall and CPU time; CPU is 0 when it ran in
+// another process than the one timed (PostgreSQL's server).
+type timing struct{ Wall, CPU float64 }
+
+func main() {
+	log.SetFlags(0)
+	if len(os.Args) > 1 && os.Args[1] == childArg {
+		if err := child(os.Args[2:]); err != nil {
+			log.Fatalf("tifeeds-bench child: %v", err)
+		}
+		return
+	}
+	rows := flag.Int("rows", 1_000_000, "rows of the main TSV file")
+	bigMB := flag.Int("big-mb", 100, "size in MB of the file ingested for peak RSS only (0 to skip)")
+	batch := flag.Int("batch", 5000, "BatchSink batch size")
+	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
+	flag.Parse()
+	if err := run(*rows, *bigMB, *batch, *dir); err != nil {
+		log.Fatalf("tifeeds-bench: %v", err)
+	}
+}
+
+func run(rows, bigMB, batch int, dir string) error {
+	ctx := context.Background()
+	if dir == "" {
+		d, err := os.MkdirTemp("", "tifeeds-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	file := filepath.Join(dir, "iocs.tsv")
+	size, err := generate(file, rows, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("TSV: %d rows, %.1f MB, batch size %d\n\n", rows, float64(size)/1e6, batch)
+
+	// SQLite.
+	base, err := sqliteImport(ctx, dir, file, rows)
+	if err != nil {
+		return err
+	}
+	ing, err := ingestChild("sqlite:"+filepath.Join(dir, "ingest.db"), file, batch)
+	if err != nil {
+		return err
+	}
+	report("SQLite", "sqlite3 .import", rows, base, ing)
+
+	// PostgreSQL.
+	if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" {
+		dsn, drop, err := freshPostgres(ctx, admin)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		base, err := pgCopy(ctx, dsn, file, rows)
+		if err != nil {
+			return err
+		}
+		ing, err := ingestChild(dsn, file, batch)
+		if err != nil {
+			return err
+		}
+		report("PostgreSQL", "COPY", rows, base, ing)
+	} else {
+		fmt.Println("PostgreSQL: skipped (TIFEEDS_TEST_POSTGRES is not set; run through make bench)")
+	}
+
+	// Peak RSS on a large file.
+	if bigMB > 0 {
+		big := filepath.Join(dir, "big.tsv")
+		size, err := generate(big, 0, int64(bigMB)<<20)
+		if err != nil {
+			return err
+		}
+		ing, err := ingestChild("sqlite:"+filepath.Join(dir, "big.db"), big, batch)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("Large file: %.1f MB, %d rows into SQLite in %.1f s (%.0f IoCs/s); peak RSS %.1f MB (target < 150 MB)\n",
+			float64(size)/1e6, ing.Stored, ing.Seconds, float64(ing.Stored)/ing.Seconds, mb(ing.MaxRSS))
+	}
+	return nil
+}
+
+func report(db, baseName string, rows int, base timing, ing result) {
+	baseRate := float64(rows) / base.Wall
+	rate := float64(ing.Stored) / ing.Seconds
+	fmt.Printf("%s\n  baseline %-16s %8.0f rows/s (%.1f s)\n  tifeeds ingest           %8.0f IoCs/s (%.1f s, %d stored)\n"+
+		"  ratio                    %8.2f (target >= 0.50)\n",
+		db, baseName, baseRate, base.Wall, rate, ing.Seconds, ing.Stored, rate/baseRate)
+	if base.CPU > 0 {
+		// CPU time is steadier than wall time on a shared machine.
+		fmt.Printf("  ratio of CPU time        %8.2f (baseline %.1f s, ingest %.1f s of CPU)\n",
+			base.CPU/ing.CPU, base.CPU, ing.CPU)
+	}
+	fmt.Printf("  ingest peak RSS          %8.1f MB (target < 150 MB)\n\n", mb(ing.MaxRSS))
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// generate writes a TSV file of distinct indicators of every TSV type: rows
+// rows, or, when rows is 0, rows of long URLs until the file reaches size
+// bytes.
+func generate(path string, rows int, size int64) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var n int64
+	for i := 0; rows > 0 && i < rows || rows == 0 && n < size; i++ {
+		var line string
+		src, score := fmt.Sprintf("src_%d", i%13), i%101
+		switch {
+		case rows == 0:
+			line = fmt.Sprintf("url\thttps://files%d.example.net/download/%d/%s/payload.exe?campaign=%d\t%s\t%d\n",
+				i%5000, i, strings.Repeat("x", 120), i, src, score)
+		case i%5 == 0:
+			line = fmt.Sprintf("domain\thost-%d.example.com\t%s\t%d\n", i, src, score)
+		case i%5 == 1:
+			line = fmt.Sprintf("ip\t%d.%d.%d.%d\t%s\t%d\n", 11+i>>24&127, i>>16&255, i>>8&255, i&255, src, score)
+		case i%5 == 2:
+			line = fmt.Sprintf("url\thttp://site-%d.example.org/path/%d?id=%d\t%s\t%d\n", i%10007, i, i, src, score)
+		case i%5 == 3:
+			line = fmt.Sprintf("sha256-hash\t%064x\t%s\t%d\n", uint64(i)*2654435761, src, score)
+		default:
+			line = fmt.Sprintf("md5-hash\t%032x\t%s\t%d\n", uint64(i)*40503, src, score)
+		}
+		m, err := w.WriteString(line)
+		if err != nil {
+			f.Close()
+			return n, err
+		}
+		n += int64(m)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return n, err
+	}
+	return n, f.Close()
+}
+
+// sqliteImport times the sqlite3 CLI loading the file into a table with the
+// same unique index as iocs, with the store's journal settings.
+func sqliteImport(ctx context.Context, dir, file string, rows int) (timing, error) {
+	bin, err := exec.LookPath("sqlite3")
+	if err != nil {
+		return timing{}, errors.New("the sqlite3 command is needed for the baseline: apt-get install sqlite3")
+	}
+	script := `PRAGMA journal_mode=WAL;
+PRAGMA synchronous=NORMAL;
+CREATE TABLE iocs (type TEXT NOT NULL, value TEXT NOT NULL, source TEXT NOT NULL, score INTEGER NOT NULL, UNIQUE (type, value));
+.mode tabs
+.import ` + file + ` iocs
+SELECT count(*) FROM iocs;
+`
+	cmd := exec.CommandContext(ctx, bin, filepath.Join(dir, "baseline.db"))
+	cmd.Stdin = strings.NewReader(script)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	secs := time.Since(start).Seconds()
+	if err != nil {
+		return timing{}, fmt.Errorf("sqlite3 .import: %v: %s", err, out)
+	}
+	if !strings.Contains(string(out), fmt.Sprint(rows)) {
+		return timing{}, fmt.Errorf("sqlite3 .import did not load %d rows: %s", rows, out)
+	}
+	return timing{Wall: secs, CPU: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}, nil
+}
+
+// freshPostgres creates a database for the run and returns its DSN.
+func freshPostgres(ctx context.Context, admin string) (string, func(), error) {
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		return "", nil, err
+	}
+	name := fmt.Sprintf("tifeeds_bench_%d", time.Now().UnixNano())
+	if _, err := db.ExecContext(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
+		db.Close()
+		return "", nil, fmt.Errorf("create database: %w", err)
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		db.Close()
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	drop := func() {
+		db.ExecContext(context.Background(), `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`)
+		db.Close()
+	}
+	return u.String(), drop, nil
+}
+
+// pgCopy times COPY of the file into a table with the same unique index as
+// iocs.
+func pgCopy(ctx context.Context, dsn, file string, rows int) (timing, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return timing{}, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE baseline (type TEXT NOT NULL, value TEXT COLLATE "C" NOT NULL,
+	source TEXT NOT NULL, score INTEGER NOT NULL, UNIQUE (type, value))`); err != nil {
+		return timing{}, err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return timing{}, err
+	}
+	defer f.Close()
+	start := time.Now()
+	tag, err := conn.PgConn().CopyFrom(ctx, f, "COPY baseline FROM STDIN")
+	secs := time.Since(start).Seconds()
+	if err != nil {
+		return timing{}, fmt.Errorf("COPY: %w", err)
+	}
+	if tag.RowsAffected() != int64(rows) {
+		return timing{}, fmt.Errorf("COPY loaded %d rows, want %d", tag.RowsAffected(), rows)
+	}
+	return timing{Wall: secs}, nil
+}
+
+// ingestChild runs the ingestion in a child process and reads its peak RSS.
+func ingestChild(dsn, file string, batch int) (result, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return result{}, err
+	}
+	cmd := exec.Command(self, childArg, dsn, file, fmt.Sprint(batch))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return result{}, fmt.Errorf("ingest child: %w", err)
+	}
+	var r result
+	if err := json.Unmarshal(out, &r); err != nil {
+		return r, fmt.Errorf("ingest child output %q: %w", out, err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	r.CPU = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	return r, nil
+}
+
+// child ingests file into a new feed of the store at dsn, the way a TSV run
+// does, and prints a result.
+func child(args []string) error {
+	if len(args) != 3 {
+		return errors.New("usage: " + childArg + " DSN FILE BATCH")
+	}
+	dsn, file := args[0], args[1]
+	var batch int
+	fmt.Sscan(args[2], &batch)
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	feed := &store.Feed{Name: "TSV_bench", Type: store.FeedCustom, Category: "TSV", Enabled: true, StatusMessage: "Running",
+		PollingFrequency: 24, RetentionPeriod: 30, CreatedAt: now, UpdatedAt: now}
+	if _, err := st.DB.NewInsert().Model(feed).Returning("id").Exec(ctx); err != nil {
+		return err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sink := ingest.NewBatchSink(st, feed.ID, 0, ingest.BatchOptions{BatchSize: batch, Retention: 30 * 24 * time.Hour})
+	start := time.Now()
+	lines, err := tsv.Read(ctx, io.Reader(f), sink)
+	if err != nil {
+		return err
+	}
+	if err := sink.Flush(ctx); err != nil {
+		return err
+	}
+	secs := time.Since(start).Seconds()
+	stats := sink.Stats()
+	if stats.Rejected > 0 {
+		return fmt.Errorf("%d rows rejected, first: %+v", stats.Rejected, stats.Rejections)
+	}
+	return json.NewEncoder(os.Stdout).Encode(result{Lines: lines, Stored: stats.Stored, Seconds: secs})
+}
