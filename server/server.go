@@ -71,7 +71,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("POST /api/login", s.login)
 	mux.HandleFunc("POST /api/logout", s.logout)
 	mux.Handle("/graphql", s.graphqlHandler())
@@ -84,6 +84,10 @@ func (s *Server) routes() http.Handler {
 	})
 	mux.Handle("/", spaHandler())
 	return s.observe(s.recoverPanics(s.limitBody(mux)))
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
