@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,27 +34,42 @@ func bigRows(n int) []byte {
 	return b.Bytes()
 }
 
-// TestCrashChild is the process TestCrashMidRun kills: it runs the feeds of
-// the database it is given until it is killed.
-func TestCrashChild(t *testing.T) {
-	dsn := os.Getenv(crashChildEnv)
-	if dsn == "" {
-		t.Skip("helper process of TestCrashMidRun")
+// TestMain lets the test binary double as the process TestCrashMidRun
+// kills: started with crashChildEnv set, it runs the feeds of that database
+// until it is killed, instead of running the tests.
+func TestMain(m *testing.M) {
+	if dsn := os.Getenv(crashChildEnv); dsn != "" {
+		if err := runCrashChild(dsn); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+			os.Exit(2)
+		}
 	}
+	os.Exit(m.Run())
+}
+
+func runCrashChild(dsn string) error {
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
-		t.Fatal(err)
+		return err
+	}
+	secrets, err := store.NewSecrets([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "tifeeds-crash-child")
+	if err != nil {
+		return err
 	}
 	reg := NewRegistry()
-	reg.RegisterTSV(TSVOptions{ChunkLines: 2000, DailyLimit: 10 * crashRows, TempDir: t.TempDir()})
-	r, err := New(Options{Store: st, Secrets: testSecrets(t), Sources: reg, BatchSize: 500,
+	reg.RegisterTSV(TSVOptions{ChunkLines: 2000, DailyLimit: 10 * crashRows, TempDir: tmp})
+	r, err := New(Options{Store: st, Secrets: secrets, Sources: reg, BatchSize: 500,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	select {} // until SIGKILL
 }
@@ -100,8 +116,8 @@ func TestCrashMidRun(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), crashChildEnv+"="+dsn)
+			cmd := exec.Command(os.Args[0], "-test.run", "^$", "-test.count=1")
+			cmd.Env = append(os.Environ(), crashChildEnv+"="+dsn, "TMPDIR="+t.TempDir()) // the killed child cannot clean up
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
