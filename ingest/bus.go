@@ -39,6 +39,9 @@ type Bus struct {
 	mu   sync.Mutex
 	next int
 	subs map[int]*subscriber
+	// relay, when set, also sends each published event to the other
+	// instances sharing the database (see Fanout); it must not block.
+	relay func(Event)
 }
 
 type subscriber struct {
@@ -71,11 +74,20 @@ func (b *Bus) Subscribe(feedID int64) (<-chan Event, func()) {
 	}
 }
 
-// Publish sends ev to every subscriber of its feed and of all feeds.
+// Publish sends ev to every subscriber of its feed and of all feeds, and
+// to the other instances when a Fanout relays this bus.
 func (b *Bus) Publish(ev Event) {
 	if b == nil {
 		return
 	}
+	if relay := b.deliver(ev); relay != nil {
+		relay(ev)
+	}
+}
+
+// deliver sends ev to the subscribers in this process only, and returns
+// the relay to call outside the lock.
+func (b *Bus) deliver(ev Event) (relay func(Event)) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id, s := range b.subs {
@@ -89,6 +101,7 @@ func (b *Bus) Publish(ev Event) {
 			close(s.ch)
 		}
 	}
+	return b.relay
 }
 
 // publishFeed announces a feed's new state.

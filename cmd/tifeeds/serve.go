@@ -87,7 +87,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("Created admin user", "username", admin.Username)
 	}
 
-	runner, err := startRunner(ctx, st, *dsn, log)
+	// On PostgreSQL the bus also reaches the other instances sharing the
+	// database. Not tied to ctx: it keeps relaying the runner's last
+	// events while the runner stops, and stops after it (defers run last
+	// in, first out), before the store closes.
+	bus := ingest.NewBus()
+	fanout, err := ingest.NewFanout(ingest.FanoutOptions{Store: st, Bus: bus, Log: log})
+	if err != nil {
+		return err
+	}
+	fanout.Start(context.WithoutCancel(ctx))
+	defer fanout.Stop()
+
+	runner, err := startRunner(ctx, st, *dsn, bus, log)
 	if err != nil {
 		return err
 	}
@@ -123,7 +135,7 @@ func printAdmin(w io.Writer, a store.AdminCredentials) {
 
 // startRunner builds the feed runner with the sources of this build and
 // starts scheduling.
-func startRunner(ctx context.Context, st *store.Store, dsn string, log *slog.Logger) (*ingest.Runner, error) {
+func startRunner(ctx context.Context, st *store.Store, dsn string, bus *ingest.Bus, log *slog.Logger) (*ingest.Runner, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
 		return nil, err
@@ -131,7 +143,7 @@ func startRunner(ctx context.Context, st *store.Store, dsn string, log *slog.Log
 	sources := ingest.NewRegistry()
 	sources.RegisterTSV(ingest.TSVOptions{})
 	sources.RegisterTAXII(ingest.TAXIIOptions{})
-	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Sources: sources, Log: log})
+	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log})
 	if err != nil {
 		return nil, err
 	}

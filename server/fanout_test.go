@@ -1,0 +1,181 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/server"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// newInstance starts one tifeeds instance on dsn as `tifeeds serve` wires
+// it: its own connection pool, bus with a fanout, runner and server.
+func newInstance(t *testing.T, dsn string) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	bus := ingest.NewBus()
+	fanout, err := ingest.NewFanout(ingest.FanoutOptions{Store: st, Bus: bus, Log: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fanout.Start(ctx)
+	t.Cleanup(fanout.Stop)
+	secrets, err := store.NewSecrets([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := ingest.NewRegistry()
+	sources.RegisterTSV(ingest.TSVOptions{TempDir: t.TempDir()})
+	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Stop(context.Background()) })
+	s := server.New(server.DefaultConfig(), st, &graph.Resolver{Store: st, Events: bus, Ingest: runner}, discardLogger())
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, store: st, srv: srv}
+}
+
+type feedStatus struct {
+	ID            string
+	StatusMessage string
+	Enabled       bool
+	Description   string
+}
+
+// statusStream reads feedStatusChanged events off c in the background: a
+// gorilla connection is unusable after a read times out, so waits with a
+// timeout select on the channel instead.
+type statusStream struct {
+	t      *testing.T
+	events chan feedStatus
+	err    chan error
+}
+
+func streamStatus(t *testing.T, c *wsClient) *statusStream {
+	s := &statusStream{t: t, events: make(chan feedStatus, 64), err: make(chan error, 1)}
+	go func() {
+		for {
+			m, err := c.read(time.Minute)
+			if err != nil {
+				s.err <- err
+				return
+			}
+			var p struct {
+				Data struct{ FeedStatusChanged feedStatus }
+			}
+			if m.Type != "next" || json.Unmarshal(m.Payload, &p) != nil {
+				s.err <- fmt.Errorf("got %s %s", m.Type, m.Payload)
+				return
+			}
+			s.events <- p.Data.FeedStatusChanged
+		}
+	}()
+	return s
+}
+
+// next returns the next event, or timedOut when none came within wait.
+func (s *statusStream) next(wait time.Duration) (ev feedStatus, timedOut bool) {
+	s.t.Helper()
+	select {
+	case ev := <-s.events:
+		return ev, false
+	case err := <-s.err:
+		s.t.Fatalf("status stream: %v", err)
+	case <-time.After(wait):
+	}
+	return ev, true
+}
+
+// TestStatusChangesReachOtherInstances runs two servers on one PostgreSQL
+// database: a subscriber of the second sees the changes made through the
+// first, including those of a run the first instance carries out.
+func TestStatusChangesReachOtherInstances(t *testing.T) {
+	dsn := storetest.NewPostgresDSN(t)
+	a, b := newInstance(t, dsn), newInstance(t, dsn)
+	ctx := context.Background()
+	if _, err := a.store.EnsureAdmin(ctx, "admin", "admin-password", adminKey); err != nil {
+		t.Fatal(err)
+	}
+	feedSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ip\t10.9.0.1\tbotnet_x\t90\nip\t10.9.0.2\tbotnet_x\t90\n"))
+	}))
+	defer feedSrv.Close()
+	// Created in the store, after both runners started: neither schedules
+	// it, so nothing changes it but this test.
+	feed, err := a.store.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "shared",
+		CollectionURL: feedSrv.URL + "/f.tsv", PollingFrequency: 4, RetentionPeriod: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprint(feed.ID)
+
+	status := b.dialWS(nil)
+	status.init(map[string]any{"username": "admin", "apiKey": adminKey})
+	status.subscribe("s", `subscription { feedStatusChanged(feedId: "`+id+`") { id statusMessage enabled description } }`)
+	events := streamStatus(t, status)
+
+	// The subscription registers on B's bus asynchronously: change the
+	// description through A until B shows one change (a bounded wait).
+	for try := 1; ; try++ {
+		r := a.graphql("admin", adminKey, `mutation { updateFeed(id: "`+id+`", input: {description: "probe `+
+			fmt.Sprint(try)+`"}) { id } }`)
+		if r.status != http.StatusOK || strings.Contains(string(r.body), `"errors"`) {
+			t.Fatalf("updateFeed on A: %d %s", r.status, r.body)
+		}
+		s, timedOut := events.next(500 * time.Millisecond)
+		if !timedOut {
+			if s.ID != id || !strings.HasPrefix(s.Description, "probe ") {
+				t.Fatalf("B got %+v, want the description set on A", s)
+			}
+			break
+		}
+		if try == 20 {
+			t.Fatal("B's subscriber saw none of 20 changes made on A")
+		}
+	}
+	// Later probes may still be on their way; skip them.
+	wantStatus := func(what string, ok func(feedStatus) bool) {
+		t.Helper()
+		var last feedStatus
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok(last) {
+			s, timedOut := events.next(time.Until(deadline))
+			if timedOut {
+				t.Fatalf("B never saw %s (last %+v)", what, last)
+			}
+			last = s
+		}
+	}
+
+	r := a.graphql("admin", adminKey, `mutation { setFeedEnabled(id: "`+id+`", enabled: false, confirm: true) { statusMessage } }`)
+	if !strings.Contains(string(r.body), `"statusMessage":"Disabled"`) {
+		t.Fatalf("disable on A: %s", r.body)
+	}
+	wantStatus("the feed disabled on A", func(s feedStatus) bool { return s.StatusMessage == "Disabled" && !s.Enabled })
+
+	// Re-enabling on A runs the feed there at once; B follows it to Success.
+	r = a.graphql("admin", adminKey, `mutation { setFeedEnabled(id: "`+id+`", enabled: true) { enabled } }`)
+	if !strings.Contains(string(r.body), `"enabled":true`) {
+		t.Fatalf("enable on A: %s", r.body)
+	}
+	wantStatus("the run on A succeed", func(s feedStatus) bool { return s.StatusMessage == "Success" && s.Enabled })
+}
