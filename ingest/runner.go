@@ -23,6 +23,9 @@ const (
 	DefaultSweepInterval = 15 * time.Minute
 	DefaultSweepBatch    = 5000
 	DefaultStopGrace     = 30 * time.Second
+	// DefaultReconcileInterval bounds how long a feed changed on another
+	// instance sharing the database waits to be (re)scheduled here.
+	DefaultReconcileInterval = 30 * time.Second
 )
 
 // Why a run's context ends.
@@ -49,6 +52,10 @@ type Options struct {
 	SweepInterval time.Duration
 	// SweepBatch is how many expired rows one sweep transaction deletes.
 	SweepBatch int
+	// ReconcileInterval is how often the scheduled jobs are matched against
+	// the enabled feeds in the store, to follow the feeds other instances
+	// created, re-timed, enabled, disabled or deleted.
+	ReconcileInterval time.Duration
 	// StopGrace is how long Stop lets runs go on to their next checkpoint
 	// before it cancels them.
 	StopGrace time.Duration
@@ -73,8 +80,17 @@ type Runner struct {
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex
-	jobs    map[int64]uuid.UUID // feed id -> its gocron job
+	jobs    map[int64]feedJob // feed id -> its gocron job
 	running map[int64]*activeRun
+	// gen counts the changes to jobs, so a reconcile pass can tell that the
+	// jobs moved while it read the store.
+	gen uint64
+}
+
+// feedJob is a feed's gocron job and the interval it was scheduled with.
+type feedJob struct {
+	id    uuid.UUID
+	every time.Duration
 }
 
 type activeRun struct {
@@ -105,6 +121,9 @@ func New(o Options) (*Runner, error) {
 	if o.StopGrace <= 0 {
 		o.StopGrace = DefaultStopGrace
 	}
+	if o.ReconcileInterval <= 0 {
+		o.ReconcileInterval = DefaultReconcileInterval
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -116,7 +135,7 @@ func New(o Options) (*Runner, error) {
 	return &Runner{
 		st: o.Store, secrets: o.Secrets, bus: o.Bus, sources: o.Sources, log: o.Log, opts: o,
 		sched: sched, base: base, stopAll: cancel,
-		jobs: map[int64]uuid.UUID{}, running: map[int64]*activeRun{},
+		jobs: map[int64]feedJob{}, running: map[int64]*activeRun{},
 	}, nil
 }
 
@@ -148,6 +167,11 @@ func (r *Runner) Start(ctx context.Context) error {
 		gocron.WithStartAt(gocron.WithStartImmediately()))
 	if err != nil {
 		return fmt.Errorf("ingest: unable to schedule the expiry sweeper: %w", err)
+	}
+	_, err = r.sched.NewJob(gocron.DurationJob(r.opts.ReconcileInterval), gocron.NewTask(r.reconcileJob),
+		gocron.WithName("reconciler"), gocron.WithSingletonMode(gocron.LimitModeReschedule))
+	if err != nil {
+		return fmt.Errorf("ingest: unable to schedule the reconciler: %w", err)
 	}
 	r.sched.Start()
 	r.log.Info("Started feed scheduler", "count", len(feeds))
@@ -185,13 +209,13 @@ func (r *Runner) Wait() { r.wg.Wait() }
 // has no job (disabled or unknown).
 func (r *Runner) NextRun(feedID int64) (time.Time, bool) {
 	r.mu.Lock()
-	id, ok := r.jobs[feedID]
+	fj, ok := r.jobs[feedID]
 	r.mu.Unlock()
 	if !ok {
 		return time.Time{}, false
 	}
 	for _, j := range r.sched.Jobs() {
-		if j.ID() == id {
+		if j.ID() == fj.id {
 			next, err := j.NextRun()
 			return next, err == nil
 		}
@@ -218,11 +242,9 @@ func (r *Runner) interval(f *store.Feed) time.Duration {
 // at once when it is due or when now is set.
 func (r *Runner) scheduleDue(f *store.Feed, now bool) error {
 	every := r.interval(f)
-	at := r.opts.Now().Add(every)
-	if f.LastRunAt == nil || !f.LastRunAt.Add(every).After(r.opts.Now()) {
-		now = true
-	} else if !now {
-		at = f.LastRunAt.Add(every)
+	at, due := r.nextRun(f, every)
+	if due || now {
+		now, at = true, r.opts.Now().Add(every)
 	}
 	if err := r.schedule(f.ID, every, at); err != nil {
 		return err
@@ -233,37 +255,130 @@ func (r *Runner) scheduleDue(f *store.Feed, now bool) error {
 	return nil
 }
 
-// schedule installs the feed's job: every `every` from `at`.
+// nextRun is when the feed runs next: one interval after its last run, or
+// at once (due) when it never ran or that time has passed.
+func (r *Runner) nextRun(f *store.Feed, every time.Duration) (at time.Time, due bool) {
+	if f.LastRunAt == nil || !f.LastRunAt.Add(every).After(r.opts.Now()) {
+		return time.Time{}, true
+	}
+	return f.LastRunAt.Add(every), false
+}
+
+// schedule installs the feed's job: every `every` from `at`, or from now
+// (its first run at once) when at is zero.
 func (r *Runner) schedule(feedID int64, every time.Duration, at time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.scheduleLocked(feedID, every, at)
+}
+
+// scheduleLocked is schedule with r.mu held.
+func (r *Runner) scheduleLocked(feedID int64, every time.Duration, at time.Time) error {
 	if old, ok := r.jobs[feedID]; ok {
-		if err := r.sched.RemoveJob(old); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
+		if err := r.sched.RemoveJob(old.id); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
 			return fmt.Errorf("ingest: unable to unschedule feed %d: %w", feedID, err)
 		}
 		delete(r.jobs, feedID)
+		r.gen++
+	}
+	start := gocron.WithStartImmediately()
+	if !at.IsZero() {
+		start = gocron.WithStartDateTime(at)
 	}
 	j, err := r.sched.NewJob(gocron.DurationJob(every),
 		gocron.NewTask(func() { r.runFeed(feedID, true) }),
 		gocron.WithName(jobName(feedID)), gocron.WithTags("feed"),
 		gocron.WithSingletonMode(gocron.LimitModeReschedule),
-		gocron.WithStartAt(gocron.WithStartDateTime(at)))
+		gocron.WithStartAt(start))
 	if err != nil {
 		return fmt.Errorf("ingest: unable to schedule feed %d: %w", feedID, err)
 	}
-	r.jobs[feedID] = j.ID()
+	r.jobs[feedID] = feedJob{id: j.ID(), every: every}
+	r.gen++
 	return nil
 }
 
 func (r *Runner) unschedule(feedID int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if id, ok := r.jobs[feedID]; ok {
-		if err := r.sched.RemoveJob(id); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
+	r.unscheduleLocked(feedID)
+}
+
+// unscheduleLocked is unschedule with r.mu held.
+func (r *Runner) unscheduleLocked(feedID int64) {
+	if fj, ok := r.jobs[feedID]; ok {
+		if err := r.sched.RemoveJob(fj.id); err != nil && !errors.Is(err, gocron.ErrJobNotFound) {
 			r.log.Error("Unable to unschedule feed", "feed_id", feedID, "error", err)
 		}
 		delete(r.jobs, feedID)
+		r.gen++
 	}
+}
+
+// reconcileJob is the reconciler's task.
+func (r *Runner) reconcileJob(ctx context.Context) {
+	if err := r.reconcile(ctx); err != nil {
+		r.log.Error("Unable to reconcile the feed schedule", "error", err)
+	}
+}
+
+// reconcile matches the feeds' jobs with the enabled feeds of the store,
+// which the other instances sharing the database change too: it schedules
+// the feeds that have no job here, re-times the jobs whose interval
+// changed, and removes the jobs of feeds disabled or deleted. It starts no
+// run itself: a due feed gets a job that fires at once, and that scheduled
+// run skips a feed another instance holds or ran recently.
+func (r *Runner) reconcile(ctx context.Context) error {
+	r.mu.Lock()
+	gen := r.gen
+	r.mu.Unlock()
+	feeds, err := r.st.EnabledFeeds(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = r.reconcileWith(gen, feeds)
+	return err
+}
+
+// reconcileWith applies the enabled feeds read when the jobs were at
+// generation gen. If this runner changed a job since (its API creating,
+// re-timing, enabling or disabling a feed), feeds may be older than that
+// change and would undo it: the pass is dropped (applied is false) and the
+// next one catches up.
+func (r *Runner) reconcileWith(gen uint64, feeds []store.Feed) (applied bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gen != gen || r.stopping.Load() {
+		return false, nil
+	}
+	enabled := make(map[int64]bool, len(feeds))
+	var errs []error
+	for i := range feeds {
+		f := &feeds[i]
+		enabled[f.ID] = true
+		every := r.interval(f)
+		fj, ok := r.jobs[f.ID]
+		if ok && fj.every == every {
+			continue
+		}
+		at, _ := r.nextRun(f, every)
+		if err := r.scheduleLocked(f.ID, every, at); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			r.log.Info("Re-timed a feed changed by another instance", "feed_id", f.ID, "every", every)
+		} else {
+			r.log.Info("Scheduled a feed enabled by another instance", "feed_id", f.ID, "every", every)
+		}
+	}
+	for id := range r.jobs {
+		if !enabled[id] {
+			r.unscheduleLocked(id)
+			r.log.Info("Unscheduled a feed disabled or deleted by another instance", "feed_id", id)
+		}
+	}
+	return true, errors.Join(errs...)
 }
 
 // cancelRun cancels the feed's run in flight, if any, and waits for it to end.
@@ -282,6 +397,13 @@ func (r *Runner) goRun(feedID int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopping.Load() {
+		return
+	}
+	// Checked here as well as in runFeed, so that asking again for a feed
+	// that is running is a no-op at once, not a goroutine that might only
+	// look after the run ended and start a second one.
+	if _, busy := r.running[feedID]; busy {
+		r.log.Debug("Feed already running", "feed_id", feedID)
 		return
 	}
 	r.wg.Add(1)

@@ -33,10 +33,12 @@ func TestNestedSelectionsAreBatched(t *testing.T) {
 		if r.status != 200 || strings.Count(string(r.body), `"name":"TSV_acme"`) != 200 {
 			t.Fatalf("query: %d %.300s", r.status, r.body)
 		}
-		// Authentication (user, keys, last use), the page and its count, one
-		// batch of sightings, one batch of feeds.
-		if n := counter.n.Load(); n > 10 {
-			t.Errorf("200 IoCs with sources and feeds took %d queries, want at most 10", n)
+		// Authentication (user, keys, last use), the page and its count, and
+		// a batch of sightings and of feeds: 7. A loaded machine may split a
+		// batch when goroutines miss the loader's window, so allow a margin;
+		// one query per row would be over 400.
+		if n := counter.n.Load(); n > 20 {
+			t.Errorf("200 IoCs with sources and feeds took %d queries, want at most 20", n)
 		}
 	})
 }
