@@ -32,6 +32,19 @@ func (r *Resolver) runner() (*ingest.Runner, error) {
 	return r.Ingest, nil
 }
 
+// runnerAndFeedID is the start of every feed mutation on an existing feed.
+func (r *Resolver) runnerAndFeedID(id string) (*ingest.Runner, int64, error) {
+	run, err := r.runner()
+	if err != nil {
+		return nil, 0, err
+	}
+	feedID, err := parseID("id", id)
+	if err != nil {
+		return nil, 0, err
+	}
+	return run, feedID, nil
+}
+
 func (r *Resolver) feedStatus(_ context.Context, obj *store.Feed) (store.FeedStatus, error) {
 	return obj.DerivedStatus(), nil
 }
@@ -88,11 +101,7 @@ func (r *Resolver) createCustomFeed(ctx context.Context, input model.CustomFeedI
 }
 
 func (r *Resolver) updateFeed(ctx context.Context, id string, input model.FeedUpdateInput) (*store.Feed, error) {
-	run, err := r.runner()
-	if err != nil {
-		return nil, err
-	}
-	feedID, err := parseID("id", id)
+	run, feedID, err := r.runnerAndFeedID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +118,7 @@ func (r *Resolver) updateFeed(ctx context.Context, id string, input model.FeedUp
 }
 
 func (r *Resolver) deleteFeed(ctx context.Context, id string) (bool, error) {
-	run, err := r.runner()
-	if err != nil {
-		return false, err
-	}
-	feedID, err := parseID("id", id)
+	run, feedID, err := r.runnerAndFeedID(id)
 	if err != nil {
 		return false, err
 	}
@@ -124,11 +129,7 @@ func (r *Resolver) deleteFeed(ctx context.Context, id string) (bool, error) {
 }
 
 func (r *Resolver) setFeedEnabled(ctx context.Context, id string, enabled bool, confirm *bool) (*store.Feed, error) {
-	run, err := r.runner()
-	if err != nil {
-		return nil, err
-	}
-	feedID, err := parseID("id", id)
+	run, feedID, err := r.runnerAndFeedID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +137,7 @@ func (r *Resolver) setFeedEnabled(ctx context.Context, id string, enabled bool, 
 }
 
 func (r *Resolver) runFeedNow(ctx context.Context, id string) (*store.Feed, error) {
-	run, err := r.runner()
-	if err != nil {
-		return nil, err
-	}
-	feedID, err := parseID("id", id)
+	run, feedID, err := r.runnerAndFeedID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -148,11 +145,7 @@ func (r *Resolver) runFeedNow(ctx context.Context, id string) (*store.Feed, erro
 }
 
 func (r *Resolver) resetFeedCursor(ctx context.Context, id string) (*store.Feed, error) {
-	run, err := r.runner()
-	if err != nil {
-		return nil, err
-	}
-	feedID, err := parseID("id", id)
+	run, feedID, err := r.runnerAndFeedID(id)
 	if err != nil {
 		return nil, err
 	}

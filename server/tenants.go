@@ -182,34 +182,29 @@ func typeError(field, want string) error {
 	return badRequest("invalid_type", field, "%s must be %s", field, want)
 }
 
-func (o jsonObject) str(field string) (store.Opt[string], error) {
+// optional reads field as a T: absent, null, or a value; want names the
+// expected type in the error.
+func optional[T any](o jsonObject, field, want string) (store.Opt[T], error) {
 	raw, ok := o[field]
 	switch {
 	case !ok:
-		return store.Opt[string]{}, nil
+		return store.Opt[T]{}, nil
 	case isNull(raw):
-		return store.Null[string](), nil
+		return store.Null[T](), nil
 	}
-	var v string
+	var v T
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return store.Opt[string]{}, typeError(field, "a string")
+		return store.Opt[T]{}, typeError(field, want)
 	}
 	return store.Some(v), nil
 }
 
+func (o jsonObject) str(field string) (store.Opt[string], error) {
+	return optional[string](o, field, "a string")
+}
+
 func (o jsonObject) boolean(field string) (store.Opt[bool], error) {
-	raw, ok := o[field]
-	switch {
-	case !ok:
-		return store.Opt[bool]{}, nil
-	case isNull(raw):
-		return store.Null[bool](), nil
-	}
-	var v bool
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return store.Opt[bool]{}, typeError(field, "true or false")
-	}
-	return store.Some(v), nil
+	return optional[bool](o, field, "true or false")
 }
 
 // integer reads a JSON integer. A string of digits is accepted too, since
