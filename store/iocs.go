@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -536,29 +537,121 @@ func (w *sqliteWriter) exec(ctx context.Context, query string, args ...any) (int
 }
 
 func (w *sqliteWriter) insertNew(ctx context.Context, aggs []*aggregate) (map[valKey]int64, error) {
-	st, err := w.tx.Tx.PrepareContext(ctx, `INSERT INTO iocs (type, value, score, tags, first_seen, last_seen, expires_at)
-VALUES (?,?,?,?,?,?,?) ON CONFLICT (type, value) DO NOTHING`)
+	ins := rowInsert{n: len(aggs)}
+	ins.bind("type", func(i int) any { return string(aggs[i].kind) })
+	ins.bind("value", func(i int) any { return aggs[i].value })
+	ins.bind("score", func(i int) any { return aggs[i].score })
+	ins.text("tags", func(i int) string { return aggs[i].tagJSON })
+	ins.text("first_seen", func(i int) string { return w.ts(aggs[i].first) })
+	ins.text("last_seen", func(i int) string { return w.ts(aggs[i].last) })
+	ins.text("expires_at", func(i int) string { return w.ts(aggs[i].expires) })
+	st, err := w.tx.Tx.PrepareContext(ctx, "INSERT INTO iocs "+ins.sql()+" ON CONFLICT (type, value) DO NOTHING")
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
 	ids := make(map[valKey]int64, len(aggs))
-	for _, a := range aggs {
-		r, err := st.ExecContext(ctx, string(a.kind), a.value, a.score, a.tagJSON, w.ts(a.first), w.ts(a.last), w.ts(a.expires))
+	err = ins.each(ctx, func(rowCtx context.Context, i int, args []any) error {
+		r, err := st.ExecContext(rowCtx, args...)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// No row changed: the IoC exists, and the caller looks it up.
 		if n, err := r.RowsAffected(); err != nil || n == 0 {
-			continue
+			return nil
 		}
 		id, err := r.LastInsertId()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		ids[a.valKey] = id
+		ids[aggs[i].valKey] = id
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return ids, nil
+}
+
+// rowInsert builds an INSERT run once per row of a batch. A column whose
+// value is the same in every row (the feed, the batch's time, often the
+// tags and expiry) is written into the statement as a literal instead of
+// being bound on every row: each bound value costs a cgo call and a
+// database/sql conversion; binding was about a sixth of the ingestion's
+// CPU time before (docs/benchmarks.md).
+type rowInsert struct {
+	n     int // rows
+	cols  []string
+	exprs []string
+	vary  []func(i int) any
+}
+
+// bind adds a column bound on every row.
+func (r *rowInsert) bind(col string, v func(i int) any) {
+	r.cols = append(r.cols, col)
+	r.exprs = append(r.exprs, "?")
+	r.vary = append(r.vary, v)
+}
+
+// text adds a text column: a literal when every row has the same value,
+// bound otherwise.
+func (r *rowInsert) text(col string, v func(i int) string) {
+	if r.n > 0 {
+		first := v(0)
+		same := true
+		for i := 1; i < r.n && same; i++ {
+			same = v(i) == first
+		}
+		// The driver hands SQL text to SQLite as a C string: a NUL would
+		// cut the statement short, so such a value is always bound.
+		if same && !strings.ContainsRune(first, 0) {
+			r.literal(col, sqliteQuote(first))
+			return
+		}
+	}
+	r.bind(col, func(i int) any { return v(i) })
+}
+
+// literal adds a column whose value is the SQL literal lit in every row.
+func (r *rowInsert) literal(col, lit string) {
+	r.cols = append(r.cols, col)
+	r.exprs = append(r.exprs, lit)
+}
+
+func (r *rowInsert) sql() string {
+	return "(" + strings.Join(r.cols, ", ") + ") VALUES (" + strings.Join(r.exprs, ",") + ")"
+}
+
+// rowCheckEvery is how many rows each runs between two looks at ctx.
+const rowCheckEvery = 256
+
+// each calls fn for every row with its bound values. fn gets a context
+// without cancellation: mattn/go-sqlite3 starts a goroutine per statement
+// run under a cancellable context, to interrupt it, which cost 40 % more CPU
+// per row (docs/benchmarks.md). ctx is checked every rowCheckEvery rows
+// instead, and the transaction itself still ends when ctx does.
+func (r *rowInsert) each(ctx context.Context, fn func(rowCtx context.Context, i int, args []any) error) error {
+	rowCtx := context.WithoutCancel(ctx)
+	args := make([]any, len(r.vary))
+	for i := range r.n {
+		if i%rowCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		for j, v := range r.vary {
+			args[j] = v(i)
+		}
+		if err := fn(rowCtx, i, args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sqliteQuote returns s as an SQLite string literal.
+func sqliteQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
 func (w *sqliteWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string) ([]storedSighting, error) {
@@ -614,8 +707,14 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 		return err
 	}
 	defer st.Close()
-	for _, a := range aggs {
-		if _, err := st.ExecContext(ctx, a.score, a.tagJSON, w.ts(a.first), w.ts(a.last), w.ts(a.expires), a.id); err != nil {
+	rowCtx := context.WithoutCancel(ctx) // see rowInsert.each
+	for i, a := range aggs {
+		if i%rowCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if _, err := st.ExecContext(rowCtx, a.score, a.tagJSON, w.ts(a.first), w.ts(a.last), w.ts(a.expires), a.id); err != nil {
 			return err
 		}
 	}
@@ -623,25 +722,37 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 }
 
 func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now time.Time, rows []pendingSighting) error {
-	st, err := w.tx.Tx.PrepareContext(ctx, `INSERT INTO sightings (ioc_id, feed_id, source, score, tags, first_seen, last_seen, expires_at)
-VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (ioc_id, feed_id, source) DO UPDATE SET score = excluded.score, tags = excluded.tags,
-last_seen = excluded.last_seen, expires_at = excluded.expires_at`)
+	ins := rowInsert{n: len(rows)}
+	ins.bind("ioc_id", func(i int) any { return rows[i].iocID })
+	ins.literal("feed_id", strconv.FormatInt(feedID, 10))
+	ins.bind("source", func(i int) any { return rows[i].source })
+	ins.bind("score", func(i int) any { return rows[i].score })
+	ins.text("tags", func(i int) string { return rows[i].tagJSON })
+	ins.literal("first_seen", sqliteQuote(w.ts(now)))
+	ins.literal("last_seen", sqliteQuote(w.ts(now)))
+	ins.text("expires_at", func(i int) string { return w.ts(rows[i].expires) })
+	st, err := w.tx.Tx.PrepareContext(ctx, "INSERT INTO sightings "+ins.sql()+` ON CONFLICT (ioc_id, feed_id, source) DO UPDATE SET
+score = excluded.score, tags = excluded.tags, last_seen = excluded.last_seen, expires_at = excluded.expires_at`)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	for _, p := range rows {
-		if _, err := st.ExecContext(ctx, p.iocID, feedID, p.source, p.score, p.tagJSON, w.ts(now), w.ts(now), w.ts(p.expires)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ins.each(ctx, func(rowCtx context.Context, _ int, args []any) error {
+		_, err := st.ExecContext(rowCtx, args...)
+		return err
+	})
 }
 
 func (w *sqliteWriter) deleteSightings(ctx context.Context, feedID int64, rows []storedSighting) (int, error) {
 	n := 0
-	for _, st := range rows {
-		r, err := w.tx.Tx.ExecContext(ctx, "DELETE FROM sightings WHERE ioc_id = ? AND feed_id = ? AND source = ?", st.iocID, feedID, st.source)
+	rowCtx := context.WithoutCancel(ctx) // see rowInsert.each
+	for i, st := range rows {
+		if i%rowCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+		}
+		r, err := w.tx.Tx.ExecContext(rowCtx, "DELETE FROM sightings WHERE ioc_id = ? AND feed_id = ? AND source = ?", st.iocID, feedID, st.source)
 		if err != nil {
 			return n, err
 		}
