@@ -114,6 +114,11 @@ func (r *Resolver) updateFeed(ctx context.Context, id string, input model.FeedUp
 		RetentionPeriod:  input.RetentionPeriod,
 		BackfillDays:     input.BackfillDays,
 		Description:      input.Description,
+		APIKey:           input.APIKey,
+		ClientID:         input.ClientID,
+		ClientSecret:     input.ClientSecret,
+		APIEndpoint:      input.APIEndpoint,
+		Category:         input.Category,
 	})
 }
 

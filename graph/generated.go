@@ -78,6 +78,7 @@ type ComplexityRoot struct {
 		LastRun          func(childComplexity int) int
 		Name             func(childComplexity int) int
 		PollingFrequency func(childComplexity int) int
+		PremiumKind      func(childComplexity int) int
 		RetentionPeriod  func(childComplexity int) int
 		Status           func(childComplexity int) int
 		StatusMessage    func(childComplexity int) int
@@ -121,6 +122,11 @@ type ComplexityRoot struct {
 		Stored    func(childComplexity int) int
 	}
 
+	IntRange struct {
+		Max func(childComplexity int) int
+		Min func(childComplexity int) int
+	}
+
 	Ioc struct {
 		ExpiresAt func(childComplexity int) int
 		FirstSeen func(childComplexity int) int
@@ -151,6 +157,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		CreateAPIKey      func(childComplexity int, name string, userID *string) int
 		CreateCustomFeed  func(childComplexity int, input model.CustomFeedInput) int
+		CreatePremiumFeed func(childComplexity int, input model.PremiumFeedInput) int
 		CreateTenant      func(childComplexity int, input model.TenantInput) int
 		CreateTenantGroup func(childComplexity int, input model.TenantGroupInput) int
 		DeleteFeed        func(childComplexity int, id string) int
@@ -158,6 +165,7 @@ type ComplexityRoot struct {
 		DeleteTenantGroup func(childComplexity int, id string) int
 		DeleteView        func(childComplexity int, id string) int
 		ResetFeedCursor   func(childComplexity int, id string) int
+		ResetPremiumFeed  func(childComplexity int, id string) int
 		RevokeAPIKey      func(childComplexity int, id string) int
 		RunFeedNow        func(childComplexity int, id string) int
 		SaveView          func(childComplexity int, input model.SaveViewInput) int
@@ -177,20 +185,39 @@ type ComplexityRoot struct {
 		HasNextPage func(childComplexity int) int
 	}
 
+	PremiumFeedKindInfo struct {
+		Available          func(childComplexity int) int
+		BackfillDays       func(childComplexity int) int
+		Categories         func(childComplexity int) int
+		Creatable          func(childComplexity int) int
+		Description        func(childComplexity int) int
+		EditableFields     func(childComplexity int) int
+		FixedRetentionDays func(childComplexity int) int
+		IocsPerPoll        func(childComplexity int) int
+		Kind               func(childComplexity int) int
+		MaxFeeds           func(childComplexity int) int
+		NamePrefix         func(childComplexity int) int
+		PollingFrequency   func(childComplexity int) int
+		RequiredToEnable   func(childComplexity int) int
+		RetentionPeriod    func(childComplexity int) int
+		Title              func(childComplexity int) int
+	}
+
 	Query struct {
-		APIKeys      func(childComplexity int) int
-		Feed         func(childComplexity int, id string) int
-		FeedRuns     func(childComplexity int, feedID string, first *int) int
-		Feeds        func(childComplexity int, search *string, filter *model.FeedFilter, orderBy *model.FeedOrder, first *int, after *string) int
-		Ioc          func(childComplexity int, id string) int
-		Iocs         func(childComplexity int, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) int
-		LookupIocs   func(childComplexity int, values []string) int
-		Me           func(childComplexity int) int
-		Tenant       func(childComplexity int, id string) int
-		TenantGroup  func(childComplexity int, id string) int
-		TenantGroups func(childComplexity int, limit *int, offset *int) int
-		Tenants      func(childComplexity int, limit *int, offset *int) int
-		Views        func(childComplexity int, table model.ViewTable) int
+		APIKeys          func(childComplexity int) int
+		Feed             func(childComplexity int, id string) int
+		FeedRuns         func(childComplexity int, feedID string, first *int) int
+		Feeds            func(childComplexity int, search *string, filter *model.FeedFilter, orderBy *model.FeedOrder, first *int, after *string) int
+		Ioc              func(childComplexity int, id string) int
+		Iocs             func(childComplexity int, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) int
+		LookupIocs       func(childComplexity int, values []string) int
+		Me               func(childComplexity int) int
+		PremiumFeedKinds func(childComplexity int) int
+		Tenant           func(childComplexity int, id string) int
+		TenantGroup      func(childComplexity int, id string) int
+		TenantGroups     func(childComplexity int, limit *int, offset *int) int
+		Tenants          func(childComplexity int, limit *int, offset *int) int
+		Views            func(childComplexity int, table model.ViewTable) int
 	}
 
 	Rejection struct {
@@ -294,6 +321,7 @@ type FeedResolver interface {
 	CanDelete(ctx context.Context, obj *store.Feed) (bool, error)
 	CanReset(ctx context.Context, obj *store.Feed) (bool, error)
 	LastRun(ctx context.Context, obj *store.Feed) (*store.FeedRun, error)
+	PremiumKind(ctx context.Context, obj *store.Feed) (*model.PremiumFeedKind, error)
 }
 type FeedConnectionResolver interface {
 	Facets(ctx context.Context, obj *model.FeedConnection) ([]*model.FeedFacet, error)
@@ -305,11 +333,13 @@ type MutationResolver interface {
 	CreateAPIKey(ctx context.Context, name string, userID *string) (*model.NewAPIKey, error)
 	RevokeAPIKey(ctx context.Context, id string) (bool, error)
 	CreateCustomFeed(ctx context.Context, input model.CustomFeedInput) (*store.Feed, error)
+	CreatePremiumFeed(ctx context.Context, input model.PremiumFeedInput) (*store.Feed, error)
 	UpdateFeed(ctx context.Context, id string, input model.FeedUpdateInput) (*store.Feed, error)
 	DeleteFeed(ctx context.Context, id string) (bool, error)
 	SetFeedEnabled(ctx context.Context, id string, enabled bool, confirm *bool) (*store.Feed, error)
 	RunFeedNow(ctx context.Context, id string) (*store.Feed, error)
 	ResetFeedCursor(ctx context.Context, id string) (*store.Feed, error)
+	ResetPremiumFeed(ctx context.Context, id string) (*store.Feed, error)
 	SaveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error)
 	DeleteView(ctx context.Context, id string) (bool, error)
 	CreateTenant(ctx context.Context, input model.TenantInput) (*store.Tenant, error)
@@ -325,6 +355,7 @@ type QueryResolver interface {
 	Feeds(ctx context.Context, search *string, filter *model.FeedFilter, orderBy *model.FeedOrder, first *int, after *string) (*model.FeedConnection, error)
 	Feed(ctx context.Context, id string) (*store.Feed, error)
 	FeedRuns(ctx context.Context, feedID string, first *int) ([]*store.FeedRun, error)
+	PremiumFeedKinds(ctx context.Context) ([]*model.PremiumFeedKindInfo, error)
 	Iocs(ctx context.Context, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) (*model.IocConnection, error)
 	Ioc(ctx context.Context, id string) (*store.IoC, error)
 	LookupIocs(ctx context.Context, values []string) ([]*model.IocLookup, error)
@@ -512,6 +543,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Feed.PollingFrequency(childComplexity), true
+	case "Feed.premiumKind":
+		if e.ComplexityRoot.Feed.PremiumKind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Feed.PremiumKind(childComplexity), true
 	case "Feed.retentionPeriod":
 		if e.ComplexityRoot.Feed.RetentionPeriod == nil {
 			break
@@ -691,6 +728,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FeedRunProgress.Stored(childComplexity), true
 
+	case "IntRange.max":
+		if e.ComplexityRoot.IntRange.Max == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IntRange.Max(childComplexity), true
+	case "IntRange.min":
+		if e.ComplexityRoot.IntRange.Min == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IntRange.Min(childComplexity), true
+
 	case "Ioc.expirationDate":
 		if e.ComplexityRoot.Ioc.ExpiresAt == nil {
 			break
@@ -824,6 +874,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateCustomFeed(childComplexity, args["input"].(model.CustomFeedInput)), true
+	case "Mutation.createPremiumFeed":
+		if e.ComplexityRoot.Mutation.CreatePremiumFeed == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createPremiumFeed_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreatePremiumFeed(childComplexity, args["input"].(model.PremiumFeedInput)), true
 	case "Mutation.createTenant":
 		if e.ComplexityRoot.Mutation.CreateTenant == nil {
 			break
@@ -901,6 +962,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetFeedCursor(childComplexity, args["id"].(string)), true
+	case "Mutation.resetPremiumFeed":
+		if e.ComplexityRoot.Mutation.ResetPremiumFeed == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resetPremiumFeed_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResetPremiumFeed(childComplexity, args["id"].(string)), true
 	case "Mutation.revokeApiKey":
 		if e.ComplexityRoot.Mutation.RevokeAPIKey == nil {
 			break
@@ -1005,6 +1077,97 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
 
+	case "PremiumFeedKindInfo.available":
+		if e.ComplexityRoot.PremiumFeedKindInfo.Available == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.Available(childComplexity), true
+	case "PremiumFeedKindInfo.backfillDays":
+		if e.ComplexityRoot.PremiumFeedKindInfo.BackfillDays == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.BackfillDays(childComplexity), true
+	case "PremiumFeedKindInfo.categories":
+		if e.ComplexityRoot.PremiumFeedKindInfo.Categories == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.Categories(childComplexity), true
+	case "PremiumFeedKindInfo.creatable":
+		if e.ComplexityRoot.PremiumFeedKindInfo.Creatable == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.Creatable(childComplexity), true
+	case "PremiumFeedKindInfo.description":
+		if e.ComplexityRoot.PremiumFeedKindInfo.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.Description(childComplexity), true
+	case "PremiumFeedKindInfo.editableFields":
+		if e.ComplexityRoot.PremiumFeedKindInfo.EditableFields == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.EditableFields(childComplexity), true
+	case "PremiumFeedKindInfo.fixedRetentionDays":
+		if e.ComplexityRoot.PremiumFeedKindInfo.FixedRetentionDays == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.FixedRetentionDays(childComplexity), true
+	case "PremiumFeedKindInfo.iocsPerPoll":
+		if e.ComplexityRoot.PremiumFeedKindInfo.IocsPerPoll == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.IocsPerPoll(childComplexity), true
+	case "PremiumFeedKindInfo.kind":
+		if e.ComplexityRoot.PremiumFeedKindInfo.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.Kind(childComplexity), true
+	case "PremiumFeedKindInfo.maxFeeds":
+		if e.ComplexityRoot.PremiumFeedKindInfo.MaxFeeds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.MaxFeeds(childComplexity), true
+	case "PremiumFeedKindInfo.namePrefix":
+		if e.ComplexityRoot.PremiumFeedKindInfo.NamePrefix == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.NamePrefix(childComplexity), true
+	case "PremiumFeedKindInfo.pollingFrequency":
+		if e.ComplexityRoot.PremiumFeedKindInfo.PollingFrequency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.PollingFrequency(childComplexity), true
+	case "PremiumFeedKindInfo.requiredToEnable":
+		if e.ComplexityRoot.PremiumFeedKindInfo.RequiredToEnable == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.RequiredToEnable(childComplexity), true
+	case "PremiumFeedKindInfo.retentionPeriod":
+		if e.ComplexityRoot.PremiumFeedKindInfo.RetentionPeriod == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.RetentionPeriod(childComplexity), true
+	case "PremiumFeedKindInfo.title":
+		if e.ComplexityRoot.PremiumFeedKindInfo.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PremiumFeedKindInfo.Title(childComplexity), true
+
 	case "Query.apiKeys":
 		if e.ComplexityRoot.Query.APIKeys == nil {
 			break
@@ -1084,6 +1247,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Me(childComplexity), true
+	case "Query.premiumFeedKinds":
+		if e.ComplexityRoot.Query.PremiumFeedKinds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.PremiumFeedKinds(childComplexity), true
 	case "Query.tenant":
 		if e.ComplexityRoot.Query.Tenant == nil {
 			break
@@ -1527,6 +1696,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputFeedUpdateInput,
 		ec.unmarshalInputIocFilter,
 		ec.unmarshalInputIocOrder,
+		ec.unmarshalInputPremiumFeedInput,
 		ec.unmarshalInputSaveViewInput,
 		ec.unmarshalInputSsoConfigInput,
 		ec.unmarshalInputTenantGroupInput,
@@ -1661,6 +1831,8 @@ type Query {
   feed(id: ID!): Feed! @hasScope(scope: ROOT)
   "Runs of a feed, newest first."
   feedRuns(feedId: ID!, first: Int): [FeedRun!]! @hasScope(scope: ROOT)
+  "How each premium feed kind is configured; the dashboard builds its edit forms from it."
+  premiumFeedKinds: [PremiumFeedKindInfo!]! @hasScope(scope: ROOT)
   iocs(filter: IocFilter, orderBy: IocOrder, first: Int, after: String): IocConnection!
   ioc(id: ID!): Ioc!
 
@@ -1681,6 +1853,8 @@ type Mutation {
   revokeApiKey(id: ID!): Boolean!
 
   createCustomFeed(input: CustomFeedInput!): Feed! @hasScope(scope: ROOT)
+  "Creates a feed of a premium kind that allows several (the feed-list platform), disabled until enabled."
+  createPremiumFeed(input: PremiumFeedInput!): Feed! @hasScope(scope: ROOT)
   updateFeed(id: ID!, input: FeedUpdateInput!): Feed! @hasScope(scope: ROOT)
   deleteFeed(id: ID!): Boolean! @hasScope(scope: ROOT)
   "Disabling needs confirm: true; it stops ingestion, cancelling a run in flight."
@@ -1689,6 +1863,12 @@ type Mutation {
   runFeedNow(id: ID!): Feed! @hasScope(scope: ROOT)
   "Forgets where the feed's source resumes from, so its next run starts afresh."
   resetFeedCursor(id: ID!): Feed! @hasScope(scope: ROOT)
+  """
+  Returns a premium feed to its delivered state: stops and disables it, deletes
+  its sightings (and the IoCs left without one), forgets its cursor, clears its
+  credentials and restores its kind's default settings.
+  """
+  resetPremiumFeed(id: ID!): Feed! @hasScope(scope: ROOT)
 
   "Creates the caller's view, or replaces the one of the same name on the same table."
   saveView(input: SaveViewInput!): SavedView!
@@ -1780,6 +1960,8 @@ type Feed {
   canDelete: Boolean!
   canReset: Boolean!
   lastRun: FeedRun
+  "The premium kind of a premium feed; null for the others."
+  premiumKind: PremiumFeedKind
 }
 
 type FeedRun {
@@ -1861,7 +2043,10 @@ input CustomFeedInput {
   description: String
 }
 
-"Only the fields given change. The category of a feed never changes."
+"""
+Only the fields given change. The category of a custom feed never changes.
+A premium feed takes only the fields its kind lists in editableFields.
+"""
 input FeedUpdateInput {
   name: String
   collectionUrl: String
@@ -1872,6 +2057,96 @@ input FeedUpdateInput {
   retentionPeriod: Int
   backfillDays: Int
   description: String
+  "Premium: the API key (an empty string clears it)."
+  apiKey: String
+  "Premium (endpoint protection): the client ID."
+  clientId: String
+  "Premium (endpoint protection): the client secret (an empty string clears it)."
+  clientSecret: String
+  "Premium (feed-list platform): the endpoint URL carrying the API key."
+  apiEndpoint: String
+  "Premium (feed-list platform): one of the kind's categories."
+  category: String
+}
+
+input PremiumFeedInput {
+  kind: PremiumFeedKind!
+  "Stored with the kind's name prefix."
+  name: String!
+  "One of the kind's categories; its first when omitted."
+  category: String
+  "{premium_endpoint_base}/<feed_collection_id>.json?key=<api_key>&v=2"
+  apiEndpoint: String!
+  "Hours; the kind's default when omitted."
+  pollingFrequency: Int
+  "Days; the kind's default when omitted."
+  retentionPeriod: Int
+}
+
+"The six premium feed kinds of the spec."
+enum PremiumFeedKind {
+  "Dark-web intelligence service over TAXII 2.1."
+  DARK_WEB_TAXII
+  "Threat-platform service (username and API key)."
+  THREAT_PLATFORM
+  "Threat-intelligence service keyed by API key."
+  THREAT_INTEL_API
+  "Risk-list service keyed by API key; retention fixed at 14 days."
+  RISK_LIST
+  "Feed-list platform: several feeds, each an endpoint URL carrying the key."
+  FEED_LIST
+  "Endpoint-protection intelligence collection (client ID and secret)."
+  ENDPOINT_PROTECTION
+}
+
+"A setting of a premium feed, named like the FeedUpdateInput field that sets it."
+enum PremiumFeedField {
+  NAME
+  CATEGORY
+  COLLECTION_URL
+  USERNAME
+  PASSWORD
+  API_KEY
+  CLIENT_ID
+  CLIENT_SECRET
+  API_ENDPOINT
+  POLLING_FREQUENCY
+  BACKFILL_DAYS
+  RETENTION_PERIOD
+}
+
+type IntRange {
+  min: Int!
+  max: Int!
+}
+
+"How the feeds of one premium kind are configured."
+type PremiumFeedKindInfo {
+  kind: PremiumFeedKind!
+  title: String!
+  description: String!
+  "The settings the user may change, in form order."
+  editableFields: [PremiumFeedField!]!
+  "The settings that must be set before the feed can be enabled."
+  requiredToEnable: [PremiumFeedField!]!
+  pollingFrequency: IntRange!
+  "Null when the kind has no backfill."
+  backfillDays: IntRange
+  "Null when the retention is fixed (fixedRetentionDays) or not settable."
+  retentionPeriod: IntRange
+  "Set when the kind's retention cannot be changed."
+  fixedRetentionDays: Int
+  "True when the user creates this kind's feeds (createPremiumFeed), at most maxFeeds."
+  creatable: Boolean!
+  maxFeeds: Int!
+  "The categories a feed of this kind may take."
+  categories: [String!]!
+  "Prefix of the stored feed name."
+  namePrefix: String!
+  "Most IoCs one poll brings in; 0 for no bound."
+  iocsPerPoll: Int!
+  "False when this build cannot fetch this kind: its feeds can be configured but not enabled."
+  available: Boolean!
 }
 
 "Each list matches any of its values; the lists combine with AND."
@@ -2185,6 +2460,8 @@ func (ec *executionContext) childFields_Feed(ctx context.Context, field graphql.
 		return ec.fieldContext_Feed_canReset(ctx, field)
 	case "lastRun":
 		return ec.fieldContext_Feed_lastRun(ctx, field)
+	case "premiumKind":
+		return ec.fieldContext_Feed_premiumKind(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Feed", field.Name)
 }
@@ -2261,6 +2538,16 @@ func (ec *executionContext) childFields_FeedRunProgress(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type FeedRunProgress", field.Name)
 }
 
+func (ec *executionContext) childFields_IntRange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "min":
+		return ec.fieldContext_IntRange_min(ctx, field)
+	case "max":
+		return ec.fieldContext_IntRange_max(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IntRange", field.Name)
+}
+
 func (ec *executionContext) childFields_Ioc(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2333,6 +2620,42 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_PremiumFeedKindInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_PremiumFeedKindInfo_kind(ctx, field)
+	case "title":
+		return ec.fieldContext_PremiumFeedKindInfo_title(ctx, field)
+	case "description":
+		return ec.fieldContext_PremiumFeedKindInfo_description(ctx, field)
+	case "editableFields":
+		return ec.fieldContext_PremiumFeedKindInfo_editableFields(ctx, field)
+	case "requiredToEnable":
+		return ec.fieldContext_PremiumFeedKindInfo_requiredToEnable(ctx, field)
+	case "pollingFrequency":
+		return ec.fieldContext_PremiumFeedKindInfo_pollingFrequency(ctx, field)
+	case "backfillDays":
+		return ec.fieldContext_PremiumFeedKindInfo_backfillDays(ctx, field)
+	case "retentionPeriod":
+		return ec.fieldContext_PremiumFeedKindInfo_retentionPeriod(ctx, field)
+	case "fixedRetentionDays":
+		return ec.fieldContext_PremiumFeedKindInfo_fixedRetentionDays(ctx, field)
+	case "creatable":
+		return ec.fieldContext_PremiumFeedKindInfo_creatable(ctx, field)
+	case "maxFeeds":
+		return ec.fieldContext_PremiumFeedKindInfo_maxFeeds(ctx, field)
+	case "categories":
+		return ec.fieldContext_PremiumFeedKindInfo_categories(ctx, field)
+	case "namePrefix":
+		return ec.fieldContext_PremiumFeedKindInfo_namePrefix(ctx, field)
+	case "iocsPerPoll":
+		return ec.fieldContext_PremiumFeedKindInfo_iocsPerPoll(ctx, field)
+	case "available":
+		return ec.fieldContext_PremiumFeedKindInfo_available(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PremiumFeedKindInfo", field.Name)
 }
 
 func (ec *executionContext) childFields_Rejection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2663,6 +2986,20 @@ func (ec *executionContext) field_Mutation_createCustomFeed_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createPremiumFeed_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PremiumFeedInput, error) {
+			return ec.unmarshalNPremiumFeedInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createTenantGroup_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2748,6 +3085,20 @@ func (ec *executionContext) field_Mutation_deleteView_args(ctx context.Context, 
 }
 
 func (ec *executionContext) field_Mutation_resetFeedCursor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resetPremiumFeed_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -3911,6 +4262,29 @@ func (ec *executionContext) fieldContext_Feed_lastRun(_ context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _Feed_premiumKind(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Feed_premiumKind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Feed().PremiumKind(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PremiumFeedKind) graphql.Marshaler {
+			return ec.marshalOPremiumFeedKind2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKind(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Feed_premiumKind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Feed", field, true, true, errors.New("field of type PremiumFeedKind does not have child fields"))
+}
+
 func (ec *executionContext) _FeedConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.FeedConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4506,6 +4880,52 @@ func (ec *executionContext) _FeedRunProgress_errorKind(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_FeedRunProgress_errorKind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _IntRange_min(ctx context.Context, field graphql.CollectedField, obj *model.IntRange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IntRange_min(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Min, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IntRange_min(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IntRange", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _IntRange_max(ctx context.Context, field graphql.CollectedField, obj *model.IntRange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IntRange_max(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Max, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IntRange_max(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IntRange", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Ioc_id(ctx context.Context, field graphql.CollectedField, obj *store.IoC) (ret graphql.Marshaler) {
@@ -5108,6 +5528,68 @@ func (ec *executionContext) fieldContext_Mutation_createCustomFeed(ctx context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createPremiumFeed(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createPremiumFeed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreatePremiumFeed(ctx, fc.Args["input"].(model.PremiumFeedInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *store.Feed
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *store.Feed
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Feed) graphql.Marshaler {
+			return ec.marshalNFeed2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeed(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createPremiumFeed(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Feed(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createPremiumFeed_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_updateFeed(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5412,6 +5894,68 @@ func (ec *executionContext) fieldContext_Mutation_resetFeedCursor(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_resetFeedCursor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resetPremiumFeed(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resetPremiumFeed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResetPremiumFeed(ctx, fc.Args["id"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *store.Feed
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *store.Feed
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Feed) graphql.Marshaler {
+			return ec.marshalNFeed2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeed(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resetPremiumFeed(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Feed(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resetPremiumFeed_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5979,6 +6523,378 @@ func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context,
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _PremiumFeedKindInfo_kind(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PremiumFeedKind) graphql.Marshaler {
+			return ec.marshalNPremiumFeedKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type PremiumFeedKind does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_title(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_description(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_editableFields(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_editableFields(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EditableFields, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.PremiumFeedField) graphql.Marshaler {
+			return ec.marshalNPremiumFeedField2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedFieldᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_editableFields(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type PremiumFeedField does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_requiredToEnable(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_requiredToEnable(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequiredToEnable, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.PremiumFeedField) graphql.Marshaler {
+			return ec.marshalNPremiumFeedField2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedFieldᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_requiredToEnable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type PremiumFeedField does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_pollingFrequency(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_pollingFrequency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PollingFrequency, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IntRange) graphql.Marshaler {
+			return ec.marshalNIntRange2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIntRange(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_pollingFrequency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PremiumFeedKindInfo",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IntRange(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_backfillDays(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_backfillDays(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BackfillDays, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IntRange) graphql.Marshaler {
+			return ec.marshalOIntRange2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIntRange(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_backfillDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PremiumFeedKindInfo",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IntRange(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_retentionPeriod(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_retentionPeriod(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RetentionPeriod, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.IntRange) graphql.Marshaler {
+			return ec.marshalOIntRange2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIntRange(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_retentionPeriod(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PremiumFeedKindInfo",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IntRange(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_fixedRetentionDays(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_fixedRetentionDays(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FixedRetentionDays, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_fixedRetentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_creatable(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_creatable(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Creatable, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_creatable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_maxFeeds(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_maxFeeds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxFeeds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_maxFeeds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_categories(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_categories(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Categories, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_categories(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_namePrefix(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_namePrefix(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NamePrefix, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_namePrefix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_iocsPerPoll(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_iocsPerPoll(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IocsPerPoll, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_iocsPerPoll(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _PremiumFeedKindInfo_available(ctx context.Context, field graphql.CollectedField, obj *model.PremiumFeedKindInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PremiumFeedKindInfo_available(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Available, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PremiumFeedKindInfo_available(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PremiumFeedKindInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _Query_me(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6225,6 +7141,56 @@ func (ec *executionContext) fieldContext_Query_feedRuns(ctx context.Context, fie
 	if fc.Args, err = ec.field_Query_feedRuns_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_premiumFeedKinds(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_premiumFeedKinds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().PremiumFeedKinds(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal []*model.PremiumFeedKindInfo
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal []*model.PremiumFeedKindInfo
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PremiumFeedKindInfo) graphql.Marshaler {
+			return ec.marshalNPremiumFeedKindInfo2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKindInfoᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_premiumFeedKinds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PremiumFeedKindInfo(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -9431,7 +10397,7 @@ func (ec *executionContext) unmarshalInputFeedUpdateInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "collectionUrl", "username", "password", "pollingFrequency", "retentionPeriod", "backfillDays", "description"}
+	fieldsInOrder := [...]string{"name", "collectionUrl", "username", "password", "pollingFrequency", "retentionPeriod", "backfillDays", "description", "apiKey", "clientId", "clientSecret", "apiEndpoint", "category"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9494,6 +10460,41 @@ func (ec *executionContext) unmarshalInputFeedUpdateInput(ctx context.Context, o
 				return it, err
 			}
 			it.Description = data
+		case "apiKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKey = data
+		case "clientId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clientId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClientID = data
+		case "clientSecret":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clientSecret"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClientSecret = data
+		case "apiEndpoint":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiEndpoint"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIEndpoint = data
+		case "category":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("category"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Category = data
 		}
 	}
 	return it, nil
@@ -9621,6 +10622,71 @@ func (ec *executionContext) unmarshalInputIocOrder(ctx context.Context, obj any)
 				return it, err
 			}
 			it.Direction = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputPremiumFeedInput(ctx context.Context, obj any) (model.PremiumFeedInput, error) {
+	var it model.PremiumFeedInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"kind", "name", "category", "apiEndpoint", "pollingFrequency", "retentionPeriod"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalNPremiumFeedKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "category":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("category"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Category = data
+		case "apiEndpoint":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiEndpoint"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIEndpoint = data
+		case "pollingFrequency":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pollingFrequency"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PollingFrequency = data
+		case "retentionPeriod":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retentionPeriod"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetentionPeriod = data
 		}
 	}
 	return it, nil
@@ -10421,6 +11487,44 @@ func (ec *executionContext) _Feed(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "premiumKind":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Feed_premiumKind(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10727,6 +11831,49 @@ func (ec *executionContext) _FeedRunProgress(ctx context.Context, sel ast.Select
 	return out
 }
 
+var intRangeImplementors = []string{"IntRange"}
+
+func (ec *executionContext) _IntRange(ctx context.Context, sel ast.SelectionSet, obj *model.IntRange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, intRangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IntRange")
+		case "min":
+			out.Values[i] = ec._IntRange_min(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "max":
+			out.Values[i] = ec._IntRange_max(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var iocImplementors = []string{"Ioc"}
 
 func (ec *executionContext) _Ioc(ctx context.Context, sel ast.SelectionSet, obj *store.IoC) graphql.Marshaler {
@@ -10990,6 +12137,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createPremiumFeed":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createPremiumFeed(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "updateFeed":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateFeed(ctx, field)
@@ -11021,6 +12175,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "resetFeedCursor":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_resetFeedCursor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resetPremiumFeed":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resetPremiumFeed(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -11188,6 +12349,114 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var premiumFeedKindInfoImplementors = []string{"PremiumFeedKindInfo"}
+
+func (ec *executionContext) _PremiumFeedKindInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PremiumFeedKindInfo) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, premiumFeedKindInfoImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PremiumFeedKindInfo")
+		case "kind":
+			out.Values[i] = ec._PremiumFeedKindInfo_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._PremiumFeedKindInfo_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._PremiumFeedKindInfo_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "editableFields":
+			out.Values[i] = ec._PremiumFeedKindInfo_editableFields(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requiredToEnable":
+			out.Values[i] = ec._PremiumFeedKindInfo_requiredToEnable(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pollingFrequency":
+			out.Values[i] = ec._PremiumFeedKindInfo_pollingFrequency(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "backfillDays":
+			out.Values[i] = ec._PremiumFeedKindInfo_backfillDays(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "retentionPeriod":
+			out.Values[i] = ec._PremiumFeedKindInfo_retentionPeriod(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "fixedRetentionDays":
+			out.Values[i] = ec._PremiumFeedKindInfo_fixedRetentionDays(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "creatable":
+			out.Values[i] = ec._PremiumFeedKindInfo_creatable(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maxFeeds":
+			out.Values[i] = ec._PremiumFeedKindInfo_maxFeeds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "categories":
+			out.Values[i] = ec._PremiumFeedKindInfo_categories(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "namePrefix":
+			out.Values[i] = ec._PremiumFeedKindInfo_namePrefix(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "iocsPerPoll":
+			out.Values[i] = ec._PremiumFeedKindInfo_iocsPerPoll(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "available":
+			out.Values[i] = ec._PremiumFeedKindInfo_available(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -11306,6 +12575,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_feedRuns(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "premiumFeedKinds":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_premiumFeedKinds(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -12940,6 +14231,16 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) marshalNIntRange2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIntRange(ctx context.Context, sel ast.SelectionSet, v *model.IntRange) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._IntRange(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNIoc2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐIoCᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.IoC) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -13078,6 +14379,87 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋtifeedsᚋtifeeds
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNPremiumFeedField2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedField(ctx context.Context, v any) (model.PremiumFeedField, error) {
+	var res model.PremiumFeedField
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPremiumFeedField2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedField(ctx context.Context, sel ast.SelectionSet, v model.PremiumFeedField) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNPremiumFeedField2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedFieldᚄ(ctx context.Context, v any) ([]model.PremiumFeedField, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.PremiumFeedField, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNPremiumFeedField2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedField(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNPremiumFeedField2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedFieldᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PremiumFeedField) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPremiumFeedField2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedField(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNPremiumFeedInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedInput(ctx context.Context, v any) (model.PremiumFeedInput, error) {
+	res, err := ec.unmarshalInputPremiumFeedInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNPremiumFeedKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKind(ctx context.Context, v any) (model.PremiumFeedKind, error) {
+	var res model.PremiumFeedKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPremiumFeedKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKind(ctx context.Context, sel ast.SelectionSet, v model.PremiumFeedKind) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNPremiumFeedKindInfo2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKindInfoᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PremiumFeedKindInfo) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPremiumFeedKindInfo2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKindInfo(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPremiumFeedKindInfo2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKindInfo(ctx context.Context, sel ast.SelectionSet, v *model.PremiumFeedKindInfo) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PremiumFeedKindInfo(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNRejection2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐRejection(ctx context.Context, sel ast.SelectionSet, v store.Rejection) graphql.Marshaler {
@@ -13732,6 +15114,13 @@ func (ec *executionContext) marshalOInt2ᚖint64(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalOIntRange2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIntRange(ctx context.Context, sel ast.SelectionSet, v *model.IntRange) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._IntRange(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOIoc2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐIoC(ctx context.Context, sel ast.SelectionSet, v *store.IoC) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -13859,6 +15248,22 @@ func (ec *executionContext) unmarshalOOrderDirection2ᚖgithubᚗcomᚋtifeeds�
 }
 
 func (ec *executionContext) marshalOOrderDirection2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, sel ast.SelectionSet, v *model.OrderDirection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOPremiumFeedKind2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKind(ctx context.Context, v any) (*model.PremiumFeedKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.PremiumFeedKind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOPremiumFeedKind2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPremiumFeedKind(ctx context.Context, sel ast.SelectionSet, v *model.PremiumFeedKind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

@@ -40,6 +40,10 @@ func (r *feedResolver) LastRun(ctx context.Context, obj *store.Feed) (*store.Fee
 	return r.feedLastRun(ctx, obj)
 }
 
+func (r *feedResolver) PremiumKind(ctx context.Context, obj *store.Feed) (*model.PremiumFeedKind, error) {
+	return r.feedPremiumKind(ctx, obj)
+}
+
 func (r *feedConnectionResolver) Facets(ctx context.Context, obj *model.FeedConnection) ([]*model.FeedFacet, error) {
 	return r.feedFacets(ctx, obj)
 }
@@ -60,6 +64,10 @@ func (r *mutationResolver) CreateCustomFeed(ctx context.Context, input model.Cus
 	return r.createCustomFeed(ctx, input)
 }
 
+func (r *mutationResolver) CreatePremiumFeed(ctx context.Context, input model.PremiumFeedInput) (*store.Feed, error) {
+	return r.createPremiumFeed(ctx, input)
+}
+
 func (r *mutationResolver) UpdateFeed(ctx context.Context, id string, input model.FeedUpdateInput) (*store.Feed, error) {
 	return r.updateFeed(ctx, id, input)
 }
@@ -78,6 +86,10 @@ func (r *mutationResolver) RunFeedNow(ctx context.Context, id string) (*store.Fe
 
 func (r *mutationResolver) ResetFeedCursor(ctx context.Context, id string) (*store.Feed, error) {
 	return r.resetFeedCursor(ctx, id)
+}
+
+func (r *mutationResolver) ResetPremiumFeed(ctx context.Context, id string) (*store.Feed, error) {
+	return r.resetPremiumFeed(ctx, id)
 }
 
 func (r *mutationResolver) SaveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error) {
@@ -130,6 +142,10 @@ func (r *queryResolver) Feed(ctx context.Context, id string) (*store.Feed, error
 
 func (r *queryResolver) FeedRuns(ctx context.Context, feedID string, first *int) ([]*store.FeedRun, error) {
 	return r.feedRuns(ctx, feedID, first)
+}
+
+func (r *queryResolver) PremiumFeedKinds(ctx context.Context) ([]*model.PremiumFeedKindInfo, error) {
+	return r.premiumFeedKinds(ctx)
 }
 
 func (r *queryResolver) Iocs(ctx context.Context, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) (*model.IocConnection, error) {

@@ -32,6 +32,14 @@ type FeedUpdate struct {
 	RetentionPeriod  *int
 	BackfillDays     *int
 	Description      *string
+
+	// Settings of premium kinds (see ingest/premium); custom feeds refuse
+	// them. An empty APIKey or ClientSecret clears it.
+	APIKey       *string
+	ClientID     *string
+	ClientSecret *string
+	APIEndpoint  *string // a feed-list endpoint carrying its key
+	Category     *string
 }
 
 // CreateCustomFeed checks the feed with its category's validation, stores
@@ -70,7 +78,8 @@ func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*sto
 // UpdateFeed changes the given fields. A new collection URL or new
 // credentials are checked by the category's validation; a new URL also
 // forgets the cursor (it pointed into another source). A new polling
-// frequency reschedules the feed's job.
+// frequency reschedules the feed's job. Premium feeds take the settings of
+// their kind only.
 func (r *Runner) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*store.Feed, error) {
 	cur, err := r.st.Feed(ctx, id)
 	if err != nil {
@@ -79,26 +88,27 @@ func (r *Runner) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*stor
 	if !cur.Editable() {
 		return nil, store.Invalid("id", "built-in feeds cannot be edited")
 	}
+	if cur.Type == store.FeedPremium {
+		return r.updatePremium(ctx, cur, in)
+	}
+	for _, premiumOnly := range []struct {
+		name  string
+		given bool
+	}{{"apiKey", in.APIKey != nil}, {"clientId", in.ClientID != nil},
+		{"clientSecret", in.ClientSecret != nil}, {"apiEndpoint", in.APIEndpoint != nil}} {
+		if premiumOnly.given {
+			return nil, store.Invalid(premiumOnly.name, "is a setting of premium feeds only")
+		}
+	}
+	if in.Category != nil && *in.Category != cur.Category {
+		return nil, store.Invalid("category", "cannot be changed after creation")
+	}
 	patch := store.FeedPatch{Name: in.Name, CollectionURL: in.CollectionURL, Username: in.Username,
 		PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
 		BackfillDays: in.BackfillDays, Description: in.Description}
 	if in.CollectionURL != nil || in.Username != nil || in.Password != nil {
-		cfg := SourceConfig{URL: cur.CollectionURL, Username: cur.Username, BackfillDays: cur.BackfillDays}
-		if in.CollectionURL != nil {
-			cfg.URL = *in.CollectionURL
-		}
-		if in.Username != nil {
-			cfg.Username = *in.Username
-		}
-		if in.Password != nil {
-			cfg.Password = *in.Password
-		} else if cfg.Password, err = r.secrets.Open(cur.Secret); err != nil {
+		if err := r.validateSource(ctx, cur, in); err != nil {
 			return nil, err
-		}
-		if cat, ok := r.sources.Lookup(SourceKey(cur)); ok && cat.Validate != nil {
-			if err := cat.Validate(ctx, cfg); err != nil {
-				return nil, err
-			}
 		}
 	}
 	if in.Password != nil {
@@ -108,6 +118,40 @@ func (r *Runner) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*stor
 		}
 		patch.Secret = &secret
 	}
+	return r.applyUpdate(ctx, id, patch)
+}
+
+// validateSource checks the connection settings cur would have after in
+// with the source's validation (a TAXII collection URL against its server).
+// A feed without a URL yet (a premium feed being configured) is not checked.
+func (r *Runner) validateSource(ctx context.Context, cur *store.Feed, in FeedUpdate) error {
+	cfg := SourceConfig{URL: cur.CollectionURL, Username: cur.Username, BackfillDays: cur.BackfillDays}
+	if in.CollectionURL != nil {
+		cfg.URL = *in.CollectionURL
+	}
+	if in.Username != nil {
+		cfg.Username = *in.Username
+	}
+	if in.Password != nil {
+		cfg.Password = *in.Password
+	} else {
+		var err error
+		if cfg.Password, err = r.secrets.Open(cur.Secret); err != nil {
+			return err
+		}
+	}
+	if cfg.URL == "" && cur.Type == store.FeedPremium {
+		return nil
+	}
+	if cat, ok := r.sources.Lookup(SourceKey(cur)); ok && cat.Validate != nil {
+		return cat.Validate(ctx, cfg)
+	}
+	return nil
+}
+
+// applyUpdate stores patch and follows it: a new URL forgets the cursor, a
+// new polling frequency reschedules the feed.
+func (r *Runner) applyUpdate(ctx context.Context, id int64, patch store.FeedPatch) (*store.Feed, error) {
 	before, after, err := r.st.UpdateFeed(ctx, id, patch)
 	if err != nil {
 		return nil, err
@@ -156,6 +200,11 @@ func (r *Runner) SetEnabled(ctx context.Context, id int64, enabled, confirm bool
 	before, err := r.st.Feed(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if enabled && !before.Enabled && before.Type == store.FeedPremium {
+		if err := r.checkEnablePremium(before); err != nil {
+			return nil, err
+		}
 	}
 	f, err := r.st.SetFeedEnabled(ctx, id, enabled)
 	if err != nil {

@@ -32,6 +32,7 @@ const (
 var (
 	errDisabled = errors.New("ingest: the feed was disabled")
 	errDeleted  = errors.New("ingest: the feed was deleted")
+	errReset    = errors.New("ingest: the feed was reset")
 	errStopping = errors.New("ingest: tifeeds is stopping")
 )
 
@@ -61,6 +62,9 @@ type Options struct {
 	StopGrace time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// PremiumEndpointBase, when set, is where every feed-list platform
+	// endpoint must point ({premium_endpoint_base} of the spec).
+	PremiumEndpointBase string
 }
 
 // Runner schedules and runs the feeds and carries out the feed changes of
@@ -523,11 +527,11 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	if !ok {
 		return fail(fmt.Errorf("ingest: no source for %q feeds in this build", SourceKey(f)))
 	}
-	password, err := r.secrets.Open(f.Secret)
+	cfg, err := r.sourceConfig(f)
 	if err != nil {
-		return fail(ioc.Fail(ioc.InvalidCredentials, fmt.Errorf("ingest: the stored password does not open (has the secret key changed?): %w", err)))
+		return fail(err)
 	}
-	src, err := cat.New(SourceConfig{URL: f.CollectionURL, Username: f.Username, Password: password, BackfillDays: f.BackfillDays})
+	src, err := cat.New(cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -536,6 +540,10 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	if f.BackfillDays > 0 {
 		req.Since = now.AddDate(0, 0, -f.BackfillDays)
 	}
+	// The run stops at the smaller of the per-poll limit and what is left
+	// of the daily one; the run's note says which.
+	req.Limit = cat.RunLimit
+	note := func() string { return runLimitNote(cat.RunLimit) }
 	var resumeAt time.Time
 	if cat.DailyLimit > 0 {
 		day := now.Truncate(24 * time.Hour)
@@ -544,7 +552,10 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		if err != nil {
 			return fail(err)
 		}
-		req.Limit = cat.DailyLimit - used
+		if left := cat.DailyLimit - used; req.Limit == 0 || left < req.Limit {
+			req.Limit = left
+			note = func() string { return limitNote(cat.DailyLimit, resumeAt) }
+		}
 		if req.Limit <= 0 {
 			return RunStats{}, outcome{message: f.SuccessMessage(),
 				note: limitNote(cat.DailyLimit, resumeAt)}
@@ -582,7 +593,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	}
 	stats := sink.Stats()
 	if limitHit || (err == nil && stats.LimitReached) {
-		return stats, outcome{message: f.SuccessMessage(), note: limitNote(cat.DailyLimit, resumeAt)}
+		return stats, outcome{message: f.SuccessMessage(), note: note()}
 	}
 	if err == nil {
 		return stats, outcome{message: f.SuccessMessage()}
@@ -591,12 +602,16 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	case errors.Is(err, errStopping) || errors.Is(cause, errStopping):
 		return stats, outcome{kind: store.MessageStopped, message: store.MessageStopped,
 			detail: "tifeeds stopped during the run", note: "the next start resumes from the last checkpoint"}
-	case errors.Is(cause, errDisabled) || errors.Is(cause, errDeleted):
+	case errors.Is(cause, errDisabled) || errors.Is(cause, errDeleted) || errors.Is(cause, errReset):
 		return stats, outcome{kind: store.MessageStopped, message: store.MessageDisabled,
 			detail: cause.Error(), note: "cancelled when the feed was disabled"}
 	}
 	_, o := fail(err)
 	return stats, o
+}
+
+func runLimitNote(limit int64) string {
+	return fmt.Sprintf("limit of %d IoCs per poll reached; the rest comes with the next poll", limit)
 }
 
 func limitNote(limit int64, resumeAt time.Time) string {

@@ -62,6 +62,9 @@ type Category struct {
 	// DailyLimit is the most indicators a feed of this category may bring in
 	// per UTC day; 0 for no limit.
 	DailyLimit int64
+	// RunLimit is the most indicators one run (poll) may bring in; 0 for no
+	// limit.
+	RunLimit int64
 }
 
 // Registry maps a feed's category (custom feeds) or kind (built-in and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/ingest/taxii"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -17,7 +18,8 @@ type TAXIIOptions struct {
 	PageSize int
 }
 
-// RegisterTAXII adds the custom TAXII 2.1 category: collection URLs are
+// RegisterTAXII adds the custom TAXII 2.1 category, and the premium kind
+// served over TAXII: collection URLs are
 // checked against the server's discovery and collections on create and
 // edit, and each run asks for what was added after the cursor (the last
 // X-TAXII-Date-Added-Last), never before the backfill bound.
@@ -25,7 +27,7 @@ func (r *Registry) RegisterTAXII(o TAXIIOptions) {
 	client := func(cfg SourceConfig) *taxii.Client {
 		return &taxii.Client{HTTP: o.Client, Username: cfg.Username, Password: cfg.Password, PageSize: o.PageSize}
 	}
-	r.Register(store.CategoryTAXII, Category{
+	cat := Category{
 		New: func(cfg SourceConfig) (Source, error) {
 			c := client(cfg)
 			return SourceFunc(func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
@@ -44,5 +46,8 @@ func (r *Registry) RegisterTAXII(o TAXIIOptions) {
 			}
 			return store.Invalid(field, "%s: %v", fe.Kind, fe.Err)
 		},
-	})
+	}
+	r.Register(store.CategoryTAXII, cat)
+	// The dark-web intelligence premium kind is a TAXII 2.1 collection too.
+	r.Register(string(premium.DarkWebTAXII), cat)
 }

@@ -256,6 +256,132 @@ func (s *Store) CreateFeed(ctx context.Context, f *Feed) error {
 	return nil
 }
 
+// premiumFeedsLockID serialises the creation of premium feeds of one kind
+// on PostgreSQL so that two concurrent creates cannot both pass its bound.
+const premiumFeedsLockID = 0x7466656564730004
+
+// CreatePremiumFeed stores a new premium feed of a kind that allows several,
+// refusing it when maxOfKind feeds of that kind exist already.
+func (s *Store) CreatePremiumFeed(ctx context.Context, f *Feed, maxOfKind int) error {
+	now := time.Now().UTC()
+	f.Type, f.CreatedAt, f.UpdatedAt = FeedPremium, now, now
+	name, err := premiumFeedName(f.Name)
+	if err != nil {
+		return err
+	}
+	f.Name = name
+	if err := validateFeed(f); err != nil {
+		return err
+	}
+	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if s.Dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(premiumFeedsLockID)); err != nil {
+				return fmt.Errorf("store: unable to lock premium feeds: %w", err)
+			}
+		}
+		n, err := tx.NewSelect().Model((*Feed)(nil)).Where("type = ? AND kind = ?", FeedPremium, f.Kind).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("store: unable to count premium feeds: %w", err)
+		}
+		if n >= int64(maxOfKind) {
+			return Invalid("", "at most %d feeds of this premium kind; delete or reuse one", maxOfKind)
+		}
+		if _, err := tx.NewInsert().Model(f).Returning("id").Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return Invalid("name", "a feed named %q already exists", f.Name)
+			}
+			return fmt.Errorf("store: unable to create feed %q: %w", f.Name, err)
+		}
+		return nil
+	})
+}
+
+// EnsureFeed creates f unless a feed of its type and kind exists: the
+// built-in and premium feeds that the service delivers are created once, by
+// whichever instance starts first.
+func (s *Store) EnsureFeed(ctx context.Context, f *Feed) (created bool, err error) {
+	n, err := s.DB.NewSelect().Model((*Feed)(nil)).Where("type = ? AND kind = ?", f.Type, f.Kind).Count(ctx)
+	if err != nil {
+		return false, fmt.Errorf("store: unable to look for the %s feed: %w", f.Kind, err)
+	}
+	if n > 0 {
+		return false, nil
+	}
+	if err := s.CreateFeed(ctx, f); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return false, nil // another instance created it meanwhile
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// FeedReset is the delivered state a premium feed returns to.
+type FeedReset struct {
+	Name             string
+	Category         string
+	Description      string
+	PollingFrequency int
+	RetentionPeriod  int
+	BackfillDays     int
+}
+
+// ResetPremiumFeed returns a premium feed to its delivered state: disabled,
+// without credentials, cursor or run state, with the given settings; then it
+// deletes the feed's sightings and the IoCs left without one. The feed is
+// disabled first, in its own transaction, so nothing ingests while the
+// sightings go; should a crash come in between, a second reset finishes.
+func (s *Store) ResetPremiumFeed(ctx context.Context, id int64, to FeedReset) (*Feed, error) {
+	var out *Feed
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		f, err := feedForUpdate(ctx, tx, s.Dialect, id)
+		if err != nil {
+			return err
+		}
+		if !f.Resettable() {
+			return Invalid("id", "only premium feeds can be reset")
+		}
+		now := time.Now().UTC()
+		f.Name, f.Category, f.Description = to.Name, to.Category, to.Description
+		f.PollingFrequency, f.RetentionPeriod, f.BackfillDays = to.PollingFrequency, to.RetentionPeriod, to.BackfillDays
+		f.Enabled, f.StatusMessage = false, MessageDisabled
+		f.CollectionURL, f.Username, f.Secret, f.Cursor = "", "", nil, ""
+		f.LastIngestion, f.LastRunAt, f.DisabledAt, f.UpdatedAt = nil, nil, nil, now
+		if err := validateFeed(f); err != nil {
+			return err
+		}
+		if _, err := tx.NewUpdate().Model(f).WherePK().ExcludeColumn("id", "type", "kind", "created_at").Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return Invalid("name", "a feed named %q already exists", f.Name)
+			}
+			return fmt.Errorf("store: unable to reset feed %d: %w", id, err)
+		}
+		out = f
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.DeleteFeedSightings(ctx, id); err != nil {
+		return nil, fmt.Errorf("store: unable to delete the sightings of feed %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// premiumFeedName checks a premium feed's whole stored name.
+func premiumFeedName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "":
+		return "", Invalid("name", "must not be empty")
+	case utf8.RuneCountInString(name) > maxFeedNameLength:
+		return "", Invalid("name", "must have at most %d characters", maxFeedNameLength)
+	case strings.ContainsAny(name, "\t\r\n"):
+		return "", Invalid("name", "must be on one line")
+	}
+	return name, nil
+}
+
 // customFeedName is "<CATEGORY>_<name>". A name that already carries the
 // prefix (as the table shows it) is not prefixed twice.
 func customFeedName(category, name string) (string, error) {
@@ -313,7 +439,13 @@ func validateFeed(f *Feed) error {
 // FeedPatch holds the fields of an update; nil fields keep their value.
 // Secret points to the new sealed secret (nil inside clears it).
 type FeedPatch struct {
-	Name             *string
+	Name *string // a custom feed's name, stored with its category prefix
+	// StoredName is a premium feed's whole name, for the kinds whose name
+	// the user may change (the caller checks the kind's rules).
+	StoredName *string
+	// Category of a premium feed (the caller checks the kind's rules); a
+	// custom feed's category never changes.
+	Category         *string
 	CollectionURL    *string
 	Username         *string
 	Secret           *[]byte
@@ -344,6 +476,20 @@ func (s *Store) UpdateFeed(ctx context.Context, id int64, p FeedPatch) (before, 
 				field = "description"
 			}
 			return Invalid(field, "is read-only for premium feeds")
+		}
+		if f.Type != FeedPremium && (p.StoredName != nil || p.Category != nil) {
+			if p.Category != nil {
+				return Invalid("category", "cannot be changed after creation")
+			}
+			return Invalid("name", "is stored with the category prefix")
+		}
+		if p.StoredName != nil {
+			if f.Name, err = premiumFeedName(*p.StoredName); err != nil {
+				return err
+			}
+		}
+		if p.Category != nil {
+			f.Category = *p.Category
 		}
 		if p.Name != nil {
 			if f.Name, err = customFeedName(f.Category, *p.Name); err != nil {
@@ -376,7 +522,7 @@ func (s *Store) UpdateFeed(ctx context.Context, id int64, p FeedPatch) (before, 
 		}
 		f.UpdatedAt = time.Now().UTC()
 		if _, err := tx.NewUpdate().Model(f).WherePK().
-			Column("name", "collection_url", "username", "secret", "polling_frequency",
+			Column("name", "category", "collection_url", "username", "secret", "polling_frequency",
 				"retention_period", "backfill_days", "description", "updated_at").Exec(ctx); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("store: a feed named %q already exists: %w", f.Name, ErrConflict)

@@ -49,6 +49,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.TLSCert, "tls-cert", envDefault("TIFEEDS_TLS_CERT", ""), "TLS certificate file; HTTPS when set (TIFEEDS_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", envDefault("TIFEEDS_TLS_KEY", ""), "TLS private key file (TIFEEDS_TLS_KEY)")
 	edition := fs.String("edition", envDefault("TIFEEDS_EDITION", string(server.EditionOnPrem)), "onprem or saas (TIFEEDS_EDITION)")
+	premiumBase := fs.String("premium-endpoint-base", envDefault("TIFEEDS_PREMIUM_ENDPOINT_BASE", ""),
+		"when set, feed-list premium endpoints must be under this URL (TIFEEDS_PREMIUM_ENDPOINT_BASE)")
 	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -99,7 +101,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fanout.Start(context.WithoutCancel(ctx))
 	defer fanout.Stop()
 
-	runner, err := startRunner(ctx, st, *dsn, bus, log)
+	runner, err := startRunner(ctx, st, *dsn, *premiumBase, bus, log)
 	if err != nil {
 		return err
 	}
@@ -135,7 +137,7 @@ func printAdmin(w io.Writer, a store.AdminCredentials) {
 
 // startRunner builds the feed runner with the sources of this build and
 // starts scheduling.
-func startRunner(ctx context.Context, st *store.Store, dsn string, bus *ingest.Bus, log *slog.Logger) (*ingest.Runner, error) {
+func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, bus *ingest.Bus, log *slog.Logger) (*ingest.Runner, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
 		return nil, err
@@ -143,8 +145,12 @@ func startRunner(ctx context.Context, st *store.Store, dsn string, bus *ingest.B
 	sources := ingest.NewRegistry()
 	sources.RegisterTSV(ingest.TSVOptions{})
 	sources.RegisterTAXII(ingest.TAXIIOptions{})
-	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log})
+	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log,
+		PremiumEndpointBase: premiumBase})
 	if err != nil {
+		return nil, err
+	}
+	if err := runner.EnsurePremiumFeeds(ctx); err != nil {
 		return nil, err
 	}
 	if err := runner.Start(ctx); err != nil {

@@ -77,7 +77,8 @@ type FeedRunProgress struct {
 	ErrorKind string `json:"errorKind"`
 }
 
-// Only the fields given change. The category of a feed never changes.
+// Only the fields given change. The category of a custom feed never changes.
+// A premium feed takes only the fields its kind lists in editableFields.
 type FeedUpdateInput struct {
 	Name          *string `json:"name,omitempty"`
 	CollectionURL *string `json:"collectionUrl,omitempty"`
@@ -88,6 +89,21 @@ type FeedUpdateInput struct {
 	RetentionPeriod  *int    `json:"retentionPeriod,omitempty"`
 	BackfillDays     *int    `json:"backfillDays,omitempty"`
 	Description      *string `json:"description,omitempty"`
+	// Premium: the API key (an empty string clears it).
+	APIKey *string `json:"apiKey,omitempty"`
+	// Premium (endpoint protection): the client ID.
+	ClientID *string `json:"clientId,omitempty"`
+	// Premium (endpoint protection): the client secret (an empty string clears it).
+	ClientSecret *string `json:"clientSecret,omitempty"`
+	// Premium (feed-list platform): the endpoint URL carrying the API key.
+	APIEndpoint *string `json:"apiEndpoint,omitempty"`
+	// Premium (feed-list platform): one of the kind's categories.
+	Category *string `json:"category,omitempty"`
+}
+
+type IntRange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
 }
 
 type IocConnection struct {
@@ -141,6 +157,49 @@ type NewAPIKey struct {
 type PageInfo struct {
 	EndCursor   *string `json:"endCursor,omitempty"`
 	HasNextPage bool    `json:"hasNextPage"`
+}
+
+type PremiumFeedInput struct {
+	Kind PremiumFeedKind `json:"kind"`
+	// Stored with the kind's name prefix.
+	Name string `json:"name"`
+	// One of the kind's categories; its first when omitted.
+	Category *string `json:"category,omitempty"`
+	// {premium_endpoint_base}/<feed_collection_id>.json?key=<api_key>&v=2
+	APIEndpoint string `json:"apiEndpoint"`
+	// Hours; the kind's default when omitted.
+	PollingFrequency *int `json:"pollingFrequency,omitempty"`
+	// Days; the kind's default when omitted.
+	RetentionPeriod *int `json:"retentionPeriod,omitempty"`
+}
+
+// How the feeds of one premium kind are configured.
+type PremiumFeedKindInfo struct {
+	Kind        PremiumFeedKind `json:"kind"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	// The settings the user may change, in form order.
+	EditableFields []PremiumFeedField `json:"editableFields"`
+	// The settings that must be set before the feed can be enabled.
+	RequiredToEnable []PremiumFeedField `json:"requiredToEnable"`
+	PollingFrequency *IntRange          `json:"pollingFrequency"`
+	// Null when the kind has no backfill.
+	BackfillDays *IntRange `json:"backfillDays,omitempty"`
+	// Null when the retention is fixed (fixedRetentionDays) or not settable.
+	RetentionPeriod *IntRange `json:"retentionPeriod,omitempty"`
+	// Set when the kind's retention cannot be changed.
+	FixedRetentionDays *int `json:"fixedRetentionDays,omitempty"`
+	// True when the user creates this kind's feeds (createPremiumFeed), at most maxFeeds.
+	Creatable bool `json:"creatable"`
+	MaxFeeds  int  `json:"maxFeeds"`
+	// The categories a feed of this kind may take.
+	Categories []string `json:"categories"`
+	// Prefix of the stored feed name.
+	NamePrefix string `json:"namePrefix"`
+	// Most IoCs one poll brings in; 0 for no bound.
+	IocsPerPoll int `json:"iocsPerPoll"`
+	// False when this build cannot fetch this kind: its feeds can be configured but not enabled.
+	Available bool `json:"available"`
 }
 
 type Query struct {
@@ -506,6 +565,152 @@ func (e *OrderDirection) UnmarshalJSON(b []byte) error {
 }
 
 func (e OrderDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// A setting of a premium feed, named like the FeedUpdateInput field that sets it.
+type PremiumFeedField string
+
+const (
+	PremiumFeedFieldName             PremiumFeedField = "NAME"
+	PremiumFeedFieldCategory         PremiumFeedField = "CATEGORY"
+	PremiumFeedFieldCollectionURL    PremiumFeedField = "COLLECTION_URL"
+	PremiumFeedFieldUsername         PremiumFeedField = "USERNAME"
+	PremiumFeedFieldPassword         PremiumFeedField = "PASSWORD"
+	PremiumFeedFieldAPIKey           PremiumFeedField = "API_KEY"
+	PremiumFeedFieldClientID         PremiumFeedField = "CLIENT_ID"
+	PremiumFeedFieldClientSecret     PremiumFeedField = "CLIENT_SECRET"
+	PremiumFeedFieldAPIEndpoint      PremiumFeedField = "API_ENDPOINT"
+	PremiumFeedFieldPollingFrequency PremiumFeedField = "POLLING_FREQUENCY"
+	PremiumFeedFieldBackfillDays     PremiumFeedField = "BACKFILL_DAYS"
+	PremiumFeedFieldRetentionPeriod  PremiumFeedField = "RETENTION_PERIOD"
+)
+
+var AllPremiumFeedField = []PremiumFeedField{
+	PremiumFeedFieldName,
+	PremiumFeedFieldCategory,
+	PremiumFeedFieldCollectionURL,
+	PremiumFeedFieldUsername,
+	PremiumFeedFieldPassword,
+	PremiumFeedFieldAPIKey,
+	PremiumFeedFieldClientID,
+	PremiumFeedFieldClientSecret,
+	PremiumFeedFieldAPIEndpoint,
+	PremiumFeedFieldPollingFrequency,
+	PremiumFeedFieldBackfillDays,
+	PremiumFeedFieldRetentionPeriod,
+}
+
+func (e PremiumFeedField) IsValid() bool {
+	switch e {
+	case PremiumFeedFieldName, PremiumFeedFieldCategory, PremiumFeedFieldCollectionURL, PremiumFeedFieldUsername, PremiumFeedFieldPassword, PremiumFeedFieldAPIKey, PremiumFeedFieldClientID, PremiumFeedFieldClientSecret, PremiumFeedFieldAPIEndpoint, PremiumFeedFieldPollingFrequency, PremiumFeedFieldBackfillDays, PremiumFeedFieldRetentionPeriod:
+		return true
+	}
+	return false
+}
+
+func (e PremiumFeedField) String() string {
+	return string(e)
+}
+
+func (e *PremiumFeedField) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = PremiumFeedField(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid PremiumFeedField", str)
+	}
+	return nil
+}
+
+func (e PremiumFeedField) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *PremiumFeedField) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e PremiumFeedField) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// The six premium feed kinds of the spec.
+type PremiumFeedKind string
+
+const (
+	// Dark-web intelligence service over TAXII 2.1.
+	PremiumFeedKindDarkWebTaxii PremiumFeedKind = "DARK_WEB_TAXII"
+	// Threat-platform service (username and API key).
+	PremiumFeedKindThreatPlatform PremiumFeedKind = "THREAT_PLATFORM"
+	// Threat-intelligence service keyed by API key.
+	PremiumFeedKindThreatIntelAPI PremiumFeedKind = "THREAT_INTEL_API"
+	// Risk-list service keyed by API key; retention fixed at 14 days.
+	PremiumFeedKindRiskList PremiumFeedKind = "RISK_LIST"
+	// Feed-list platform: several feeds, each an endpoint URL carrying the key.
+	PremiumFeedKindFeedList PremiumFeedKind = "FEED_LIST"
+	// Endpoint-protection intelligence collection (client ID and secret).
+	PremiumFeedKindEndpointProtection PremiumFeedKind = "ENDPOINT_PROTECTION"
+)
+
+var AllPremiumFeedKind = []PremiumFeedKind{
+	PremiumFeedKindDarkWebTaxii,
+	PremiumFeedKindThreatPlatform,
+	PremiumFeedKindThreatIntelAPI,
+	PremiumFeedKindRiskList,
+	PremiumFeedKindFeedList,
+	PremiumFeedKindEndpointProtection,
+}
+
+func (e PremiumFeedKind) IsValid() bool {
+	switch e {
+	case PremiumFeedKindDarkWebTaxii, PremiumFeedKindThreatPlatform, PremiumFeedKindThreatIntelAPI, PremiumFeedKindRiskList, PremiumFeedKindFeedList, PremiumFeedKindEndpointProtection:
+		return true
+	}
+	return false
+}
+
+func (e PremiumFeedKind) String() string {
+	return string(e)
+}
+
+func (e *PremiumFeedKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = PremiumFeedKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid PremiumFeedKind", str)
+	}
+	return nil
+}
+
+func (e PremiumFeedKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *PremiumFeedKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e PremiumFeedKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,0 +1,308 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// wantInvalid fails unless err is a validation error on field whose message
+// contains msg.
+func wantInvalid(t *testing.T, err error, field, msg string) {
+	t.Helper()
+	var ve *store.ValidationError
+	if !errors.As(err, &ve) || ve.Field != field || !strings.Contains(ve.Message, msg) {
+		t.Errorf("got %v, want a validation error on %q containing %q", err, field, msg)
+	}
+}
+
+// premiumFeed returns the delivered feed of kind k.
+func (h *harness) premiumFeed(k premium.Kind) *store.Feed {
+	h.t.Helper()
+	var id int64
+	if err := h.st.DB.QueryRowContext(context.Background(),
+		"SELECT id FROM feeds WHERE type = 'premium' AND kind = ?", string(k)).Scan(&id); err != nil {
+		h.t.Fatalf("premium feed %s: %v", k, err)
+	}
+	return h.feed(id)
+}
+
+func TestPremiumFeedsDelivered(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		h := newHarness(t, st, TSVOptions{})
+		for range 2 { // a second start (or instance) delivers nothing more
+			if err := h.r.EnsurePremiumFeeds(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := h.count("SELECT COUNT(*) FROM feeds WHERE type = 'premium'"); n != 5 {
+			t.Fatalf("%d premium feeds delivered, want 5 (every kind but the feed-list platform)", n)
+		}
+		for _, spec := range premium.Specs() {
+			if spec.Creatable {
+				if n := h.count("SELECT COUNT(*) FROM feeds WHERE kind = ?", string(spec.Kind)); n != 0 {
+					t.Errorf("%d %s feeds delivered, want none", n, spec.Kind)
+				}
+				continue
+			}
+			f := h.premiumFeed(spec.Kind)
+			if f.Enabled || f.StatusMessage != store.MessageDisabled || f.DerivedStatus() != store.StatusDisabled {
+				t.Errorf("%s delivered enabled=%v %q, want disabled", spec.Kind, f.Enabled, f.StatusMessage)
+			}
+			if f.Name != spec.Title || f.Description != spec.Description || !f.Editable() || f.Deletable() || !f.Resettable() {
+				t.Errorf("%s delivered as %+v", spec.Kind, f)
+			}
+		}
+		if f := h.premiumFeed(premium.RiskList); f.RetentionPeriod != 14 {
+			t.Errorf("risk-list retention = %d, want the fixed 14 days", f.RetentionPeriod)
+		}
+	})
+}
+
+func TestPremiumFeedSettings(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{})
+		if err := h.r.EnsurePremiumFeeds(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for name, tc := range map[string]struct {
+			kind         premium.Kind
+			in           FeedUpdate
+			field, error string // the expected refusal; "" to accept
+			check        func(f *store.Feed) error
+		}{
+			"risk list key and polling": {kind: premium.RiskList, in: FeedUpdate{APIKey: ptr("rk-1"), PollingFrequency: ptr(6)},
+				check: func(f *store.Feed) error {
+					if !f.HasSecret() || f.PollingFrequency != 6 || f.RetentionPeriod != 14 {
+						return fmt.Errorf("secret %v, polling %d, retention %d", f.HasSecret(), f.PollingFrequency, f.RetentionPeriod)
+					}
+					return nil
+				}},
+			"polling above 24":               {kind: premium.RiskList, in: FeedUpdate{PollingFrequency: ptr(25)}, field: "pollingFrequency", error: "between 1 and 24 hours"},
+			"polling 0":                      {kind: premium.ThreatPlatform, in: FeedUpdate{PollingFrequency: ptr(0)}, field: "pollingFrequency", error: "between 1 and 24 hours"},
+			"fixed risk-list retention":      {kind: premium.RiskList, in: FeedUpdate{RetentionPeriod: ptr(30)}, field: "retentionPeriod", error: "is not a setting of Risk Lists"},
+			"risk list has no backfill":      {kind: premium.RiskList, in: FeedUpdate{BackfillDays: ptr(3)}, field: "backfillDays", error: "is not a setting"},
+			"retention above 360":            {kind: premium.ThreatIntelAPI, in: FeedUpdate{RetentionPeriod: ptr(361)}, field: "retentionPeriod", error: "between 1 and 360 days"},
+			"retention within range":         {kind: premium.ThreatIntelAPI, in: FeedUpdate{RetentionPeriod: ptr(200), BackfillDays: ptr(30)}},
+			"backfill 0 is below the range":  {kind: premium.ThreatPlatform, in: FeedUpdate{BackfillDays: ptr(0)}, field: "backfillDays", error: "between 1 and 30 days"},
+			"backfill 31":                    {kind: premium.EndpointProtection, in: FeedUpdate{BackfillDays: ptr(31)}, field: "backfillDays", error: "between 1 and 30 days"},
+			"api key on a client-id kind":    {kind: premium.EndpointProtection, in: FeedUpdate{APIKey: ptr("k")}, field: "apiKey", error: "is not a setting"},
+			"password on an api-key kind":    {kind: premium.ThreatIntelAPI, in: FeedUpdate{Password: ptr("p")}, field: "password", error: "is not a setting"},
+			"collection URL on an api kind":  {kind: premium.ThreatPlatform, in: FeedUpdate{CollectionURL: ptr("https://x.test/")}, field: "collectionUrl", error: "is not a setting"},
+			"description is read-only":       {kind: premium.RiskList, in: FeedUpdate{Description: ptr("mine")}, field: "description", error: "read-only"},
+			"a delivered name is read-only":  {kind: premium.ThreatPlatform, in: FeedUpdate{Name: ptr("mine")}, field: "name", error: "is not a setting"},
+			"endpoint on a singleton kind":   {kind: premium.RiskList, in: FeedUpdate{APIEndpoint: ptr("https://x.test/a.json?key=k&v=2")}, field: "apiEndpoint", error: "is not a setting"},
+			"category on a singleton kind":   {kind: premium.RiskList, in: FeedUpdate{Category: ptr("API")}, field: "category", error: "is not a setting"},
+			"username and key of a platform": {kind: premium.ThreatPlatform, in: FeedUpdate{Username: ptr("soc"), APIKey: ptr("tp-key"), BackfillDays: ptr(14)}},
+			"client id and secret": {kind: premium.EndpointProtection, in: FeedUpdate{ClientID: ptr("client-1"), ClientSecret: ptr("cs")},
+				check: func(f *store.Feed) error {
+					if f.Username != "client-1" || !f.HasSecret() {
+						return fmt.Errorf("username %q, secret %v", f.Username, f.HasSecret())
+					}
+					return nil
+				}},
+		} {
+			t.Run(name, func(t *testing.T) {
+				before := h.premiumFeed(tc.kind)
+				got, err := h.r.UpdateFeed(ctx, before.ID, tc.in)
+				if tc.field != "" {
+					wantInvalid(t, err, tc.field, tc.error)
+					if after := h.feed(before.ID); after.PollingFrequency != before.PollingFrequency ||
+						after.RetentionPeriod != before.RetentionPeriod || after.BackfillDays != before.BackfillDays {
+						t.Errorf("a refused update changed the feed: %+v", after)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.check != nil {
+					if err := tc.check(h.feed(got.ID)); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+
+		custom := h.create("http://127.0.0.1:1/feed.tsv", func(in *CustomFeedInput) { in.Name = "plain" })
+		_, err := h.r.UpdateFeed(ctx, custom.ID, FeedUpdate{APIKey: ptr("k")})
+		wantInvalid(t, err, "apiKey", "premium feeds only")
+		_, err = h.r.UpdateFeed(ctx, custom.ID, FeedUpdate{Category: ptr("TAXII")})
+		wantInvalid(t, err, "category", "cannot be changed")
+	})
+}
+
+func TestPremiumEnableNeedsCredentials(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{})
+		if err := h.r.EnsurePremiumFeeds(ctx); err != nil {
+			t.Fatal(err)
+		}
+		risk := h.premiumFeed(premium.RiskList)
+		_, err := h.r.SetEnabled(ctx, risk.ID, true, false)
+		wantInvalid(t, err, "apiKey", "must be set before the feed can be enabled")
+
+		if _, err := h.r.UpdateFeed(ctx, risk.ID, FeedUpdate{APIKey: ptr("rk")}); err != nil {
+			t.Fatal(err)
+		}
+		// This build has no risk-list source: say so rather than fail every run.
+		_, err = h.r.SetEnabled(ctx, risk.ID, true, false)
+		wantInvalid(t, err, "enabled", "cannot be fetched by this version")
+		if f := h.feed(risk.ID); f.Enabled || f.StatusMessage != store.MessageDisabled {
+			t.Errorf("refused enabling left the feed enabled=%v %q", f.Enabled, f.StatusMessage)
+		}
+
+		ep := h.premiumFeed(premium.EndpointProtection)
+		if _, err := h.r.UpdateFeed(ctx, ep.ID, FeedUpdate{ClientSecret: ptr("s")}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.r.SetEnabled(ctx, ep.ID, true, false)
+		wantInvalid(t, err, "clientId", "must be set")
+	})
+}
+
+func TestFeedListFeeds(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{})
+		create := func(name, endpoint string) (*store.Feed, error) {
+			return h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: name, APIEndpoint: endpoint})
+		}
+		for name, tc := range map[string]struct{ name, endpoint, field, error string }{
+			"no key":          {"a", "https://feeds.example.test/v2/finance.json?v=2", "apiEndpoint", "?key="},
+			"wrong version":   {"a", "https://feeds.example.test/v2/finance.json?key=k&v=1", "apiEndpoint", "v=2"},
+			"not a json file": {"a", "https://feeds.example.test/v2/finance.csv?key=k&v=2", "apiEndpoint", ".json"},
+			"not a URL":       {"a", "feeds.example.test/finance.json?key=k&v=2", "apiEndpoint", "http or https URL"},
+			"empty name":      {"  ", "https://feeds.example.test/v2/finance.json?key=k&v=2", "name", "must not be empty"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				_, err := create(tc.name, tc.endpoint)
+				wantInvalid(t, err, tc.field, tc.error)
+			})
+		}
+		_, err := h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.RiskList, Name: "x", APIEndpoint: "https://a.test/x.json?key=k&v=2"})
+		wantInvalid(t, err, "kind", "has one feed")
+		_, err = h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "x", Category: "Other",
+			APIEndpoint: "https://a.test/x.json?key=k&v=2"})
+		wantInvalid(t, err, "category", "must be one of")
+		_, err = h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "x", PollingFrequency: ptr(48),
+			APIEndpoint: "https://a.test/x.json?key=k&v=2"})
+		wantInvalid(t, err, "pollingFrequency", "between 1 and 24")
+
+		f, err := create("finance", "https://feeds.example.test/v2/finance-eu.json?key=SECRET123&v=2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Name != "FeedList_finance" || f.Category != premium.FeedListCategory || f.Enabled || f.StatusMessage != store.MessageDisabled {
+			t.Errorf("created %q category %q enabled=%v %q", f.Name, f.Category, f.Enabled, f.StatusMessage)
+		}
+		if strings.Contains(f.CollectionURL, "SECRET123") || !strings.HasSuffix(f.CollectionURL, "/finance-eu.json?v=2") {
+			t.Errorf("shown endpoint %q, want it without the key", f.CollectionURL)
+		}
+		cfg, err := h.r.sourceConfig(h.feed(f.ID))
+		if err != nil || cfg.URL != "https://feeds.example.test/v2/finance-eu.json?key=SECRET123&v=2" {
+			t.Errorf("source URL %q (%v), want the endpoint with its key", cfg.URL, err)
+		}
+
+		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{Name: ptr("FeedList_banks"),
+			APIEndpoint: ptr("https://feeds.example.test/v2/banks.json?key=K2&v=2"), RetentionPeriod: ptr(120)}); err != nil {
+			t.Fatal(err)
+		}
+		got := h.feed(f.ID)
+		cfg, _ = h.r.sourceConfig(got)
+		if got.Name != "FeedList_banks" || got.RetentionPeriod != 120 || !strings.Contains(cfg.URL, "key=K2") {
+			t.Errorf("after edit: %q retention %d source %q", got.Name, got.RetentionPeriod, cfg.URL)
+		}
+		_, err = h.r.UpdateFeed(ctx, f.ID, FeedUpdate{BackfillDays: ptr(3)})
+		wantInvalid(t, err, "backfillDays", "is not a setting")
+
+		for i := 2; i <= premium.MaxFeedListFeeds; i++ {
+			if _, err := create(fmt.Sprintf("region-%d", i), fmt.Sprintf("https://feeds.example.test/v2/r%d.json?key=k&v=2", i)); err != nil {
+				t.Fatalf("feed %d: %v", i, err)
+			}
+		}
+		_, err = create("one-too-many", "https://feeds.example.test/v2/r11.json?key=k&v=2")
+		wantInvalid(t, err, "", "at most 10 feeds")
+		_, err = create("region-2", "https://feeds.example.test/v2/again.json?key=k&v=2")
+		if n := h.count("SELECT COUNT(*) FROM feeds WHERE kind = ?", string(premium.FeedList)); n != premium.MaxFeedListFeeds || err == nil {
+			t.Errorf("%d feed-list feeds stored (last create: %v), want %d", n, err, premium.MaxFeedListFeeds)
+		}
+	})
+}
+
+// TestDarkWebTAXIIPremiumFeed configures, enables, runs and resets the
+// premium feed that is a TAXII 2.1 collection.
+func TestDarkWebTAXIIPremiumFeed(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		const id = "0f7a3c70-3c1e-4a55-9d63-6a1f7b0e7a11"
+		srv := taxiitest.NewServer(taxiitest.Collection{ID: id, Title: "Dark web", CanRead: true})
+		defer srv.Close()
+		srv.Username, srv.Password = "dw", "dw-pass"
+		for i := range 40 {
+			srv.Add(id, time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond), taxiitest.Indicator(i))
+		}
+		h := newHarness(t, st, TSVOptions{})
+		h.reg.RegisterTAXII(TAXIIOptions{PageSize: 25})
+		if err := h.r.EnsurePremiumFeeds(ctx); err != nil {
+			t.Fatal(err)
+		}
+		dw := h.premiumFeed(premium.DarkWebTAXII)
+		_, err := h.r.SetEnabled(ctx, dw.ID, true, false)
+		wantInvalid(t, err, "collectionUrl", "must be set")
+
+		_, err = h.r.UpdateFeed(ctx, dw.ID, FeedUpdate{CollectionURL: ptr(srv.CollectionURL(id)), Username: ptr("dw"), Password: ptr("wrong")})
+		wantInvalid(t, err, "password", "Invalid Credentials")
+		if _, err := h.r.UpdateFeed(ctx, dw.ID, FeedUpdate{CollectionURL: ptr(srv.CollectionURL(id)),
+			Username: ptr("dw"), Password: ptr("dw-pass"), BackfillDays: ptr(2)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.r.SetEnabled(ctx, dw.ID, true, false); err != nil {
+			t.Fatal(err)
+		}
+		h.r.Wait() // enabling runs the feed at once
+		run := h.lastRun(dw.ID)
+		got := h.feed(dw.ID)
+		if run.ErrorKind != "" || run.Stored != 40 || got.StatusMessage != store.MessageSuccess || got.Cursor == "" {
+			t.Fatalf("run %+v, feed %q cursor %q", run, got.StatusMessage, got.Cursor)
+		}
+		checkConsistent(t, st)
+
+		reset, err := h.r.ResetPremiumFeed(ctx, dw.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = h.feed(dw.ID)
+		if reset.Enabled || got.Enabled || got.StatusMessage != store.MessageDisabled || got.HasSecret() ||
+			got.CollectionURL != "" || got.Username != "" || got.Cursor != "" || got.LastRunAt != nil ||
+			got.LastIngestion != nil || got.BackfillDays != 7 || got.Name != "Dark-web Intelligence (TAXII)" {
+			t.Errorf("after reset: %+v", got)
+		}
+		if n := h.count("SELECT COUNT(*) FROM sightings WHERE feed_id = ?", dw.ID); n != 0 {
+			t.Errorf("%d sightings left after reset", n)
+		}
+		if n := h.count("SELECT COUNT(*) FROM iocs"); n != 0 {
+			t.Errorf("%d IoCs left without a sighting after reset", n)
+		}
+		if _, err := h.r.RunNow(ctx, dw.ID); err == nil {
+			t.Error("a reset feed ran")
+		}
+		checkConsistent(t, st)
+
+		custom := h.create("http://127.0.0.1:1/feed.tsv", nil)
+		_, err = h.r.ResetPremiumFeed(ctx, custom.ID)
+		wantInvalid(t, err, "id", "only premium feeds")
+	})
+}
