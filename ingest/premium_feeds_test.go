@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +307,63 @@ func TestDarkWebTAXIIPremiumFeed(t *testing.T) {
 		custom := h.create("http://127.0.0.1:1/feed.tsv", nil)
 		_, err = h.r.ResetPremiumFeed(ctx, custom.ID)
 		wantInvalid(t, err, "id", "only premium feeds")
+	})
+}
+
+// TestFeedListFeedRuns enables a feed-list feed and runs it against a local
+// platform: a poll stops at the per-poll limit and the next goes on.
+func TestFeedListFeedRuns(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		doc := `{"indicators": [` +
+			`{"type": "ip", "value": "192.0.2.1", "score": 70, "tags": ["c2"]},` +
+			`{"type": "domain", "value": "Evil.Example."},` +
+			`{"type": "ip", "value": "not an ip"},` +
+			`{"type": "url", "value": "https://evil.example/x"},` +
+			`{"type": "md5", "value": "d41d8cd98f00b204e9800998ecf8427e"}]}`
+		mux := http.NewServeMux()
+		mux.HandleFunc("/v2/retail.json", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("key") != "fl-key" || r.URL.Query().Get("v") != "2" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			io.WriteString(w, doc)
+		})
+		srv := httptest.NewServer(mux)
+		defer srv.Close()
+		h := newHarness(t, st, TSVOptions{})
+		h.reg.RegisterFeedList(FeedListOptions{PerPoll: 3})
+		f, err := h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "retail",
+			APIEndpoint: srv.URL + "/v2/retail.json?key=fl-key&v=2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.r.SetEnabled(ctx, f.ID, true, false); err != nil {
+			t.Fatal(err)
+		}
+		h.r.Wait()
+		run := h.lastRun(f.ID)
+		got := h.feed(f.ID)
+		if run.ErrorKind != "" || run.Stored != 3 || run.Rejected != 1 || !strings.Contains(run.Note, "per poll") ||
+			got.StatusMessage != store.MessageSuccess || got.Cursor != "object:4" {
+			t.Fatalf("first poll: %+v; feed %q cursor %q", run, got.StatusMessage, got.Cursor)
+		}
+		run = h.runNow(f.ID)
+		if run.ErrorKind != "" || run.Stored != 1 || h.feed(f.ID).Cursor != "" {
+			t.Fatalf("second poll: %+v, cursor %q", run, h.feed(f.ID).Cursor)
+		}
+		if n := h.count("SELECT COUNT(*) FROM iocs"); n != 4 {
+			t.Errorf("%d IoCs stored, want 4", n)
+		}
+		checkConsistent(t, st)
+
+		// A key revoked upstream shows Invalid Credentials.
+		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{APIEndpoint: ptr(srv.URL + "/v2/retail.json?key=old&v=2")}); err != nil {
+			t.Fatal(err)
+		}
+		h.runNow(f.ID)
+		if got := h.feed(f.ID); got.StatusMessage != "Invalid Credentials" || got.DerivedStatus() != store.StatusError {
+			t.Errorf("with a wrong key: %q", got.StatusMessage)
+		}
 	})
 }

@@ -145,6 +145,7 @@ func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, 
 	sources := ingest.NewRegistry()
 	sources.RegisterTSV(ingest.TSVOptions{})
 	sources.RegisterTAXII(ingest.TAXIIOptions{})
+	sources.RegisterFeedList(ingest.FeedListOptions{})
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log,
 		PremiumEndpointBase: premiumBase})
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package premium describes the six premium feed kinds of the spec: which
 // settings the user may change on each, their ranges and defaults, which
 // credentials a feed needs before it can be enabled, and the shape of the
-// feed-list platform's endpoint. It imports nothing of ours: the runner and
-// the API read these rules, and the store keeps the feeds.
+// feed-list platform's endpoint, and the sources of the kinds this build can
+// fetch. Like every source it imports only ioc of ours: the runner and the
+// API read these rules, and the store keeps the feeds.
 package premium
 
 import (

@@ -1,0 +1,43 @@
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// FeedListOptions tunes the feed-list premium sources; zero values take the
+// spec's limits.
+type FeedListOptions struct {
+	Client   *http.Client
+	Timeout  time.Duration
+	MaxBytes int64
+	PerPoll  int64
+}
+
+// RegisterFeedList adds the feed-list platform's premium kind: each poll
+// reads the feed's JSON document, at most PerPoll indicators of it (the
+// next poll goes on from there).
+func (r *Registry) RegisterFeedList(o FeedListOptions) {
+	spec, _ := premium.Lookup(premium.FeedList)
+	r.Register(string(premium.FeedList), Category{
+		New: func(cfg SourceConfig) (Source, error) {
+			s := &premium.FeedListSource{Endpoint: cfg.URL, Client: o.Client, Timeout: o.Timeout,
+				MaxBytes: cmp.Or(o.MaxBytes, spec.MaxBytes)}
+			return SourceFunc(func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
+				cursor, err := s.Fetch(ctx, req.Cursor, req.Limit, &limitSink{Sink: sink})
+				if errors.Is(err, premium.ErrLimitReached) {
+					err = fmt.Errorf("%w: %w", ErrLimitReached, err)
+				}
+				return cursor, err
+			}), nil
+		},
+		RunLimit: cmp.Or(o.PerPoll, spec.PerPoll),
+	})
+}
