@@ -220,3 +220,44 @@ func (h *harness) lastRunOrNil(id int64) *store.FeedRun {
 	}
 	return &runs[0]
 }
+
+// A run on one instance stops when another instance disables its feed: the
+// reconcile pass cancels it, and the feed shows Disabled.
+func TestReconcileCancelsRunOfFeedDisabledElsewhere(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		a := newHarness(t, st, TSVOptions{})
+		b := newHarness(t, st, TSVOptions{})
+		srv := newTSVServer(t, ipRows(1, 4))
+		f := a.create(srv.URL+"/feed.tsv", nil)
+		a.r.Wait()
+
+		gate, started := make(chan struct{}), make(chan struct{}, 1)
+		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started })
+		defer close(gate)
+		if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if _, err := a.r.SetEnabled(ctx, f.ID, false, true); err != nil {
+			t.Fatal(err)
+		}
+		if !b.r.Running(f.ID) {
+			t.Fatal("b's run ended before b learned of the change")
+		}
+		if err := b.r.reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.r.Wait()
+		if b.r.Running(f.ID) {
+			t.Error("b's run goes on after the feed was disabled")
+		}
+		run := b.lastRun(f.ID)
+		if run.ErrorKind != store.MessageStopped || run.EndedAt == nil || !strings.Contains(run.Note, "disabled") {
+			t.Errorf("b's run = %+v", run)
+		}
+		if got := b.feed(f.ID); got.Enabled || got.StatusMessage != store.MessageDisabled {
+			t.Errorf("feed after the cancelled run: enabled=%v %q", got.Enabled, got.StatusMessage)
+		}
+	})
+}

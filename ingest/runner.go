@@ -329,7 +329,8 @@ func (r *Runner) reconcileJob(ctx context.Context) {
 // reconcile matches the feeds' jobs with the enabled feeds of the store,
 // which the other instances sharing the database change too: it schedules
 // the feeds that have no job here, re-times the jobs whose interval
-// changed, and removes the jobs of feeds disabled or deleted. It starts no
+// changed, and removes the jobs (and cancels the runs) of feeds disabled or
+// deleted. It starts no
 // run itself: a due feed gets a job that fires at once, and that scheduled
 // run skips a feed another instance holds or ran recently.
 func (r *Runner) reconcile(ctx context.Context) error {
@@ -380,6 +381,14 @@ func (r *Runner) reconcileWith(gen uint64, feeds []store.Feed) (applied bool, er
 		if !enabled[id] {
 			r.unscheduleLocked(id)
 			r.log.Info("Unscheduled a feed disabled or deleted by another instance", "feed_id", id)
+		}
+	}
+	// A run here of a feed disabled elsewhere stops too, as it would had the
+	// feed been disabled here (without waiting: the run needs r.mu to end).
+	for id, ar := range r.running {
+		if !enabled[id] {
+			ar.cancel(errDisabled)
+			r.log.Info("Cancelled the run of a feed disabled or deleted by another instance", "feed_id", id)
 		}
 	}
 	return true, errors.Join(errs...)
@@ -590,6 +599,8 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		if ferr := sink.Flush(ctx); ferr != nil {
 			err, limitHit = ferr, false
 		}
+	} else {
+		sink.Wait() // a batch handed over before the failure ends before the run does
 	}
 	stats := sink.Stats()
 	if limitHit || (err == nil && stats.LimitReached) {
