@@ -2349,7 +2349,9 @@ input TenantInput {
   retentionGroup: String
   mfaEnabled: Boolean
   authenticationMethod: String
+  "On update, null removes the SSO configuration; omitted keeps it."
   ssoConfig: SsoConfigInput
+  "On update, null removes the limit; omitted keeps it."
   ingestionLimit: Int
 }
 
@@ -10971,14 +10973,14 @@ func (ec *executionContext) unmarshalInputTenantInput(ctx context.Context, obj a
 			if err != nil {
 				return it, err
 			}
-			it.SsoConfig = data
+			it.SsoConfig = graphql.OmittableOf(data)
 		case "ingestionLimit":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ingestionLimit"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.IngestionLimit = data
+			it.IngestionLimit = graphql.OmittableOf(data)
 		}
 	}
 	return it, nil

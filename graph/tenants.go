@@ -10,7 +10,8 @@ import (
 
 // The tenant resolvers turn GraphQL inputs into the store's inputs, so that
 // REST and GraphQL share one validation (store.TenantInput and
-// store.TenantGroupInput). A null input field means "not given".
+// store.TenantGroupInput). A null input field means "not given", except
+// ssoConfig and ingestionLimit, which null clears (as in the REST API).
 
 func (r *Resolver) tenantRules() store.TenantRules { return store.TenantRules{SaaS: r.SaaS} }
 
@@ -26,15 +27,19 @@ func tenantInput(in model.TenantInput) store.TenantInput {
 		MFAEnabled:           store.FromPtr(in.MfaEnabled),
 		AuthenticationMethod: store.FromPtr(in.AuthenticationMethod),
 	}
-	if c := in.SsoConfig; c != nil {
+	if c, given := in.SsoConfig.ValueOK(); given && c == nil {
+		out.SSOConfig = store.Null[store.SSOConfig]()
+	} else if given {
 		out.SSOConfig = store.Some(store.SSOConfig{
 			AllowClockSkew: c.AllowClockSkew, IdpCertificate: c.IdpCertificate, IdpMetadata: c.IdpMetadata,
 			IdpCallbackType: c.IdpCallbackType, IssuerURL: c.IssuerURL, SSOConfigMethod: c.SsoConfigMethod,
 			SSOEntryPoint: c.SsoEntryPoint,
 		})
 	}
-	if in.IngestionLimit != nil {
-		out.IngestionLimit = store.Some(int64(*in.IngestionLimit))
+	if n, given := in.IngestionLimit.ValueOK(); given && n == nil {
+		out.IngestionLimit = store.Null[int64]()
+	} else if given {
+		out.IngestionLimit = store.Some(int64(*n))
 	}
 	return out
 }

@@ -142,6 +142,12 @@ func TestTenantsGraphQL(t *testing.T) {
 			u.IngestionLimit == nil || *u.IngestionLimit != 100 || !u.MfaEnabled {
 			t.Errorf("updateTenant = %+v, %+v", u, errs)
 		}
+		// null clears the ingestion limit and the SSO configuration.
+		errs = gqlErrors(t, c, `mutation($id: ID!) { updateTenant(id: $id, input: {name: "Acme 2", ingestionLimit: null, ssoConfig: null}) { `+tenantFields+` } }`,
+			&updated, client.Var("id", tn.ID))
+		if u := updated.UpdateTenant; len(errs) != 0 || u.IngestionLimit != nil || u.SsoConfig != nil || u.Contact != "Ann" {
+			t.Errorf("updateTenant with nulls = %+v, %+v", u, errs)
+		}
 		wantCode(t, gqlErrors(t, c, `mutation { updateTenant(id: "nope", input: {name: "x"}) { id } }`, nil), graph.CodeNotFound, "")
 		wantCode(t, gqlErrors(t, c, `{ tenant(id: "nope") { id } }`, nil), graph.CodeNotFound, "")
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -238,17 +239,19 @@ type TenantGroupInput struct {
 
 // On update, only the fields given change; name is required on both.
 type TenantInput struct {
-	Name                 string          `json:"name"`
-	Contact              *string         `json:"contact,omitempty"`
-	ContactEmail         *string         `json:"contactEmail,omitempty"`
-	ContactPhone         *string         `json:"contactPhone,omitempty"`
-	Address              *string         `json:"address,omitempty"`
-	Info                 *string         `json:"info,omitempty"`
-	RetentionGroup       *string         `json:"retentionGroup,omitempty"`
-	MfaEnabled           *bool           `json:"mfaEnabled,omitempty"`
-	AuthenticationMethod *string         `json:"authenticationMethod,omitempty"`
-	SsoConfig            *SsoConfigInput `json:"ssoConfig,omitempty"`
-	IngestionLimit       *int            `json:"ingestionLimit,omitempty"`
+	Name                 string  `json:"name"`
+	Contact              *string `json:"contact,omitempty"`
+	ContactEmail         *string `json:"contactEmail,omitempty"`
+	ContactPhone         *string `json:"contactPhone,omitempty"`
+	Address              *string `json:"address,omitempty"`
+	Info                 *string `json:"info,omitempty"`
+	RetentionGroup       *string `json:"retentionGroup,omitempty"`
+	MfaEnabled           *bool   `json:"mfaEnabled,omitempty"`
+	AuthenticationMethod *string `json:"authenticationMethod,omitempty"`
+	// On update, null removes the SSO configuration; omitted keeps it.
+	SsoConfig graphql.Omittable[*SsoConfigInput] `json:"ssoConfig,omitempty"`
+	// On update, null removes the limit; omitted keeps it.
+	IngestionLimit graphql.Omittable[*int] `json:"ingestionLimit,omitempty"`
 }
 
 type ViewOrder struct {
