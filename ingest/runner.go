@@ -28,6 +28,13 @@ const (
 	DefaultReconcileInterval = 30 * time.Second
 )
 
+// The run history a feed keeps: runs that ended more than RunHistoryAge
+// ago are deleted by the sweeper, except each feed's newest RunHistoryKeep.
+const (
+	RunHistoryAge  = 90 * 24 * time.Hour
+	RunHistoryKeep = 50
+)
+
 // Why a run's context ends.
 var (
 	errDisabled = errors.New("ingest: the feed was disabled")
@@ -687,5 +694,13 @@ func (r *Runner) sweep(ctx context.Context) {
 	}
 	if sightings > 0 || iocs > 0 {
 		r.log.Info("Swept expired indicators", "count", iocs, "sightings", sightings)
+	}
+	runs, err := r.st.PruneFeedRuns(ctx, r.opts.Now().Add(-RunHistoryAge), RunHistoryKeep)
+	if err != nil {
+		r.log.Error("Unable to prune the run history", "error", err)
+		return
+	}
+	if runs > 0 {
+		r.log.Info("Pruned old feed runs", "count", runs)
 	}
 }

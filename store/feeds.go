@@ -794,6 +794,21 @@ func (s *Store) LastRun(ctx context.Context, feedID int64) (*FeedRun, error) {
 	return &runs[0], nil
 }
 
+// PruneFeedRuns deletes the records of runs that ended before cutoff,
+// keeping each feed's newest keep runs whatever their age, so that the run
+// history does not grow without bound and every feed still shows its
+// latest runs.
+func (s *Store) PruneFeedRuns(ctx context.Context, cutoff time.Time, keep int) (int64, error) {
+	res, err := s.DB.ExecContext(ctx, `DELETE FROM feed_runs WHERE ended_at < ? AND id NOT IN (
+		SELECT recent.id FROM feed_runs AS recent WHERE recent.feed_id = feed_runs.feed_id
+		ORDER BY recent.started_at DESC, recent.id DESC LIMIT ?)`, cutoff.UTC(), keep)
+	if err != nil {
+		return 0, fmt.Errorf("store: unable to prune old feed runs: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
 // StoredSince sums what the feed's runs started at or after since stored;
 // the daily ingestion limit is counted with it.
 func (s *Store) StoredSince(ctx context.Context, feedID int64, since time.Time) (int64, error) {

@@ -377,3 +377,50 @@ func TestSecrets(t *testing.T) {
 		t.Error("accepted a short key")
 	}
 }
+
+func TestPruneFeedRuns(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		old, _ := st.CreateCustomFeed(ctx, tsvFeed("old"))
+		other, _ := st.CreateCustomFeed(ctx, tsvFeed("other"))
+		base := time.Now().UTC().Add(-200 * 24 * time.Hour).Truncate(time.Second)
+		// record adds a finished run of f that started at base + i hours.
+		record := func(f *store.Feed, i int, finished bool) {
+			run, err := st.StartRun(ctx, f.ID, base.Add(time.Duration(i)*time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if finished {
+				end := run.StartedAt.Add(time.Minute)
+				run.EndedAt = &end
+				if _, err := st.FinishRun(ctx, run, f.SuccessMessage()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for i := range 8 {
+			record(old, i, true)
+		}
+		record(old, 9, false) // unfinished: a run going on or a crash's, never pruned
+		for i := range 3 {
+			record(other, i, true)
+		}
+		n, err := st.PruneFeedRuns(ctx, time.Now().Add(-90*24*time.Hour), 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 4 {
+			t.Errorf("pruned %d runs, want 4 (the old feed's oldest 4 of 9: its newest 5 are kept, the unfinished one among them)", n)
+		}
+		runs, _ := st.FeedRuns(ctx, old.ID, 100)
+		if len(runs) != 5 || runs[0].EndedAt != nil || !runs[4].StartedAt.Equal(base.Add(4*time.Hour)) {
+			t.Errorf("old feed keeps %d runs: newest %v, oldest %v", len(runs), runs[0].StartedAt, runs[len(runs)-1].StartedAt)
+		}
+		if runs, _ := st.FeedRuns(ctx, other.ID, 100); len(runs) != 3 {
+			t.Errorf("other feed keeps %d runs, want its 3", len(runs))
+		}
+		if n, _ := st.PruneFeedRuns(ctx, base, 0); n != 0 {
+			t.Errorf("runs that ended after the cutoff were pruned: %d", n)
+		}
+	})
+}
