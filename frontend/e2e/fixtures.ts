@@ -37,3 +37,12 @@ export async function login(page: Page): Promise<void> {
   await page.getByRole('button', { name: 'Sign in' }).click();
   await expect(page.getByTestId('signed-in-user')).toContainText(adminUser);
 }
+
+/**
+ * openCreate opens the feeds page's Create menu and picks an entry
+ * ("Custom feed" or "Premium feed"), as the spec's Create then ... does.
+ */
+export async function openCreate(page: Page, entry: 'Custom feed' | 'Premium feed'): Promise<void> {
+  await page.getByText('+ Create', { exact: true }).click();
+  await page.getByRole('group', { name: 'Create feed' }).getByRole('button', { name: entry }).click();
+}

@@ -34,6 +34,7 @@ export const FeedRowFields = graphql(`
     canEdit
     canDelete
     canReset
+    premiumKind
   }
 `);
 
@@ -145,10 +146,70 @@ export const RunFeedNowMutation = graphql(`
   }
 `);
 
-export const ResetFeedMutation = graphql(`
-  mutation ResetFeed($id: ID!) {
+export const ResetFeedCursorMutation = graphql(`
+  mutation ResetFeedCursor($id: ID!) {
     resetFeedCursor(id: $id) {
       ...FeedRow
+    }
+  }
+`);
+
+export const ResetPremiumFeedMutation = graphql(`
+  mutation ResetPremiumFeed($id: ID!) {
+    resetPremiumFeed(id: $id) {
+      ...FeedRow
+    }
+  }
+`);
+
+export const CreatePremiumFeedMutation = graphql(`
+  mutation CreatePremiumFeed($input: PremiumFeedInput!) {
+    createPremiumFeed(input: $input) {
+      ...FeedRow
+    }
+  }
+`);
+
+// The premium edit and create forms are built from this, and only this.
+export const PremiumFeedKindsQuery = graphql(`
+  query PremiumFeedKinds {
+    premiumFeedKinds {
+      kind
+      title
+      description
+      editableFields
+      requiredToEnable
+      pollingFrequency {
+        min
+        max
+      }
+      backfillDays {
+        min
+        max
+      }
+      retentionPeriod {
+        min
+        max
+      }
+      fixedRetentionDays
+      creatable
+      maxFeeds
+      categories
+      namePrefix
+      iocsPerPoll
+      available
+    }
+  }
+`);
+
+// How many feeds each premium kind has, to tell when a creatable kind is full.
+export const PremiumFeedCountsQuery = graphql(`
+  query PremiumFeedCounts {
+    feeds(filter: { type: [PREMIUM] }, first: 500) {
+      nodes {
+        id
+        premiumKind
+      }
     }
   }
 `);

@@ -115,6 +115,8 @@ export function Drawer(props: { title: string; onClose: () => void; children: Re
 /** Field is a labelled form control with its hint and its server-side error. */
 export function Field(props: {
   label: string;
+  /** badge follows the label, e.g. a "required to enable" mark. */
+  badge?: ReactNode;
   error?: string;
   hint?: string;
   children: (id: string, describedBy: string | undefined) => ReactNode;
@@ -125,7 +127,10 @@ export function Field(props: {
   const describedBy = [props.error ? errId : '', props.hint ? hintId : ''].filter(Boolean).join(' ') || undefined;
   return (
     <div className={props.error ? 'field field-invalid' : 'field'}>
-      <label htmlFor={id}>{props.label}</label>
+      <label htmlFor={id}>
+        {props.label}
+        {props.badge && <> {props.badge}</>}
+      </label>
       {props.children(id, describedBy)}
       {props.hint && (
         <small id={hintId} className="hint">

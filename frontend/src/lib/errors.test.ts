@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { errorMessage, fieldErrors, formError, isUnauthenticated, normaliseField } from './errors';
+import { errorMessage, fieldErrors, formError, isUnauthenticated, labelledErrorMessage, normaliseField } from './errors';
 import { ApiError, httpError } from './graphql';
 
 const badInput = new ApiError('x', 200, [
@@ -24,6 +24,13 @@ describe('fieldErrors', () => {
     'REST field names become camelCase': {
       err: httpError(422, { error: { code: 'bad_user_input', message: 'bad url', field: 'sso_config.issuer_url' } }),
       want: { issuerUrl: 'bad url' },
+    },
+    'the server\'s "field: " prefix is dropped beside the field': {
+      err: new ApiError('x', 200, [
+        { message: 'pollingFrequency: must be between 1 and 24 hours', extensions: { code: 'BAD_USER_INPUT', field: 'pollingFrequency' } },
+        { message: 'input.apiKey: must not be empty', extensions: { code: 'BAD_USER_INPUT', field: 'input.apiKey' } },
+      ]),
+      want: { pollingFrequency: 'must be between 1 and 24 hours', apiKey: 'must not be empty' },
     },
     'not an ApiError': { err: new Error('boom'), want: {} },
     'no error': { err: null, want: {} },
@@ -80,8 +87,31 @@ describe('normaliseField', () => {
     path: ['input.ssoConfig.issuerUrl', 'issuerUrl'],
     snake: ['contact_email', 'contactEmail'],
     'snake path': ['sso_config.idp_callback_type', 'idpCallbackType'],
+    'enum style': ['API_KEY', 'apiKey'],
+    'enum style path': ['input.CLIENT_SECRET', 'clientSecret'],
+    'enum one word': ['PASSWORD', 'password'],
   };
   for (const [name, [input, want]] of Object.entries(cases)) {
     test(name, () => expect(normaliseField(input)).toBe(want));
   }
+});
+
+describe('labelledErrorMessage', () => {
+  const label = (k: string) => ({ apiKey: 'API key' })[k];
+  test('a field-bound message is led by its label', () => {
+    const err = new ApiError('x', 200, [
+      { message: 'apiKey: must be set before the feed can be enabled', extensions: { code: 'BAD_USER_INPUT', field: 'apiKey' } },
+    ]);
+    expect(labelledErrorMessage(err, label)).toBe('API key must be set before the feed can be enabled');
+  });
+  test('a field without a label leaves its message, a message without field stays as it is', () => {
+    const err = new ApiError('x', 200, [
+      { message: 'enabled: Risk Lists feeds cannot be fetched', extensions: { code: 'BAD_USER_INPUT', field: 'enabled' } },
+      { message: 'not available in this build' },
+    ]);
+    expect(labelledErrorMessage(err, label)).toBe('Risk Lists feeds cannot be fetched; not available in this build');
+  });
+  test('other errors as errorMessage says them', () => {
+    expect(labelledErrorMessage(new Error('boom'), label)).toBe('boom');
+  });
 });

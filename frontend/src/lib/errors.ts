@@ -33,7 +33,8 @@ export function fieldErrors(err: unknown): FieldErrors {
     const field = e.extensions?.field;
     if (!field || (e.extensions?.code && e.extensions.code !== 'BAD_USER_INPUT')) continue;
     const key = normaliseField(field);
-    out[key] = out[key] ? `${out[key]}; ${e.message}` : e.message;
+    const msg = withoutFieldPrefix(e.message, field);
+    out[key] = out[key] ? `${out[key]}; ${msg}` : msg;
   }
   return out;
 }
@@ -52,10 +53,42 @@ export function formError(err: unknown, shownFields: readonly string[]): string 
   return dedupe(rest.map((e) => e.message)).join('; ');
 }
 
-/** normaliseField turns "input.ssoConfig.issuerUrl" or "sso_config.issuer_url" into "issuerUrl". */
+/**
+ * normaliseField turns "input.ssoConfig.issuerUrl", "sso_config.issuer_url"
+ * or an enum-style "API_KEY" (a PremiumFeedField) into "issuerUrl" / "apiKey".
+ */
 export function normaliseField(field: string): string {
-  const last = field.split('.').pop() ?? field;
-  return last.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+  let last = field.split('.').pop() ?? field;
+  if (/^[A-Z][A-Z0-9_]*$/.test(last)) last = last.toLowerCase();
+  return last.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * withoutFieldPrefix drops the "field: " the server puts before a validation
+ * message: beside its input, the label already names the field.
+ */
+export function withoutFieldPrefix(message: string, field: string): string {
+  for (const f of [field, field.split('.').pop() ?? field]) {
+    if (f && message.startsWith(`${f}: `)) return message.slice(f.length + 2);
+  }
+  return message;
+}
+
+/**
+ * labelledErrorMessage is errorMessage with each field-bound message led by
+ * the field's label ("API key must be set …"), for toasts far from a form.
+ * A field without a label (not a form input) leaves just its message.
+ */
+export function labelledErrorMessage(err: unknown, label: (key: string) => string | undefined): string {
+  if (!(err instanceof ApiError) || err.errors.length === 0) return errorMessage(err);
+  const parts = err.errors.map((e) => {
+    const field = e.extensions?.field;
+    if (!field) return e.message;
+    const name = label(normaliseField(field));
+    const msg = withoutFieldPrefix(e.message, field);
+    return name ? `${name} ${msg}` : msg;
+  });
+  return dedupe(parts).join('; ');
 }
 
 /** isUnauthenticated reports whether err means the session is gone. */

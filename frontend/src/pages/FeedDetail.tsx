@@ -10,6 +10,7 @@ import { request } from '../lib/graphql';
 import { liveConnection, subscribe } from '../lib/live';
 import { EnabledSwitch, FeedIcon, useFeedConfirmations, useFeedMutations } from './feedActions';
 import { FeedForm } from './FeedForm';
+import { usePremiumKinds } from './PremiumFeedForm';
 
 /** FeedDetailPage shows one feed, its actions and its run history. */
 export function FeedDetailPage() {
@@ -18,6 +19,7 @@ export function FeedDetailPage() {
   const m = useFeedMutations();
   const confirm = useFeedConfirmations(m, () => navigate('/feeds'));
   const [editing, setEditing] = useState(false);
+  const premiumKinds = usePremiumKinds();
   const [progress, setProgress] = useState<ProgressEvent['feedRunProgress'] | null>(null);
   const live = useSyncExternalStore(liveConnection.subscribe, liveConnection.get);
   const qc = useQueryClient();
@@ -60,6 +62,9 @@ export function FeedDetailPage() {
     );
   }
   const f = feed.data.feed;
+  const kind = f.premiumKind ? premiumKinds.data?.premiumFeedKinds.find((k) => k.kind === f.premiumKind) : undefined;
+  // Backfill is a TAXII notion (a TSV file has no past); premium kinds say whether they have it.
+  const hasBackfill = f.type === 'PREMIUM' ? !!kind?.backfillDays : f.category !== 'TSV';
   // A run is in progress while the newest run has no end; its counters come
   // live from feedRunProgress, or from the run record until the first event.
   const open = runs.data?.feedRuns[0] && !runs.data.feedRuns[0].endedAt ? runs.data.feedRuns[0] : null;
@@ -76,7 +81,8 @@ export function FeedDetailPage() {
             <h1 id="feed-title">{f.name}</h1>
             <p className="muted">
               {feedTypeLabel(f.type)}
-              {f.type === 'CUSTOM' && ` · ${f.category}`} · {f.iocCount.toLocaleString('en-US')} indicators
+              {f.type === 'CUSTOM' && ` · ${f.category}`}
+              {kind && ` · ${kind.title}`} · {f.iocCount.toLocaleString('en-US')} indicators
             </p>
           </div>
         </div>
@@ -90,6 +96,11 @@ export function FeedDetailPage() {
           {f.canEdit && (
             <button type="button" className="btn" onClick={() => setEditing(true)}>
               Edit
+            </button>
+          )}
+          {f.canEdit && f.cursor && (
+            <button type="button" className="btn" onClick={() => confirm.ask({ kind: 'resetCursor', feed: f })}>
+              Reset cursor
             </button>
           )}
           {f.canReset && (
@@ -130,7 +141,7 @@ export function FeedDetailPage() {
           <dt>Retention period</dt>
           <dd>{days(f.retentionPeriod)}</dd>
         </div>
-        {f.category !== 'TSV' && (
+        {hasBackfill && (
           <div>
             <dt>Backfill days</dt>
             <dd>{days(f.backfillDays)}</dd>

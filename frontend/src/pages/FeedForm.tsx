@@ -6,6 +6,7 @@ import { useToast } from '../components/toast';
 import type { CustomFeedCategory, FeedRowFragment, FeedUpdateInput } from '../gql/graphql';
 import { fieldErrors, formError } from '../lib/errors';
 import { request } from '../lib/graphql';
+import { PremiumFeedForm } from './PremiumFeedForm';
 
 interface Values {
   category: CustomFeedCategory;
@@ -48,7 +49,7 @@ function initialValues(feed?: FeedRowFragment): Values {
   const category = (feed.category === 'TSV' ? 'TSV' : 'TAXII') as CustomFeedCategory;
   return {
     category,
-    name: feed.type === 'CUSTOM' ? feed.name.replace(new RegExp(`^${feed.category}_`), '') : feed.name,
+    name: feed.name.replace(new RegExp(`^${feed.category}_`), ''),
     collectionUrl: feed.collectionUrl,
     username: feed.username,
     password: '',
@@ -61,14 +62,21 @@ function initialValues(feed?: FeedRowFragment): Values {
 
 const int = (s: string) => (s.trim() === '' ? undefined : Number(s));
 
+type FormProps = { feed?: FeedRowFragment; onClose: () => void; onSaved?: (f: FeedRowFragment) => void };
+
 /**
  * FeedForm creates a Custom feed or edits a Custom or Premium one. The server
- * validates; its messages are shown beside the fields they name.
+ * validates; its messages are shown beside the fields they name. A premium
+ * feed's form is built from its kind (PremiumFeedForm).
  */
-export function FeedForm(props: { feed?: FeedRowFragment; onClose: () => void; onSaved?: (f: FeedRowFragment) => void }) {
+export function FeedForm(props: FormProps) {
+  if (props.feed?.type === 'PREMIUM') return <PremiumFeedForm {...props} feed={props.feed} />;
+  return <CustomFeedForm {...props} />;
+}
+
+function CustomFeedForm(props: FormProps) {
   const { feed } = props;
   const editing = !!feed;
-  const premium = feed?.type === 'PREMIUM';
   const [v, setV] = useState<Values>(() => initialValues(feed));
   const [clearPassword, setClearPassword] = useState(false);
   const qc = useQueryClient();
@@ -101,11 +109,9 @@ export function FeedForm(props: { feed?: FeedRowFragment; onClose: () => void; o
       };
       if (v.password) input.password = v.password;
       else if (clearPassword) input.password = '';
-      if (!premium) {
-        input.name = v.name;
-        input.description = v.description;
-      }
-      if (premium || v.category === 'TAXII') input.backfillDays = int(v.backfillDays);
+      input.name = v.name;
+      input.description = v.description;
+      if (v.category === 'TAXII') input.backfillDays = int(v.backfillDays);
       const r = await request(UpdateFeedMutation, { id: feed.id, input });
       return r.updateFeed;
     },
@@ -125,7 +131,7 @@ export function FeedForm(props: { feed?: FeedRowFragment; onClose: () => void; o
     e.preventDefault();
     save.mutate();
   };
-  const showBackfill = premium || v.category === 'TAXII';
+  const showBackfill = v.category === 'TAXII';
   const title = editing ? `Edit ${feed.name}` : 'Create custom feed';
 
   return (
@@ -149,33 +155,31 @@ export function FeedForm(props: { feed?: FeedRowFragment; onClose: () => void; o
             {topError}
           </div>
         )}
-        {!premium && (
-          <fieldset className="span-2 segmented" disabled={editing}>
-            <legend>Category{editing && ' (fixed after creation)'}</legend>
-            {(['TAXII', 'TSV'] as const).map((c) => (
-              <label key={c} className={v.category === c ? 'seg seg-on' : 'seg'}>
-                <input
-                  type="radio"
-                  name="category"
-                  value={c}
-                  checked={v.category === c}
-                  onChange={() => setV((s) => ({ ...s, category: c }))}
-                />
-                {c}
-              </label>
-            ))}
-            {errs.category && <small className="field-error">{errs.category}</small>}
-          </fieldset>
-        )}
-        <Field label="Name" error={errs.name} hint={premium ? 'Read-only for premium feeds' : `Stored as ${v.category}_${v.name || 'name'}`}>
+        <fieldset className="span-2 segmented" disabled={editing}>
+          <legend>Category{editing && ' (fixed after creation)'}</legend>
+          {(['TAXII', 'TSV'] as const).map((c) => (
+            <label key={c} className={v.category === c ? 'seg seg-on' : 'seg'}>
+              <input
+                type="radio"
+                name="category"
+                value={c}
+                checked={v.category === c}
+                onChange={() => setV((s) => ({ ...s, category: c }))}
+              />
+              {c}
+            </label>
+          ))}
+          {errs.category && <small className="field-error">{errs.category}</small>}
+        </fieldset>
+        <Field label="Name" error={errs.name} hint={`Stored as ${v.category}_${v.name || 'name'}`}>
           {(id, d) => (
-            <input id={id} aria-describedby={d} aria-invalid={!!errs.name} required readOnly={premium} value={v.name} onChange={set('name')} />
+            <input id={id} aria-describedby={d} aria-invalid={!!errs.name} required value={v.name} onChange={set('name')} />
           )}
         </Field>
         <Field
           label="Collection URL"
           error={errs.collectionUrl}
-          hint={v.category === 'TSV' && !premium ? 'URL of a TSV file' : 'TAXII 2.1: <api_root>/collections/<collection_id>/'}
+          hint={v.category === 'TSV' ? 'URL of a TSV file' : 'TAXII 2.1: <api_root>/collections/<collection_id>/'}
         >
           {(id, d) => (
             <input id={id} aria-describedby={d} aria-invalid={!!errs.collectionUrl} type="url" required value={v.collectionUrl} onChange={set('collectionUrl')} />
@@ -185,7 +189,7 @@ export function FeedForm(props: { feed?: FeedRowFragment; onClose: () => void; o
           {(id, d) => <input id={id} aria-describedby={d} autoComplete="off" value={v.username} onChange={set('username')} />}
         </Field>
         <Field
-          label={premium ? 'Password / API key' : 'Password'}
+          label="Password"
           error={errs.password}
           hint={feed?.hasPassword ? 'A secret is set; leave empty to keep it' : undefined}
         >
@@ -198,12 +202,12 @@ export function FeedForm(props: { feed?: FeedRowFragment; onClose: () => void; o
             <input type="checkbox" checked={clearPassword} onChange={(e) => setClearPassword(e.target.checked)} /> Remove the stored secret
           </label>
         )}
-        <Field label="Polling frequency (hours)" error={errs.pollingFrequency} hint={premium ? '1 to 24' : undefined}>
+        <Field label="Polling frequency (hours)" error={errs.pollingFrequency}>
           {(id, d) => (
-            <input id={id} aria-describedby={d} aria-invalid={!!errs.pollingFrequency} type="number" inputMode="numeric" min={1} max={premium ? 24 : undefined} required value={v.pollingFrequency} onChange={set('pollingFrequency')} />
+            <input id={id} aria-describedby={d} aria-invalid={!!errs.pollingFrequency} type="number" inputMode="numeric" min={1} required value={v.pollingFrequency} onChange={set('pollingFrequency')} />
           )}
         </Field>
-        <Field label="Retention period (days)" error={errs.retentionPeriod} hint={premium ? '1 to 360' : undefined}>
+        <Field label="Retention period (days)" error={errs.retentionPeriod}>
           {(id, d) => (
             <input id={id} aria-describedby={d} aria-invalid={!!errs.retentionPeriod} type="number" inputMode="numeric" min={1} required value={v.retentionPeriod} onChange={set('retentionPeriod')} />
           )}
@@ -216,9 +220,9 @@ export function FeedForm(props: { feed?: FeedRowFragment; onClose: () => void; o
           </Field>
         )}
         <div className="span-2">
-          <Field label="Description" error={errs.description} hint={premium ? 'Read-only for premium feeds' : undefined}>
+          <Field label="Description" error={errs.description}>
             {(id, d) => (
-              <textarea id={id} aria-describedby={d} rows={3} readOnly={premium} value={v.description} onChange={set('description')} />
+              <textarea id={id} aria-describedby={d} rows={3} value={v.description} onChange={set('description')} />
             )}
           </Field>
         </div>

@@ -7,7 +7,7 @@ import {
   type SortingState,
   type VisibilityState,
 } from '@tanstack/react-table';
-import { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
+import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { FeedFacetsQuery, FeedStatusChangedSubscription, FeedsQuery } from '../api';
 import { EmptyState, ErrorBox, Pager, Spinner, StatusDot, useDebounced } from '../components/ui';
@@ -36,6 +36,7 @@ import { liveConnection, subscribe } from '../lib/live';
 import { viewState } from '../lib/views';
 import { EnabledSwitch, FeedIcon, useFeedConfirmations, useFeedMutations } from './feedActions';
 import { FeedForm } from './FeedForm';
+import { PremiumFeedCreateForm, useCreatablePremiumKinds, usePremiumKinds } from './PremiumFeedForm';
 import { useFeedViews, ViewMenu } from './FeedViews';
 
 const col = createColumnHelper<FeedRowFragment>();
@@ -92,10 +93,13 @@ export function FeedsPage() {
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const [visibility, setVisibility] = useState<VisibilityState>(loadVisibility);
   const [showFilters, setShowFilters] = useState(false);
-  const [editing, setEditing] = useState<FeedRowFragment | 'new' | null>(null);
+  const [editing, setEditing] = useState<FeedRowFragment | 'new' | 'newPremium' | null>(null);
   const m = useFeedMutations();
   const confirm = useFeedConfirmations(m);
   const qc = useQueryClient();
+  const premiumKinds = usePremiumKinds();
+  const noBackfill = (f: FeedRowFragment) =>
+    f.category === 'TSV' || (f.type === 'PREMIUM' && premiumKinds.data?.premiumFeedKinds.find((k) => k.kind === f.premiumKind)?.backfillDays === null);
   const [viewId, setViewId] = useState('');
   const views = useFeedViews();
 
@@ -177,8 +181,8 @@ export function FeedsPage() {
       col.accessor('retentionPeriod', { header: 'Retention Period', cell: (c) => days(c.getValue()) }),
       col.accessor('backfillDays', {
         header: 'Backfill Days',
-        // Backfill is a TAXII notion: a TSV file has no past to fetch.
-        cell: (c) => (c.row.original.category === 'TSV' ? <span className="muted" title="Not used by TSV feeds">—</span> : days(c.getValue())),
+        // Backfill is a TAXII notion: a TSV file has no past to fetch, nor have some premium kinds.
+        cell: (c) => (noBackfill(c.row.original) ? <span className="muted" title="Not used by this feed">—</span> : days(c.getValue())),
       }),
       col.accessor('description', {
         header: 'Description',
@@ -208,7 +212,7 @@ export function FeedsPage() {
                 </button>
               )}
               {f.canReset && (
-                <button type="button" className="btn btn-small" onClick={() => confirm.ask({ kind: 'reset', feed: f })} aria-label={`Reset ${f.name}`}>
+                <button type="button" className="btn btn-small" onClick={() => confirm.ask({ kind: 'reset', feed: f })} aria-label={`Reset premium feed ${f.name}`}>
                   Reset
                 </button>
               )}
@@ -252,9 +256,7 @@ export function FeedsPage() {
           <h1 id="feeds-title">Feeds</h1>
           <p className="muted">Threat-intelligence sources, their status and schedule.</p>
         </div>
-        <button type="button" className="btn btn-primary" onClick={() => setEditing('new')}>
-          + Create custom feed
-        </button>
+        <CreateMenu onCustom={() => setEditing('new')} onPremium={() => setEditing('newPremium')} />
       </div>
 
       <div className="toolbar">
@@ -380,9 +382,50 @@ export function FeedsPage() {
           )}
         </div>
       </div>
-      {editing && <FeedForm feed={editing === 'new' ? undefined : editing} onClose={() => setEditing(null)} />}
+      {editing === 'newPremium' ? (
+        <PremiumFeedCreateForm onClose={() => setEditing(null)} />
+      ) : (
+        editing && <FeedForm feed={editing === 'new' ? undefined : editing} onClose={() => setEditing(null)} />
+      )}
       {confirm.dialog}
     </section>
+  );
+}
+
+/**
+ * CreateMenu is the spec's Create: a Custom feed, or a Premium feed of a kind
+ * that allows several (offered while such a kind is below its limit).
+ */
+function CreateMenu(props: { onCustom: () => void; onPremium: () => void }) {
+  const ref = useRef<HTMLDetailsElement>(null);
+  const creatable = useCreatablePremiumKinds();
+  const open = creatable.data?.filter((c) => !c.full) ?? [];
+  const full = creatable.data?.filter((c) => c.full) ?? [];
+  const pick = (fn: () => void) => () => {
+    if (ref.current) ref.current.open = false;
+    fn();
+  };
+  let premiumNote: string | null = null;
+  if (creatable.error) premiumNote = 'Premium feed kinds are unavailable.';
+  else if (creatable.data && creatable.data.length === 0) premiumNote = 'No premium kind can be created in this build.';
+  else if (creatable.data && open.length === 0) premiumNote = full.map((c) => `${c.kind.title}: the limit of ${c.kind.maxFeeds} feeds is reached.`).join(' ');
+  return (
+    <details className="menu menu-right" ref={ref}>
+      <summary className="btn btn-primary">+ Create</summary>
+      <div className="menu-pop" role="group" aria-label="Create feed">
+        <button type="button" className="btn btn-small" onClick={pick(props.onCustom)}>
+          Custom feed
+        </button>
+        <button type="button" className="btn btn-small" onClick={pick(props.onPremium)} disabled={open.length === 0} aria-describedby={premiumNote ? 'premium-create-note' : undefined}>
+          Premium feed
+        </button>
+        {premiumNote && (
+          <small id="premium-create-note" className="hint">
+            {premiumNote}
+          </small>
+        )}
+      </div>
+    </details>
   );
 }
 

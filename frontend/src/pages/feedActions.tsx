@@ -2,14 +2,16 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import {
   DeleteFeedMutation,
-  ResetFeedMutation,
+  ResetFeedCursorMutation,
+  ResetPremiumFeedMutation,
   RunFeedNowMutation,
   SetFeedEnabledMutation,
 } from '../api';
 import { ConfirmDialog, Switch } from '../components/ui';
 import { useToast } from '../components/toast';
 import type { FeedRowFragment } from '../gql/graphql';
-import { errorMessage } from '../lib/errors';
+import { errorMessage, labelledErrorMessage } from '../lib/errors';
+import { labelOfKey } from '../lib/premiumForm';
 import { request } from '../lib/graphql';
 
 /** useFeedMutations bundles the feed actions with their toasts and cache refresh. */
@@ -24,11 +26,14 @@ export function useFeedMutations() {
   const onError = (err: unknown) => toast.error(errorMessage(err));
   return {
     setEnabled: useMutation({
-      mutationFn: (v: { id: string; enabled: boolean }) =>
+      mutationFn: (v: { id: string; enabled: boolean; name?: string }) =>
         request(SetFeedEnabledMutation, { id: v.id, enabled: v.enabled, confirm: v.enabled ? undefined : true }),
       onSuccess: (d) =>
         toast.success(`${d.setFeedEnabled.name} ${d.setFeedEnabled.enabled ? 'enabled' : 'disabled'}`),
-      onError,
+      // A premium feed refuses to be enabled until its credentials are set:
+      // the server names the missing field, the toast names it as the form does.
+      onError: (err, v) =>
+        toast.error(`${v.enabled ? 'Cannot enable' : 'Cannot disable'} ${v.name ?? 'the feed'}: ${labelledErrorMessage(err, labelOfKey)}`),
       onSettled: refresh,
     }),
     runNow: useMutation({
@@ -47,15 +52,25 @@ export function useFeedMutations() {
       onSettled: refresh,
     }),
     reset: useMutation({
-      mutationFn: (f: FeedRowFragment) => request(ResetFeedMutation, { id: f.id }),
-      onSuccess: (_d, f) => toast.success(`${f.name} reset: its next run starts afresh`),
+      mutationFn: (f: FeedRowFragment) => request(ResetPremiumFeedMutation, { id: f.id }),
+      onSuccess: (d) => toast.success(`${d.resetPremiumFeed.name} reset to its delivered state`),
+      onError,
+      onSettled: () => {
+        refresh();
+        void qc.invalidateQueries({ queryKey: ['feedRuns'] });
+        void qc.invalidateQueries({ queryKey: ['iocs'] });
+      },
+    }),
+    resetCursor: useMutation({
+      mutationFn: (f: FeedRowFragment) => request(ResetFeedCursorMutation, { id: f.id }),
+      onSuccess: (_d, f) => toast.success(`${f.name}: its next run starts afresh`),
       onError,
       onSettled: refresh,
     }),
   };
 }
 
-type Pending = { kind: 'disable' | 'delete' | 'reset'; feed: FeedRowFragment } | null;
+type Pending = { kind: 'disable' | 'delete' | 'reset' | 'resetCursor'; feed: FeedRowFragment } | null;
 
 /**
  * useFeedConfirmations holds which feed action awaits confirmation and renders
@@ -74,7 +89,7 @@ export function useFeedConfirmations(m: ReturnType<typeof useFeedMutations>, onD
         danger
         busy={m.setEnabled.isPending}
         onCancel={close}
-        onConfirm={() => m.setEnabled.mutate({ id: pending.feed.id, enabled: false }, { onSettled: close })}
+        onConfirm={() => m.setEnabled.mutate({ id: pending.feed.id, enabled: false, name: pending.feed.name }, { onSettled: close })}
       />
     );
   } else if (pending?.kind === 'delete') {
@@ -98,11 +113,23 @@ export function useFeedConfirmations(m: ReturnType<typeof useFeedMutations>, onD
     dialog = (
       <ConfirmDialog
         title="Reset premium feed?"
-        message={`Reset ${pending.feed.name}? Its next run starts afresh, fetching again what its backfill allows.`}
-        confirmLabel="Reset"
+        message={`Reset ${pending.feed.name} to its delivered state? This disables it (stopping a run in progress), deletes the sightings it brought in (and the indicators no other feed has), forgets where it resumes from, clears its credentials and restores its default settings. This cannot be undone.`}
+        confirmLabel="Reset premium feed"
+        danger
         busy={m.reset.isPending}
         onCancel={close}
         onConfirm={() => m.reset.mutate(pending.feed, { onSettled: close })}
+      />
+    );
+  } else if (pending?.kind === 'resetCursor') {
+    dialog = (
+      <ConfirmDialog
+        title="Reset cursor?"
+        message={`Forget where ${pending.feed.name} resumes from? Its next run starts afresh, fetching again what its backfill allows. Its settings and indicators stay.`}
+        confirmLabel="Reset cursor"
+        busy={m.resetCursor.isPending}
+        onCancel={close}
+        onConfirm={() => m.resetCursor.mutate(pending.feed, { onSettled: close })}
       />
     );
   }
@@ -121,7 +148,7 @@ export function EnabledSwitch(props: {
       checked={feed.enabled}
       label={`${feed.enabled ? 'Disable' : 'Enable'} ${feed.name}`}
       disabled={m.setEnabled.isPending && m.setEnabled.variables?.id === feed.id}
-      onChange={(next) => (next ? m.setEnabled.mutate({ id: feed.id, enabled: true }) : ask({ kind: 'disable', feed }))}
+      onChange={(next) => (next ? m.setEnabled.mutate({ id: feed.id, enabled: true, name: feed.name }) : ask({ kind: 'disable', feed }))}
     />
   );
 }
