@@ -371,29 +371,28 @@ func (s *Store) ResetPremiumFeed(ctx context.Context, id int64, to FeedReset) (*
 // premiumFeedName checks a premium feed's whole stored name.
 func premiumFeedName(name string) (string, error) {
 	name = strings.TrimSpace(name)
+	return name, checkFeedName(name)
+}
+
+// checkFeedName checks the name the user gave, without its prefix.
+func checkFeedName(name string) error {
 	switch {
 	case name == "":
-		return "", Invalid("name", "must not be empty")
+		return Invalid("name", "must not be empty")
 	case utf8.RuneCountInString(name) > maxFeedNameLength:
-		return "", Invalid("name", "must have at most %d characters", maxFeedNameLength)
+		return Invalid("name", "must have at most %d characters", maxFeedNameLength)
 	case strings.ContainsAny(name, "\t\r\n"):
-		return "", Invalid("name", "must be on one line")
+		return Invalid("name", "must be on one line")
 	}
-	return name, nil
+	return nil
 }
 
 // customFeedName is "<CATEGORY>_<name>". A name that already carries the
 // prefix (as the table shows it) is not prefixed twice.
 func customFeedName(category, name string) (string, error) {
-	name = strings.TrimSpace(name)
-	name = strings.TrimPrefix(name, category+"_")
-	switch {
-	case name == "":
-		return "", Invalid("name", "must not be empty")
-	case utf8.RuneCountInString(name) > maxFeedNameLength:
-		return "", Invalid("name", "must have at most %d characters", maxFeedNameLength)
-	case strings.ContainsAny(name, "\t\r\n"):
-		return "", Invalid("name", "must be on one line")
+	name = strings.TrimPrefix(strings.TrimSpace(name), category+"_")
+	if err := checkFeedName(name); err != nil {
+		return "", err
 	}
 	return category + "_" + name, nil
 }

@@ -2,12 +2,10 @@ package premium
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -78,10 +76,10 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, limit int64, 
 		if ctx.Err() != nil {
 			return cursor, ctx.Err()
 		}
-		return cursor, requestFailure(redact(err, ep.Key))
+		return cursor, ioc.HTTPRequestFailure("premium", redact(err, ep.Key))
 	}
 	defer resp.Body.Close()
-	if err := statusFailure(resp); err != nil {
+	if err := ioc.HTTPStatusFailure("premium", resp); err != nil {
 		return cursor, err
 	}
 	if resp.ContentLength >= maxBytes {
@@ -333,40 +331,3 @@ type redacted struct {
 
 func (r *redacted) Error() string { return r.msg }
 func (r *redacted) Unwrap() error { return r.err }
-
-// requestFailure classifies an error of the request before any answer.
-func requestFailure(err error) error {
-	var (
-		dnsErr  *net.DNSError
-		opErr   *net.OpError
-		certErr *tls.CertificateVerificationError
-	)
-	switch {
-	case errors.As(err, &dnsErr):
-		return ioc.Fail(ioc.ConnectionError, fmt.Errorf("premium: host %s not found: %w", dnsErr.Name, err))
-	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return ioc.Fail(ioc.ConnectionError, fmt.Errorf("premium: unable to connect: %w", err))
-	case errors.As(err, &certErr):
-		return ioc.Fail(ioc.ConnectionError, fmt.Errorf("premium: TLS certificate not trusted: %w", err))
-	}
-	return ioc.Fail(ioc.FailedToConnect, fmt.Errorf("premium: request failed: %w", err))
-}
-
-// statusFailure maps an HTTP status that is not a success to a failure kind.
-func statusFailure(resp *http.Response) error {
-	code := resp.StatusCode
-	if code >= 200 && code < 300 {
-		return nil
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	err := fmt.Errorf("premium: the feed-list platform answered %s", resp.Status)
-	switch code {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return ioc.Fail(ioc.InvalidCredentials, err)
-	case http.StatusNotFound, http.StatusGone:
-		return ioc.Fail(ioc.InvalidURL, err)
-	case http.StatusTooManyRequests:
-		return ioc.Fail(ioc.SurpassedQueryLimit, err)
-	}
-	return ioc.Fail(ioc.FetchingDataError, err)
-}

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -231,7 +229,7 @@ func (s *Source) download(ctx context.Context) (_ *os.File, lines int64, err err
 		return nil, 0, requestFailure(err, timeout)
 	}
 	defer resp.Body.Close()
-	if err := statusFailure(resp); err != nil {
+	if err := ioc.HTTPStatusFailure("tsv", resp); err != nil {
 		return nil, 0, err
 	}
 	tooLarge := ioc.Fail(ioc.FetchingDataError, fmt.Errorf("tsv: the file must be under %s", formatSize(maxBytes)))
@@ -272,42 +270,11 @@ func (s *Source) download(ctx context.Context) (_ *os.File, lines int64, err err
 
 // requestFailure classifies an error of the request before any answer.
 func requestFailure(err error, timeout time.Duration) error {
-	var (
-		dnsErr  *net.DNSError
-		opErr   *net.OpError
-		certErr *tls.CertificateVerificationError
-		urlErr  *url.Error
-	)
-	switch {
-	case errors.As(err, &dnsErr):
-		return ioc.Fail(ioc.ConnectionError, fmt.Errorf("tsv: host %s not found: %w", dnsErr.Name, err))
-	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return ioc.Fail(ioc.ConnectionError, fmt.Errorf("tsv: unable to connect: %w", err))
-	case errors.As(err, &certErr):
-		return ioc.Fail(ioc.ConnectionError, fmt.Errorf("tsv: TLS certificate not trusted: %w", err))
-	case errors.As(err, &urlErr) && urlErr.Timeout():
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) && urlErr.Timeout() {
 		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("tsv: no answer within %s: %w", timeout, err))
 	}
-	return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("tsv: request failed: %w", err))
-}
-
-// statusFailure maps an HTTP status that is not a success to a failure kind.
-func statusFailure(resp *http.Response) error {
-	code := resp.StatusCode
-	if code >= 200 && code < 300 {
-		return nil
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	err := fmt.Errorf("tsv: the server answered %s", resp.Status)
-	switch code {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return ioc.Fail(ioc.InvalidCredentials, err)
-	case http.StatusNotFound, http.StatusGone:
-		return ioc.Fail(ioc.InvalidURL, err)
-	case http.StatusTooManyRequests:
-		return ioc.Fail(ioc.SurpassedQueryLimit, err)
-	}
-	return ioc.Fail(ioc.FetchingDataError, err)
+	return ioc.HTTPRequestFailure("tsv", err)
 }
 
 func formatSize(n int64) string {
