@@ -606,8 +606,6 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		if ferr := sink.Flush(ctx); ferr != nil {
 			err, limitHit = ferr, false
 		}
-	} else {
-		sink.Wait() // a batch handed over before the failure ends before the run does
 	}
 	stats := sink.Stats()
 	if limitHit || (err == nil && stats.LimitReached) {
