@@ -1,17 +1,22 @@
 import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
 import type { FeedStatus } from '../gql/graphql';
+import type { CursorPaging } from '../lib/cursorPages';
+import { errorMessage } from '../lib/errors';
 import { feedStatusLabel } from '../lib/format';
 
 /**
- * Modal is a native <dialog> opened with showModal(): the browser traps focus,
- * closes on Escape and restores focus to the opener.
+ * Dialog is a native <dialog> opened with showModal(): the browser traps focus,
+ * closes on Escape and restores focus to the opener. Modal and Drawer are its two looks.
  */
-export function Modal(props: {
+function Dialog(props: {
+  className: string;
+  bodyClassName: string;
   title: string;
   onClose: () => void;
+  /** closeOnBackdrop closes on a click beside the panel. */
+  closeOnBackdrop?: boolean;
   children: ReactNode;
   footer?: ReactNode;
-  wide?: boolean;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
@@ -24,12 +29,19 @@ export function Modal(props: {
   return (
     <dialog
       ref={ref}
-      className={props.wide ? 'modal modal-wide' : 'modal'}
+      className={props.className}
       aria-labelledby={titleId}
       onCancel={(e) => {
         e.preventDefault();
         onClose();
       }}
+      onClick={
+        props.closeOnBackdrop
+          ? (e) => {
+              if (e.target === ref.current) onClose();
+            }
+          : undefined
+      }
     >
       <header className="modal-head">
         <h2 id={titleId}>{props.title}</h2>
@@ -37,9 +49,80 @@ export function Modal(props: {
           ×
         </button>
       </header>
-      <div className="modal-body">{props.children}</div>
+      <div className={props.bodyClassName}>{props.children}</div>
       {props.footer && <footer className="modal-foot">{props.footer}</footer>}
     </dialog>
+  );
+}
+
+/** Modal is a dialog in the middle of the page, its buttons in a footer. */
+export function Modal(props: {
+  title: string;
+  onClose: () => void;
+  children: ReactNode;
+  footer?: ReactNode;
+  wide?: boolean;
+}) {
+  return (
+    <Dialog className={props.wide ? 'modal modal-wide' : 'modal'} bodyClassName="modal-body" title={props.title} onClose={props.onClose} footer={props.footer}>
+      {props.children}
+    </Dialog>
+  );
+}
+
+/** Drawer is a side panel over the page, modal like Modal; a click beside it closes it. */
+export function Drawer(props: { title: string; onClose: () => void; children: ReactNode }) {
+  return (
+    <Dialog className="drawer" bodyClassName="drawer-body" title={props.title} onClose={props.onClose} closeOnBackdrop>
+      {props.children}
+    </Dialog>
+  );
+}
+
+/** CancelFooter is a dialog's footer: Cancel, then the dialog's own action, if any. */
+function CancelFooter(props: { onCancel: () => void; children?: ReactNode }) {
+  return (
+    <>
+      <button type="button" className="btn" onClick={props.onCancel}>
+        Cancel
+      </button>
+      {props.children}
+    </>
+  );
+}
+
+/**
+ * FormModal is a Modal whose footer submits the form with id `form` (the form
+ * is in children); without `form` it offers only Cancel, for a form that
+ * cannot be shown (loading, or an error).
+ */
+export function FormModal(props: {
+  title: string;
+  onClose: () => void;
+  wide?: boolean;
+  form?: string;
+  submitLabel?: string;
+  busy?: boolean;
+  disabled?: boolean;
+  children: ReactNode;
+}) {
+  return (
+    <Modal
+      title={props.title}
+      onClose={props.onClose}
+      wide={props.wide}
+      footer={
+        <CancelFooter onCancel={props.onClose}>
+          {props.form && (
+            <button type="submit" form={props.form} className="btn btn-primary" disabled={props.busy || props.disabled}>
+              {props.busy ? 'Saving…' : props.submitLabel}
+            </button>
+          )}
+        </CancelFooter>
+      }
+    >
+      {props.children}
+    </Modal>
   );
 }
 
@@ -58,10 +141,7 @@ export function ConfirmDialog(props: {
       title={props.title}
       onClose={props.onCancel}
       footer={
-        <>
-          <button type="button" className="btn" onClick={props.onCancel}>
-            Cancel
-          </button>
+        <CancelFooter onCancel={props.onCancel}>
           <button
             type="button"
             className={props.danger ? 'btn btn-danger' : 'btn btn-primary'}
@@ -71,44 +151,11 @@ export function ConfirmDialog(props: {
           >
             {props.busy ? 'Working…' : props.confirmLabel}
           </button>
-        </>
+        </CancelFooter>
       }
     >
       <p>{props.message}</p>
     </Modal>
-  );
-}
-
-/** Drawer is a side panel over the page, modal like Modal. */
-export function Drawer(props: { title: string; onClose: () => void; children: ReactNode }) {
-  const ref = useRef<HTMLDialogElement>(null);
-  const titleId = useId();
-  useEffect(() => {
-    const d = ref.current;
-    if (d && !d.open) d.showModal();
-    return () => d?.close();
-  }, []);
-  return (
-    <dialog
-      ref={ref}
-      className="drawer"
-      aria-labelledby={titleId}
-      onCancel={(e) => {
-        e.preventDefault();
-        props.onClose();
-      }}
-      onClick={(e) => {
-        if (e.target === ref.current) props.onClose();
-      }}
-    >
-      <header className="modal-head">
-        <h2 id={titleId}>{props.title}</h2>
-        <button type="button" className="icon-btn" aria-label="Close" onClick={props.onClose}>
-          ×
-        </button>
-      </header>
-      <div className="drawer-body">{props.children}</div>
-    </dialog>
   );
 }
 
@@ -245,6 +292,69 @@ export function Pager(props: {
       </button>
     </nav>
   );
+}
+
+/** CursorPager is the Pager of a connection paged by useCursorPages; resizable offers a choice of rows per page. */
+export function CursorPager(props: {
+  pages: CursorPaging;
+  connection: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor?: string | null } };
+  noun: string;
+  resizable?: boolean;
+}) {
+  const { pages, connection: c } = props;
+  return (
+    <Pager
+      total={c.totalCount}
+      pageIndex={pages.pageIndex}
+      pageSize={pages.pageSize}
+      hasNext={c.pageInfo.hasNextPage}
+      onPrev={pages.prev}
+      onNext={() => pages.next(c.pageInfo.endCursor)}
+      onPageSize={props.resizable ? pages.setPageSize : undefined}
+      noun={props.noun}
+    />
+  );
+}
+
+/** Page frames a page: its heading (labelling the page), a line on what it shows, its actions, then the content. */
+export function Page(props: { id: string; title: string; description: string; actions?: ReactNode; children: ReactNode }) {
+  const titleId = `${props.id}-title`;
+  return (
+    <section className="page" aria-labelledby={titleId}>
+      <div className="page-head">
+        <div>
+          <h1 id={titleId}>{props.title}</h1>
+          <p className="muted">{props.description}</p>
+        </div>
+        {props.actions}
+      </div>
+      {props.children}
+    </section>
+  );
+}
+
+/** QueryLike is the part of a useQuery result QueryView reads. */
+export interface QueryLike<T> {
+  isPending: boolean;
+  error: unknown;
+  data: T | undefined;
+  refetch: () => unknown;
+}
+
+/** QueryView shows a query's spinner, its error with Retry, the empty state when there is nothing, or its data. */
+export function QueryView<T>(props: {
+  query: QueryLike<T>;
+  /** stale keeps showing the data when a later fetch fails (a paged table keeps its last page). */
+  stale?: boolean;
+  loading: string;
+  isEmpty: (data: T) => boolean;
+  empty: ReactNode;
+  children: (data: T) => ReactNode;
+}) {
+  const q = props.query;
+  if (q.isPending) return <Spinner label={props.loading} />;
+  if ((q.error && !props.stale) || q.data === undefined) return <ErrorBox error={errorMessage(q.error)} onRetry={() => void q.refetch()} />;
+  return props.isEmpty(q.data) ? props.empty : props.children(q.data);
 }
 
 /** useDebounced returns value once it has stopped changing for ms. */

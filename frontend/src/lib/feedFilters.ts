@@ -5,20 +5,10 @@ import type {
   FeedType,
   OrderDirection,
 } from '../gql/graphql';
+import { feedColumnLabels, type FeedColumn } from './feedColumns';
 
-/** FeedFilterKey names the list filters of FeedFilter. */
-export type FeedFilterKey =
-  | 'name'
-  | 'type'
-  | 'statusMessage'
-  | 'enabled'
-  | 'pollingFrequency'
-  | 'retentionPeriod'
-  | 'backfillDays'
-  | 'description';
-
-/** feedFilterKeys lists the filters in the order the filter panel shows them. */
-export const feedFilterKeys: readonly FeedFilterKey[] = [
+/** feedFilterKeys lists the list filters of FeedFilter in the order the filter panel shows them. */
+export const feedFilterKeys = [
   'name',
   'type',
   'statusMessage',
@@ -27,18 +17,13 @@ export const feedFilterKeys: readonly FeedFilterKey[] = [
   'retentionPeriod',
   'backfillDays',
   'description',
-];
+] as const satisfies readonly FeedColumn[];
 
-export const feedFilterLabels: Record<FeedFilterKey, string> = {
-  name: 'Name',
-  type: 'Type',
-  statusMessage: 'Status Message',
-  enabled: 'Enabled',
-  pollingFrequency: 'Polling Frequency',
-  retentionPeriod: 'Retention Period',
-  backfillDays: 'Backfill Days',
-  description: 'Description',
-};
+/** FeedFilterKey names a list filter of FeedFilter; each filters the column of that id. */
+export type FeedFilterKey = (typeof feedFilterKeys)[number];
+
+/** feedFilterLabels names a filter as its column is named. */
+export const feedFilterLabels = Object.fromEntries(feedFilterKeys.map((k) => [k, feedColumnLabels[k]])) as Record<FeedFilterKey, string>;
 
 /** facetColumnKey maps the API's facet column to the filter it feeds. */
 export const facetColumnKey: Record<FeedFacetColumn, FeedFilterKey> = {

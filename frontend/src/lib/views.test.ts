@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { FeedTableState } from './feedFilters';
-import { feedColumns, viewInput, viewState, type SavedFeedView } from './views';
+import { feedColumns } from './feedColumns';
+import { viewInput, viewState, type SavedFeedView } from './views';
 
 describe('saved views', () => {
   const state: FeedTableState = {

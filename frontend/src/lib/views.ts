@@ -1,24 +1,9 @@
 import type { SaveViewInput, ViewsQuery } from '../gql/graphql';
+import { feedColumns } from './feedColumns';
 import { feedFilterInput, feedFilterKeys, isOrderField, type FeedTableState } from './feedFilters';
 
 /** SavedFeedView is one saved view of the feeds table as the API returns it. */
 export type SavedFeedView = ViewsQuery['views'][number];
-
-/** feedColumns lists the feeds table's columns in display order, as views name them. */
-export const feedColumns = [
-  'icon',
-  'name',
-  'type',
-  'status',
-  'statusMessage',
-  'enabled',
-  'pollingFrequency',
-  'retentionPeriod',
-  'backfillDays',
-  'description',
-  'lastIngestion',
-  'actions',
-] as const;
 
 /** viewInput turns the table as it is now into a saveView input. */
 export function viewInput(

@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState, useSyncExternalStore } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { FeedQuery, FeedRunProgressSubscription, FeedRunsQuery, FeedStatusOfFeedSubscription } from '../api';
-import { EmptyState, ErrorBox, Spinner, StatusDot } from '../components/ui';
+import { EmptyState, ErrorBox, QueryView, Spinner, StatusDot } from '../components/ui';
 import type { FeedQuery as FeedResult, FeedRunProgressSubscription as ProgressEvent, FeedRunsQuery as FeedRunsResult } from '../gql/graphql';
 import { errorMessage } from '../lib/errors';
 import { days, feedTypeLabel, formatDateTime, formatRelative, hours } from '../lib/format';
@@ -197,17 +197,18 @@ export function FeedDetailPage() {
       )}
 
       <h2 className="section-title">Run history</h2>
-      {runs.isPending ? (
-        <Spinner label="Loading runs…" />
-      ) : runs.error ? (
-        <ErrorBox error={errorMessage(runs.error)} onRetry={() => void runs.refetch()} />
-      ) : runs.data.feedRuns.length === 0 ? (
-        <EmptyState title="No runs yet.">
-          <p className="muted">Use “Run now” to fetch the feed at once.</p>
-        </EmptyState>
-      ) : (
-        <RunTable runs={runs.data.feedRuns} />
-      )}
+      <QueryView
+        query={runs}
+        loading="Loading runs…"
+        isEmpty={(d) => d.feedRuns.length === 0}
+        empty={
+          <EmptyState title="No runs yet.">
+            <p className="muted">Use “Run now” to fetch the feed at once.</p>
+          </EmptyState>
+        }
+      >
+        {(d) => <RunTable runs={d.feedRuns} />}
+      </QueryView>
       {editing && <FeedForm feed={f} onClose={() => setEditing(false)} />}
       {confirm.dialog}
     </section>

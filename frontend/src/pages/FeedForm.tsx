@@ -1,11 +1,12 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { CreateCustomFeedMutation, UpdateFeedMutation } from '../api';
-import { Field, Modal } from '../components/ui';
+import { Field, FormModal } from '../components/ui';
 import { useToast } from '../components/toast';
 import type { CustomFeedCategory, FeedRowFragment, FeedUpdateInput } from '../gql/graphql';
 import { fieldErrors, formError } from '../lib/errors';
 import { request } from '../lib/graphql';
+import { useInvalidateFeeds } from './feedActions';
 import { PremiumFeedForm } from './PremiumFeedForm';
 
 interface Values {
@@ -79,7 +80,7 @@ function CustomFeedForm(props: FormProps) {
   const editing = !!feed;
   const [v, setV] = useState<Values>(() => initialValues(feed));
   const [clearPassword, setClearPassword] = useState(false);
-  const qc = useQueryClient();
+  const invalidate = useInvalidateFeeds();
   const toast = useToast();
   const set = (k: keyof Values) => (e: { target: { value: string } }) => setV((s) => ({ ...s, [k]: e.target.value }));
 
@@ -117,9 +118,7 @@ function CustomFeedForm(props: FormProps) {
     },
     onSuccess: (f) => {
       toast.success(editing ? `${f.name} saved` : `${f.name} created`);
-      void qc.invalidateQueries({ queryKey: ['feeds'] });
-      void qc.invalidateQueries({ queryKey: ['feed'] });
-      void qc.invalidateQueries({ queryKey: ['feedFacets'] });
+      invalidate();
       props.onSaved?.(f);
       props.onClose();
     },
@@ -135,20 +134,7 @@ function CustomFeedForm(props: FormProps) {
   const title = editing ? `Edit ${feed.name}` : 'Create custom feed';
 
   return (
-    <Modal
-      title={title}
-      onClose={props.onClose}
-      footer={
-        <>
-          <button type="button" className="btn" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" form="feed-form" className="btn btn-primary" disabled={save.isPending}>
-            {save.isPending ? 'Saving…' : editing ? 'Save' : 'Create feed'}
-          </button>
-        </>
-      }
-    >
+    <FormModal title={title} onClose={props.onClose} form="feed-form" submitLabel={editing ? 'Save' : 'Create feed'} busy={save.isPending}>
       <form id="feed-form" className="form-grid" onSubmit={submit} noValidate>
         {topError && (
           <div className="error-box span-2" role="alert">
@@ -227,6 +213,6 @@ function CustomFeedForm(props: FormProps) {
           </Field>
         </div>
       </form>
-    </Modal>
+    </FormModal>
   );
 }

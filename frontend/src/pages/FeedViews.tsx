@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { DeleteViewMutation, SaveViewMutation, ViewsQuery } from '../api';
-import { ConfirmDialog, Field, Modal } from '../components/ui';
+import { useConfirmedDelete } from '../components/crud';
+import { Field, FormModal } from '../components/ui';
 import { useToast } from '../components/toast';
 import { errorMessage, fieldErrors, formError } from '../lib/errors';
 import type { FeedTableState } from '../lib/feedFilters';
@@ -27,20 +28,16 @@ export function ViewMenu(props: {
 }) {
   const views = useFeedViews();
   const [saving, setSaving] = useState(false);
-  const [deleting, setDeleting] = useState<SavedFeedView | null>(null);
   const qc = useQueryClient();
-  const toast = useToast();
-  const del = useMutation({
-    mutationFn: (v: SavedFeedView) => request(DeleteViewMutation, { id: v.id }),
-    onSuccess: (_d, v) => {
-      toast.success(`View ${v.name} deleted`);
+  const del = useConfirmedDelete({
+    remove: (v: SavedFeedView) => request(DeleteViewMutation, { id: v.id }),
+    title: 'Delete view?',
+    message: (v) => `Delete the saved view ${v.name}? The feeds are not affected.`,
+    deleted: (v) => `View ${v.name} deleted`,
+    onDeleted: (v) => {
       if (props.current === v.id) props.onReset();
     },
-    onError: (err) => toast.error(errorMessage(err)),
-    onSettled: () => {
-      setDeleting(null);
-      void qc.invalidateQueries({ queryKey: ['views'] });
-    },
+    invalidate: [['views']],
   });
   const list = views.data?.views ?? [];
   const currentView = list.find((v) => v.id === props.current);
@@ -73,7 +70,7 @@ export function ViewMenu(props: {
         Save view…
       </button>
       {currentView && (
-        <button type="button" className="btn btn-danger-ghost" onClick={() => setDeleting(currentView)} aria-label={`Delete view ${currentView.name}`}>
+        <button type="button" className="btn btn-danger-ghost" onClick={() => del.ask(currentView)} aria-label={`Delete view ${currentView.name}`}>
           Delete view
         </button>
       )}
@@ -92,17 +89,7 @@ export function ViewMenu(props: {
           }}
         />
       )}
-      {deleting && (
-        <ConfirmDialog
-          title="Delete view?"
-          message={`Delete the saved view ${deleting.name}? The feeds are not affected.`}
-          confirmLabel="Delete"
-          danger
-          busy={del.isPending}
-          onCancel={() => setDeleting(null)}
-          onConfirm={() => del.mutate(deleting)}
-        />
-      )}
+      {del.dialog}
     </div>
   );
 }
@@ -133,18 +120,7 @@ function SaveViewDialog(props: {
     save.mutate();
   };
   return (
-    <Modal
-      title="Save view"
-      onClose={props.onClose}
-      footer={
-        <>
-          <button type="button" className="btn" onClick={props.onClose}>Cancel</button>
-          <button type="submit" form="view-form" className="btn btn-primary" disabled={save.isPending}>
-            {save.isPending ? 'Saving…' : 'Save view'}
-          </button>
-        </>
-      }
-    >
+    <FormModal title="Save view" onClose={props.onClose} form="view-form" submitLabel="Save view" busy={save.isPending}>
       <form id="view-form" className="form-grid" onSubmit={submit} noValidate>
         {top && <div className="error-box span-2" role="alert">{top}</div>}
         <div className="span-2">
@@ -158,6 +134,6 @@ function SaveViewDialog(props: {
         </label>
         <p className="muted small span-2">The view keeps the visible columns, filters, search and sort order.</p>
       </form>
-    </Modal>
+    </FormModal>
   );
 }

@@ -1,7 +1,6 @@
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import {
   createColumnHelper,
-  flexRender,
   getCoreRowModel,
   useReactTable,
   type SortingState,
@@ -10,7 +9,8 @@ import {
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { FeedFacetsQuery, FeedStatusChangedSubscription, FeedsQuery } from '../api';
-import { EmptyState, ErrorBox, Pager, Spinner, StatusDot, useDebounced } from '../components/ui';
+import { DataTable } from '../components/dataTable';
+import { CursorPager, EmptyState, Page, QueryView, Spinner, StatusDot, useDebounced } from '../components/ui';
 import type { FeedFacetsQuery as FeedFacetsResult, FeedOrderField, FeedRowFragment, FeedsQuery as FeedsResult } from '../gql/graphql';
 import { errorMessage } from '../lib/errors';
 import {
@@ -31,6 +31,8 @@ import {
 } from '../lib/feedFilters';
 import { days, feedTypeLabel, formatDateTime, formatRelative, fromDateTimeLocal, hours, toDateTimeLocal } from '../lib/format';
 import { feedExportURL } from '../lib/exportCsv';
+import { useCursorPages } from '../lib/cursorPages';
+import { feedColumnLabels } from '../lib/feedColumns';
 import { request } from '../lib/graphql';
 import { liveConnection, subscribe } from '../lib/live';
 import { viewState } from '../lib/views';
@@ -41,21 +43,8 @@ import { useFeedViews, ViewMenu } from './FeedViews';
 
 const col = createColumnHelper<FeedRowFragment>();
 
-/** columnLabels names every column; the chooser and the header use it. */
-const columnLabels: Record<string, string> = {
-  icon: 'Icon',
-  name: 'Name',
-  type: 'Type',
-  status: 'Status',
-  statusMessage: 'Status Message',
-  enabled: 'Enabled',
-  pollingFrequency: 'Polling Frequency',
-  retentionPeriod: 'Retention Period',
-  backfillDays: 'Backfill Days',
-  description: 'Description',
-  lastIngestion: 'Last Ingestion',
-  actions: 'Actions',
-};
+/** columnLabels names every column; the chooser uses it. */
+const columnLabels: Record<string, string> = feedColumnLabels;
 
 /** sortField maps a column to the API's order field. */
 const sortField: Record<string, FeedOrderField> = {
@@ -89,8 +78,6 @@ export function FeedsPage() {
   const setState = (next: FeedTableState) => setParams(feedStateToParams(next));
   const [searchText, setSearchText] = useState(state.search);
   const debouncedSearch = useDebounced(searchText, 300);
-  const [pageSize, setPageSize] = useState(25);
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const [visibility, setVisibility] = useState<VisibilityState>(loadVisibility);
   const [showFilters, setShowFilters] = useState(false);
   const [editing, setEditing] = useState<FeedRowFragment | 'new' | 'newPremium' | null>(null);
@@ -123,13 +110,11 @@ export function FeedsPage() {
   }, [debouncedSearch]);
   useEffect(() => setSearchText(state.search), [state.search]);
   // Any change of what is shown starts again from the first page.
-  const stateKey = params.toString();
-  useEffect(() => setCursors([null]), [stateKey, pageSize]);
+  const pages = useCursorPages(params.toString(), 25);
   useEffect(() => localStorage.setItem(VISIBILITY_KEY, JSON.stringify(visibility)), [visibility]);
 
   const live = useSyncExternalStore(liveConnection.subscribe, liveConnection.get);
-  const after = cursors[cursors.length - 1];
-  const vars = feedQueryVariables(state, pageSize, after);
+  const vars = feedQueryVariables(state, pages.first, pages.after);
   const feeds = useQuery({
     queryKey: ['feeds', vars],
     queryFn: () => request(FeedsQuery, vars),
@@ -250,14 +235,12 @@ export function FeedsPage() {
   const nActive = activeFilterCount(state);
 
   return (
-    <section className="page" aria-labelledby="feeds-title">
-      <div className="page-head">
-        <div>
-          <h1 id="feeds-title">Feeds</h1>
-          <p className="muted">Threat-intelligence sources, their status and schedule.</p>
-        </div>
-        <CreateMenu onCustom={() => setEditing('new')} onPremium={() => setEditing('newPremium')} />
-      </div>
+    <Page
+      id="feeds"
+      title="Feeds"
+      description="Threat-intelligence sources, their status and schedule."
+      actions={<CreateMenu onCustom={() => setEditing('new')} onPremium={() => setEditing('newPremium')} />}
+    >
 
       <div className="toolbar">
         <input
@@ -309,77 +292,32 @@ export function FeedsPage() {
           />
         )}
         <div className="table-area">
-          {feeds.isPending ? (
-            <Spinner label="Loading feeds…" />
-          ) : feeds.error && !data ? (
-            <ErrorBox error={errorMessage(feeds.error)} onRetry={() => void feeds.refetch()} />
-          ) : data && data.nodes.length === 0 ? (
-            <EmptyState title={nActive || state.search ? 'No feed matches.' : 'No feeds yet.'}>
-              {nActive || state.search ? (
-                <button type="button" className="btn" onClick={() => { setSearchText(''); setState({ search: '', filter: {} }); }}>
-                  Clear search and filters
-                </button>
-              ) : (
-                <button type="button" className="btn btn-primary" onClick={() => setEditing('new')}>
-                  Create a custom feed
-                </button>
-              )}
-            </EmptyState>
-          ) : (
-            <>
-              <div className="table-wrap">
-                <table className="data-table" aria-label="Feeds" aria-busy={feeds.isFetching}>
-                  <thead>
-                    {table.getHeaderGroups().map((hg) => (
-                      <tr key={hg.id}>
-                        {hg.headers.map((h) => {
-                          const canSort = !!sortField[h.column.id];
-                          const dir = h.column.getIsSorted();
-                          return (
-                            <th key={h.id} aria-sort={dir === 'asc' ? 'ascending' : dir === 'desc' ? 'descending' : undefined} className={`col-${h.column.id}`}>
-                              {canSort ? (
-                                <button type="button" className="th-sort" onClick={h.column.getToggleSortingHandler()}>
-                                  {flexRender(h.column.columnDef.header, h.getContext())}
-                                  <span className="sort-ind" aria-hidden="true">
-                                    {dir === 'asc' ? '▲' : dir === 'desc' ? '▼' : '↕'}
-                                  </span>
-                                </button>
-                              ) : (
-                                flexRender(h.column.columnDef.header, h.getContext())
-                              )}
-                            </th>
-                          );
-                        })}
-                      </tr>
-                    ))}
-                  </thead>
-                  <tbody>
-                    {table.getRowModel().rows.map((r) => (
-                      <tr key={r.id} data-feed-name={r.original.name}>
-                        {r.getVisibleCells().map((c) => (
-                          <td key={c.id} className={`col-${c.column.id}`} data-label={columnLabels[c.column.id]}>
-                            {flexRender(c.column.columnDef.cell, c.getContext())}
-                          </td>
-                        ))}
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              {data && (
-                <Pager
-                  total={data.totalCount}
-                  pageIndex={cursors.length - 1}
-                  pageSize={pageSize}
-                  hasNext={data.pageInfo.hasNextPage}
-                  onPrev={() => setCursors((cs) => cs.slice(0, -1))}
-                  onNext={() => setCursors((cs) => [...cs, data.pageInfo.endCursor ?? null])}
-                  onPageSize={setPageSize}
-                  noun="feeds"
-                />
-              )}
-            </>
-          )}
+          <QueryView
+            query={feeds}
+            stale
+            loading="Loading feeds…"
+            isEmpty={(d) => d.feeds.nodes.length === 0}
+            empty={
+              <EmptyState title={nActive || state.search ? 'No feed matches.' : 'No feeds yet.'}>
+                {nActive || state.search ? (
+                  <button type="button" className="btn" onClick={() => { setSearchText(''); setState({ search: '', filter: {} }); }}>
+                    Clear search and filters
+                  </button>
+                ) : (
+                  <button type="button" className="btn btn-primary" onClick={() => setEditing('new')}>
+                    Create a custom feed
+                  </button>
+                )}
+              </EmptyState>
+            }
+          >
+            {(d) => (
+              <>
+                <DataTable table={table} label="Feeds" busy={feeds.isFetching} sortable={(id) => !!sortField[id]} row={(f) => ({ 'data-feed-name': f.name })} />
+                <CursorPager pages={pages} connection={d.feeds} noun="feeds" resizable />
+              </>
+            )}
+          </QueryView>
         </div>
       </div>
       {editing === 'newPremium' ? (
@@ -388,7 +326,7 @@ export function FeedsPage() {
         editing && <FeedForm feed={editing === 'new' ? undefined : editing} onClose={() => setEditing(null)} />
       )}
       {confirm.dialog}
-    </section>
+    </Page>
   );
 }
 

@@ -1,14 +1,16 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { createColumnHelper, flexRender, getCoreRowModel, useReactTable } from '@tanstack/react-table';
+import { createColumnHelper, getCoreRowModel, useReactTable } from '@tanstack/react-table';
 import { useEffect, useMemo, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { FeedOptionsQuery, IocQuery, IocsQuery } from '../api';
-import { Drawer, EmptyState, ErrorBox, Pager, Spinner, useDebounced } from '../components/ui';
+import { DataTable } from '../components/dataTable';
+import { CursorPager, Drawer, EmptyState, ErrorBox, Page, QueryView, Spinner, useDebounced } from '../components/ui';
 import { IocLookup } from './IocLookup';
 import type { IocsQuery as IocsResult, IocType } from '../gql/graphql';
 import { errorMessage } from '../lib/errors';
 import { formatDateTime, formatRelative, fromDateTimeLocal, toDateTimeLocal } from '../lib/format';
 import { iocExportURL } from '../lib/exportCsv';
+import { useCursorPages } from '../lib/cursorPages';
 import { request } from '../lib/graphql';
 import {
   emptyIocTableState,
@@ -34,7 +36,6 @@ export function IocsPage() {
   const [tagText, setTagText] = useState(state.tag);
   const debouncedSearch = useDebounced(searchText, 300);
   const debouncedTag = useDebounced(tagText, 300);
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const [openId, setOpenId] = useState<string | null>(null);
   const [showLookup, setShowLookup] = useState(false);
 
@@ -46,10 +47,10 @@ export function IocsPage() {
     setSearchText(state.search);
     setTagText(state.tag);
   }, [state.search, state.tag]);
-  const stateKey = params.toString();
-  useEffect(() => setCursors([null]), [stateKey]);
+  // Any change of what is shown starts again from the first page.
+  const pages = useCursorPages(params.toString(), PAGE_SIZE);
 
-  const vars = { filter: iocFilterInput(state), first: PAGE_SIZE, after: cursors[cursors.length - 1] ?? undefined };
+  const vars = { filter: iocFilterInput(state), first: pages.first, after: pages.after };
   const iocs = useQuery({
     queryKey: ['iocs', vars],
     queryFn: () => request(IocsQuery, vars),
@@ -94,12 +95,11 @@ export function IocsPage() {
   const filtering = !!iocFilterInput(state);
 
   return (
-    <section className="page" aria-labelledby="iocs-title">
-      <div className="page-head">
-        <div>
-          <h1 id="iocs-title">Indicators of compromise</h1>
-          <p className="muted">Every indicator the feeds brought in, deduplicated, with its sightings.</p>
-        </div>
+    <Page
+      id="iocs"
+      title="Indicators of compromise"
+      description="Every indicator the feeds brought in, deduplicated, with its sightings."
+      actions={
         <div className="row-actions">
           <button type="button" className={showLookup ? 'btn btn-toggle active' : 'btn btn-toggle'} aria-expanded={showLookup} onClick={() => setShowLookup((v) => !v)}>
             Bulk lookup
@@ -117,7 +117,8 @@ export function IocsPage() {
             </div>
           </details>
         </div>
-      </div>
+      }
+    >
       {showLookup && <IocLookup onOpen={setOpenId} />}
       <form className="filters-bar" role="search" aria-label="Filter indicators" onSubmit={(e) => e.preventDefault()}>
         <label className="stack-label grow">
@@ -173,55 +174,26 @@ export function IocsPage() {
         )}
       </form>
 
-      {iocs.isPending ? (
-        <Spinner label="Loading indicators…" />
-      ) : iocs.error && !data ? (
-        <ErrorBox error={errorMessage(iocs.error)} onRetry={() => void iocs.refetch()} />
-      ) : data && data.nodes.length === 0 ? (
-        <EmptyState title={filtering ? 'No indicator matches.' : 'No indicators yet.'}>
-          <p className="muted">{filtering ? 'Loosen the filters to see more.' : <>Indicators appear here once a <Link to="/feeds">feed</Link> has run.</>}</p>
-        </EmptyState>
-      ) : (
-        <>
-          <div className="table-wrap">
-            <table className="data-table" aria-label="Indicators" aria-busy={iocs.isFetching}>
-              <thead>
-                {table.getHeaderGroups().map((hg) => (
-                  <tr key={hg.id}>
-                    {hg.headers.map((h) => (
-                      <th key={h.id} className={`col-${h.column.id}`}>{flexRender(h.column.columnDef.header, h.getContext())}</th>
-                    ))}
-                  </tr>
-                ))}
-              </thead>
-              <tbody>
-                {table.getRowModel().rows.map((r) => (
-                  <tr key={r.id} data-ioc-value={r.original.value}>
-                    {r.getVisibleCells().map((c) => (
-                      <td key={c.id} className={`col-${c.column.id}`} data-label={String(c.column.columnDef.header)}>
-                        {flexRender(c.column.columnDef.cell, c.getContext())}
-                      </td>
-                    ))}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          {data && (
-            <Pager
-              total={data.totalCount}
-              pageIndex={cursors.length - 1}
-              pageSize={PAGE_SIZE}
-              hasNext={data.pageInfo.hasNextPage}
-              onPrev={() => setCursors((cs) => cs.slice(0, -1))}
-              onNext={() => setCursors((cs) => [...cs, data.pageInfo.endCursor ?? null])}
-              noun="indicators"
-            />
-          )}
-        </>
-      )}
+      <QueryView
+        query={iocs}
+        stale
+        loading="Loading indicators…"
+        isEmpty={(d) => d.iocs.nodes.length === 0}
+        empty={
+          <EmptyState title={filtering ? 'No indicator matches.' : 'No indicators yet.'}>
+            <p className="muted">{filtering ? 'Loosen the filters to see more.' : <>Indicators appear here once a <Link to="/feeds">feed</Link> has run.</>}</p>
+          </EmptyState>
+        }
+      >
+        {(d) => (
+          <>
+            <DataTable table={table} label="Indicators" busy={iocs.isFetching} row={(i) => ({ 'data-ioc-value': i.value })} />
+            <CursorPager pages={pages} connection={d.iocs} noun="indicators" />
+          </>
+        )}
+      </QueryView>
       {openId && <IocDrawer id={openId} onClose={() => setOpenId(null)} />}
-    </section>
+    </Page>
   );
 }
 

@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { useAuth } from '../auth';
+import { Field } from '../components/ui';
 import { ApiError } from '../lib/graphql';
 import { errorMessage } from '../lib/errors';
 
@@ -35,30 +36,12 @@ export function LoginPage() {
             {error}
           </div>
         )}
-        <div className="field">
-          <label htmlFor="login-user">Username</label>
-          <input
-            id="login-user"
-            name="username"
-            autoComplete="username"
-            required
-            autoFocus
-            value={username}
-            onChange={(e) => setUsername(e.target.value)}
-          />
-        </div>
-        <div className="field">
-          <label htmlFor="login-pass">Password</label>
-          <input
-            id="login-pass"
-            name="password"
-            type="password"
-            autoComplete="current-password"
-            required
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-          />
-        </div>
+        <Field label="Username">
+          {(id) => <input id={id} name="username" autoComplete="username" required autoFocus value={username} onChange={(e) => setUsername(e.target.value)} />}
+        </Field>
+        <Field label="Password">
+          {(id) => <input id={id} name="password" type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />}
+        </Field>
         <button type="submit" className="btn btn-primary btn-block" disabled={busy}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>

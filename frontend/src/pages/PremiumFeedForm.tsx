@@ -1,11 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { CreatePremiumFeedMutation, PremiumFeedCountsQuery, PremiumFeedKindsQuery, UpdateFeedMutation } from '../api';
-import { ErrorBox, Field, Modal, Spinner } from '../components/ui';
+import { ErrorBox, Field, FormModal, Spinner } from '../components/ui';
 import { useToast } from '../components/toast';
 import type { FeedRowFragment, FeedUpdateInput, PremiumFeedInput } from '../gql/graphql';
 import { fieldErrors, formError, type FieldErrors } from '../lib/errors';
 import { request } from '../lib/graphql';
+import { useInvalidateFeeds } from './feedActions';
 import {
   creatableKinds,
   initialPremiumValues,
@@ -36,15 +37,6 @@ export function useCreatablePremiumKinds() {
   return { data, isPending: kinds.isPending || counts.isPending, error: kinds.error ?? counts.error };
 }
 
-function useInvalidateFeeds() {
-  const qc = useQueryClient();
-  return () => {
-    void qc.invalidateQueries({ queryKey: ['feeds'] });
-    void qc.invalidateQueries({ queryKey: ['feed'] });
-    void qc.invalidateQueries({ queryKey: ['feedFacets'] });
-  };
-}
-
 /** PremiumFeedForm edits a premium feed with the inputs its kind allows. */
 export function PremiumFeedForm(props: { feed: FeedRowFragment; onClose: () => void; onSaved?: (f: FeedRowFragment) => void }) {
   const kinds = usePremiumKinds();
@@ -58,44 +50,30 @@ export function PremiumFeedForm(props: { feed: FeedRowFragment; onClose: () => v
   return <EditForm {...props} spec={premiumFormSpec(kind, props.feed)} title={title} />;
 }
 
+/** Shell is the form's dialog while the form cannot be shown: loading, or why not. */
 function Shell(props: { title: string; onClose: () => void; body: ReactNode }) {
   return (
-    <Modal
-      title={props.title}
-      onClose={props.onClose}
-      footer={
-        <button type="button" className="btn" onClick={props.onClose}>
-          Cancel
-        </button>
-      }
-    >
+    <FormModal title={props.title} onClose={props.onClose}>
       {props.body}
-    </Modal>
+    </FormModal>
   );
 }
 
 function EditForm(props: { feed: FeedRowFragment; spec: PremiumFormSpec; title: string; onClose: () => void; onSaved?: (f: FeedRowFragment) => void }) {
   const { feed, spec } = props;
   const [initial] = useState(() => initialPremiumValues(spec, feed));
-  const [values, setValues] = useState<PremiumValues>(initial);
   const [clear, setClear] = useState<ReadonlySet<PremiumInputKey>>(new Set());
-  const [localErrors, setLocalErrors] = useState<FieldErrors>({});
   const toast = useToast();
-  const invalidate = useInvalidateFeeds();
-  const save = useMutation({
-    mutationFn: async (input: FeedUpdateInput) => (await request(UpdateFeedMutation, { id: feed.id, input })).updateFeed,
-    onSuccess: (f) => {
-      toast.success(`${f.name} saved`);
-      invalidate();
-      props.onSaved?.(f);
-      props.onClose();
-    },
-  });
+  const { values, save, checked, status } = usePremiumForm(
+    initial,
+    props,
+    async (input: FeedUpdateInput) => (await request(UpdateFeedMutation, { id: feed.id, input })).updateFeed,
+    (f) => toast.success(`${f.name} saved`),
+  );
   const submit = (e: FormEvent) => {
     e.preventDefault();
     const { input, errors } = premiumUpdateInput(spec, initial, values, clear);
-    setLocalErrors(errors);
-    if (Object.keys(errors).length > 0) return;
+    if (!checked(errors)) return;
     if (Object.keys(input).length === 0) {
       toast.info('Nothing changed');
       props.onClose();
@@ -107,13 +85,9 @@ function EditForm(props: { feed: FeedRowFragment; spec: PremiumFormSpec; title: 
     <PremiumFormModal
       spec={spec}
       title={props.title}
-      values={values}
-      setValues={setValues}
       clear={clear}
       setClear={setClear}
-      error={save.error}
-      localErrors={localErrors}
-      busy={save.isPending}
+      {...status}
       submitLabel="Save"
       onSubmit={submit}
       onClose={props.onClose}
@@ -149,26 +123,21 @@ function CreateForm(props: {
   const [kindName, setKindName] = useState(firstOpen.kind.kind);
   const choice = props.choices.find((c) => c.kind.kind === kindName) ?? firstOpen;
   const spec = premiumFormSpec(choice.kind);
-  const [values, setValues] = useState<PremiumValues>(() => initialPremiumValues(spec));
-  const [localErrors, setLocalErrors] = useState<FieldErrors>({});
   const toast = useToast();
   const qc = useQueryClient();
-  const invalidate = useInvalidateFeeds();
-  const save = useMutation({
-    mutationFn: async (input: PremiumFeedInput) => (await request(CreatePremiumFeedMutation, { input })).createPremiumFeed,
-    onSuccess: (f) => {
+  const { values, setValues, save, checked, status } = usePremiumForm(
+    () => initialPremiumValues(spec),
+    props,
+    async (input: PremiumFeedInput) => (await request(CreatePremiumFeedMutation, { input })).createPremiumFeed,
+    (f) => {
       toast.success(`${f.name} created; enable it to start fetching`);
-      invalidate();
       void qc.invalidateQueries({ queryKey: ['premiumFeedCounts'] });
-      props.onSaved?.(f);
-      props.onClose();
     },
-  });
+  );
   const submit = (e: FormEvent) => {
     e.preventDefault();
     const { input, errors } = premiumCreateInput(spec, values);
-    setLocalErrors(errors);
-    if (Object.keys(errors).length === 0) save.mutate(input);
+    if (checked(errors)) save.mutate(input);
   };
   const picker =
     props.choices.length > 1 ? (
@@ -205,11 +174,7 @@ function CreateForm(props: {
     <PremiumFormModal
       spec={spec}
       title={props.title}
-      values={values}
-      setValues={setValues}
-      error={save.error}
-      localErrors={localErrors}
-      busy={save.isPending}
+      {...status}
       disabled={choice.full}
       submitLabel="Create feed"
       onSubmit={submit}
@@ -222,6 +187,43 @@ function CreateForm(props: {
       }
     />
   );
+}
+
+/**
+ * usePremiumForm is what the edit and create forms share: the values, the
+ * errors found before sending, the save, and what follows it (saved, a
+ * refresh, onSaved, close).
+ */
+function usePremiumForm<I>(
+  initial: PremiumValues | (() => PremiumValues),
+  props: { onClose: () => void; onSaved?: (f: FeedRowFragment) => void },
+  send: (input: I) => Promise<FeedRowFragment>,
+  saved: (f: FeedRowFragment) => void,
+) {
+  const [values, setValues] = useState<PremiumValues>(initial);
+  const [localErrors, setLocalErrors] = useState<FieldErrors>({});
+  const invalidate = useInvalidateFeeds();
+  const save = useMutation({
+    mutationFn: send,
+    onSuccess: (f) => {
+      saved(f);
+      invalidate();
+      props.onSaved?.(f);
+      props.onClose();
+    },
+  });
+  return {
+    values,
+    setValues,
+    save,
+    /** checked shows the errors found before sending; it is true when there are none. */
+    checked: (errors: FieldErrors) => {
+      setLocalErrors(errors);
+      return Object.keys(errors).length === 0;
+    },
+    /** status is what PremiumFormModal shows of the save. */
+    status: { values, setValues, error: save.error, localErrors, busy: save.isPending },
+  };
 }
 
 /** PremiumFormModal renders a form spec: inputs, read-only facts, hints and the server's errors beside the fields. */
@@ -247,19 +249,13 @@ function PremiumFormModal(props: {
   const topError = formError(props.error, shown);
   const kind = spec.kind;
   return (
-    <Modal
+    <FormModal
       title={props.title}
       onClose={props.onClose}
-      footer={
-        <>
-          <button type="button" className="btn" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" form="premium-feed-form" className="btn btn-primary" disabled={props.busy || props.disabled}>
-            {props.busy ? 'Saving…' : props.submitLabel}
-          </button>
-        </>
-      }
+      form="premium-feed-form"
+      submitLabel={props.submitLabel}
+      busy={props.busy}
+      disabled={props.disabled}
     >
       <form id="premium-feed-form" className="form-grid" onSubmit={props.onSubmit} noValidate data-premium-kind={kind.kind}>
         <p className="span-2 muted premium-kind-line">
@@ -312,7 +308,7 @@ function PremiumFormModal(props: {
           </p>
         )}
       </form>
-    </Modal>
+    </FormModal>
   );
 }
 

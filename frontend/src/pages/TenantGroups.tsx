@@ -7,114 +7,65 @@ import {
   TenantsQuery,
   UpdateTenantGroupMutation,
 } from '../api';
-import { ConfirmDialog, EmptyState, ErrorBox, Field, Modal, Spinner } from '../components/ui';
+import { RecordsPage, type RecordColumn } from '../components/crud';
+import { ErrorBox, Field, FormModal, Spinner } from '../components/ui';
 import { useToast } from '../components/toast';
 import type { TenantGroupFieldsFragment } from '../gql/graphql';
 import { errorMessage, fieldErrors, formError } from '../lib/errors';
 import { formatDateTime } from '../lib/format';
 import { request } from '../lib/graphql';
+import { tenancyQueries } from './Tenants';
 
 /** TenantGroupsPage lists groups of tenants, with create, edit (membership) and delete. */
 export function TenantGroupsPage() {
   const q = useQuery({ queryKey: ['tenantGroups'], queryFn: () => request(TenantGroupsQuery) });
-  const [editing, setEditing] = useState<TenantGroupFieldsFragment | 'new' | null>(null);
-  const [deleting, setDeleting] = useState<TenantGroupFieldsFragment | null>(null);
-  const qc = useQueryClient();
-  const toast = useToast();
-  const del = useMutation({
-    mutationFn: (g: TenantGroupFieldsFragment) => request(DeleteTenantGroupMutation, { id: g.id }),
-    onSuccess: (_d, g) => toast.success(`Group ${g.name} deleted; its tenants remain`),
-    onError: (err) => toast.error(errorMessage(err)),
-    onSettled: () => {
-      setDeleting(null);
-      void qc.invalidateQueries({ queryKey: ['tenantGroups'] });
-      void qc.invalidateQueries({ queryKey: ['tenants'] });
-    },
-  });
-
   return (
-    <section className="page" aria-labelledby="groups-title">
-      <div className="page-head">
-        <div>
-          <h1 id="groups-title">Tenant groups</h1>
-          <p className="muted">Named containers of tenants.</p>
-        </div>
-        <button type="button" className="btn btn-primary" onClick={() => setEditing('new')}>
-          + New group
-        </button>
-      </div>
-      {q.isPending ? (
-        <Spinner label="Loading groups…" />
-      ) : q.error ? (
-        <ErrorBox error={errorMessage(q.error)} onRetry={() => void q.refetch()} />
-      ) : q.data.tenantGroups.length === 0 ? (
-        <EmptyState title="No tenant groups yet.">
-          <p className="muted">A group needs at least one tenant.</p>
-          <button type="button" className="btn btn-primary" onClick={() => setEditing('new')}>
-            Create a group
-          </button>
-        </EmptyState>
-      ) : (
-        <div className="table-wrap">
-          <table className="data-table" aria-label="Tenant groups">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>ID</th>
-                <th>Tenants</th>
-                <th>Updated</th>
-                <th>Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {q.data.tenantGroups.map((g) => (
-                <tr key={g.id} data-group-name={g.name}>
-                  <td data-label="Name">
-                    <span className="group-name">
-                      {g.logo && <img src={g.logo} alt="" width={20} height={20} />}
-                      <strong>{g.name}</strong>
-                    </span>
-                  </td>
-                  <td data-label="ID" className="mono">{g.id}</td>
-                  <td data-label="Tenants" data-testid="group-members">
-                    <span className="tags">
-                      {g.tenants.map((t) => (
-                        <span key={t.id} className="tag">{t.name}</span>
-                      ))}
-                    </span>
-                  </td>
-                  <td data-label="Updated">{formatDateTime(g.updatedAt)}</td>
-                  <td data-label="Actions">
-                    <div className="row-actions">
-                      <button type="button" className="btn btn-small" onClick={() => setEditing(g)} aria-label={`Edit ${g.name}`}>
-                        Edit
-                      </button>
-                      <button type="button" className="btn btn-small btn-danger-ghost" onClick={() => setDeleting(g)} aria-label={`Delete ${g.name}`}>
-                        Delete
-                      </button>
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {editing && <GroupForm group={editing === 'new' ? undefined : editing} onClose={() => setEditing(null)} />}
-      {deleting && (
-        <ConfirmDialog
-          title="Delete group?"
-          message={`Delete ${deleting.name}? Only the group goes; its ${deleting.tenants.length} tenants remain.`}
-          confirmLabel="Delete"
-          danger
-          busy={del.isPending}
-          onCancel={() => setDeleting(null)}
-          onConfirm={() => del.mutate(deleting)}
-        />
-      )}
-    </section>
+    <RecordsPage
+      id="groups"
+      title="Tenant groups"
+      description="Named containers of tenants."
+      newLabel="+ New group"
+      query={q}
+      records={(d) => d.tenantGroups}
+      loading="Loading groups…"
+      empty={{ title: 'No tenant groups yet.', note: 'A group needs at least one tenant.', createLabel: 'Create a group' }}
+      table={{ label: 'Tenant groups', columns: groupColumns, row: (g) => ({ 'data-group-name': g.name }) }}
+      remove={{
+        remove: (g) => request(DeleteTenantGroupMutation, { id: g.id }),
+        title: 'Delete group?',
+        message: (g) => `Delete ${g.name}? Only the group goes; its ${g.tenants.length} tenants remain.`,
+        deleted: (g) => `Group ${g.name} deleted; its tenants remain`,
+        invalidate: tenancyQueries,
+      }}
+      form={(g, onClose) => <GroupForm group={g} onClose={onClose} />}
+    />
   );
 }
+
+const groupColumns: RecordColumn<TenantGroupFieldsFragment>[] = [
+  {
+    header: 'Name',
+    cell: (g) => (
+      <span className="group-name">
+        {g.logo && <img src={g.logo} alt="" width={20} height={20} />}
+        <strong>{g.name}</strong>
+      </span>
+    ),
+  },
+  { header: 'ID', td: { className: 'mono' }, cell: (g) => g.id },
+  {
+    header: 'Tenants',
+    td: { 'data-testid': 'group-members' },
+    cell: (g) => (
+      <span className="tags">
+        {g.tenants.map((t) => (
+          <span key={t.id} className="tag">{t.name}</span>
+        ))}
+      </span>
+    ),
+  },
+  { header: 'Updated', cell: (g) => formatDateTime(g.updatedAt) },
+];
 
 function GroupForm(props: { group?: TenantGroupFieldsFragment; onClose: () => void }) {
   const { group } = props;
@@ -133,8 +84,7 @@ function GroupForm(props: { group?: TenantGroupFieldsFragment; onClose: () => vo
     },
     onSuccess: (g) => {
       toast.success(group ? `Group ${g.name} saved` : `Group ${g.name} created`);
-      void qc.invalidateQueries({ queryKey: ['tenantGroups'] });
-      void qc.invalidateQueries({ queryKey: ['tenants'] });
+      for (const queryKey of tenancyQueries) void qc.invalidateQueries({ queryKey });
       props.onClose();
     },
   });
@@ -147,17 +97,12 @@ function GroupForm(props: { group?: TenantGroupFieldsFragment; onClose: () => vo
   const toggle = (id: string) => setMembers((m) => (m.includes(id) ? m.filter((x) => x !== id) : [...m, id]));
 
   return (
-    <Modal
+    <FormModal
       title={group ? `Edit group ${group.name}` : 'New tenant group'}
       onClose={props.onClose}
-      footer={
-        <>
-          <button type="button" className="btn" onClick={props.onClose}>Cancel</button>
-          <button type="submit" form="group-form" className="btn btn-primary" disabled={save.isPending}>
-            {save.isPending ? 'Saving…' : group ? 'Save' : 'Create group'}
-          </button>
-        </>
-      }
+      form="group-form"
+      submitLabel={group ? 'Save' : 'Create group'}
+      busy={save.isPending}
     >
       <form id="group-form" className="form-grid" onSubmit={submit} noValidate>
         {top && <div className="error-box span-2" role="alert">{top}</div>}
@@ -192,6 +137,6 @@ function GroupForm(props: { group?: TenantGroupFieldsFragment; onClose: () => vo
           )}
         </fieldset>
       </form>
-    </Modal>
+    </FormModal>
   );
 }

@@ -1,114 +1,68 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { CreateTenantMutation, DeleteTenantMutation, TenantsQuery, UpdateTenantMutation } from '../api';
-import { ConfirmDialog, EmptyState, ErrorBox, Field, Modal, Spinner } from '../components/ui';
+import { RecordsPage, type RecordColumn } from '../components/crud';
+import { Field, FormModal } from '../components/ui';
 import { useToast } from '../components/toast';
 import type { TenantFieldsFragment, TenantInput } from '../gql/graphql';
-import { errorMessage, fieldErrors, formError } from '../lib/errors';
+import { fieldErrors, formError } from '../lib/errors';
 import { formatDateTime } from '../lib/format';
 import { request } from '../lib/graphql';
 
 /** TenantsPage lists the MSSP's tenants, with create, edit and delete. */
 export function TenantsPage() {
   const q = useQuery({ queryKey: ['tenants'], queryFn: () => request(TenantsQuery) });
-  const [editing, setEditing] = useState<TenantFieldsFragment | 'new' | null>(null);
-  const [deleting, setDeleting] = useState<TenantFieldsFragment | null>(null);
-  const qc = useQueryClient();
-  const toast = useToast();
-  const del = useMutation({
-    mutationFn: (t: TenantFieldsFragment) => request(DeleteTenantMutation, { id: t.id }),
-    onSuccess: (_d, t) => toast.success(`Tenant ${t.name} deleted`),
-    onError: (err) => toast.error(errorMessage(err)),
-    onSettled: () => {
-      setDeleting(null);
-      void qc.invalidateQueries({ queryKey: ['tenants'] });
-      void qc.invalidateQueries({ queryKey: ['tenantGroups'] });
-    },
-  });
-
   return (
-    <section className="page" aria-labelledby="tenants-title">
-      <div className="page-head">
-        <div>
-          <h1 id="tenants-title">Tenants</h1>
-          <p className="muted">Customers served, with their contact, authentication and ingestion settings.</p>
-        </div>
-        <button type="button" className="btn btn-primary" onClick={() => setEditing('new')}>
-          + New tenant
-        </button>
-      </div>
-      {q.isPending ? (
-        <Spinner label="Loading tenants…" />
-      ) : q.error ? (
-        <ErrorBox error={errorMessage(q.error)} onRetry={() => void q.refetch()} />
-      ) : q.data.tenants.length === 0 ? (
-        <EmptyState title="No tenants yet.">
-          <button type="button" className="btn btn-primary" onClick={() => setEditing('new')}>
-            Create the first tenant
-          </button>
-        </EmptyState>
-      ) : (
-        <div className="table-wrap">
-          <table className="data-table" aria-label="Tenants">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>ID</th>
-                <th>Contact</th>
-                <th>Group</th>
-                <th>Authentication</th>
-                <th className="num">Users</th>
-                <th>Created</th>
-                <th>Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {q.data.tenants.map((t) => (
-                <tr key={t.id} data-tenant-name={t.name}>
-                  <td data-label="Name"><strong>{t.name}</strong></td>
-                  <td data-label="ID" className="mono">{t.id}</td>
-                  <td data-label="Contact">
-                    {t.contact}
-                    {t.contactEmail && <div className="muted small">{t.contactEmail}</div>}
-                  </td>
-                  <td data-label="Group">{t.groupName || <span className="muted">—</span>}</td>
-                  <td data-label="Authentication">
-                    {t.authenticationMethod}
-                    {t.mfaEnabled && <span className="badge">MFA</span>}
-                  </td>
-                  <td data-label="Users" className="num">{t.userNum}</td>
-                  <td data-label="Created">{formatDateTime(t.createdAt)}</td>
-                  <td data-label="Actions">
-                    <div className="row-actions">
-                      <button type="button" className="btn btn-small" onClick={() => setEditing(t)} aria-label={`Edit ${t.name}`}>
-                        Edit
-                      </button>
-                      <button type="button" className="btn btn-small btn-danger-ghost" onClick={() => setDeleting(t)} aria-label={`Delete ${t.name}`}>
-                        Delete
-                      </button>
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {editing && <TenantForm tenant={editing === 'new' ? undefined : editing} onClose={() => setEditing(null)} />}
-      {deleting && (
-        <ConfirmDialog
-          title="Delete tenant?"
-          message={`Delete ${deleting.name}? If it is the last tenant of its group, the group is deleted too.`}
-          confirmLabel="Delete"
-          danger
-          busy={del.isPending}
-          onCancel={() => setDeleting(null)}
-          onConfirm={() => del.mutate(deleting)}
-        />
-      )}
-    </section>
+    <RecordsPage
+      id="tenants"
+      title="Tenants"
+      description="Customers served, with their contact, authentication and ingestion settings."
+      newLabel="+ New tenant"
+      query={q}
+      records={(d) => d.tenants}
+      loading="Loading tenants…"
+      empty={{ title: 'No tenants yet.', createLabel: 'Create the first tenant' }}
+      table={{ label: 'Tenants', columns: tenantColumns, row: (t) => ({ 'data-tenant-name': t.name }) }}
+      remove={{
+        remove: (t) => request(DeleteTenantMutation, { id: t.id }),
+        title: 'Delete tenant?',
+        message: (t) => `Delete ${t.name}? If it is the last tenant of its group, the group is deleted too.`,
+        deleted: (t) => `Tenant ${t.name} deleted`,
+        invalidate: tenancyQueries,
+      }}
+      form={(t, onClose) => <TenantForm tenant={t} onClose={onClose} />}
+    />
   );
 }
+
+const tenantColumns: RecordColumn<TenantFieldsFragment>[] = [
+  { header: 'Name', cell: (t) => <strong>{t.name}</strong> },
+  { header: 'ID', td: { className: 'mono' }, cell: (t) => t.id },
+  {
+    header: 'Contact',
+    cell: (t) => (
+      <>
+        {t.contact}
+        {t.contactEmail && <div className="muted small">{t.contactEmail}</div>}
+      </>
+    ),
+  },
+  { header: 'Group', cell: (t) => t.groupName || <span className="muted">—</span> },
+  {
+    header: 'Authentication',
+    cell: (t) => (
+      <>
+        {t.authenticationMethod}
+        {t.mfaEnabled && <span className="badge">MFA</span>}
+      </>
+    ),
+  },
+  { header: 'Users', num: true, cell: (t) => t.userNum },
+  { header: 'Created', cell: (t) => formatDateTime(t.createdAt) },
+];
+
+/** tenancyQueries are the queries a change of a tenant or a group makes stale: each lists the other. */
+export const tenancyQueries = [['tenants'], ['tenantGroups']];
 
 interface Values {
   name: string;
@@ -189,8 +143,7 @@ function TenantForm(props: { tenant?: TenantFieldsFragment; onClose: () => void 
         : request(CreateTenantMutation, { input: tenantInput(v) }).then((r) => r.createTenant),
     onSuccess: (t) => {
       toast.success(tenant ? `Tenant ${t.name} saved` : `Tenant ${t.name} created`);
-      void qc.invalidateQueries({ queryKey: ['tenants'] });
-      void qc.invalidateQueries({ queryKey: ['tenantGroups'] });
+      for (const queryKey of tenancyQueries) void qc.invalidateQueries({ queryKey });
       props.onClose();
     },
   });
@@ -210,18 +163,13 @@ function TenantForm(props: { tenant?: TenantFieldsFragment; onClose: () => void 
   );
 
   return (
-    <Modal
+    <FormModal
       title={tenant ? `Edit tenant ${tenant.name}` : 'New tenant'}
       wide
       onClose={props.onClose}
-      footer={
-        <>
-          <button type="button" className="btn" onClick={props.onClose}>Cancel</button>
-          <button type="submit" form="tenant-form" className="btn btn-primary" disabled={save.isPending}>
-            {save.isPending ? 'Saving…' : tenant ? 'Save' : 'Create tenant'}
-          </button>
-        </>
-      }
+      form="tenant-form"
+      submitLabel={tenant ? 'Save' : 'Create tenant'}
+      busy={save.isPending}
     >
       <form id="tenant-form" className="form-grid" onSubmit={submit} noValidate>
         {top && <div className="error-box span-2" role="alert">{top}</div>}
@@ -281,6 +229,6 @@ function TenantForm(props: { tenant?: TenantFieldsFragment; onClose: () => void 
           </fieldset>
         )}
       </form>
-    </Modal>
+    </FormModal>
   );
 }

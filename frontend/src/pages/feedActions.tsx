@@ -14,15 +14,21 @@ import { errorMessage, labelledErrorMessage } from '../lib/errors';
 import { labelOfKey } from '../lib/premiumForm';
 import { request } from '../lib/graphql';
 
-/** useFeedMutations bundles the feed actions with their toasts and cache refresh. */
-export function useFeedMutations() {
+/** useInvalidateFeeds refreshes what shows feeds after one changed: the table, a feed's page, the filter counts. */
+export function useInvalidateFeeds() {
   const qc = useQueryClient();
-  const toast = useToast();
-  const refresh = () => {
+  return () => {
     void qc.invalidateQueries({ queryKey: ['feeds'] });
     void qc.invalidateQueries({ queryKey: ['feed'] });
     void qc.invalidateQueries({ queryKey: ['feedFacets'] });
   };
+}
+
+/** useFeedMutations bundles the feed actions with their toasts and cache refresh. */
+export function useFeedMutations() {
+  const qc = useQueryClient();
+  const toast = useToast();
+  const refresh = useInvalidateFeeds();
   const onError = (err: unknown) => toast.error(errorMessage(err));
   return {
     setEnabled: useMutation({
