@@ -19,7 +19,7 @@ import (
 
 // Defaults of Options' zero values.
 const (
-	DefaultBatchSize     = 5000
+	DefaultBatchSize     = 20000
 	DefaultSweepInterval = 15 * time.Minute
 	DefaultSweepBatch    = 5000
 	DefaultStopGrace     = 30 * time.Second
@@ -606,6 +606,8 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		if ferr := sink.Flush(ctx); ferr != nil {
 			err, limitHit = ferr, false
 		}
+	} else {
+		sink.Settle(ctx) // what came before the last checkpoint is written before the run ends
 	}
 	stats := sink.Stats()
 	if limitHit || (err == nil && stats.LimitReached) {

@@ -51,7 +51,9 @@ type Sink interface {
 	// (line or object number, 1-based) and the reason.
 	Rejected(position int64, reason string)
 	// Checkpoint says that everything handed over so far belongs before
-	// cursor: once Checkpoint returns, a later run may resume from cursor.
+	// cursor. The sink stores the cursor together with that data (at the
+	// latest when the run's writes are flushed), never ahead of it, so a
+	// later run may resume from the last cursor stored.
 	Checkpoint(ctx context.Context, cursor string) error
 }
 

@@ -29,9 +29,28 @@ type IoC struct {
 	Value     string    `bun:"value,notnull"`
 	Score     int       `bun:"score,notnull"`
 	Tags      []string  `bun:"tags,type:json"`
-	FirstSeen time.Time `bun:"first_seen,notnull"`
-	LastSeen  time.Time `bun:"last_seen,notnull"`
-	ExpiresAt time.Time `bun:"expires_at,notnull"`
+	FirstSeen time.Time `bun:"-"`
+	LastSeen  time.Time `bun:"-"`
+	ExpiresAt time.Time `bun:"-"`
+	storedTimes
+}
+
+var (
+	_ bun.BeforeAppendModelHook = (*IoC)(nil)
+	_ bun.AfterScanRowHook      = (*IoC)(nil)
+)
+
+// BeforeAppendModel sets the stored times from FirstSeen, LastSeen and
+// ExpiresAt.
+func (i *IoC) BeforeAppendModel(context.Context, bun.Query) error {
+	i.storedTimes = storeTimes(i.FirstSeen, i.LastSeen, i.ExpiresAt)
+	return nil
+}
+
+// AfterScanRow sets FirstSeen, LastSeen and ExpiresAt from the stored times.
+func (i *IoC) AfterScanRow(context.Context) error {
+	i.FirstSeen, i.LastSeen, i.ExpiresAt = i.storedTimes.times()
+	return nil
 }
 
 // Sighting is one (feed, source) reporting an IoC. Its key is (IoCID,
@@ -44,10 +63,54 @@ type Sighting struct {
 	Source    string    `bun:"source,pk"`
 	Score     int       `bun:"score,notnull"`
 	Tags      []string  `bun:"tags,type:json"`
-	FirstSeen time.Time `bun:"first_seen,notnull"`
-	LastSeen  time.Time `bun:"last_seen,notnull"`
-	ExpiresAt time.Time `bun:"expires_at,notnull"`
+	FirstSeen time.Time `bun:"-"`
+	LastSeen  time.Time `bun:"-"`
+	ExpiresAt time.Time `bun:"-"`
+	storedTimes
 }
+
+var (
+	_ bun.BeforeAppendModelHook = (*Sighting)(nil)
+	_ bun.AfterScanRowHook      = (*Sighting)(nil)
+)
+
+// BeforeAppendModel sets the stored times from FirstSeen, LastSeen and
+// ExpiresAt.
+func (g *Sighting) BeforeAppendModel(context.Context, bun.Query) error {
+	g.storedTimes = storeTimes(g.FirstSeen, g.LastSeen, g.ExpiresAt)
+	return nil
+}
+
+// AfterScanRow sets FirstSeen, LastSeen and ExpiresAt from the stored times.
+func (g *Sighting) AfterScanRow(context.Context) error {
+	g.FirstSeen, g.LastSeen, g.ExpiresAt = g.storedTimes.times()
+	return nil
+}
+
+// storedTimes are the time columns of iocs and sightings as the databases
+// keep them: unix microseconds, which write, index and compare faster than
+// timestamps (a third of the bytes of SQLite's text form; docs/benchmarks.md).
+// The models' hooks keep them in step with the time.Time fields, which are
+// what callers use; queries compare these columns with micros(t).
+type storedTimes struct {
+	FirstSeenMicros int64 `bun:"first_seen,notnull"`
+	LastSeenMicros  int64 `bun:"last_seen,notnull"`
+	ExpiresAtMicros int64 `bun:"expires_at,notnull"`
+}
+
+func storeTimes(first, last, expires time.Time) storedTimes {
+	return storedTimes{micros(first), micros(last), micros(expires)}
+}
+
+func (t storedTimes) times() (first, last, expires time.Time) {
+	return fromMicros(t.FirstSeenMicros), fromMicros(t.LastSeenMicros), fromMicros(t.ExpiresAtMicros)
+}
+
+// micros is t as a time column of iocs or sightings holds it.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// fromMicros is the time a time column of iocs or sightings holds, in UTC.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // iocWriteLockID is the PostgreSQL advisory lock every transaction that
 // changes sightings takes first. The aggregates of an IoC (score, tags,
@@ -89,9 +152,10 @@ type pendingSighting struct {
 	score   int
 	tags    []string
 	tagJSON string
-	expires time.Time
-	iocID   int64 // once known
-	fresh   bool  // its IoC was inserted by this batch, so it has no sighting yet
+	expires int64      // unix microseconds, as stored
+	agg     *aggregate // its IoC's aggregate from the batch alone
+	iocID   int64      // once known
+	fresh   bool       // its IoC was inserted by this batch, so it has no sighting yet
 }
 
 // storedSighting is a sighting already in the store, read back to recompute
@@ -103,9 +167,9 @@ type storedSighting struct {
 	source  string
 	score   int
 	tags    []string
-	first   time.Time
-	last    time.Time
-	expires time.Time
+	first   int64 // unix microseconds, as stored
+	last    int64
+	expires int64
 }
 
 // aggregate is the summary of an IoC's live sightings.
@@ -115,13 +179,13 @@ type aggregate struct {
 	score   int
 	tags    []string
 	tagJSON string
-	first   time.Time
-	last    time.Time
-	expires time.Time
+	first   int64 // unix microseconds, as stored
+	last    int64
+	expires int64
 	live    bool
 }
 
-func (a *aggregate) add(score int, tags []string, first, last, expires time.Time) {
+func (a *aggregate) add(score int, tags []string, first, last, expires int64) {
 	if !a.live {
 		a.score, a.first, a.last, a.expires = score, first, last, expires
 		a.tags = slices.Clone(tags)
@@ -129,15 +193,9 @@ func (a *aggregate) add(score int, tags []string, first, last, expires time.Time
 		return
 	}
 	a.score = max(a.score, score)
-	if first.Before(a.first) {
-		a.first = first
-	}
-	if last.After(a.last) {
-		a.last = last
-	}
-	if expires.After(a.expires) {
-		a.expires = expires
-	}
+	a.first = min(a.first, first)
+	a.last = max(a.last, last)
+	a.expires = max(a.expires, expires)
 	for _, t := range tags {
 		if !slices.Contains(a.tags, t) {
 			a.tags = append(a.tags, t)
@@ -153,14 +211,14 @@ func (a *aggregate) seal() {
 // batchWriter is what ApplyBatch needs of a dialect.
 type batchWriter interface {
 	// insertNew inserts those of aggs whose (type, value) is not stored yet
-	// and returns their new ids; the others are left alone.
-	insertNew(ctx context.Context, aggs []*aggregate) (map[valKey]int64, error)
+	// and sets their id; the others are left alone, with id 0.
+	insertNew(ctx context.Context, aggs []*aggregate) error
 	// sightings returns every sighting of the stored IoCs named in keys (by
 	// kind), and a row with feedID 0 for a stored IoC without any.
 	sightings(ctx context.Context, keys map[ioc.Kind][]string) ([]storedSighting, error)
 	// updateIoCs sets the aggregates of stored IoCs.
 	updateIoCs(ctx context.Context, aggs []*aggregate) error
-	upsertSightings(ctx context.Context, feedID int64, now time.Time, rows []pendingSighting) error
+	upsertSightings(ctx context.Context, feedID int64, now int64, rows []pendingSighting) error
 	deleteSightings(ctx context.Context, feedID int64, rows []storedSighting) (int, error)
 	deleteIoCs(ctx context.Context, ids []int64) error
 	exec(ctx context.Context, query string, args ...any) (int64, error)
@@ -175,25 +233,81 @@ type batchWriter interface {
 // inside the batch are merged (the last one wins). Revoked indicators delete
 // the feed's sighting; an IoC left without a live sighting is deleted.
 func (s *Store) ApplyBatch(ctx context.Context, b Batch) (BatchResult, error) {
-	now := b.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	now = dbTime(now)
-	upserts, revoked, err := dedupe(b, now)
+	p, err := PrepareBatch(b)
 	if err != nil {
 		return BatchResult{}, err
 	}
+	return s.ApplyPrepared(ctx, p)
+}
+
+// PreparedBatch is a Batch checked, merged and summarised by PrepareBatch,
+// the part of ApplyBatch that needs no database, so that a caller can
+// prepare a batch on one goroutine while another writes the one before.
+type PreparedBatch struct {
+	b       Batch // without Indicators, which upserts and revoked hold
+	now     int64
+	n       int // indicators in the batch
+	upserts []pendingSighting
+	revoked []sightKey
+	fresh   []*aggregate // per IoC, from this batch alone; ordered by (kind, value)
+	byKey   map[valKey]*aggregate
+}
+
+// PrepareBatch checks b and does what ApplyBatch does before it touches the
+// database: merge repeats and summarise the batch per IoC. b.Indicators may
+// be reused once it returns.
+func PrepareBatch(b Batch) (*PreparedBatch, error) {
+	if b.Now.IsZero() {
+		b.Now = time.Now()
+	}
+	b.Now = dbTime(b.Now)
+	now := micros(b.Now)
+	upserts, revoked, err := dedupe(b, now)
+	if err != nil {
+		return nil, err
+	}
+	p := &PreparedBatch{b: b, now: now, n: len(b.Indicators), upserts: upserts, revoked: revoked}
+	p.b.Indicators = nil
+	// The aggregates each IoC would have from this batch alone: exact for
+	// IoCs not stored yet, which on a first ingestion is all of them.
+	p.byKey = make(map[valKey]*aggregate, len(upserts))
+	for i := range upserts {
+		u := &upserts[i]
+		a, ok := p.byKey[u.valKey]
+		if !ok {
+			a = &aggregate{valKey: u.valKey}
+			p.byKey[u.valKey] = a
+			p.fresh = append(p.fresh, a)
+		}
+		a.add(u.score, u.tags, now, now, u.expires)
+		u.agg = a
+	}
+	for _, a := range p.fresh {
+		a.seal()
+	}
+	// A stable order keeps PostgreSQL's row locks in one order across writers.
+	slices.SortFunc(p.fresh, func(x, y *aggregate) int { return cmpValKey(x.valKey, y.valKey) })
+	return p, nil
+}
+
+// Len is how many indicators the batch had.
+func (p *PreparedBatch) Len() int { return p.n }
+
+// ApplyPrepared writes a prepared batch as ApplyBatch does. A batch that
+// failed may be applied again.
+func (s *Store) ApplyPrepared(ctx context.Context, p *PreparedBatch) (BatchResult, error) {
+	b := p.b
 	var res BatchResult
-	if len(upserts) == 0 && len(revoked) == 0 && b.Cursor == nil {
+	if len(p.upserts) == 0 && len(p.revoked) == 0 && b.Cursor == nil {
 		return res, nil
 	}
 	apply := func(ctx context.Context, w batchWriter) error {
 		res = BatchResult{}
-		r, err := applyBatch(ctx, w, b, now, upserts, revoked)
+		r, err := applyBatch(ctx, w, p)
 		res = r
 		return err
 	}
+	var err error
 	if s.Dialect == Postgres {
 		err = s.pgTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(iocWriteLockID)); err != nil {
@@ -214,7 +328,7 @@ func (s *Store) ApplyBatch(ctx context.Context, b Batch) (BatchResult, error) {
 		})
 	}
 	if err != nil {
-		return BatchResult{}, fmt.Errorf("store: unable to apply a batch of %d indicators to feed %d: %w", len(b.Indicators), b.FeedID, err)
+		return BatchResult{}, fmt.Errorf("store: unable to apply a batch of %d indicators to feed %d: %w", p.n, b.FeedID, err)
 	}
 	return res, nil
 }
@@ -224,7 +338,7 @@ func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 // dedupe checks the batch and merges repeated (kind, value, source): the last
 // report wins, whether it stores or revokes.
-func dedupe(b Batch, now time.Time) (upserts []pendingSighting, revoked []sightKey, err error) {
+func dedupe(b Batch, now int64) (upserts []pendingSighting, revoked []sightKey, err error) {
 	type entry struct {
 		p       pendingSighting
 		revoked bool
@@ -245,13 +359,13 @@ func dedupe(b Batch, now time.Time) (upserts []pendingSighting, revoked []sightK
 		k := sightKey{valKey{ind.Kind, ind.Value}, ind.Source}
 		e := entry{revoked: ind.Revoked}
 		if !ind.Revoked {
-			expires := now.Add(b.Retention)
+			expires := now + b.Retention.Microseconds()
 			if !ind.ValidUntil.IsZero() {
-				expires = dbTime(ind.ValidUntil)
+				expires = micros(ind.ValidUntil)
 			} else if b.Retention <= 0 {
 				return nil, nil, Invalid("retention", "retention must be positive when an indicator has no expiry of its own")
 			}
-			if !expires.After(now) {
+			if expires <= now {
 				continue // expired on arrival: nothing to keep
 			}
 			tags := normTags(ind.Tags)
@@ -305,30 +419,16 @@ func jsonTags(tags []string) string {
 	return string(b)
 }
 
-func applyBatch(ctx context.Context, w batchWriter, b Batch, now time.Time, upserts []pendingSighting, revoked []sightKey) (BatchResult, error) {
+func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchResult, error) {
 	var res BatchResult
-	// First, the aggregates each IoC would have from this batch alone: exact
-	// for IoCs not stored yet, which on a first ingestion is all of them.
-	fresh := map[valKey]*aggregate{}
-	var order []*aggregate
-	for _, p := range upserts {
-		a, ok := fresh[p.valKey]
-		if !ok {
-			a = &aggregate{valKey: p.valKey}
-			fresh[p.valKey] = a
-			order = append(order, a)
-		}
-		a.add(p.score, p.tags, now, now, p.expires)
+	b, now, upserts, revoked := pb.b, pb.now, pb.upserts, pb.revoked
+	// First the IoCs not stored yet, with the batch's own aggregates. On a
+	// first ingestion that is every one, and what follows uses no map.
+	for _, a := range pb.fresh {
+		a.id = 0 // from an earlier attempt at the batch
 	}
-	for _, a := range order {
-		a.seal()
-	}
-	// A stable order keeps PostgreSQL's row locks in one order across writers.
-	slices.SortFunc(order, func(x, y *aggregate) int { return cmpValKey(x.valKey, y.valKey) })
-	ids := map[valKey]int64{}
-	if len(order) > 0 {
-		var err error
-		if ids, err = w.insertNew(ctx, order); err != nil {
+	if len(pb.fresh) > 0 {
+		if err := w.insertNew(ctx, pb.fresh); err != nil {
 			return res, err
 		}
 	}
@@ -336,10 +436,20 @@ func applyBatch(ctx context.Context, w batchWriter, b Batch, now time.Time, upse
 	// recompute from all of them.
 	keys := map[ioc.Kind][]string{}
 	seen := map[valKey]bool{}
-	for _, k := range append(sightKeys(upserts), revoked...) {
-		if _, isNew := ids[k.valKey]; !isNew && !seen[k.valKey] {
-			seen[k.valKey] = true
+	need := func(k valKey) {
+		if !seen[k] {
+			seen[k] = true
 			keys[k.kind] = append(keys[k.kind], k.value)
+		}
+	}
+	for i := range upserts {
+		if upserts[i].agg.id == 0 {
+			need(upserts[i].valKey)
+		}
+	}
+	for _, k := range revoked {
+		if a := pb.byKey[k.valKey]; a == nil || a.id == 0 {
+			need(k.valKey)
 		}
 	}
 	var stored []storedSighting
@@ -349,17 +459,20 @@ func applyBatch(ctx context.Context, w batchWriter, b Batch, now time.Time, upse
 			return res, err
 		}
 	}
-	batchKeys := make(map[sightKey]bool, len(upserts))
-	for _, p := range upserts {
-		batchKeys[p.sightKey] = true
-	}
-	isRevoked := make(map[sightKey]bool, len(revoked))
-	for _, k := range revoked {
-		isRevoked[k] = true
+	var batchKeys, isRevoked map[sightKey]bool
+	if len(stored) > 0 {
+		batchKeys = make(map[sightKey]bool, len(upserts))
+		for _, p := range upserts {
+			batchKeys[p.sightKey] = true
+		}
+		isRevoked = make(map[sightKey]bool, len(revoked))
+		for _, k := range revoked {
+			isRevoked[k] = true
+		}
 	}
 	old := map[valKey]*aggregate{}
 	var oldOrder []*aggregate
-	firstSeen := map[sightKey]time.Time{}
+	firstSeen := map[sightKey]int64{}
 	var revokedHere []storedSighting
 	for _, st := range stored {
 		a, ok := old[st.valKey]
@@ -374,7 +487,7 @@ func applyBatch(ctx context.Context, w batchWriter, b Batch, now time.Time, upse
 		sk := sightKey{st.valKey, st.source}
 		if st.feedID == b.FeedID {
 			if batchKeys[sk] {
-				firstSeen[sk] = dbTime(st.first)
+				firstSeen[sk] = st.first
 				continue
 			}
 			if isRevoked[sk] {
@@ -382,17 +495,18 @@ func applyBatch(ctx context.Context, w batchWriter, b Batch, now time.Time, upse
 				continue
 			}
 		}
-		if !st.expires.After(now) {
+		if st.expires <= now {
 			continue // expired, waiting for the sweeper
 		}
-		a.add(st.score, st.tags, dbTime(st.first), dbTime(st.last), dbTime(st.expires))
+		a.add(st.score, st.tags, st.first, st.last, st.expires)
 	}
 	for i := range upserts {
 		p := &upserts[i]
-		if id, ok := ids[p.valKey]; ok {
-			p.iocID, p.fresh = id, true
+		if p.agg.id != 0 {
+			p.iocID, p.fresh = p.agg.id, true
 			continue
 		}
+		p.fresh = false // from an earlier attempt at the batch
 		a := old[p.valKey]
 		if a == nil {
 			return res, fmt.Errorf("indicator %s %q neither inserted nor found", p.kind, p.value)
@@ -438,18 +552,10 @@ func applyBatch(ctx context.Context, w batchWriter, b Batch, now time.Time, upse
 		}
 		res.Stored = len(upserts)
 	}
-	if err := finishBatch(ctx, w, b, now, res); err != nil {
+	if err := finishBatch(ctx, w, b, res); err != nil {
 		return res, err
 	}
 	return res, nil
-}
-
-func sightKeys(ps []pendingSighting) []sightKey {
-	out := make([]sightKey, len(ps))
-	for i, p := range ps {
-		out[i] = p.sightKey
-	}
-	return out
 }
 
 func cmpValKey(x, y valKey) int {
@@ -461,7 +567,8 @@ func cmpValKey(x, y valKey) int {
 
 // finishBatch records the feed's cursor, last ingestion and the run's count
 // in the batch's transaction.
-func finishBatch(ctx context.Context, w batchWriter, b Batch, now time.Time, res BatchResult) error {
+func finishBatch(ctx context.Context, w batchWriter, b Batch, res BatchResult) error {
+	now := b.Now
 	switch {
 	case b.Cursor != nil && res.Stored > 0:
 		n, err := w.exec(ctx, "UPDATE feeds SET cursor = $1, last_ingestion = $2 WHERE id = $3", *b.Cursor, now, b.FeedID)
@@ -502,30 +609,10 @@ func finishBatch(ctx context.Context, w batchWriter, b Batch, now time.Time, res
 // SQLite's limit of 32766 bound variables.
 const sqliteLookupChunk = 4000
 
-// sqliteTimeFormat is how mattn/go-sqlite3 writes a time.Time (and, for UTC
-// to the microsecond, bun too): times are bound pre-formatted, once per
-// distinct value, as a batch repeats the same few times thousands of times.
-const sqliteTimeFormat = "2006-01-02 15:04:05.999999999-07:00"
-
-// sqliteWriter writes a batch with one prepared statement per table, run
-// row by row: with mattn/go-sqlite3 that measured faster than multi-row
-// INSERTs of a thousand rows, whose compilation costs more than the calls
-// it saves (docs/benchmarks.md).
+// sqliteWriter writes a batch with multi-row INSERTs of sqliteChunkRows
+// rows, one prepared statement per table reused for every full chunk.
 type sqliteWriter struct {
-	tx    bun.Tx
-	times map[time.Time]string
-}
-
-func (w *sqliteWriter) ts(t time.Time) string {
-	if s, ok := w.times[t]; ok {
-		return s
-	}
-	if w.times == nil {
-		w.times = map[time.Time]string{}
-	}
-	s := t.UTC().Format(sqliteTimeFormat)
-	w.times[t] = s
-	return s
+	tx bun.Tx
 }
 
 func (w *sqliteWriter) exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -536,49 +623,79 @@ func (w *sqliteWriter) exec(ctx context.Context, query string, args ...any) (int
 	return r.RowsAffected()
 }
 
-func (w *sqliteWriter) insertNew(ctx context.Context, aggs []*aggregate) (map[valKey]int64, error) {
+// insertNew inserts the IoCs with multi-row INSERTs, which return no ids.
+// iocs.id is AUTOINCREMENT and this transaction is the only writer: every
+// row inserted gets an id above any the table had, in the order of the
+// rows. So when every row went in and the largest id moved by their number,
+// their ids are the next ones in order; otherwise (some were stored
+// already) the ids above the old largest are read back.
+func (w *sqliteWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
+	var before int64
+	if err := w.tx.Tx.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'iocs'), 0),
+	coalesce((SELECT max(id) FROM iocs), 0))`).Scan(&before); err != nil {
+		return err
+	}
 	ins := rowInsert{n: len(aggs)}
 	ins.bind("type", func(i int) any { return string(aggs[i].kind) })
 	ins.bind("value", func(i int) any { return aggs[i].value })
 	ins.bind("score", func(i int) any { return aggs[i].score })
 	ins.text("tags", func(i int) string { return aggs[i].tagJSON })
-	ins.text("first_seen", func(i int) string { return w.ts(aggs[i].first) })
-	ins.text("last_seen", func(i int) string { return w.ts(aggs[i].last) })
-	ins.text("expires_at", func(i int) string { return w.ts(aggs[i].expires) })
-	st, err := w.tx.Tx.PrepareContext(ctx, "INSERT INTO iocs "+ins.sql()+" ON CONFLICT (type, value) DO NOTHING")
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	ids := make(map[valKey]int64, len(aggs))
-	err = ins.each(ctx, func(rowCtx context.Context, i int, args []any) error {
-		r, err := st.ExecContext(rowCtx, args...)
-		if err != nil {
-			return err
-		}
-		// No row changed: the IoC exists, and the caller looks it up.
-		if n, err := r.RowsAffected(); err != nil || n == 0 {
-			return nil
-		}
-		id, err := r.LastInsertId()
-		if err != nil {
-			return err
-		}
-		ids[aggs[i].valKey] = id
-		return nil
+	ins.integer("first_seen", func(i int) int64 { return aggs[i].first })
+	ins.integer("last_seen", func(i int) int64 { return aggs[i].last })
+	ins.integer("expires_at", func(i int) int64 { return aggs[i].expires })
+	var inserted int64
+	err := ins.exec(ctx, w.tx.Tx, "INSERT INTO iocs ", " ON CONFLICT (type, value) DO NOTHING", func(r sql.Result) error {
+		n, err := r.RowsAffected()
+		inserted += n
+		return err
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || inserted == 0 {
+		return err
 	}
-	return ids, nil
+	var after int64
+	if err := w.tx.Tx.QueryRowContext(ctx, "SELECT max(id) FROM iocs").Scan(&after); err != nil {
+		return err
+	}
+	if inserted == int64(len(aggs)) && after == before+inserted {
+		for i, a := range aggs {
+			a.id = before + 1 + int64(i)
+		}
+		return nil
+	}
+	byKey := make(map[valKey]*aggregate, len(aggs))
+	for _, a := range aggs {
+		byKey[a.valKey] = a
+	}
+	rows, err := w.tx.Tx.QueryContext(ctx, "SELECT id, type, value FROM iocs WHERE id > ?", before)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var k valKey
+		if err := rows.Scan(&id, &k.kind, &k.value); err != nil {
+			return err
+		}
+		if a := byKey[k]; a != nil {
+			a.id = id
+		}
+	}
+	return rows.Err()
 }
 
-// rowInsert builds an INSERT run once per row of a batch. A column whose
-// value is the same in every row (the feed, the batch's time, often the
-// tags and expiry) is written into the statement as a literal instead of
-// being bound on every row: each bound value costs a cgo call and a
-// database/sql conversion; binding was about a sixth of the ingestion's
-// CPU time before (docs/benchmarks.md).
+// sqliteChunkRows is how many rows one INSERT of a batch writes. Per
+// statement, SQLite opens its cursors and database/sql and cgo convert and
+// pass the values: a row per statement spent as much there as on the row
+// (docs/benchmarks.md). 256 rows of at most 8 bound values stay well under
+// SQLite's limit of 32,766 variables.
+const sqliteChunkRows = 256
+
+// rowInsert builds the multi-row INSERTs of a batch. A column whose value
+// is the same in every row (the feed, the batch's time, often the tags and
+// expiry) is written into the statement as a literal instead of being bound
+// on every row: each bound value costs a cgo call and a database/sql
+// conversion (docs/benchmarks.md).
 type rowInsert struct {
 	n     int // rows
 	cols  []string
@@ -612,42 +729,97 @@ func (r *rowInsert) text(col string, v func(i int) string) {
 	r.bind(col, func(i int) any { return v(i) })
 }
 
+// integer adds an integer column: a literal when every row has the same
+// value, bound otherwise.
+func (r *rowInsert) integer(col string, v func(i int) int64) {
+	if r.n > 0 {
+		first := v(0)
+		same := true
+		for i := 1; i < r.n && same; i++ {
+			same = v(i) == first
+		}
+		if same {
+			r.literal(col, strconv.FormatInt(first, 10))
+			return
+		}
+	}
+	r.bind(col, func(i int) any { return v(i) })
+}
+
 // literal adds a column whose value is the SQL literal lit in every row.
 func (r *rowInsert) literal(col, lit string) {
 	r.cols = append(r.cols, col)
 	r.exprs = append(r.exprs, lit)
 }
 
-func (r *rowInsert) sql() string {
-	return "(" + strings.Join(r.cols, ", ") + ") VALUES (" + strings.Join(r.exprs, ",") + ")"
+// sql is the column list and VALUES of rows rows.
+func (r *rowInsert) sql(rows int) string {
+	row := "(" + strings.Join(r.exprs, ",") + ")"
+	var b strings.Builder
+	b.Grow(len(r.cols)*12 + rows*(len(row)+1) + 16)
+	b.WriteString("(" + strings.Join(r.cols, ", ") + ") VALUES ")
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(row)
+	}
+	return b.String()
 }
 
-// rowCheckEvery is how many rows each runs between two looks at ctx.
-const rowCheckEvery = 256
-
-// each calls fn for every row with its bound values. fn gets a context
-// without cancellation: mattn/go-sqlite3 starts a goroutine per statement
-// run under a cancellable context, to interrupt it, which cost 40 % more CPU
-// per row (docs/benchmarks.md). ctx is checked every rowCheckEvery rows
-// instead, and the transaction itself still ends when ctx does.
-func (r *rowInsert) each(ctx context.Context, fn func(rowCtx context.Context, i int, args []any) error) error {
-	rowCtx := context.WithoutCancel(ctx)
-	args := make([]any, len(r.vary))
-	for i := range r.n {
-		if i%rowCheckEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
+// exec runs head + VALUES + tail over every row, sqliteChunkRows rows a
+// statement, and calls done with each statement's result. Statements run
+// under a context without cancellation: mattn/go-sqlite3 starts a goroutine
+// per statement run under a cancellable context, to interrupt it
+// (docs/benchmarks.md). ctx is checked between statements instead, and the
+// transaction itself still ends when ctx does.
+func (r *rowInsert) exec(ctx context.Context, tx *sql.Tx, head, tail string, done func(sql.Result) error) error {
+	stmtCtx := context.WithoutCancel(ctx)
+	var full *sql.Stmt
+	defer func() {
+		if full != nil {
+			full.Close()
+		}
+	}()
+	args := make([]any, 0, len(r.vary)*min(r.n, sqliteChunkRows))
+	for first := 0; first < r.n; first += sqliteChunkRows {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rows := min(sqliteChunkRows, r.n-first)
+		args = args[:0]
+		for i := first; i < first+rows; i++ {
+			for _, v := range r.vary {
+				args = append(args, v(i))
 			}
 		}
-		for j, v := range r.vary {
-			args[j] = v(i)
+		var res sql.Result
+		var err error
+		if rows == sqliteChunkRows {
+			if full == nil {
+				if full, err = tx.PrepareContext(ctx, head+r.sql(rows)+tail); err != nil {
+					return err
+				}
+			}
+			res, err = full.ExecContext(stmtCtx, args...)
+		} else {
+			res, err = tx.ExecContext(stmtCtx, head+r.sql(rows)+tail, args...)
 		}
-		if err := fn(rowCtx, i, args); err != nil {
+		if err != nil {
 			return err
+		}
+		if done != nil {
+			if err := done(res); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
+
+// rowCheckEvery is how many rows a row-by-row loop runs between two looks
+// at ctx.
+const rowCheckEvery = 256
 
 // sqliteQuote returns s as an SQLite string literal.
 func sqliteQuote(s string) string {
@@ -674,7 +846,7 @@ FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.valu
 				var (
 					feedID, score       sql.NullInt64
 					source, tags        sql.NullString
-					first, last, expire sql.NullTime
+					first, last, expire sql.NullInt64
 				)
 				if err := rows.Scan(&st.iocID, &st.value, &feedID, &source, &score, &tags, &first, &last, &expire); err != nil {
 					rows.Close()
@@ -682,7 +854,7 @@ FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.valu
 				}
 				if feedID.Valid {
 					st.feedID, st.source, st.score = feedID.Int64, source.String, int(score.Int64)
-					st.first, st.last, st.expires = first.Time, last.Time, expire.Time
+					st.first, st.last, st.expires = first.Int64, last.Int64, expire.Int64
 					if err := json.Unmarshal([]byte(tags.String), &st.tags); err != nil && tags.Valid {
 						rows.Close()
 						return nil, fmt.Errorf("sighting tags: %w", err)
@@ -707,45 +879,37 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 		return err
 	}
 	defer st.Close()
-	rowCtx := context.WithoutCancel(ctx) // see rowInsert.each
+	rowCtx := context.WithoutCancel(ctx) // see rowInsert.exec
 	for i, a := range aggs {
 		if i%rowCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if _, err := st.ExecContext(rowCtx, a.score, a.tagJSON, w.ts(a.first), w.ts(a.last), w.ts(a.expires), a.id); err != nil {
+		if _, err := st.ExecContext(rowCtx, a.score, a.tagJSON, a.first, a.last, a.expires, a.id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now time.Time, rows []pendingSighting) error {
+func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now int64, rows []pendingSighting) error {
 	ins := rowInsert{n: len(rows)}
 	ins.bind("ioc_id", func(i int) any { return rows[i].iocID })
 	ins.literal("feed_id", strconv.FormatInt(feedID, 10))
 	ins.bind("source", func(i int) any { return rows[i].source })
 	ins.bind("score", func(i int) any { return rows[i].score })
 	ins.text("tags", func(i int) string { return rows[i].tagJSON })
-	ins.literal("first_seen", sqliteQuote(w.ts(now)))
-	ins.literal("last_seen", sqliteQuote(w.ts(now)))
-	ins.text("expires_at", func(i int) string { return w.ts(rows[i].expires) })
-	st, err := w.tx.Tx.PrepareContext(ctx, "INSERT INTO sightings "+ins.sql()+` ON CONFLICT (ioc_id, feed_id, source) DO UPDATE SET
-score = excluded.score, tags = excluded.tags, last_seen = excluded.last_seen, expires_at = excluded.expires_at`)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return ins.each(ctx, func(rowCtx context.Context, _ int, args []any) error {
-		_, err := st.ExecContext(rowCtx, args...)
-		return err
-	})
+	ins.literal("first_seen", strconv.FormatInt(now, 10))
+	ins.literal("last_seen", strconv.FormatInt(now, 10))
+	ins.integer("expires_at", func(i int) int64 { return rows[i].expires })
+	return ins.exec(ctx, w.tx.Tx, "INSERT INTO sightings ", ` ON CONFLICT (ioc_id, feed_id, source) DO UPDATE SET
+score = excluded.score, tags = excluded.tags, last_seen = excluded.last_seen, expires_at = excluded.expires_at`, nil)
 }
 
 func (w *sqliteWriter) deleteSightings(ctx context.Context, feedID int64, rows []storedSighting) (int, error) {
 	n := 0
-	rowCtx := context.WithoutCancel(ctx) // see rowInsert.each
+	rowCtx := context.WithoutCancel(ctx) // see rowInsert.exec
 	for i, st := range rows {
 		if i%rowCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -807,7 +971,7 @@ func (w *pgWriter) exec(ctx context.Context, query string, args ...any) (int64, 
 func (w *pgWriter) copyIoCs(ctx context.Context, aggs []*aggregate) error {
 	if _, err := w.tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS tifeeds_iocs_in (
 	type TEXT, value TEXT COLLATE "C", score INTEGER, tags JSONB,
-	first_seen TIMESTAMPTZ, last_seen TIMESTAMPTZ, expires_at TIMESTAMPTZ) ON COMMIT DELETE ROWS`); err != nil {
+	first_seen BIGINT, last_seen BIGINT, expires_at BIGINT) ON COMMIT DELETE ROWS`); err != nil {
 		return err
 	}
 	if _, err := w.tx.Exec(ctx, "TRUNCATE tifeeds_iocs_in"); err != nil {
@@ -827,27 +991,32 @@ func (w *pgWriter) copyIoCs(ctx context.Context, aggs []*aggregate) error {
 	return err
 }
 
-func (w *pgWriter) insertNew(ctx context.Context, aggs []*aggregate) (map[valKey]int64, error) {
+func (w *pgWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
 	if err := w.copyIoCs(ctx, aggs); err != nil {
-		return nil, err
+		return err
 	}
 	rows, err := w.tx.Query(ctx, `INSERT INTO iocs (type, value, score, tags, first_seen, last_seen, expires_at)
 SELECT type, value, score, tags, first_seen, last_seen, expires_at FROM tifeeds_iocs_in ORDER BY type, value
 ON CONFLICT (type, value) DO NOTHING RETURNING id, type, value`)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	ids := make(map[valKey]int64, len(aggs))
+	byKey := make(map[valKey]*aggregate, len(aggs))
+	for _, a := range aggs {
+		byKey[a.valKey] = a
+	}
 	for rows.Next() {
 		var k valKey
 		var id int64
 		if err := rows.Scan(&id, &k.kind, &k.value); err != nil {
-			return nil, err
+			return err
 		}
-		ids[k] = id
+		if a := byKey[k]; a != nil {
+			a.id = id
+		}
 	}
-	return ids, rows.Err()
+	return rows.Err()
 }
 
 func (w *pgWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string) ([]storedSighting, error) {
@@ -921,7 +1090,7 @@ first_seen = excluded.first_seen, last_seen = excluded.last_seen, expires_at = e
 	return err
 }
 
-func (w *pgWriter) upsertSightings(ctx context.Context, feedID int64, now time.Time, rows []pendingSighting) error {
+func (w *pgWriter) upsertSightings(ctx context.Context, feedID int64, now int64, rows []pendingSighting) error {
 	var fresh, known []*pendingSighting
 	for i := range rows {
 		if rows[i].fresh {
@@ -952,7 +1121,7 @@ func (w *pgWriter) upsertSightings(ctx context.Context, feedID int64, now time.T
 		return nil
 	}
 	if _, err := w.tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS tifeeds_sightings_in (
-	ioc_id BIGINT, source TEXT, score INTEGER, tags JSONB, expires_at TIMESTAMPTZ) ON COMMIT DELETE ROWS`); err != nil {
+	ioc_id BIGINT, source TEXT, score INTEGER, tags JSONB, expires_at BIGINT) ON COMMIT DELETE ROWS`); err != nil {
 		return err
 	}
 	i := 0
@@ -1056,8 +1225,10 @@ func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedI
 	for {
 		var done bool
 		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			// The first sightings in the feed's index (the order asks
+			// PostgreSQL for it too); they are all deleted below.
 			var ids []int64
-			if err := tx.NewRaw(`SELECT DISTINCT ioc_id FROM sightings WHERE feed_id = ? ORDER BY ioc_id LIMIT ?`,
+			if err := tx.NewRaw(`SELECT ioc_id FROM sightings WHERE feed_id = ? ORDER BY expires_at LIMIT ?`,
 				feedID, maintenanceBatch).Scan(ctx, &ids); err != nil {
 				return err
 			}
@@ -1065,6 +1236,8 @@ func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedI
 				done = true
 				return nil
 			}
+			slices.Sort(ids)
+			ids = slices.Compact(ids)
 			if _, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids)); err != nil {
 				return err
 			}
@@ -1082,61 +1255,62 @@ func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedI
 }
 
 // SweepExpired deletes sightings that expired at now and the IoCs left
-// without one, in transactions of batchSize sightings, recomputing the
-// aggregates of IoCs that keep live sightings. It also removes IoCs whose
-// own expiry has passed, which catches any IoC left behind by a feed row
-// deleted without DeleteFeedSightings.
+// without one, feed by feed in transactions of batchSize sightings,
+// recomputing the aggregates of IoCs that keep live sightings. It also
+// removes IoCs whose own expiry has passed, which catches any IoC left
+// behind by a feed row deleted without DeleteFeedSightings.
 func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) (sightings, iocs int64, err error) {
 	if batchSize <= 0 {
 		batchSize = maintenanceBatch
 	}
-	now = dbTime(now)
-	for {
-		var n int
-		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			var rows []struct {
-				IoCID  int64  `bun:"ioc_id"`
-				FeedID int64  `bun:"feed_id"`
-				Source string `bun:"source"`
-			}
-			if err := tx.NewRaw(`SELECT ioc_id, feed_id, source FROM sightings WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`,
-				now, batchSize).Scan(ctx, &rows); err != nil {
-				return err
-			}
-			n = len(rows)
-			if n == 0 {
-				return nil
-			}
-			ids := make([]int64, 0, n)
-			for _, r := range rows {
-				if len(ids) == 0 || ids[len(ids)-1] != r.IoCID {
-					ids = append(ids, r.IoCID)
+	nowUS := micros(now)
+	// Sightings are indexed by (feed, expiry): every sighting has a feed
+	// (a foreign key with cascade), so sweeping each feed sweeps them all.
+	var feeds []int64
+	if err := s.DB.NewRaw("SELECT id FROM feeds ORDER BY id").Scan(ctx, &feeds); err != nil {
+		return 0, 0, fmt.Errorf("store: unable to sweep expired sightings: %w", err)
+	}
+	for _, feedID := range feeds {
+		for {
+			var n int
+			err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+				var ids []int64
+				if err := tx.NewRaw(`SELECT ioc_id FROM sightings WHERE feed_id = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?`,
+					feedID, nowUS, batchSize).Scan(ctx, &ids); err != nil {
+					return err
 				}
-			}
-			slices.Sort(ids)
-			ids = slices.Compact(ids)
-			r, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE expires_at <= ? AND ioc_id IN (?)", now, bun.In(ids))
-			if err != nil {
+				n = len(ids)
+				if n == 0 {
+					return nil
+				}
+				slices.Sort(ids)
+				ids = slices.Compact(ids)
+				// By key: "+" keeps the planner off the (feed, expiry)
+				// range, which holds every expired sighting of the feed.
+				r, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE ioc_id IN (?) AND feed_id = ? AND +expires_at <= ?",
+					bun.In(ids), feedID, nowUS)
+				if err != nil {
+					return err
+				}
+				c, _ := r.RowsAffected()
+				sightings += c
+				d, err := s.dropOrphans(ctx, tx, ids)
+				iocs += d
 				return err
+			})
+			if err != nil {
+				return sightings, iocs, fmt.Errorf("store: unable to sweep the expired sightings of feed %d: %w", feedID, err)
 			}
-			c, _ := r.RowsAffected()
-			sightings += c
-			d, err := s.dropOrphans(ctx, tx, ids)
-			iocs += d
-			return err
-		})
-		if err != nil {
-			return sightings, iocs, fmt.Errorf("store: unable to sweep expired sightings: %w", err)
-		}
-		if n < batchSize {
-			break
+			if n < batchSize {
+				break
+			}
 		}
 	}
 	for {
 		var n int
 		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 			var ids []int64
-			if err := tx.NewRaw("SELECT id FROM iocs WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", now, batchSize).
+			if err := tx.NewRaw("SELECT id FROM iocs WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", nowUS, batchSize).
 				Scan(ctx, &ids); err != nil {
 				return err
 			}
@@ -1329,7 +1503,9 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 		q = q.Where("iocs.value "+op+" ? ESCAPE '\\'", "%"+likeEscape(f.Search)+"%")
 	}
 	if f.FeedID != 0 {
-		q = q.Where("EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id AND s.feed_id = ?)", f.FeedID)
+		// Driven by the feed's index: a small feed among many IoCs costs
+		// its own size, not a probe per IoC.
+		q = q.Where("iocs.id IN (SELECT s.ioc_id FROM sightings s WHERE s.feed_id = ?)", f.FeedID)
 	}
 	if f.Tag != "" {
 		if s.Dialect == Postgres {
@@ -1342,10 +1518,10 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 		q = q.Where("iocs.score >= ?", *f.MinScore)
 	}
 	if f.ExpiresBefore != nil {
-		q = q.Where("iocs.expires_at < ?", dbTime(*f.ExpiresBefore))
+		q = q.Where("iocs.expires_at < ?", micros(*f.ExpiresBefore))
 	}
 	if f.ExpiresAfter != nil {
-		q = q.Where("iocs.expires_at > ?", dbTime(*f.ExpiresAfter))
+		q = q.Where("iocs.expires_at > ?", micros(*f.ExpiresAfter))
 	}
 	return q, true, nil
 }
@@ -1397,7 +1573,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 			q = q.Where("iocs.id "+cmp+" ?", cursorID)
 		} else {
 			if t, isTime := cursorValue.(time.Time); isTime {
-				cursorValue = dbTime(t)
+				cursorValue = micros(t)
 			}
 			q = q.Where("(?, iocs.id) "+cmp+" (?, ?)", col, cursorValue, cursorID)
 		}

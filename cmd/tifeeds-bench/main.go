@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -33,6 +34,10 @@ import (
 )
 
 const childArg = "-ingest-child"
+
+// cpuProfileEnv, when set, names the file where each ingesting child writes
+// a CPU profile of its ingestion (the last child's survives).
+const cpuProfileEnv = "TIFEEDS_BENCH_CPUPROFILE"
 
 // result is what a child ingestion reports on stdout.
 type result struct {
@@ -57,7 +62,7 @@ func main() {
 	}
 	rows := flag.Int("rows", 1_000_000, "rows of the main TSV file")
 	bigMB := flag.Int("big-mb", 100, "size in MB of the file ingested for peak RSS only (0 to skip)")
-	batch := flag.Int("batch", 5000, "BatchSink batch size")
+	batch := flag.Int("batch", ingest.DefaultBatchSize, "BatchSink batch size")
 	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
 	flag.Parse()
 	if err := run(*rows, *bigMB, *batch, *dir); err != nil {
@@ -202,7 +207,11 @@ CREATE TABLE iocs (type TEXT NOT NULL, value TEXT NOT NULL, source TEXT NOT NULL
 .import ` + file + ` iocs
 SELECT count(*) FROM iocs;
 `
-	cmd := exec.CommandContext(ctx, bin, filepath.Join(dir, "baseline.db"))
+	db := filepath.Join(dir, "baseline.db")
+	if err := removeDB(db); err != nil {
+		return timing{}, err
+	}
+	cmd := exec.CommandContext(ctx, bin, db)
 	cmd.Stdin = strings.NewReader(script)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -269,8 +278,24 @@ func pgCopy(ctx context.Context, dsn, file string, rows int) (timing, error) {
 	return timing{Wall: secs}, nil
 }
 
+// removeDB removes an SQLite database left by an earlier run in the same
+// directory, with its WAL.
+func removeDB(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 // ingestChild runs the ingestion in a child process and reads its peak RSS.
 func ingestChild(dsn, file string, batch int) (result, error) {
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		if err := removeDB(path); err != nil {
+			return result{}, err
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return result{}, err
@@ -322,6 +347,17 @@ func child(args []string) error {
 	}
 	defer f.Close()
 	sink := ingest.NewBatchSink(st, feed.ID, 0, ingest.BatchOptions{BatchSize: batch, Retention: 30 * 24 * time.Hour})
+	if path := os.Getenv(cpuProfileEnv); path != "" {
+		pf, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start := time.Now()
 	lines, err := tsv.Read(ctx, io.Reader(f), sink)
 	if err != nil {
