@@ -32,6 +32,10 @@ const (
 type Store struct {
 	DB      *bun.DB
 	Dialect Dialect
+
+	// stopCheckpointer ends the SQLite WAL checkpointer; nil when there is
+	// none (PostgreSQL, ":memory:").
+	stopCheckpointer func()
 }
 
 // Open connects to the database named by dsn: "sqlite:<path>" (":memory:"
@@ -53,7 +57,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	if err := s.DB.PingContext(ctx); err != nil {
-		s.DB.Close()
+		s.Close()
 		return nil, fmt.Errorf("store: unable to reach database %s: %w", redact(dsn), err)
 	}
 	return s, nil
@@ -72,23 +76,73 @@ func openSQLite(path string) (*Store, error) {
 	}
 	// _txlock=immediate takes the write lock at BEGIN, so two writers queue on
 	// the busy timeout instead of failing with SQLITE_BUSY on lock upgrade.
-	sqldb := sql.OpenDB(newSQLiteConnector("file:" + path +
-		"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"))
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
+	sqldb := sql.OpenDB(newSQLiteConnector(dsn))
 	// SQLite allows one writer at a time. A single connection serialises
 	// writers in Go instead of in lock retries, and keeps ":memory:" one
 	// database rather than one per connection.
 	sqldb.SetMaxOpenConns(1)
 	sqldb.SetConnMaxLifetime(0)
 	sqldb.SetConnMaxIdleTime(0)
-	return &Store{DB: bun.NewDB(sqldb, sqlitedialect.New()), Dialect: SQLite}, nil
+	s := &Store{DB: bun.NewDB(sqldb, sqlitedialect.New()), Dialect: SQLite}
+	if path != ":memory:" {
+		s.stopCheckpointer = startCheckpointer(dsn)
+	}
+	return s, nil
 }
 
-// sqliteWALCheckpointPages is the WAL size, in pages of 4 KiB, past which a
-// commit copies the WAL back into the database (SQLite's default: 1,000).
-// Fewer, larger checkpoints write a page changed by many batches once
-// instead of once per checkpoint: ingestion took 10-15 % less time
-// (docs/benchmarks.md), for a WAL of up to about 40 MB.
-const sqliteWALCheckpointPages = 10000
+// sqliteBackstopCheckpointPages is the WAL size, in pages of 4 KiB, past
+// which a commit on the store's connection checkpoints by itself: only if
+// the checkpointer falls behind (or is stopped), since it checkpoints every
+// sqliteCheckpointInterval. It bounds the WAL to about 200 MB.
+const sqliteBackstopCheckpointPages = 50000
+
+// sqliteCheckpointInterval is how often the checkpointer copies the WAL
+// back into the database. A quarter of a second of ingestion is about
+// 50,000 IoCs, some 10,000 WAL pages.
+const sqliteCheckpointInterval = 250 * time.Millisecond
+
+// startCheckpointer copies the WAL into the database from a connection of
+// its own, every sqliteCheckpointInterval, and returns the function that
+// stops it. Checkpoints sync the WAL and the database file; done by the
+// writer's commits (SQLite's default), those syncs stalled ingestion, which
+// runs about 10 % faster with them here (docs/benchmarks.md). A PASSIVE
+// checkpoint never waits for the writer or blocks it; one that finds
+// nothing to copy costs a few microseconds.
+func startCheckpointer(dsn string) (stop func()) {
+	db := sql.OpenDB(newSQLiteConnector(dsn))
+	db.SetMaxOpenConns(1)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(sqliteCheckpointInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				// Errors (a busy database, a full disk) leave the WAL to the
+				// next tick or to the writer's backstop; the writer itself
+				// reports a failing disk.
+				_, _ = checkpoint(context.Background(), db)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		db.Close()
+	}
+}
+
+// checkpoint runs one PASSIVE checkpoint on db and says how many WAL
+// frames it copied.
+func checkpoint(ctx context.Context, db *sql.DB) (copied int, err error) {
+	var busy, logFrames int
+	err = db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &copied)
+	return copied, err
+}
 
 // sqliteCacheKiB is SQLite's page cache per connection (default 2 MiB).
 // Ingestion inserts keys all over the iocs unique index: with the default,
@@ -108,7 +162,7 @@ type sqliteConnector struct {
 func newSQLiteConnector(dsn string) sqliteConnector {
 	return sqliteConnector{dsn: dsn, drv: &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -%d",
-			sqliteWALCheckpointPages, sqliteCacheKiB), nil)
+			sqliteBackstopCheckpointPages, sqliteCacheKiB), nil)
 		return err
 	}}}
 }
@@ -128,8 +182,14 @@ func openPostgres(dsn string) (*Store, error) {
 	return &Store{DB: bun.NewDB(sqldb, pgdialect.New()), Dialect: Postgres}, nil
 }
 
-// Close releases the database connections.
-func (s *Store) Close() error { return s.DB.Close() }
+// Close stops the checkpointer and releases the database connections.
+func (s *Store) Close() error {
+	if s.stopCheckpointer != nil {
+		s.stopCheckpointer()
+		s.stopCheckpointer = nil
+	}
+	return s.DB.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.DB.PingContext(ctx) }

@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -64,13 +65,17 @@ func main() {
 	bigMB := flag.Int("big-mb", 100, "size in MB of the file ingested for peak RSS only (0 to skip)")
 	batch := flag.Int("batch", ingest.DefaultBatchSize, "BatchSink batch size")
 	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
+	runs := flag.Int("runs", 3, "measurements of each baseline and ingestion, interleaved; the medians are compared")
 	flag.Parse()
-	if err := run(*rows, *bigMB, *batch, *dir); err != nil {
+	if *runs < 1 {
+		log.Fatal("tifeeds-bench: -runs must be at least 1")
+	}
+	if err := run(*rows, *bigMB, *batch, *runs, *dir); err != nil {
 		log.Fatalf("tifeeds-bench: %v", err)
 	}
 }
 
-func run(rows, bigMB, batch int, dir string) error {
+func run(rows, bigMB, batch, runs int, dir string) error {
 	ctx := context.Background()
 	if dir == "" {
 		d, err := os.MkdirTemp("", "tifeeds-bench-")
@@ -85,35 +90,35 @@ func run(rows, bigMB, batch int, dir string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("TSV: %d rows, %.1f MB, batch size %d\n\n", rows, float64(size)/1e6, batch)
+	fmt.Printf("TSV: %d rows, %.1f MB, batch size %d, %d interleaved runs of each side (medians compared)\n\n",
+		rows, float64(size)/1e6, batch, runs)
 
 	// SQLite.
-	base, err := sqliteImport(ctx, dir, file, rows)
-	if err != nil {
-		return err
+	var sqliteRuns []pair
+	for range runs {
+		base, err := sqliteImport(ctx, dir, file, rows)
+		if err != nil {
+			return err
+		}
+		ing, err := ingestChild("sqlite:"+filepath.Join(dir, "ingest.db"), file, batch)
+		if err != nil {
+			return err
+		}
+		sqliteRuns = append(sqliteRuns, pair{base, ing})
 	}
-	ing, err := ingestChild("sqlite:"+filepath.Join(dir, "ingest.db"), file, batch)
-	if err != nil {
-		return err
-	}
-	report("SQLite", "sqlite3 .import", rows, base, ing)
+	report("SQLite", "sqlite3 .import", rows, sqliteRuns)
 
-	// PostgreSQL.
+	// PostgreSQL, each measurement in a database of its own.
 	if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" {
-		dsn, drop, err := freshPostgres(ctx, admin)
-		if err != nil {
-			return err
+		var pgRuns []pair
+		for range runs {
+			p, err := pgRun(ctx, admin, file, rows, batch)
+			if err != nil {
+				return err
+			}
+			pgRuns = append(pgRuns, p)
 		}
-		defer drop()
-		base, err := pgCopy(ctx, dsn, file, rows)
-		if err != nil {
-			return err
-		}
-		ing, err := ingestChild(dsn, file, batch)
-		if err != nil {
-			return err
-		}
-		report("PostgreSQL", "COPY", rows, base, ing)
+		report("PostgreSQL", "COPY", rows, pgRuns)
 	} else {
 		fmt.Println("PostgreSQL: skipped (TIFEEDS_TEST_POSTGRES is not set; run through make bench)")
 	}
@@ -135,18 +140,74 @@ func run(rows, bigMB, batch int, dir string) error {
 	return nil
 }
 
-func report(db, baseName string, rows int, base timing, ing result) {
-	baseRate := float64(rows) / base.Wall
-	rate := float64(ing.Stored) / ing.Seconds
-	fmt.Printf("%s\n  baseline %-16s %8.0f rows/s (%.1f s)\n  tifeeds ingest           %8.0f IoCs/s (%.1f s, %d stored)\n"+
-		"  ratio                    %8.2f (target >= 0.50)\n",
-		db, baseName, baseRate, base.Wall, rate, ing.Seconds, ing.Stored, rate/baseRate)
-	if base.CPU > 0 {
-		// CPU time is steadier than wall time on a shared machine.
-		fmt.Printf("  ratio of CPU time        %8.2f (baseline %.1f s, ingest %.1f s of CPU)\n",
-			base.CPU/ing.CPU, base.CPU, ing.CPU)
+// pair is one measurement of a baseline and of the ingestion after it.
+type pair struct {
+	base timing
+	ing  result
+}
+
+// pgRun measures COPY and the ingestion once, each in a fresh database.
+func pgRun(ctx context.Context, admin, file string, rows, batch int) (pair, error) {
+	dsn, drop, err := freshPostgres(ctx, admin)
+	if err != nil {
+		return pair{}, err
 	}
-	fmt.Printf("  ingest peak RSS          %8.1f MB (target < 150 MB)\n\n", mb(ing.MaxRSS))
+	defer drop()
+	base, err := pgCopy(ctx, dsn, file, rows)
+	if err != nil {
+		return pair{}, err
+	}
+	ingDSN, dropIng, err := freshPostgres(ctx, admin)
+	if err != nil {
+		return pair{}, err
+	}
+	defer dropIng()
+	ing, err := ingestChild(ingDSN, file, batch)
+	return pair{base, ing}, err
+}
+
+// report prints the medians of the runs and their ratio. Baseline and
+// ingestion alternate, so a change of load on this shared machine touches
+// both sides; the median drops a run that a burst of load spoiled.
+func report(db, baseName string, rows int, runs []pair) {
+	var baseWall, ingWall, baseCPU, ingCPU, ratios []float64
+	var stored, maxRSS int64
+	for _, r := range runs {
+		baseWall = append(baseWall, r.base.Wall)
+		ingWall = append(ingWall, r.ing.Seconds)
+		baseCPU = append(baseCPU, r.base.CPU)
+		ingCPU = append(ingCPU, r.ing.CPU)
+		ratios = append(ratios, r.base.Wall/r.ing.Seconds*float64(r.ing.Stored)/float64(rows))
+		stored, maxRSS = r.ing.Stored, max(maxRSS, r.ing.MaxRSS)
+	}
+	bw, iw := median(baseWall), median(ingWall)
+	baseRate, rate := float64(rows)/bw, float64(stored)/iw
+	fmt.Printf("%s (median of %d)\n  baseline %-16s %8.0f rows/s (%.1f s)\n  tifeeds ingest           %8.0f IoCs/s (%.1f s, %d stored)\n"+
+		"  ratio                    %8.2f (target >= 0.50; each run: %s)\n",
+		db, len(runs), baseName, baseRate, bw, rate, iw, stored, rate/baseRate, formatRatios(ratios))
+	if bc := median(baseCPU); bc > 0 {
+		// CPU time is steadier than wall time on a shared machine.
+		ic := median(ingCPU)
+		fmt.Printf("  ratio of CPU time        %8.2f (baseline %.1f s, ingest %.1f s of CPU)\n", bc/ic, bc, ic)
+	}
+	fmt.Printf("  ingest peak RSS          %8.1f MB (target < 150 MB; the highest of the runs)\n\n", mb(maxRSS))
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+func formatRatios(rs []float64) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%.2f", r)
+	}
+	return strings.Join(parts, " ")
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

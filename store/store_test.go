@@ -1,0 +1,80 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/store"
+)
+
+// The checkpointer copies what commits leave in the WAL into the database
+// file by itself: the store's own commits never checkpoint a small WAL.
+func TestSQLiteCheckpointer(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cp.db")
+	st, err := store.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB.ExecContext(ctx, "CREATE TABLE filler (v TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	row := strings.Repeat("x", 1000)
+	tx, err := st.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4000 { // about 4 MB, some 1,000 pages: far below the backstop
+		if _, err := tx.ExecContext(ctx, "INSERT INTO filler VALUES (?)", row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Checkpointing is asynchronous: wait for the database file to take
+	// the pages (a deadline far beyond the checkpointer's interval).
+	deadline := time.Now().Add(30 * time.Second)
+	for size() < before+4_000_000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("database file %d bytes after the commit (%d before): the WAL was not checkpointed", size(), before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() { done <- st.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return: the checkpointer did not stop")
+	}
+}
+
+// An in-memory database has no WAL and no checkpointer; closing it works.
+func TestSQLiteMemoryClose(t *testing.T) {
+	st, err := store.Open(context.Background(), "sqlite::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
