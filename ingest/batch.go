@@ -212,7 +212,10 @@ func (b *BatchSink) handOver(ctx context.Context) error {
 		Indicators: b.buf, Cursor: cursor,
 	})
 	if err != nil {
-		return err // bad input: the buffer is kept, as a failed write's
+		// Bad input: the buffer is kept, as a failed write's. The batch in
+		// flight ends first, so that nothing is written after the caller
+		// has been told the run failed.
+		return errors.Join(err, b.settle())
 	}
 	if err := b.settle(); err != nil {
 		// Written again, then this one, by the next hand-over.

@@ -136,8 +136,16 @@ func (r *Runner) ResetPremiumFeed(ctx context.Context, id int64) (*store.Feed, e
 	if !ok {
 		return nil, fmt.Errorf("ingest: feed %d has an unknown premium kind %q", id, cur.Kind)
 	}
+	// Disabled first, in the store: from then on no batch of a run of the
+	// feed commits, here or on another instance (each checks that its feed
+	// is enabled). Then the run here ends, and the feed is reset.
+	if cur.Enabled {
+		if _, err := r.st.SetFeedEnabled(ctx, id, false); err != nil {
+			return nil, err
+		}
+	}
 	r.unschedule(id)
-	r.cancelRun(id, errReset) // waits, so no batch lands after the sightings go
+	r.cancelRun(id, errReset)
 	to := *cur
 	applyDelivered(&to, spec)
 	f, err := r.st.ResetPremiumFeed(ctx, id, store.FeedReset{Name: to.Name, Category: to.Category,
@@ -231,6 +239,22 @@ func (r *Runner) updatePremium(ctx context.Context, cur *store.Feed, in FeedUpda
 			return nil, err
 		}
 		patch.Secret = &sealed
+	}
+	if cur.Enabled {
+		// The settings a feed needs to be enabled stay while it is.
+		after := *cur
+		if patch.Username != nil {
+			after.Username = *patch.Username
+		}
+		if patch.CollectionURL != nil {
+			after.CollectionURL = *patch.CollectionURL
+		}
+		if secret != nil && *secret == "" {
+			after.Secret = nil
+		}
+		if field := missingToEnable(&after, spec); field != "" {
+			return nil, store.Invalid(inputNames[field], "is needed while the feed is enabled: disable the feed first")
+		}
 	}
 	if in.CollectionURL != nil || in.Username != nil || in.Password != nil {
 		if err := r.validateSource(ctx, cur, in); err != nil {

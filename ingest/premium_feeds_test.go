@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
@@ -357,6 +358,9 @@ func TestFeedListFeedRuns(t *testing.T) {
 		}
 		checkConsistent(t, st)
 
+		_, err = h.r.UpdateFeed(ctx, f.ID, FeedUpdate{APIEndpoint: ptr("")})
+		wantInvalid(t, err, "apiEndpoint", "disable the feed first")
+
 		// A key revoked upstream shows Invalid Credentials.
 		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{APIEndpoint: ptr(srv.URL + "/v2/retail.json?key=old&v=2")}); err != nil {
 			t.Fatal(err)
@@ -364,6 +368,112 @@ func TestFeedListFeedRuns(t *testing.T) {
 		h.runNow(f.ID)
 		if got := h.feed(f.ID); got.StatusMessage != "Invalid Credentials" || got.DerivedStatus() != store.StatusError {
 			t.Errorf("with a wrong key: %q", got.StatusMessage)
+		}
+	})
+}
+
+// Instance b runs a feed-list feed while instance a resets it: b's batches
+// after the reset are refused (the feed is disabled) and the end of b's run
+// leaves nothing on the reset feed.
+func TestResetWhileRunningElsewhere(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		gate := make(chan struct{})
+		obj := func(i int) string { return fmt.Sprintf(`{"type":"ip","value":"192.0.2.%d"},`, i) }
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `[`)
+			for i := 1; i <= 7; i++ {
+				io.WriteString(w, obj(i))
+			}
+			w.(http.Flusher).Flush()
+			<-gate
+			for i := 8; i <= 20; i++ {
+				io.WriteString(w, obj(i))
+			}
+			io.WriteString(w, `{"type":"ip","value":"192.0.2.99"}]`)
+		}))
+		defer srv.Close()
+		defer func() {
+			select {
+			case <-gate:
+			default:
+				close(gate)
+			}
+		}()
+		a := newHarness(t, st, TSVOptions{})
+		b := newHarness(t, st, TSVOptions{})
+		a.reg.RegisterFeedList(FeedListOptions{})
+		b.reg.RegisterFeedList(FeedListOptions{})
+		f, err := a.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "x",
+			APIEndpoint: srv.URL + "/v2/x.json?key=k&v=2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.SetFeedEnabled(ctx, f.ID, true); err != nil { // as another instance would, without running it
+			t.Fatal(err)
+		}
+		if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+		// b writes batches of 3 as the first objects arrive.
+		for deadline := time.Now().Add(30 * time.Second); a.count("SELECT COUNT(*) FROM sightings WHERE feed_id = ?", f.ID) < 3; {
+			if time.Now().After(deadline) {
+				t.Fatal("b's run wrote nothing")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := a.r.ResetPremiumFeed(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+		close(gate)
+		b.r.Wait()
+		got := a.feed(f.ID)
+		if n := a.count("SELECT COUNT(*) FROM sightings WHERE feed_id = ?", f.ID); n != 0 {
+			t.Errorf("%d sightings on the reset feed after b's run", n)
+		}
+		if n := a.count("SELECT COUNT(*) FROM iocs"); n != 0 {
+			t.Errorf("%d IoCs after b's run on the reset feed", n)
+		}
+		if got.Enabled || got.StatusMessage != store.MessageDisabled || got.Cursor != "" || got.LastRunAt != nil ||
+			got.LastIngestion != nil || got.HasSecret() {
+			t.Errorf("reset feed after b's run: %+v", got)
+		}
+		if n := a.count("SELECT COUNT(*) FROM feed_runs WHERE feed_id = ?", f.ID); n != 0 {
+			t.Errorf("%d runs recorded on the reset feed", n)
+		}
+		checkConsistent(t, st)
+	})
+}
+
+// A source cut to 200 bytes inside a character is stored as valid UTF-8 on
+// both databases (PostgreSQL refuses invalid UTF-8).
+func TestFeedListLongSource(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		src := strings.Repeat("a", 199) + "é"
+		doc := fmt.Sprintf(`[{"type":"ip","value":"192.0.2.1","source":%q},{"type":"ip","value":"192.0.2.2"}]`, src)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, doc) }))
+		defer srv.Close()
+		h := newHarness(t, st, TSVOptions{})
+		h.reg.RegisterFeedList(FeedListOptions{})
+		f, err := h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "u",
+			APIEndpoint: srv.URL + "/v2/u.json?key=k&v=2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.r.SetEnabled(ctx, f.ID, true, false); err != nil {
+			t.Fatal(err)
+		}
+		h.r.Wait()
+		if run := h.lastRun(f.ID); run.ErrorKind != "" || run.Stored != 2 {
+			t.Fatalf("run = %+v", run)
+		}
+		var stored string
+		if err := st.DB.QueryRowContext(ctx, "SELECT source FROM sightings WHERE source LIKE 'aaa%'").Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if !utf8.ValidString(stored) || stored != strings.Repeat("a", 199)+"…" {
+			t.Errorf("stored source %q", stored)
 		}
 	})
 }

@@ -349,7 +349,51 @@ func (r *Runner) reconcile(ctx context.Context) error {
 		return err
 	}
 	_, err = r.reconcileWith(gen, feeds)
+	// A run here of a feed disabled or deleted elsewhere stops too, as it
+	// would had that been done here. The feed is read again first: it may
+	// have been enabled since the list was read, and this run started.
+	for _, id := range r.runningNotIn(feeds) {
+		f, ferr := r.st.Feed(ctx, id)
+		switch {
+		case errors.Is(ferr, store.ErrNotFound):
+			r.signalRun(id, errDeleted)
+		case ferr != nil:
+			err = errors.Join(err, ferr)
+		case !f.Enabled:
+			r.signalRun(id, errDisabled)
+		default:
+			continue
+		}
+		r.log.Info("Cancelled the run of a feed disabled or deleted by another instance", "feed_id", id)
+	}
 	return err
+}
+
+// runningNotIn lists the feeds running here that are not among feeds.
+func (r *Runner) runningNotIn(feeds []store.Feed) []int64 {
+	listed := make(map[int64]bool, len(feeds))
+	for i := range feeds {
+		listed[feeds[i].ID] = true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []int64
+	for id := range r.running {
+		if !listed[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// signalRun cancels the feed's run in flight, if any, without waiting for
+// it to end.
+func (r *Runner) signalRun(feedID int64, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ar := r.running[feedID]; ar != nil {
+		ar.cancel(cause)
+	}
 }
 
 // reconcileWith applies the enabled feeds read when the jobs were at
@@ -388,14 +432,6 @@ func (r *Runner) reconcileWith(gen uint64, feeds []store.Feed) (applied bool, er
 		if !enabled[id] {
 			r.unscheduleLocked(id)
 			r.log.Info("Unscheduled a feed disabled or deleted by another instance", "feed_id", id)
-		}
-	}
-	// A run here of a feed disabled elsewhere stops too, as it would had the
-	// feed been disabled here (without waiting: the run needs r.mu to end).
-	for id, ar := range r.running {
-		if !enabled[id] {
-			ar.cancel(errDisabled)
-			r.log.Info("Cancelled the run of a feed disabled or deleted by another instance", "feed_id", id)
 		}
 	}
 	return true, errors.Join(errs...)
@@ -602,30 +638,52 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		// Sources that do not checkpoint their final cursor get it saved here.
 		err = sink.Checkpoint(ctx, cursor)
 	}
+	var settleErr error
 	if err == nil || limitHit {
 		if ferr := sink.Flush(ctx); ferr != nil {
 			err, limitHit = ferr, false
 		}
 	} else {
-		sink.Settle(ctx) // what came before the last checkpoint is written before the run ends
+		// What came before the last checkpoint is written before the run
+		// ends, so that the next run resumes from there.
+		settleErr = sink.Settle(ctx)
 	}
 	stats := sink.Stats()
 	if limitHit || (err == nil && stats.LimitReached) {
-		return stats, outcome{message: f.SuccessMessage(), note: note()}
+		o := outcome{message: f.SuccessMessage()}
+		if cursor != "" { // the limit was used up before the end of the source
+			o.note = note()
+		}
+		return stats, o
 	}
 	if err == nil {
 		return stats, outcome{message: f.SuccessMessage()}
 	}
+	o := failedOutcome(ctx, err, fail)
+	if settleErr != nil && o.message != store.MessageDisabled {
+		r.log.Error("Unable to write what came before the run's last checkpoint", "feed_id", f.ID, "run_id", run.ID, "error", settleErr)
+		o.detail += "; what came before the last checkpoint was not written either (" + settleErr.Error() + "): the next run fetches it again"
+	}
+	return stats, o
+}
+
+// failedOutcome says how a run that failed with err ends: stopped by
+// shutdown, cancelled because its feed was disabled (here or, seen by its
+// writes, on another instance), or failed.
+func failedOutcome(ctx context.Context, err error, fail func(error) (RunStats, outcome)) outcome {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(err, errStopping) || errors.Is(cause, errStopping):
-		return stats, outcome{kind: store.MessageStopped, message: store.MessageStopped,
+		return outcome{kind: store.MessageStopped, message: store.MessageStopped,
 			detail: "tifeeds stopped during the run", note: "the next start resumes from the last checkpoint"}
 	case errors.Is(cause, errDisabled) || errors.Is(cause, errDeleted) || errors.Is(cause, errReset):
-		return stats, outcome{kind: store.MessageStopped, message: store.MessageDisabled,
+		return outcome{kind: store.MessageStopped, message: store.MessageDisabled,
 			detail: cause.Error(), note: "cancelled when the feed was disabled"}
+	case errors.Is(err, store.ErrFeedDisabled):
+		return outcome{kind: store.MessageStopped, message: store.MessageDisabled,
+			detail: err.Error(), note: "stopped: the feed was disabled, reset or deleted during the run"}
 	}
 	_, o := fail(err)
-	return stats, o
+	return o
 }
 
 func runLimitNote(limit int64) string {

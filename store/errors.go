@@ -8,6 +8,11 @@ import (
 // ErrNotFound is returned when the asked-for record does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrFeedDisabled is returned by a batch of indicators for a feed that has
+// been disabled (or reset, or deleted) since its run started: the batch is
+// not applied.
+var ErrFeedDisabled = errors.New("the feed was disabled")
+
 // ErrConflict is returned when a write breaks a uniqueness rule.
 var ErrConflict = errors.New("conflict")
 

@@ -327,10 +327,12 @@ type FeedReset struct {
 }
 
 // ResetPremiumFeed returns a premium feed to its delivered state: disabled,
-// without credentials, cursor or run state, with the given settings; then it
-// deletes the feed's sightings and the IoCs left without one. The feed is
-// disabled first, in its own transaction, so nothing ingests while the
-// sightings go; should a crash come in between, a second reset finishes.
+// without credentials, cursor, run state or run history, with the given
+// settings; then it deletes the feed's sightings and the IoCs left without
+// one. The feed is disabled first, in its own transaction, so nothing
+// ingests while the sightings go (batches of a run still going on check
+// that the feed is enabled, and the end of such a run finds its record
+// gone); should a crash come in between, a second reset finishes.
 func (s *Store) ResetPremiumFeed(ctx context.Context, id int64, to FeedReset) (*Feed, error) {
 	var out *Feed
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -355,6 +357,9 @@ func (s *Store) ResetPremiumFeed(ctx context.Context, id int64, to FeedReset) (*
 				return Invalid("name", "a feed named %q already exists", f.Name)
 			}
 			return fmt.Errorf("store: unable to reset feed %d: %w", id, err)
+		}
+		if _, err := tx.NewDelete().Model((*FeedRun)(nil)).Where("feed_id = ?", id).Exec(ctx); err != nil {
+			return fmt.Errorf("store: unable to delete the runs of feed %d: %w", id, err)
 		}
 		out = f
 		return nil
@@ -719,14 +724,21 @@ func (s *Store) FinishRun(ctx context.Context, run *FeedRun, message string) (*F
 	}
 	var out *Feed
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewUpdate().Model(run).WherePK().
+		res, err := tx.NewUpdate().Model(run).WherePK().
 			Column("ended_at", "fetched", "stored", "rejected", "rejections", "error_kind", "error_detail", "note").
-			Exec(ctx); err != nil {
+			Exec(ctx)
+		if err != nil {
 			return fmt.Errorf("store: unable to finish run %d: %w", run.ID, err)
 		}
 		f, err := feedForUpdate(ctx, tx, s.Dialect, run.FeedID)
 		if err != nil {
 			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			// A reset erased the feed's runs while this one went on (in
+			// another instance): it leaves nothing on the reset feed.
+			out = f
+			return nil
 		}
 		f.LastRunAt = run.EndedAt
 		if f.Enabled {

@@ -568,28 +568,22 @@ func cmpValKey(x, y valKey) int {
 // finishBatch records the feed's cursor, last ingestion and the run's count
 // in the batch's transaction.
 func finishBatch(ctx context.Context, w batchWriter, b Batch, res BatchResult) error {
-	now := b.Now
-	switch {
-	case b.Cursor != nil && res.Stored > 0:
-		n, err := w.exec(ctx, "UPDATE feeds SET cursor = $1, last_ingestion = $2 WHERE id = $3", *b.Cursor, now, b.FeedID)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("feed %d: %w", b.FeedID, ErrNotFound)
-		}
-	case b.Cursor != nil:
-		n, err := w.exec(ctx, "UPDATE feeds SET cursor = $1 WHERE id = $2", *b.Cursor, b.FeedID)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("feed %d: %w", b.FeedID, ErrNotFound)
-		}
-	case res.Stored > 0:
-		if _, err := w.exec(ctx, "UPDATE feeds SET last_ingestion = $1 WHERE id = $2", now, b.FeedID); err != nil {
-			return err
-		}
+	// One statement moves the feed's cursor and last ingestion and checks,
+	// under the row's lock, that the feed is still enabled: a run going on
+	// in another instance while the feed is disabled, reset or deleted
+	// writes nothing more.
+	var cursor any // NULL keeps the cursor
+	if b.Cursor != nil {
+		cursor = *b.Cursor
+	}
+	n, err := w.exec(ctx, `UPDATE feeds SET cursor = COALESCE($1, cursor),
+		last_ingestion = CASE WHEN $2 THEN $3 ELSE last_ingestion END WHERE id = $4 AND enabled`,
+		cursor, res.Stored > 0, b.Now, b.FeedID)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("feed %d: %w", b.FeedID, ErrFeedDisabled)
 	}
 	if b.RunID != 0 && res.Stored > 0 {
 		n, err := w.exec(ctx, "UPDATE feed_runs SET stored = stored + $1 WHERE id = $2 AND feed_id = $3", int64(res.Stored), b.RunID, b.FeedID)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tifeeds/tifeeds/ioc"
 )
@@ -85,10 +86,16 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, limit int64, 
 	if resp.ContentLength >= maxBytes {
 		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("premium: the feed document must be under %d MB", maxBytes>>20))
 	}
-	body := &cappedReader{r: resp.Body, left: maxBytes}
+	body := &cappedReader{r: resp.Body, left: maxBytes - 1} // the document must be under maxBytes
 	r := &docReader{dec: json.NewDecoder(body), sink: sink, source: ep.CollectionID,
 		skip: skip, limit: limit}
 	err = r.read(ctx)
+	if err == nil {
+		// Nothing but white space may follow the document.
+		if _, terr := r.dec.Token(); !errors.Is(terr, io.EOF) {
+			err = ioc.Fail(ioc.FetchingDataError, errors.New("premium: data after the end of the feed document"))
+		}
+	}
 	switch {
 	case errors.Is(err, ErrLimitReached):
 		next := objectCursor(r.pos)
@@ -164,6 +171,9 @@ func (r *docReader) read(ctx context.Context) error {
 	}
 	if !found {
 		return ioc.Fail(ioc.FetchingDataError, errors.New(`premium: the feed document has no "indicators" array`))
+	}
+	if _, err := r.dec.Token(); err != nil { // the closing '}'
+		return notJSON(err)
 	}
 	return nil
 }
@@ -262,11 +272,19 @@ func notJSON(err error) error {
 	return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("premium: the feed document is not valid JSON: %w", err))
 }
 
+// clip shortens s to at most 200 bytes, on a character boundary (a value
+// cut inside a character would not be valid UTF-8, which PostgreSQL
+// refuses).
 func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
+	const most = 200
+	if len(s) <= most {
+		return s
 	}
-	return s
+	n := most
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func objectCursor(n int64) string { return "object:" + strconv.FormatInt(n, 10) }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tifeeds/tifeeds/ioc"
 )
@@ -142,16 +143,18 @@ func TestFeedListSourceFailures(t *testing.T) {
 		kind     ioc.FailureKind
 		detail   string
 	}{
-		"wrong key":        {status: 200, body: "[]", endpoint: func(b string) string { return b + "/v2/finance.json?key=nope&v=2" }, kind: ioc.InvalidCredentials},
-		"unknown feed":     {status: 200, body: "[]", endpoint: func(b string) string { return b + "/v2/other.json?key=k1&v=2" }, kind: ioc.InvalidURL},
-		"rate limited":     {status: 429, body: "", kind: ioc.SurpassedQueryLimit},
-		"server error":     {status: 502, body: "", kind: ioc.FetchingDataError},
-		"not JSON":         {status: 200, body: "<html>", kind: ioc.FetchingDataError, detail: "not valid JSON"},
-		"cut off":          {status: 200, body: `{"indicators": [{"type": "ip", "value": "192.0.2.1"}, {"ty`, kind: ioc.FetchingDataError, detail: "not valid JSON"},
-		"no indicators":    {status: 200, body: `{"feed": "x"}`, kind: ioc.FetchingDataError, detail: `no "indicators"`},
-		"a scalar":         {status: 200, body: `"x"`, kind: ioc.FetchingDataError, detail: "neither an array nor an object"},
-		"too large":        {status: 200, body: big, maxBytes: 1000, kind: ioc.FetchingDataError, detail: "must be under"},
-		"connection error": {endpoint: func(string) string { return "http://127.0.0.1:1/v2/finance.json?key=k1&v=2" }, kind: ioc.ConnectionError},
+		"wrong key":               {status: 200, body: "[]", endpoint: func(b string) string { return b + "/v2/finance.json?key=nope&v=2" }, kind: ioc.InvalidCredentials},
+		"unknown feed":            {status: 200, body: "[]", endpoint: func(b string) string { return b + "/v2/other.json?key=k1&v=2" }, kind: ioc.InvalidURL},
+		"rate limited":            {status: 429, body: "", kind: ioc.SurpassedQueryLimit},
+		"server error":            {status: 502, body: "", kind: ioc.FetchingDataError},
+		"not JSON":                {status: 200, body: "<html>", kind: ioc.FetchingDataError, detail: "not valid JSON"},
+		"cut off":                 {status: 200, body: `{"indicators": [{"type": "ip", "value": "192.0.2.1"}, {"ty`, kind: ioc.FetchingDataError, detail: "not valid JSON"},
+		"no indicators":           {status: 200, body: `{"feed": "x"}`, kind: ioc.FetchingDataError, detail: `no "indicators"`},
+		"a scalar":                {status: 200, body: `"x"`, kind: ioc.FetchingDataError, detail: "neither an array nor an object"},
+		"too large":               {status: 200, body: big, maxBytes: 1000, kind: ioc.FetchingDataError, detail: "must be under"},
+		"data after the document": {status: 200, body: `[{"type": "ip", "value": "192.0.2.1"}] trailing`, kind: ioc.FetchingDataError, detail: "data after the end"},
+		"exactly the cap":         {status: 200, body: big, maxBytes: int64(len(big)), kind: ioc.FetchingDataError, detail: "must be under"},
+		"connection error":        {endpoint: func(string) string { return "http://127.0.0.1:1/v2/finance.json?key=k1&v=2" }, kind: ioc.ConnectionError},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := feedListServer(t, tc.status, tc.body)
@@ -166,6 +169,22 @@ func TestFeedListSourceFailures(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "k1") {
 				t.Errorf("the error shows the API key: %v", err)
+			}
+		})
+	}
+}
+
+func TestClip(t *testing.T) {
+	for name, tc := range map[string]struct{ in, want string }{
+		"short":             {"abc", "abc"},
+		"exactly 200":       {strings.Repeat("a", 200), strings.Repeat("a", 200)},
+		"cut inside a rune": {strings.Repeat("a", 199) + "é", strings.Repeat("a", 199) + "…"},
+		"cut after a rune":  {strings.Repeat("a", 198) + "é" + "b", strings.Repeat("a", 198) + "é" + "…"},
+		"four-byte runes":   {strings.Repeat("😀", 60), strings.Repeat("😀", 50) + "…"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := clip(tc.in); got != tc.want || !utf8.ValidString(got) {
+				t.Errorf("clip = %q, want %q", got, tc.want)
 			}
 		})
 	}
