@@ -261,3 +261,33 @@ func TestReconcileCancelsRunOfFeedDisabledElsewhere(t *testing.T) {
 		}
 	})
 }
+
+// A feed deleted through one instance while another runs it: the other's
+// batches are refused, and nothing of the feed remains.
+func TestDeleteWhileRunningElsewhere(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		a := newHarness(t, st, TSVOptions{})
+		b := newHarness(t, st, TSVOptions{})
+		srv := newTSVServer(t, ipRows(1, 4))
+		f := a.create(srv.URL+"/feed.tsv", nil)
+		a.r.Wait()
+
+		gate, started := make(chan struct{}), make(chan struct{}, 1)
+		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started; s.body = ipRows(1, 40) })
+		if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if err := a.r.DeleteFeed(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+		close(gate)
+		b.r.Wait()
+		for _, q := range []string{"SELECT COUNT(*) FROM feeds", "SELECT COUNT(*) FROM sightings", "SELECT COUNT(*) FROM iocs"} {
+			if n := a.count(q); n != 0 {
+				t.Errorf("%s = %d after the feed was deleted", q, n)
+			}
+		}
+	})
+}

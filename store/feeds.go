@@ -601,7 +601,14 @@ func (s *Store) DeleteFeed(ctx context.Context, id int64) error {
 	if !f.Deletable() {
 		return Invalid("id", "only custom feeds can be deleted")
 	}
-	// Sightings go first, in batches, so that the IoC aggregates stay
+	// Disabled first: a run of the feed going on in another instance then
+	// writes no more batches (each checks that its feed is enabled), so no
+	// sighting comes in while the feed's go.
+	if _, err := s.DB.NewUpdate().Model((*Feed)(nil)).Set("enabled = ?", false).
+		Where("id = ?", id).Exec(ctx); err != nil {
+		return fmt.Errorf("store: unable to disable feed %d before deleting it: %w", id, err)
+	}
+	// Sightings go next, in batches, so that the IoC aggregates stay
 	// right; a crash in between leaves the feed in place to delete again.
 	if _, err := s.DeleteFeedSightings(ctx, id); err != nil {
 		return fmt.Errorf("store: unable to delete the sightings of feed %d: %w", id, err)
