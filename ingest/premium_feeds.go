@@ -83,11 +83,11 @@ func (r *Runner) CreatePremiumFeed(ctx context.Context, in PremiumFeedInput) (*s
 	}
 	f := &store.Feed{Type: store.FeedPremium, Kind: string(spec.Kind)}
 	applyDelivered(f, spec)
-	if name := spec.FeedName(in.Name); name == spec.NamePrefix {
-		return nil, store.Invalid("name", "must not be empty")
-	} else {
-		f.Name = name
+	name, err := feedName(spec, in.Name)
+	if err != nil {
+		return nil, err
 	}
+	f.Name = name
 	f.Category = in.Category
 	if f.Category == "" && len(spec.Categories) > 0 {
 		f.Category = spec.Categories[0]
@@ -182,30 +182,17 @@ func (r *Runner) updatePremium(ctx context.Context, cur *store.Feed, in FeedUpda
 			return nil, store.Invalid(inputNames[field], "is not a setting of %s feeds", spec.Title)
 		}
 	}
-	next := *cur
-	patch := store.FeedPatch{PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
-		BackfillDays: in.BackfillDays, Category: in.Category, CollectionURL: in.CollectionURL}
-	if in.PollingFrequency != nil {
-		next.PollingFrequency = *in.PollingFrequency
-	}
-	if in.RetentionPeriod != nil {
-		next.RetentionPeriod = *in.RetentionPeriod
-	}
-	if in.BackfillDays != nil {
-		next.BackfillDays = *in.BackfillDays
-	}
-	if err := checkRanges(spec, &next); err != nil {
-		return nil, err
-	}
 	if in.Category != nil {
 		if err := checkCategory(spec, *in.Category); err != nil {
 			return nil, err
 		}
 	}
+	patch := store.FeedPatch{PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
+		BackfillDays: in.BackfillDays, Category: in.Category, CollectionURL: in.CollectionURL}
 	if in.Name != nil {
-		name := spec.FeedName(*in.Name)
-		if name == spec.NamePrefix {
-			return nil, store.Invalid("name", "must not be empty")
+		name, err := feedName(spec, *in.Name)
+		if err != nil {
+			return nil, err
 		}
 		patch.StoredName = &name
 	}
@@ -233,28 +220,31 @@ func (r *Runner) updatePremium(ctx context.Context, cur *store.Feed, in FeedUpda
 		}
 		patch.CollectionURL, secret = &url, &key
 	}
+	// The feed as the update leaves it, for the checks that need it whole.
+	next := *cur
+	setIf(&next.PollingFrequency, patch.PollingFrequency)
+	setIf(&next.RetentionPeriod, patch.RetentionPeriod)
+	setIf(&next.BackfillDays, patch.BackfillDays)
+	setIf(&next.Username, patch.Username)
+	setIf(&next.CollectionURL, patch.CollectionURL)
+	if secret != nil && *secret == "" {
+		next.Secret = nil
+	}
+	if err := checkRanges(spec, &next); err != nil {
+		return nil, err
+	}
+	if cur.Enabled {
+		// The settings a feed needs to be enabled stay while it is.
+		if field := missingToEnable(&next, spec); field != "" {
+			return nil, store.Invalid(inputNames[field], "is needed while the feed is enabled: disable the feed first")
+		}
+	}
 	if secret != nil {
 		sealed, err := r.secrets.Seal(*secret)
 		if err != nil {
 			return nil, err
 		}
 		patch.Secret = &sealed
-	}
-	if cur.Enabled {
-		// The settings a feed needs to be enabled stay while it is.
-		after := *cur
-		if patch.Username != nil {
-			after.Username = *patch.Username
-		}
-		if patch.CollectionURL != nil {
-			after.CollectionURL = *patch.CollectionURL
-		}
-		if secret != nil && *secret == "" {
-			after.Secret = nil
-		}
-		if field := missingToEnable(&after, spec); field != "" {
-			return nil, store.Invalid(inputNames[field], "is needed while the feed is enabled: disable the feed first")
-		}
 	}
 	if in.CollectionURL != nil || in.Username != nil || in.Password != nil {
 		if err := r.validateSource(ctx, cur, in); err != nil {
@@ -302,6 +292,22 @@ func (r *Runner) checkEnablePremium(f *store.Feed) error {
 		return store.Invalid("enabled", "%s feeds cannot be fetched by this version of tifeeds yet; the feed keeps its settings", spec.Title)
 	}
 	return nil
+}
+
+// feedName is the stored name of a feed of a creatable kind.
+func feedName(spec premium.Spec, raw string) (string, error) {
+	name := spec.FeedName(raw)
+	if name == spec.NamePrefix {
+		return "", store.Invalid("name", "must not be empty")
+	}
+	return name, nil
+}
+
+// setIf sets *dst to *v when v is given.
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 func checkRanges(spec premium.Spec, f *store.Feed) error {

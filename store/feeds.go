@@ -209,27 +209,8 @@ func (s *Store) CreateCustomFeed(ctx context.Context, in NewCustomFeed) (*Feed, 
 	if err := validateFeed(f); err != nil {
 		return nil, err
 	}
-	err = s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if s.Dialect == Postgres {
-			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(customFeedsLockID)); err != nil {
-				return fmt.Errorf("store: unable to lock custom feeds: %w", err)
-			}
-		}
-		n, err := tx.NewSelect().Model((*Feed)(nil)).Where("type = ?", FeedCustom).Count(ctx)
-		if err != nil {
-			return fmt.Errorf("store: unable to count custom feeds: %w", err)
-		}
-		if n >= MaxCustomFeeds {
-			return Invalid("", "an organisation may have at most %d custom feeds; delete one first", MaxCustomFeeds)
-		}
-		if _, err := tx.NewInsert().Model(f).Returning("id").Exec(ctx); err != nil {
-			if isUniqueViolation(err) {
-				return fmt.Errorf("store: a feed named %q already exists: %w", f.Name, ErrConflict)
-			}
-			return fmt.Errorf("store: unable to create feed %q: %w", f.Name, err)
-		}
-		return nil
-	})
+	err = s.insertBounded(ctx, f, customFeedsLockID, MaxCustomFeeds,
+		Invalid("", "an organisation may have at most %d custom feeds; delete one first", MaxCustomFeeds))
 	if err != nil {
 		return nil, err
 	}
@@ -273,22 +254,35 @@ func (s *Store) CreatePremiumFeed(ctx context.Context, f *Feed, maxOfKind int) e
 	if err := validateFeed(f); err != nil {
 		return err
 	}
+	err = s.insertBounded(ctx, f, premiumFeedsLockID, maxOfKind,
+		Invalid("", "at most %d feeds of this premium kind; delete or reuse one", maxOfKind))
+	if errors.Is(err, ErrConflict) {
+		return Invalid("name", "a feed named %q already exists", f.Name)
+	}
+	return err
+}
+
+// insertBounded stores f unless max feeds of its type and kind exist
+// already, in which case it returns full. On PostgreSQL the count is taken
+// under the advisory lock lockID, so two concurrent creates cannot both pass
+// the bound. A name in use is ErrConflict.
+func (s *Store) insertBounded(ctx context.Context, f *Feed, lockID int64, max int, full error) error {
 	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if s.Dialect == Postgres {
-			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(premiumFeedsLockID)); err != nil {
-				return fmt.Errorf("store: unable to lock premium feeds: %w", err)
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", lockID); err != nil {
+				return fmt.Errorf("store: unable to lock the %s feeds: %w", f.Type, err)
 			}
 		}
-		n, err := tx.NewSelect().Model((*Feed)(nil)).Where("type = ? AND kind = ?", FeedPremium, f.Kind).Count(ctx)
+		n, err := tx.NewSelect().Model((*Feed)(nil)).Where("type = ? AND kind = ?", f.Type, f.Kind).Count(ctx)
 		if err != nil {
-			return fmt.Errorf("store: unable to count premium feeds: %w", err)
+			return fmt.Errorf("store: unable to count the %s feeds: %w", f.Type, err)
 		}
-		if n >= int64(maxOfKind) {
-			return Invalid("", "at most %d feeds of this premium kind; delete or reuse one", maxOfKind)
+		if n >= int64(max) {
+			return full
 		}
 		if _, err := tx.NewInsert().Model(f).Returning("id").Exec(ctx); err != nil {
 			if isUniqueViolation(err) {
-				return Invalid("name", "a feed named %q already exists", f.Name)
+				return fmt.Errorf("store: a feed named %q already exists: %w", f.Name, ErrConflict)
 			}
 			return fmt.Errorf("store: unable to create feed %q: %w", f.Name, err)
 		}
@@ -604,8 +598,7 @@ func (s *Store) DeleteFeed(ctx context.Context, id int64) error {
 	// Disabled first: a run of the feed going on in another instance then
 	// writes no more batches (each checks that its feed is enabled), so no
 	// sighting comes in while the feed's go.
-	if _, err := s.DB.NewUpdate().Model((*Feed)(nil)).Set("enabled = ?", false).
-		Where("id = ?", id).Exec(ctx); err != nil {
+	if _, err := s.SetFeedEnabled(ctx, id, false); err != nil {
 		return fmt.Errorf("store: unable to disable feed %d before deleting it: %w", id, err)
 	}
 	// Sightings go next, in batches, so that the IoC aggregates stay

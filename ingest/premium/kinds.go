@@ -186,18 +186,6 @@ func (s Spec) Edits(f Field) bool {
 	return false
 }
 
-// SecretField is the field kept in the feed's sealed secret, or "" when the
-// kind has none.
-func (s Spec) SecretField() Field {
-	for _, f := range s.Editable {
-		switch f {
-		case Password, APIKey, ClientSecret, APIEndpoint:
-			return f
-		}
-	}
-	return ""
-}
-
 // InitialRetention is the retention a feed of this kind takes when it is
 // created or reset.
 func (s Spec) InitialRetention() int {
