@@ -221,24 +221,32 @@ func (h *harness) lastRunOrNil(id int64) *store.FeedRun {
 	return &runs[0]
 }
 
+// runHeldElsewhere starts two runners on st, a and b, and a TSV feed
+// through a that runs once; then b runs the feed again with body, and the
+// run is held at the server until gate is closed.
+func runHeldElsewhere(t *testing.T, st *store.Store, body string) (a, b *harness, f *store.Feed, gate chan struct{}) {
+	t.Helper()
+	a = newHarness(t, st, TSVOptions{})
+	b = newHarness(t, st, TSVOptions{})
+	srv := newTSVServer(t, ipRows(1, 4))
+	f = a.create(srv.URL+"/feed.tsv", nil)
+	a.r.Wait()
+	gate, started := make(chan struct{}), make(chan struct{}, 1)
+	srv.set(func(s *tsvServer) { s.gate, s.started, s.body = gate, started, body })
+	if _, err := b.r.RunNow(context.Background(), f.ID); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	return a, b, f, gate
+}
+
 // A run on one instance stops when another instance disables its feed: the
 // reconcile pass cancels it, and the feed shows Disabled.
 func TestReconcileCancelsRunOfFeedDisabledElsewhere(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		a := newHarness(t, st, TSVOptions{})
-		b := newHarness(t, st, TSVOptions{})
-		srv := newTSVServer(t, ipRows(1, 4))
-		f := a.create(srv.URL+"/feed.tsv", nil)
-		a.r.Wait()
-
-		gate, started := make(chan struct{}), make(chan struct{}, 1)
-		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started })
+		a, b, f, gate := runHeldElsewhere(t, st, ipRows(1, 4))
 		defer close(gate)
-		if _, err := b.r.RunNow(ctx, f.ID); err != nil {
-			t.Fatal(err)
-		}
-		<-started
 		if _, err := a.r.SetEnabled(ctx, f.ID, false, true); err != nil {
 			t.Fatal(err)
 		}
@@ -267,18 +275,7 @@ func TestReconcileCancelsRunOfFeedDisabledElsewhere(t *testing.T) {
 func TestDeleteWhileRunningElsewhere(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		a := newHarness(t, st, TSVOptions{})
-		b := newHarness(t, st, TSVOptions{})
-		srv := newTSVServer(t, ipRows(1, 4))
-		f := a.create(srv.URL+"/feed.tsv", nil)
-		a.r.Wait()
-
-		gate, started := make(chan struct{}), make(chan struct{}, 1)
-		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started; s.body = ipRows(1, 40) })
-		if _, err := b.r.RunNow(ctx, f.ID); err != nil {
-			t.Fatal(err)
-		}
-		<-started
+		a, b, f, gate := runHeldElsewhere(t, st, ipRows(1, 40))
 		if err := a.r.DeleteFeed(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
