@@ -34,7 +34,20 @@ const (
 	DefaultMaxRetryWait = 5 * time.Minute
 	defaultRetryWait    = 30 * time.Second // 429 without a usable Retry-After
 	defaultTimeout      = 5 * time.Minute  // per request, when HTTP is nil
-	maxErrorBody        = 4 << 10
+	maxDocumentBytes    = 16 << 20         // discovery, API root, collections
+)
+
+// Per-run bounds, the defaults of Client's Max fields. A TAXII server
+// decides how long a walk is (more: true may never end), so a run stops at
+// these, checkpointed, and the next run goes on from its cursor. A page
+// of 1,000 objects is about 1 MB; 64 MiB leaves room for verbose objects
+// (reports, long descriptions) while bounding what one page can cost.
+const (
+	DefaultMaxPages      = 5000
+	DefaultMaxObjects    = 500_000
+	DefaultMaxRunTime    = 30 * time.Minute
+	DefaultMaxPageBytes  = 64 << 20
+	DefaultMaxValueBytes = 4 << 20
 )
 
 // Client reads TAXII 2.1 collections. Its zero value is usable; build one per
@@ -66,6 +79,26 @@ type Client struct {
 	Normalize NormalizeFunc
 	// UserAgent, when set, is sent with every request.
 	UserAgent string
+
+	// MaxPages, MaxObjects and MaxRunTime bound one Fetch: it stops after
+	// the page that reaches one of them, returning ErrRunCapped with the
+	// cursor of that page; 0 means the Default of each. MaxRunTime is
+	// measured with Now.
+	MaxPages   int
+	MaxObjects int64
+	MaxRunTime time.Duration
+	// MaxPageBytes bounds one answer's body, on the wire and once
+	// decompressed; MaxValueBytes bounds one JSON value in it (one object
+	// of the envelope, or one string). 0 means the Default of each.
+	MaxPageBytes  int64
+	MaxValueBytes int64
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 func (c *Client) httpClient() *http.Client {
@@ -98,6 +131,9 @@ func (c *Client) maxRetryWait() time.Duration {
 	}
 	return DefaultMaxRetryWait
 }
+
+func (c *Client) maxPageBytes() int64  { return orDefault(c.MaxPageBytes, DefaultMaxPageBytes) }
+func (c *Client) maxValueBytes() int64 { return orDefault(c.MaxValueBytes, DefaultMaxValueBytes) }
 
 func (c *Client) now() time.Time {
 	if c.Now != nil {
@@ -138,6 +174,9 @@ func (c *Client) get(ctx context.Context, u string, notFound ioc.FailureKind) (*
 			return nil, ioc.Fail(ioc.InvalidURL, fmt.Errorf("taxii: unable to build a request for %s: %w", u, err))
 		}
 		req.Header.Set("Accept", MediaType)
+		// Asked for explicitly, gzip is left to us to decompress, within
+		// the page bound (see openBody).
+		req.Header.Set("Accept-Encoding", "gzip")
 		if c.Username != "" || c.Password != "" {
 			req.SetBasicAuth(c.Username, c.Password)
 		}
@@ -149,7 +188,7 @@ func (c *Client) get(ctx context.Context, u string, notFound ioc.FailureKind) (*
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("taxii: unable to get %s: %w", u, ctx.Err())
 			}
-			return nil, ioc.Fail(ioc.ConnectionError, fmt.Errorf("taxii: unable to get %s: %w", u, err))
+			return nil, ioc.HTTPRequestFailure("taxii", err)
 		}
 		if resp.StatusCode == http.StatusTooManyRequests {
 			wait, ok := retryAfter(resp.Header.Get("Retry-After"), c.now())
@@ -184,32 +223,43 @@ func (c *Client) get(ctx context.Context, u string, notFound ioc.FailureKind) (*
 	}
 }
 
-// statusError maps a non-2xx answer to the spec's failure kinds, with the
-// TAXII error message's title when the server sent one.
+// answerError is a non-2xx answer, classified. Its status lets Fetch tell
+// a refused next from other failures.
+type answerError struct {
+	status int
+	err    error
+}
+
+func (e *answerError) Error() string { return e.err.Error() }
+func (e *answerError) Unwrap() error { return e.err }
+
+// statusError maps a non-2xx answer to the spec's failure kinds, quoting
+// the status line only: the body is the server's, and an error detail is
+// shown to users.
 func statusError(u string, resp *http.Response, notFound ioc.FailureKind) error {
-	detail := resp.Status
-	var msg struct {
-		Title       string `json:"title"`
-		Description string `json:"description"`
-	}
-	if body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody)); err == nil && json.Unmarshal(body, &msg) == nil && msg.Title != "" {
-		detail += ": " + msg.Title
-		if msg.Description != "" {
-			detail += ": " + msg.Description
-		}
-	}
-	err := fmt.Errorf("taxii: %s answered %s", u, detail)
-	switch code := resp.StatusCode; {
-	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return ioc.Fail(ioc.InvalidCredentials, err)
-	case code == http.StatusNotFound:
-		return ioc.Fail(notFound, err)
-	case code == http.StatusNotAcceptable || code == http.StatusUnsupportedMediaType:
+	err := ioc.HTTPStatusFailure("taxii", resp)
+	kind := ioc.FailureOf(err)
+	switch resp.StatusCode {
+	case http.StatusNotFound, http.StatusGone:
+		kind = notFound
+	case http.StatusNotAcceptable, http.StatusUnsupportedMediaType:
 		// The server does not speak TAXII 2.1 at this address.
-		return ioc.Fail(ioc.InvalidURL, err)
-	default:
-		return ioc.Fail(ioc.FetchingDataError, err)
+		kind = ioc.InvalidURL
 	}
+	var fe *ioc.FetchError
+	if errors.As(err, &fe) {
+		err = fe.Err
+	}
+	return &answerError{status: resp.StatusCode, err: ioc.Fail(kind, fmt.Errorf("%w (GET %s)", err, withoutQuery(u)))}
+}
+
+// withoutQuery drops the query of u for messages: a next token names a
+// server-side session.
+func withoutQuery(u string) string {
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		return u[:i]
+	}
+	return u
 }
 
 // isTAXIIJSON accepts the TAXII 2.1 media type and, since some servers send
@@ -264,7 +314,17 @@ func (c *Client) getJSON(ctx context.Context, u string, notFound, badKind ioc.Fa
 		return err
 	}
 	defer drain(resp)
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+	b, err := openBody(resp, min(maxDocumentBytes, c.maxPageBytes()))
+	if err != nil {
+		return err
+	}
+	if err := json.NewDecoder(b.out).Decode(v); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("taxii: unable to read %s: %w", u, ctx.Err())
+		}
+		if b.raw.err != nil || b.raw.exceeded || b.out.exceeded {
+			return b.failure(err, err)
+		}
 		return ioc.Fail(badKind, fmt.Errorf("taxii: unable to decode %s: %w", u, err))
 	}
 	return nil

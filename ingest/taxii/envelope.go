@@ -23,10 +23,24 @@ type envelopeInfo struct {
 // that is valid JSON but has a field of the wrong type is passed with a
 // non-nil decoding error and a nil object: it is the caller's to reject. Any
 // other error of each stops decoding and is returned as it is; JSON that is
-// not an envelope yields an error wrapping errEnvelope.
-func decodeEnvelope(r io.Reader, each func(o *stixObject, decodeErr error) error) (envelopeInfo, error) {
+// not an envelope yields an error wrapping errEnvelope, and a JSON value
+// (an object, a string...) of more than maxValue bytes, when maxValue > 0,
+// one wrapping errValueTooLarge.
+func decodeEnvelope(r io.Reader, maxValue int64, each func(o *stixObject, decodeErr error) error) (envelopeInfo, error) {
+	if maxValue <= 0 {
+		return decodeEnvelopeFrom(json.NewDecoder(r), each)
+	}
+	lim := &valueLimiter{r: r, max: maxValue}
+	lim.dec = json.NewDecoder(lim)
+	info, err := decodeEnvelopeFrom(lim.dec, each)
+	if lim.exceeded {
+		return info, fmt.Errorf("%w: a JSON value of the envelope is larger than %d bytes", errValueTooLarge, maxValue)
+	}
+	return info, err
+}
+
+func decodeEnvelopeFrom(dec *json.Decoder, each func(o *stixObject, decodeErr error) error) (envelopeInfo, error) {
 	var info envelopeInfo
-	dec := json.NewDecoder(r)
 	if err := expectDelim(dec, '{'); err != nil {
 		return info, err
 	}

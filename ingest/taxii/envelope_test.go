@@ -30,7 +30,7 @@ func TestDecodeEnvelope(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var seen int64
-			info, err := decodeEnvelope(strings.NewReader(tc.body), func(*stixObject, error) error { seen++; return nil })
+			info, err := decodeEnvelope(strings.NewReader(tc.body), 0, func(*stixObject, error) error { seen++; return nil })
 			if err != nil {
 				t.Fatalf("decodeEnvelope: %v", err)
 			}
@@ -56,13 +56,16 @@ func TestDecodeEnvelopeErrors(t *testing.T) {
 	}
 	for name, body := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := decodeEnvelope(strings.NewReader(body), func(*stixObject, error) error { return nil })
+			_, err := decodeEnvelope(strings.NewReader(body), 0, func(*stixObject, error) error { return nil })
 			if !errors.Is(err, errEnvelope) {
 				t.Fatalf("decodeEnvelope(%q) = %v, want errEnvelope", body, err)
 			}
 		})
 	}
 }
+
+// fuzzMaxValue is small, so that fuzzing meets the value bound too.
+const fuzzMaxValue = 4 << 10
 
 // FuzzDecodeEnvelope feeds arbitrary bytes to the envelope decoder and the
 // extraction behind it: no panic, no hang, and any failure is errEnvelope.
@@ -87,7 +90,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		x := &extractor{source: "s", now: testNow, normalize: ioc.Normalize}
 		go func() {
 			var pos int64
-			_, err := decodeEnvelope(strings.NewReader(string(body)), func(o *stixObject, decodeErr error) error {
+			_, err := decodeEnvelope(strings.NewReader(string(body)), fuzzMaxValue, func(o *stixObject, decodeErr error) error {
 				pos++
 				return x.decoded(context.Background(), pos, o, decodeErr, sink)
 			})
@@ -95,8 +98,8 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}()
 		select {
 		case err := <-done:
-			if err != nil && !errors.Is(err, errEnvelope) {
-				t.Fatalf("decodeEnvelope error %v does not wrap errEnvelope", err)
+			if err != nil && !errors.Is(err, errEnvelope) && !errors.Is(err, errValueTooLarge) {
+				t.Fatalf("decodeEnvelope error %v wraps neither errEnvelope nor errValueTooLarge", err)
 			}
 		case <-time.After(10 * time.Second): // a hang, not a speed check
 			t.Fatal("decodeEnvelope does not return")

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"hash/fnv"
+	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -15,12 +16,11 @@ import (
 // MaxBackfillDays is the spec's upper limit on backfill days.
 const MaxBackfillDays = 30
 
-// maxEmptyPages is how many pages in a row may say "more" without carrying
-// any object before the server is taken to be paging in a loop.
-const maxEmptyPages = 3
-
-// maxPageBytes bounds one page's body; a larger page is a Fetching Data Error.
-const maxPageBytes = 512 << 20
+// maxStalledPages is how many pages in a row may say "more" without
+// progress (no object not seen before in this fetch, and an
+// X-TAXII-Date-Added-Last that does not move past the cursor) before the
+// server is taken to be paging in a loop.
+const maxStalledPages = 3
 
 // cursorLayout formats the cursors this package makes itself. TAXII
 // timestamps are RFC 3339 in UTC; millisecond precision is what most servers
@@ -30,6 +30,12 @@ const cursorLayout = "2006-01-02T15:04:05.000Z"
 // ErrPagingLoop is the reason of a fetch stopped because the server kept
 // paging without progress.
 var ErrPagingLoop = errors.New("server pages in a loop")
+
+// ErrRunCapped ends a fetch that stopped at one of the client's per-run
+// bounds (MaxPages, MaxObjects, MaxRunTime) while the server had more. It is
+// not a failure: everything up to the returned cursor was checkpointed, and
+// the next fetch goes on from there.
+var ErrRunCapped = errors.New("taxii: stopped at the per-run cap")
 
 // BackfillSince returns the oldest date a first run or a run after
 // re-enabling fetches: now minus backfillDays, clamped to 0..MaxBackfillDays.
@@ -66,11 +72,22 @@ func parseTimestamp(s string) (time.Time, error) {
 // last checkpointed cursor, which is addedAfter when nothing new came. The
 // cursor is the header's text, verbatim.
 //
-// Paging follows TAXII 2.1: every request keeps the run's added_after and
-// adds the previous page's next; a server that says more without a next is
-// asked again with added_after set to the last X-TAXII-Date-Added-Last. A
-// server that repeats a next token, or pages without progress, stops the
-// fetch with Fetching Data Error (wrapping ErrPagingLoop).
+// Paging follows TAXII 2.1: every request of a walk keeps the walk's
+// added_after and limit and adds the previous page's next; a server that
+// says more without a next is asked again with added_after set to the last
+// X-TAXII-Date-Added-Last. A next may name a server-side session and be the
+// same on every page (the OASIS reference server does so), so a repeated
+// next is no sign of a loop; pages without progress are (see
+// maxStalledPages), and stop the fetch with Fetching Data Error wrapping
+// ErrPagingLoop. Such a session expires, and re-sending its next would skip
+// a page: a refused next (400, 404, 410, 422) is never sent again, the walk
+// restarts instead from the cursor, once per cursor (a second refusal with
+// no page stored since fails the fetch).
+//
+// A fetch is bounded by MaxPages, MaxObjects and MaxRunTime: past one of
+// them it stops after the page in hand and returns its cursor with an error
+// wrapping ErrRunCapped. Each answer is bounded by MaxPageBytes, and each
+// JSON value in it by MaxValueBytes (Fetching Data Error).
 //
 // Unusable objects are reported with sink.Rejected, the position being the
 // object's number in this fetch (1-based). Errors are ioc.FetchError with the
@@ -98,11 +115,15 @@ func (c *Client) Fetch(ctx context.Context, collectionURL, addedAfter string, si
 	x := &extractor{source: source, now: c.now(), normalize: c.normalize()}
 
 	var (
-		position  int64
-		next      string
-		seenNext  = make(map[string]bool)
-		emptyRuns int
-		after     = addedAfter // the added_after of this run's requests
+		start         = c.now()
+		position      int64 // objects read, for rejection positions and MaxObjects
+		pages         int
+		next          string
+		stalled       int
+		seen          = make(map[uint64]struct{})
+		after         = addedAfter // the added_after of this walk's requests
+		restarted     bool
+		restartCursor string // the cursor the last restart went back to
 	)
 	for {
 		q := url.Values{"limit": {strconv.Itoa(c.pageSize())}}
@@ -112,10 +133,24 @@ func (c *Client) Fetch(ctx context.Context, collectionURL, addedAfter string, si
 		if next != "" {
 			q.Set("next", next)
 		}
-		info, last, err := c.page(ctx, cu.objectsURL()+"?"+q.Encode(), x, &position, sink)
+		info, last, fresh, err := c.page(ctx, cu.objectsURL()+"?"+q.Encode(), x, &position, seen, sink)
 		if err != nil {
-			return cursor, err
+			var refused *answerError
+			if next == "" || !errors.As(err, &refused) || !refusedNext(refused.status) {
+				return cursor, err
+			}
+			if restarted && restartCursor == cursor {
+				return cursor, fmt.Errorf("taxii: next refused again with no page stored since the walk restarted from %q: %w", cursor, err)
+			}
+			// The session behind next is gone (expired, typically); asking
+			// again with it would fail or skip a page. Everything up to
+			// cursor is checkpointed: a new walk from there loses nothing.
+			restarted, restartCursor = true, cursor
+			after, next, stalled = cursor, "", 0
+			continue
 		}
+		pages++
+		advanced := false
 		if last != "" {
 			t, err := parseTimestamp(last)
 			if err != nil {
@@ -124,7 +159,7 @@ func (c *Client) Fetch(ctx context.Context, collectionURL, addedAfter string, si
 			// Objects come in date_added order, so the header only grows;
 			// a server that says otherwise must not move the cursor back.
 			if cursor == "" || t.After(cursorTime) {
-				cursor, cursorTime = last, t
+				cursor, cursorTime, advanced = last, t, true
 			}
 		}
 		if info.Objects > 0 || last != "" {
@@ -135,19 +170,18 @@ func (c *Client) Fetch(ctx context.Context, collectionURL, addedAfter string, si
 		if !info.More {
 			return cursor, nil
 		}
-		if info.Objects == 0 {
-			if emptyRuns++; emptyRuns >= maxEmptyPages {
-				return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("taxii: %d pages in a row with more=true and no object: %w", emptyRuns, ErrPagingLoop))
+		if fresh == 0 && !advanced {
+			if stalled++; stalled >= maxStalledPages {
+				return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("taxii: %d pages in a row with more=true, no new object and no later X-TAXII-Date-Added-Last: %w", stalled, ErrPagingLoop))
 			}
 		} else {
-			emptyRuns = 0
+			stalled = 0
+		}
+		if reason := c.capReached(pages, position, c.now().Sub(start)); reason != "" {
+			return cursor, fmt.Errorf("%w of %s; the next run goes on from the cursor", ErrRunCapped, reason)
 		}
 		switch {
 		case info.Next != "":
-			if seenNext[info.Next] {
-				return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("taxii: next %q was already followed: %w", info.Next, ErrPagingLoop))
-			}
-			seenNext[info.Next] = true
 			next = info.Next
 		default:
 			// more without next: TAXII 2.1 says page on by added_after set
@@ -162,25 +196,63 @@ func (c *Client) Fetch(ctx context.Context, collectionURL, addedAfter string, si
 				}
 			}
 			after, next = last, ""
-			clear(seenNext)
 		}
 	}
 }
 
+// refusedNext reports whether an answer to a request with next says the
+// token is no longer good. The OASIS reference server answers 400; others
+// 404, 410 or 422. A collection that is really gone fails the restarted
+// walk's first request, which carries no next.
+func refusedNext(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
+}
+
+// capReached names the per-run bound a fetch has reached, or returns "".
+func (c *Client) capReached(pages int, objects int64, elapsed time.Duration) string {
+	switch maxPages, maxObjects, maxTime := orDefault(c.MaxPages, DefaultMaxPages),
+		orDefault(c.MaxObjects, DefaultMaxObjects), orDefault(c.MaxRunTime, DefaultMaxRunTime); {
+	case pages >= maxPages:
+		return fmt.Sprintf("%d pages", maxPages)
+	case objects >= maxObjects:
+		return fmt.Sprintf("%d objects", maxObjects)
+	case elapsed >= maxTime:
+		return maxTime.String()
+	}
+	return ""
+}
+
 // page gets one objects page and streams its envelope into the extractor.
-// It returns the envelope's more/next/count and the page's
-// X-TAXII-Date-Added-Last header.
-func (c *Client) page(ctx context.Context, u string, x *extractor, position *int64, sink ioc.Sink) (envelopeInfo, string, error) {
+// It returns the envelope's more/next/count, the page's
+// X-TAXII-Date-Added-Last header, and how many of its objects were not in
+// seen (which it updates) before.
+func (c *Client) page(ctx context.Context, u string, x *extractor, position *int64, seen map[uint64]struct{}, sink ioc.Sink) (envelopeInfo, string, int, error) {
 	resp, err := c.get(ctx, u, ioc.InvalidCollectionURL)
 	if err != nil {
-		return envelopeInfo{}, "", err
+		return envelopeInfo{}, "", 0, err
 	}
 	defer drain(resp)
 	last := resp.Header.Get("X-TAXII-Date-Added-Last")
-	var sinkErr error
-	body := &limitedBody{r: resp.Body, left: maxPageBytes}
-	info, err := decodeEnvelope(body, func(o *stixObject, decodeErr error) error {
+	b, err := openBody(resp, c.maxPageBytes())
+	if err != nil {
+		return envelopeInfo{}, "", 0, err
+	}
+	var (
+		sinkErr error
+		fresh   int
+	)
+	info, err := decodeEnvelope(b.out, c.maxValueBytes(), func(o *stixObject, decodeErr error) error {
 		*position++
+		if o != nil && o.ID != "" && len(seen) < int(orDefault(c.MaxObjects, DefaultMaxObjects)) {
+			if k := objectKey(o); !has(seen, k) {
+				seen[k] = struct{}{}
+				fresh++
+			}
+		}
 		if err := x.decoded(ctx, *position, o, decodeErr, sink); err != nil {
 			sinkErr = err
 			return err
@@ -189,38 +261,27 @@ func (c *Client) page(ctx context.Context, u string, x *extractor, position *int
 	})
 	switch {
 	case sinkErr != nil:
-		return info, "", fmt.Errorf("taxii: unable to hand over object %d: %w", *position, sinkErr)
+		return info, "", fresh, fmt.Errorf("taxii: unable to hand over object %d: %w", *position, sinkErr)
 	case ctx.Err() != nil:
-		return info, "", fmt.Errorf("taxii: unable to read %s: %w", u, ctx.Err())
-	case body.exceeded:
-		return info, "", ioc.Fail(ioc.FetchingDataError, fmt.Errorf("taxii: page %s is larger than %d bytes", u, maxPageBytes))
+		return info, "", fresh, fmt.Errorf("taxii: unable to read %s: %w", withoutQuery(u), ctx.Err())
+	case errors.Is(err, errValueTooLarge):
+		return info, "", fresh, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("taxii: page of %s: %w", withoutQuery(u), err))
 	case err != nil:
-		return info, "", ioc.Fail(ioc.FetchingDataError, fmt.Errorf("taxii: unable to decode %s: %w", u, err))
+		return info, "", fresh, b.failure(err, fmt.Errorf("taxii: unable to decode a page of %s: %w", withoutQuery(u), err))
 	}
-	return info, last, nil
+	return info, last, fresh, nil
 }
 
-// limitedBody is io.LimitReader that remembers it cut the body.
-type limitedBody struct {
-	r        io.Reader
-	left     int64
-	exceeded bool
+func has(m map[uint64]struct{}, k uint64) bool {
+	_, ok := m[k]
+	return ok
 }
 
-func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		// At the limit: only an exhausted body is fine.
-		var one [1]byte
-		if n, err := l.r.Read(one[:]); n == 0 && err != nil {
-			return 0, err
-		}
-		l.exceeded = true
-		return 0, io.ErrUnexpectedEOF
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
+// objectKey identifies one version of a STIX object in little memory.
+func objectKey(o *stixObject) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(o.ID))
+	h.Write([]byte{0})
+	h.Write([]byte(o.Modified))
+	return h.Sum64()
 }

@@ -20,6 +20,7 @@ const DefaultScore = 50
 type stixObject struct {
 	Type           string            `json:"type"`
 	ID             string            `json:"id"`
+	Modified       string            `json:"modified"`
 	Pattern        string            `json:"pattern"`
 	PatternType    string            `json:"pattern_type"`
 	ValidUntil     string            `json:"valid_until"`

@@ -22,7 +22,7 @@ func TestExtractEnvelope(t *testing.T) {
 	sink := &recSink{}
 	x := &extractor{source: "Test Collection", now: testNow, normalize: ioc.Normalize}
 	var pos int64
-	info, err := decodeEnvelope(f, func(o *stixObject, decodeErr error) error {
+	info, err := decodeEnvelope(f, 0, func(o *stixObject, decodeErr error) error {
 		pos++
 		return x.decoded(context.Background(), pos, o, decodeErr, sink)
 	})
