@@ -57,6 +57,9 @@ func (b *body) failure(err, dataErr error) error {
 		return ioc.HTTPRequestFailure("taxii", fmt.Errorf("reading the answer's body: %w", b.raw.err))
 	case b.raw.exceeded || (b.out != nil && b.out.exceeded):
 		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("taxii: the answer's body is larger than %d bytes%s", b.raw.max, b.decompressedNote()))
+	case b.gzipped && b.out != nil && b.out.err != nil:
+		// The decoder hides the gzip reader's error in a syntax error.
+		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("taxii: the answer's gzip body is corrupt: %w", b.out.err))
 	case errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &corrupt):
 		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("taxii: the answer's gzip body is corrupt: %w", err))
 	}

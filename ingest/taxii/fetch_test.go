@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -257,8 +258,13 @@ func TestFetchInterruptedRunResumes(t *testing.T) {
 			sink := &recSink{}
 
 			cursor, err := c.Fetch(context.Background(), s.CollectionURL(collID), "", sink)
-			if ioc.FailureOf(err) != ioc.FetchingDataError || err == nil {
-				t.Fatalf("Fetch = %v, want Fetching Data Error", err)
+			want := ioc.FetchingDataError
+			if name == "connection dropped mid-page" {
+				// A transport failure: classified as every feed's are.
+				want = ioc.FailureOf(ioc.HTTPRequestFailure("taxii", io.ErrUnexpectedEOF))
+			}
+			if ioc.FailureOf(err) != want || err == nil {
+				t.Fatalf("Fetch = %v, want %s", err, want)
 			}
 			sink.abort() // the runner rolls back what was not checkpointed
 			if want := addedAt((failPage-1)*pageSize - 1); cursor != want {
@@ -373,6 +379,9 @@ func TestFetchErrors(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
 	goneURL := gone.URL
 	gone.Close()
+	// A transport failure: classified as every feed's are.
+	_, goneErr := http.Get(goneURL)
+	goneKind := ioc.FailureOf(ioc.HTTPRequestFailure("taxii", goneErr))
 
 	always := func(status int, header, value string) func(http.ResponseWriter, *http.Request) bool {
 		return func(w http.ResponseWriter, r *http.Request) bool {
@@ -399,7 +408,7 @@ func TestFetchErrors(t *testing.T) {
 		"alias in URL":         {url: func(s *taxiitest.Server) string { return s.CollectionURL(collAlias) }, want: ioc.InvalidCollectionURL},
 		"not a collection URL": {url: func(s *taxiitest.Server) string { return s.URL + "/api1/collection/" + collID + "/" }, want: ioc.InvalidCollectionURL},
 		"not http":             {url: func(*taxiitest.Server) string { return "ftp://example.com/api1/collections/x/" }, want: ioc.InvalidURL},
-		"server gone":          {url: func(*taxiitest.Server) string { return goneURL + "/api1/collections/x/" }, want: ioc.ConnectionError},
+		"server gone":          {url: func(*taxiitest.Server) string { return goneURL + "/api1/collections/x/" }, want: goneKind},
 		"server error":         {hook: always(http.StatusInternalServerError, "", ""), want: ioc.FetchingDataError},
 		"not TAXII 2.1":        {hook: always(http.StatusNotAcceptable, "", ""), want: ioc.InvalidURL},
 		"objects gone":         {hook: always(http.StatusNotFound, "", ""), want: ioc.InvalidCollectionURL},

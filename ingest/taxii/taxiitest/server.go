@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,8 @@ type Request struct {
 	Next       string
 	Limit      string
 	Accept     string
+	// Refused is set on a request whose next the server refused (Sessions).
+	Refused bool
 }
 
 // Server is a TAXII 2.1 server on loopback. Configure its fields before the
@@ -60,6 +63,21 @@ type Server struct {
 	// NoNext makes the objects endpoint say more=true without a next token
 	// (clients must page by added_after).
 	NoNext bool
+	// Sessions makes the objects endpoint page the way the OASIS reference
+	// server (medallion) does: the first request of a walk opens a
+	// server-side session, and every page of the walk carries the same next,
+	// naming it. Each request with that next returns the page after the
+	// last one served, so re-sending it skips a page. A next whose session
+	// is unknown or expired, or sent with another limit or added_after
+	// than the walk's first request, is answered 400. A walk with nothing
+	// to send is answered {} without more.
+	Sessions bool
+	// SessionTimeout is how long a session lives after its last request;
+	// 0 means medallion's 30 seconds.
+	SessionTimeout time.Duration
+	// MaxPageSize, when set, is the most objects a page holds whatever the
+	// limit asked (medallion's max_page_size).
+	MaxPageSize int
 	// Hook, when set, sees every request first; returning true means it
 	// answered and the server does nothing more.
 	Hook func(w http.ResponseWriter, r *http.Request) bool
@@ -69,13 +87,22 @@ type Server struct {
 	objects     map[string][]object // by collection id, in date_added order unless unsorted
 	unsorted    map[string]bool
 	requests    []Request
+	sessions    map[string]*session
+	nextSession int
+}
+
+// session is one medallion-style walk.
+type session struct {
+	collection, limit, addedAfter string
+	skip                          int
+	lastUsed                      time.Time
 }
 
 // NewServer starts a server with one API root at /api1/ holding the given
 // collections. Close it when done.
 func NewServer(collections ...Collection) *Server {
 	s := &Server{APIRootPath: "/api1/", collections: collections,
-		objects: make(map[string][]object), unsorted: make(map[string]bool)}
+		objects: make(map[string][]object), unsorted: make(map[string]bool), sessions: make(map[string]*session)}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -107,6 +134,14 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.requests)
+}
+
+// ExpireSessions ends every open session, as the server's timeout would:
+// the next request with their next is answered 400.
+func (s *Server) ExpireSessions() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.sessions)
 }
 
 // Indicator returns a STIX 2.1 indicator object for an IPv4 address that
@@ -211,6 +246,7 @@ func (s *Server) objectsPage(w http.ResponseWriter, r *http.Request, id string) 
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Path: r.URL.Path, AddedAfter: q.Get("added_after"),
 		Next: q.Get("next"), Limit: q.Get("limit"), Accept: r.Header.Get("Accept")})
+	reqIndex := len(s.requests) - 1
 	if s.unsorted[id] {
 		// Sort a copy: a request in flight may still read the old slice.
 		sorted := slices.Clone(s.objects[id])
@@ -237,15 +273,6 @@ func (s *Server) objectsPage(w http.ResponseWriter, r *http.Request, id string) 
 		return 1
 	})
 	matching := all[start:]
-	offset := 0
-	if v := q.Get("next"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > len(matching) {
-			writeError(w, http.StatusBadRequest, "Bad next")
-			return
-		}
-		offset = n
-	}
 	limit := len(matching)
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -255,20 +282,57 @@ func (s *Server) objectsPage(w http.ResponseWriter, r *http.Request, id string) 
 		}
 		limit = n
 	}
-	end := min(offset+limit, len(matching))
-	page := matching[offset:end]
-	more := end < len(matching)
+	if s.MaxPageSize > 0 {
+		limit = min(limit, s.MaxPageSize)
+	}
+	var (
+		page []object
+		more bool
+		next string
+	)
+	if s.Sessions {
+		var status int
+		if page, next, status = s.sessionPage(id, q, matching, limit); status != 0 {
+			s.mu.Lock()
+			s.requests[reqIndex].Refused = true
+			s.mu.Unlock()
+			writeError(w, status, "The server did not understand the request or filter parameters: 'next' not valid")
+			return
+		}
+		more = next != ""
+	} else {
+		offset := 0
+		if v := q.Get("next"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > len(matching) {
+				writeError(w, http.StatusBadRequest, "Bad next")
+				return
+			}
+			offset = n
+		}
+		end := min(offset+limit, len(matching))
+		page = matching[offset:end]
+		more = end < len(matching)
+		if more && !s.NoNext {
+			next = strconv.Itoa(end)
+		}
+	}
 
 	w.Header().Set("Content-Type", MediaType)
 	if len(page) > 0 {
 		w.Header().Set("X-TAXII-Date-Added-First", page[0].added.Format(TimeLayout))
 		w.Header().Set("X-TAXII-Date-Added-Last", page[len(page)-1].added.Format(TimeLayout))
 	}
+	if s.Sessions && len(page) == 0 {
+		// medallion sends an empty resource, not an empty envelope.
+		_, _ = w.Write([]byte("{}"))
+		return
+	}
 	var b strings.Builder
 	b.WriteString(`{"more":`)
 	b.WriteString(strconv.FormatBool(more))
-	if more && !s.NoNext {
-		b.WriteString(`,"next":"` + strconv.Itoa(end) + `"`)
+	if next != "" {
+		b.WriteString(`,"next":"` + next + `"`)
 	}
 	b.WriteString(`,"objects":[`)
 	for i, o := range page {
@@ -279,6 +343,46 @@ func (s *Server) objectsPage(w http.ResponseWriter, r *http.Request, id string) 
 	}
 	b.WriteString("]}")
 	_, _ = w.Write([]byte(b.String()))
+}
+
+// sessionPage serves one page of a medallion-style walk: it opens a
+// session when q has no next, and otherwise serves the page after the last
+// one served under q's next. It returns the session's token while more
+// remains, or a status to refuse the request with.
+func (s *Server) sessionPage(id string, q url.Values, matching []object, limit int) ([]object, string, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	timeout := s.SessionTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	for token, ss := range s.sessions {
+		if now.Sub(ss.lastUsed) > timeout {
+			delete(s.sessions, token)
+		}
+	}
+	token := q.Get("next")
+	var ss *session
+	if token == "" {
+		s.nextSession++
+		token = fmt.Sprintf("%08x-0000-4000-8000-%012x", s.nextSession, s.nextSession)
+		ss = &session{collection: id, limit: q.Get("limit"), addedAfter: q.Get("added_after")}
+		s.sessions[token] = ss
+	} else {
+		ss = s.sessions[token]
+		if ss == nil || ss.collection != id || ss.limit != q.Get("limit") || ss.addedAfter != q.Get("added_after") {
+			return nil, "", http.StatusBadRequest
+		}
+	}
+	ss.lastUsed = now
+	start := min(ss.skip, len(matching))
+	page := matching[start:min(start+limit, len(matching))]
+	if ss.skip += limit; ss.skip >= len(matching) {
+		delete(s.sessions, token)
+		token = ""
+	}
+	return page, token, 0
 }
 
 func acceptsTAXII21(accept string) bool {
