@@ -634,6 +634,9 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	})
 	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping})
 	limitHit := errors.Is(err, ErrLimitReached)
+	if capped := (*RunCapped)(nil); errors.As(err, &capped) {
+		limitHit, note = true, func() string { return capped.Note }
+	}
 	if err == nil {
 		// Sources that do not checkpoint their final cursor get it saved here.
 		err = sink.Checkpoint(ctx, cursor)

@@ -43,6 +43,18 @@ func (f SourceFunc) Fetch(ctx context.Context, req FetchRequest, sink ioc.Sink) 
 	return f(ctx, req, sink)
 }
 
+// RunCapped is how a source says it stopped at a per-run bound of its own
+// (pages, objects, time) before the end of its data. It is not a failure:
+// the source checkpointed, the run ends as a success with Note, and the
+// next run goes on from the cursor.
+type RunCapped struct {
+	Note string
+	Err  error
+}
+
+func (e *RunCapped) Error() string { return e.Err.Error() }
+func (e *RunCapped) Unwrap() error { return e.Err }
+
 // SourceConfig is a feed's connection settings, with its secret in clear.
 type SourceConfig struct {
 	URL          string

@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +89,117 @@ func TestTAXIIFeed(t *testing.T) {
 		h.runNow(f.ID)
 		if got := h.feed(f.ID); got.StatusMessage != "Invalid Credentials" || got.DerivedStatus() != store.StatusError {
 			t.Errorf("after the password changed upstream: %q %s", got.StatusMessage, got.DerivedStatus())
+		}
+	})
+}
+
+// taxiiHarness starts a runner with TAXII sources tuned by o, a
+// medallion-like server holding n indicators added a second apart in the
+// last hours, and a feed on it, which runs once at creation.
+func taxiiHarness(t *testing.T, st *store.Store, o TAXIIOptions, n int) (*harness, *taxiitest.Server, *store.Feed, []string) {
+	t.Helper()
+	const id = "91a7b528-80eb-42ed-a74d-c6fbd5a26116"
+	srv := taxiitest.NewServer(taxiitest.Collection{ID: id, Title: "Reference", CanRead: true})
+	t.Cleanup(srv.Close)
+	srv.Sessions, srv.MaxPageSize = true, 100
+	start := time.Now().UTC().Add(-time.Duration(n+60) * time.Second).Truncate(time.Millisecond)
+	dates := make([]string, n)
+	for i := range n {
+		added := start.Add(time.Duration(i) * time.Second)
+		dates[i] = added.Format(taxiitest.TimeLayout)
+		srv.Add(id, added, taxiitest.Indicator(i))
+	}
+	h := newHarness(t, st, TSVOptions{})
+	h.reg.RegisterTAXII(o)
+	f, err := h.r.CreateCustomFeed(context.Background(), CustomFeedInput{Category: store.CategoryTAXII, Name: "ref",
+		CollectionURL: srv.CollectionURL(id), PollingFrequency: 4, RetentionPeriod: 30, BackfillDays: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r.Wait()
+	return h, srv, f, dates
+}
+
+// TestTAXIIFeedReferenceServer: a server that names one session in every
+// page's next (the OASIS reference server) gives all of a 1,500-indicator
+// collection, in pages of 100, in one run.
+func TestTAXIIFeedReferenceServer(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		const n = 1500
+		h, srv, f, dates := taxiiHarness(t, st, TAXIIOptions{PageSize: 100}, n)
+		run := h.lastRun(f.ID)
+		if run.ErrorKind != "" || run.Stored != n || run.Note != "" {
+			t.Fatalf("run: %+v, want %d stored and no error", run, n)
+		}
+		if got := h.count("SELECT COUNT(*) FROM iocs WHERE type = 'ip'"); got != n {
+			t.Errorf("%d IPs stored, want %d", got, n)
+		}
+		if got := h.feed(f.ID); got.Cursor != dates[n-1] || got.StatusMessage != "Success" {
+			t.Errorf("feed: cursor %q (want %q), status %q", got.Cursor, dates[n-1], got.StatusMessage)
+		}
+		reqs := srv.Requests()
+		var walk []taxiitest.Request // the run's, after the creation check's
+		for _, r := range reqs {
+			if r.Limit == "100" {
+				walk = append(walk, r)
+			}
+		}
+		if len(walk) != n/100 || walk[1].Next == "" || walk[1].Next != walk[len(walk)-1].Next {
+			t.Errorf("requests: %+v, want %d with one next repeated", walk, n/100)
+		}
+		checkConsistent(t, st)
+	})
+}
+
+// TestTAXIIFeedRunCaps: a run stops at its page cap as a success with a
+// note, checkpointed, and the next run goes on from the cursor.
+func TestTAXIIFeedRunCaps(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		const n = 250
+		h, srv, f, dates := taxiiHarness(t, st, TAXIIOptions{PageSize: 50, MaxPages: 2}, n)
+		run := h.lastRun(f.ID)
+		got := h.feed(f.ID)
+		if run.ErrorKind != "" || run.Stored != 100 || !strings.Contains(run.Note, "per-run cap of 2 pages") ||
+			got.StatusMessage != "Success" || got.Cursor != dates[99] {
+			t.Fatalf("first run: %+v; feed %q, cursor %q (want %q)", run, got.StatusMessage, got.Cursor, dates[99])
+		}
+		run = h.runNow(f.ID)
+		if run.ErrorKind != "" || run.Stored != 100 || run.Note == "" {
+			t.Fatalf("second run: %+v, want the next 100", run)
+		}
+		reqs := srv.Requests()
+		if first := reqs[len(reqs)-2]; first.AddedAfter != dates[99] || first.Next != "" {
+			t.Errorf("second run began with %+v, want added_after %q", first, dates[99])
+		}
+		run = h.runNow(f.ID)
+		if run.ErrorKind != "" || run.Stored != 50 || run.Note != "" {
+			t.Fatalf("third run: %+v, want the last 50 and no note", run)
+		}
+		if c := h.count("SELECT COUNT(*) FROM iocs WHERE type = 'ip'"); c != n {
+			t.Errorf("%d IPs stored, want %d", c, n)
+		}
+		if got := h.feed(f.ID); got.Cursor != dates[n-1] {
+			t.Errorf("cursor %q, want %q", got.Cursor, dates[n-1])
+		}
+	})
+}
+
+// TestTAXIIFeedHugeValue: a page holding a JSON value over the bound fails
+// the run with a Fetching Data Error that says so.
+func TestTAXIIFeedHugeValue(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		h, srv, f, _ := taxiiHarness(t, st, TAXIIOptions{PageSize: 100, MaxValueBytes: 64 << 10}, 0)
+		srv.Hook = func(w http.ResponseWriter, r *http.Request) bool {
+			if !strings.HasSuffix(r.URL.Path, "/objects/") {
+				return false
+			}
+			w.Header().Set("Content-Type", taxiitest.MediaType)
+			fmt.Fprintf(w, `{"objects":[{"type":"indicator","description":"%s"}]}`, strings.Repeat("A", 1<<20))
+			return true
+		}
+		run := h.runNow(f.ID)
+		if run.ErrorKind != "Fetching Data Error" || !strings.Contains(run.ErrorDetail, "larger than 65536 bytes") {
+			t.Fatalf("run: %+v, want a Fetching Data Error naming the bound", run)
 		}
 	})
 }
