@@ -155,7 +155,7 @@ func TestFetchRefusedNextWithoutProgress(t *testing.T) {
 		}
 	})
 	_, err := newClient(100, &sleepRecorder{}).Fetch(context.Background(), s.CollectionURL(collID), "", &recSink{})
-	if ioc.FailureOf(err) != ioc.FetchingDataError || !strings.Contains(err.Error(), "refused again") {
+	if err == nil || ioc.FailureOf(err) != ioc.FetchingDataError || !strings.Contains(err.Error(), "refused again") {
 		t.Fatalf("Fetch = %v, want Fetching Data Error for a next refused again", err)
 	}
 	if requests != 4 {
@@ -286,7 +286,7 @@ func TestFetchBoundsBodies(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			_, err := c.Fetch(context.Background(), s.CollectionURL(collID), "", &recSink{})
 			runtime.ReadMemStats(&after)
-			if ioc.FailureOf(err) != ioc.FetchingDataError || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || ioc.FailureOf(err) != ioc.FetchingDataError || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Fetch = %v, want Fetching Data Error saying %q", err, tc.want)
 			}
 			// Allocations, not timing: the client reads at most the bounds
@@ -307,7 +307,7 @@ func TestFetchErrorQuotesStatusLineOnly(t *testing.T) {
 		fmt.Fprint(w, `{"title":"internal page secret-4242","description":"<html>admin</html>"}`)
 	})
 	_, err := newClient(100, &sleepRecorder{}).Fetch(context.Background(), s.CollectionURL(collID), "", &recSink{})
-	if ioc.FailureOf(err) != ioc.FetchingDataError || !strings.Contains(err.Error(), "500 Internal Server Error") ||
+	if err == nil || ioc.FailureOf(err) != ioc.FetchingDataError || !strings.Contains(err.Error(), "500 Internal Server Error") ||
 		strings.Contains(err.Error(), "secret-4242") || strings.Contains(err.Error(), "admin") {
 		t.Fatalf("Fetch = %v, want the status line and nothing of the body", err)
 	}
