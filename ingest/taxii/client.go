@@ -186,7 +186,10 @@ func (c *Client) get(ctx context.Context, u string, notFound ioc.FailureKind) (*
 		resp, err := c.httpClient().Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("taxii: unable to get %s: %w", u, ctx.Err())
+				return nil, fmt.Errorf("taxii: unable to get %s: %w", withoutQuery(u), ctx.Err())
+			}
+			if ue := (*url.Error)(nil); errors.As(err, &ue) {
+				ue.URL = withoutQuery(ue.URL)
 			}
 			return nil, ioc.HTTPRequestFailure("taxii", err)
 		}
@@ -217,7 +220,7 @@ func (c *Client) get(ctx context.Context, u string, notFound ioc.FailureKind) (*
 			if notFound == ioc.InvalidURL {
 				kind = ioc.InvalidURL
 			}
-			return nil, ioc.Fail(kind, fmt.Errorf("taxii: %s answered %q, not TAXII JSON", u, resp.Header.Get("Content-Type")))
+			return nil, ioc.Fail(kind, fmt.Errorf("taxii: %s answered %q, not TAXII JSON", withoutQuery(u), resp.Header.Get("Content-Type")))
 		}
 		return resp, nil
 	}
