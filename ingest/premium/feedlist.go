@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,7 +81,7 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, limit int64, 
 		if reqCtx.Err() != nil {
 			err = fmt.Errorf("no answer within %s: %w", timeout, err)
 		}
-		return cursor, ioc.HTTPRequestFailure("premium", redact(err, ep.Key))
+		return cursor, ioc.HTTPRequestFailure("premium", err)
 	}
 	defer resp.Body.Close()
 	if err := ioc.HTTPStatusFailure("premium", resp); err != nil {
@@ -118,7 +117,7 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, limit int64, 
 		return cursor, ioc.Fail(ioc.ConnectionError, fmt.Errorf("premium: the feed document did not arrive within %s", timeout))
 	case body.err != nil:
 		// The connection failed while the document was read.
-		return cursor, ioc.HTTPRequestFailure("premium", redact(fmt.Errorf("the feed document broke off: %w", body.err), ep.Key))
+		return cursor, ioc.HTTPRequestFailure("premium", fmt.Errorf("the feed document broke off: %w", body.err))
 	}
 	var fe *ioc.FetchError
 	if errors.As(err, &fe) {
@@ -343,25 +342,3 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 
 // defaultClient is the client of a FeedListSource without one.
 var defaultClient = sync.OnceValue(func() *http.Client { return egress.NewClient(egress.Options{}) })
-
-// redact removes the API key from an error that quotes the endpoint.
-func redact(err error, key string) error {
-	msg := err.Error()
-	for _, k := range []string{url.QueryEscape(key), key} {
-		if k != "" {
-			msg = strings.ReplaceAll(msg, k, "REDACTED")
-		}
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return &redacted{msg: msg, err: err}
-}
-
-type redacted struct {
-	msg string
-	err error
-}
-
-func (r *redacted) Error() string { return r.msg }
-func (r *redacted) Unwrap() error { return r.err }
