@@ -29,7 +29,7 @@ func BenchmarkTSVFeedRun(b *testing.B) {
 				} else {
 					st = storetest.NewPostgres(b)
 				}
-				reg := NewRegistry()
+				reg := NewRegistryWithClient(loopbackClient)
 				reg.RegisterTSV(TSVOptions{DailyLimit: 10 * rows, TempDir: b.TempDir()})
 				r, err := New(Options{Store: st, Secrets: testSecrets(b), Sources: reg,
 					Log: slog.New(slog.NewTextHandler(io.Discard, nil))})

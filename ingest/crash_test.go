@@ -61,7 +61,7 @@ func runCrashChild(dsn string) error {
 	if err != nil {
 		return err
 	}
-	reg := NewRegistry()
+	reg := NewRegistryWithClient(loopbackClient)
 	reg.RegisterTSV(TSVOptions{ChunkLines: 2000, DailyLimit: 10 * crashRows, TempDir: tmp})
 	r, err := New(Options{Store: st, Secrets: secrets, Sources: reg, BatchSize: 500,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})

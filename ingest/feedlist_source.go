@@ -15,7 +15,7 @@ import (
 // FeedListOptions tunes the feed-list premium sources; zero values take the
 // spec's limits.
 type FeedListOptions struct {
-	Client   *http.Client
+	Client   *http.Client // nil: the registry's
 	Timeout  time.Duration
 	MaxBytes int64
 	PerPoll  int64
@@ -28,7 +28,7 @@ func (r *Registry) RegisterFeedList(o FeedListOptions) {
 	spec, _ := premium.Lookup(premium.FeedList)
 	r.Register(string(premium.FeedList), Category{
 		New: func(cfg SourceConfig) (Source, error) {
-			s := &premium.FeedListSource{Endpoint: cfg.URL, Client: o.Client, Timeout: o.Timeout,
+			s := &premium.FeedListSource{Endpoint: cfg.URL, Client: cmp.Or(o.Client, r.client), Timeout: o.Timeout,
 				MaxBytes: cmp.Or(o.MaxBytes, spec.MaxBytes)}
 			return SourceFunc(func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
 				cursor, err := s.Fetch(ctx, req.Cursor, req.Limit, &limitSink{Sink: sink})

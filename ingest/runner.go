@@ -551,7 +551,9 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	stats, out := r.fetch(ctx, f, run)
 	run.Fetched, run.Stored, run.Rejected = stats.Fetched, stats.Stored, stats.Rejected
 	run.Rejections = stats.Rejections
-	run.ErrorKind, run.ErrorDetail, run.Note = out.kind, out.detail, out.note
+	// The detail is stored, shown and logged: the URLs it quotes lose their
+	// query tokens and user information whichever error put them there.
+	run.ErrorKind, run.ErrorDetail, run.Note = out.kind, ioc.MaskURLs(out.detail), out.note
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	after, err := r.st.FinishRun(fctx, run, out.message)
@@ -664,7 +666,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	}
 	o := failedOutcome(ctx, err, fail)
 	if settleErr != nil && o.message != store.MessageDisabled {
-		r.log.Error("Unable to write what came before the run's last checkpoint", "feed_id", f.ID, "run_id", run.ID, "error", settleErr)
+		r.log.Error("Unable to write what came before the run's last checkpoint", "feed_id", f.ID, "run_id", run.ID, "error", ioc.MaskURLs(settleErr.Error()))
 		o.detail += "; what came before the last checkpoint was not written either (" + settleErr.Error() + "): the next run fetches it again"
 	}
 	return stats, o

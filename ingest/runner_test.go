@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -48,6 +49,10 @@ type harness struct {
 	reg   *Registry
 }
 
+// loopbackClient lets the tests' sources reach their loopback servers,
+// which the egress policy refuses by default.
+var loopbackClient = egress.NewClient(egress.Options{AllowPrivate: true})
+
 func testSecrets(t testing.TB) *store.Secrets {
 	s, err := store.NewSecrets([]byte(strings.Repeat("k", 32)))
 	if err != nil {
@@ -70,7 +75,7 @@ func newHarnessBatch(t *testing.T, st *store.Store, tsvOpts TSVOptions, batch in
 		tsvOpts.ChunkLines = 2
 	}
 	tsvOpts.TempDir = t.TempDir()
-	reg := NewRegistry()
+	reg := NewRegistryWithClient(loopbackClient)
 	reg.RegisterTSV(tsvOpts)
 	c := newClock()
 	r, err := New(Options{Store: st, Secrets: testSecrets(t), Sources: reg, Now: c.Now, BatchSize: batch,
@@ -314,9 +319,9 @@ func TestTSVStatusMessages(t *testing.T) {
 		}{
 			"wrong password": {srv.URL + "/feed.tsv", "alice", "wrong", ioc.InvalidCredentials},
 			"no such file":   {srv.URL + "/missing.tsv", "alice", "right", ioc.InvalidURL},
-			"refused":        {refused, "", "", ioc.ConnectionError},
-			"unknown host":   {"http://no-such-host.invalid/feed.tsv", "", "", ioc.ConnectionError},
-			"broken body":    {broken.URL, "", "", ioc.FetchingDataError},
+			"refused":        {refused, "", "", ioc.FailedToConnect},
+			"unknown host":   {"http://no-such-host.invalid/feed.tsv", "", "", ioc.FailedToConnect},
+			"broken body":    {broken.URL, "", "", ioc.FetchingDataError}, // declared over MaxBytes
 			"too large":      {big.URL, "", "", ioc.FetchingDataError},
 		}
 		srv.set(func(s *tsvServer) { s.user, s.pass = "alice", "right" })

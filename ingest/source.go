@@ -4,6 +4,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -82,12 +84,28 @@ type Category struct {
 // Registry maps a feed's category (custom feeds) or kind (built-in and
 // premium feeds) to how it is fetched.
 type Registry struct {
-	mu sync.RWMutex
-	m  map[string]Category
+	mu     sync.RWMutex
+	m      map[string]Category
+	client *http.Client
 }
 
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{m: map[string]Category{}} }
+// NewRegistry returns an empty registry whose sources fetch under the
+// egress policy's defaults: private and loopback destinations refused.
+func NewRegistry() *Registry { return NewRegistryWithClient(nil) }
+
+// NewRegistryWithClient returns an empty registry whose sources fetch
+// through client, which must be an egress client (egress.NewClient): the
+// one client every feed fetch goes through, so that one policy holds for
+// all. Nil means egress.NewClient(egress.Options{}).
+func NewRegistryWithClient(client *http.Client) *Registry {
+	if client == nil {
+		client = egress.NewClient(egress.Options{})
+	}
+	return &Registry{m: map[string]Category{}, client: client}
+}
+
+// Client is the HTTP client the registry's sources fetch through.
+func (r *Registry) Client() *http.Client { return r.client }
 
 // Register adds or replaces the category named key.
 func (r *Registry) Register(key string, c Category) {
@@ -118,7 +136,7 @@ const TSVDailyLimit = 25000
 
 // TSVOptions tunes the TSV sources; zero values take the spec's limits.
 type TSVOptions struct {
-	Client     *http.Client
+	Client     *http.Client // nil: the registry's
 	TempDir    string
 	MaxBytes   int64
 	Timeout    time.Duration
@@ -134,7 +152,7 @@ func (r *Registry) RegisterTSV(o TSVOptions) {
 	}
 	r.Register(store.CategoryTSV, Category{
 		New: func(cfg SourceConfig) (Source, error) {
-			s := &tsv.Source{URL: cfg.URL, Username: cfg.Username, Password: cfg.Password, Client: o.Client,
+			s := &tsv.Source{URL: cfg.URL, Username: cfg.Username, Password: cfg.Password, Client: cmp.Or(o.Client, r.client),
 				TempDir: o.TempDir, MaxBytes: o.MaxBytes, Timeout: o.Timeout, ChunkLines: o.ChunkLines}
 			return SourceFunc(func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
 				cursor, err := s.Fetch(ctx, req.Cursor, req.Limit, &limitSink{Sink: sink})

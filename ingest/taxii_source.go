@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -40,7 +41,7 @@ type TAXIIOptions struct {
 // X-TAXII-Date-Added-Last), never before the backfill bound.
 func (r *Registry) RegisterTAXII(o TAXIIOptions) {
 	client := func(cfg SourceConfig) *taxii.Client {
-		return &taxii.Client{HTTP: o.Client, Username: cfg.Username, Password: cfg.Password, PageSize: o.PageSize,
+		return &taxii.Client{HTTP: cmp.Or(o.Client, r.client), Username: cfg.Username, Password: cfg.Password, PageSize: o.PageSize,
 			MaxPages: o.MaxPages, MaxObjects: o.MaxObjects, MaxRunTime: o.MaxRunTime,
 			MaxPageBytes: o.MaxPageBytes, MaxValueBytes: o.MaxValueBytes}
 	}

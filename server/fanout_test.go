@@ -12,6 +12,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -38,7 +39,7 @@ func newInstance(t *testing.T, dsn string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sources := ingest.NewRegistry()
+	sources := ingest.NewRegistryWithClient(egress.NewClient(egress.Options{AllowPrivate: true}))
 	sources.RegisterTSV(ingest.TSVOptions{TempDir: t.TempDir()})
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: discardLogger()})
 	if err != nil {

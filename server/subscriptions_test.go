@@ -12,6 +12,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -25,7 +26,7 @@ func (f *fixture) withRunner() *ingest.Runner {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	sources := ingest.NewRegistry()
+	sources := ingest.NewRegistryWithClient(egress.NewClient(egress.Options{AllowPrivate: true}))
 	sources.RegisterTSV(ingest.TSVOptions{TempDir: f.t.TempDir(), ChunkLines: 500})
 	runner, err := ingest.New(ingest.Options{Store: f.store, Secrets: secrets, Sources: sources, Log: discardLogger(), BatchSize: 500})
 	if err != nil {

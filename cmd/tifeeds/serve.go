@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -52,6 +55,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	premiumBase := fs.String("premium-endpoint-base", envDefault("TIFEEDS_PREMIUM_ENDPOINT_BASE", ""),
 		"when set, feed-list premium endpoints must be under this URL (TIFEEDS_PREMIUM_ENDPOINT_BASE)")
 	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
+	allowPrivateEnv, err := envBool("TIFEEDS_FEED_ALLOW_PRIVATE")
+	if err != nil {
+		return err
+	}
+	allowPrivate := fs.Bool("feed-allow-private", allowPrivateEnv,
+		"let feeds fetch from loopback, private, link-local and other internal addresses, refused by default (TIFEEDS_FEED_ALLOW_PRIVATE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -101,7 +110,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fanout.Start(context.WithoutCancel(ctx))
 	defer fanout.Stop()
 
-	runner, err := startRunner(ctx, st, *dsn, *premiumBase, bus, log)
+	if *allowPrivate {
+		log.Warn("Feeds may fetch from private and loopback addresses", "setting", "feed-allow-private")
+	}
+	feedClient := egress.NewClient(egress.Options{AllowPrivate: *allowPrivate})
+	runner, err := startRunner(ctx, st, *dsn, *premiumBase, feedClient, bus, log)
 	if err != nil {
 		return err
 	}
@@ -114,6 +127,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err = srv.ListenAndServe(ctx)
 	log.Info("Stopped")
 	return err
+}
+
+// envBool reads a boolean environment variable; unset or empty is false.
+func envBool(name string) (bool, error) {
+	v := envDefault(name, "")
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s must be true or false, not %q", name, v)
+	}
+	return b, nil
 }
 
 // printAdmin shows the generated first-run credentials once; values the
@@ -137,12 +163,14 @@ func printAdmin(w io.Writer, a store.AdminCredentials) {
 
 // startRunner builds the feed runner with the sources of this build and
 // starts scheduling.
-func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, bus *ingest.Bus, log *slog.Logger) (*ingest.Runner, error) {
+// Every source fetches through feedClient, the egress policy's client.
+func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, feedClient *http.Client,
+	bus *ingest.Bus, log *slog.Logger) (*ingest.Runner, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
 		return nil, err
 	}
-	sources := ingest.NewRegistry()
+	sources := ingest.NewRegistryWithClient(feedClient)
 	sources.RegisterTSV(ingest.TSVOptions{})
 	sources.RegisterTAXII(ingest.TAXIIOptions{})
 	sources.RegisterFeedList(ingest.FeedListOptions{})

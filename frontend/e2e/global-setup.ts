@@ -101,6 +101,8 @@ export default async function globalSetup() {
       TIFEEDS_ADMIN_API_KEY: 'tif_e2e_key_0123456789abcdefghijklmnopqrstuvwxyz',
       TIFEEDS_DATA_DIR: dataDir,
       TIFEEDS_LOG_LEVEL: 'debug',
+      // The test feed server is on loopback, which feeds may not reach by default.
+      TIFEEDS_FEED_ALLOW_PRIVATE: 'true',
     },
     stdio: ['ignore', log, log],
   });

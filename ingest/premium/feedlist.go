@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -40,8 +41,8 @@ const (
 // tags and valid_until are optional. Other members are ignored. Objects that
 // do not conform are counted as rejected with their position, not fatal.
 type FeedListSource struct {
-	Endpoint string // with its key
-	Client   *http.Client
+	Endpoint string        // with its key
+	Client   *http.Client  // nil: the egress policy's defaults (private destinations refused)
 	Timeout  time.Duration // whole request, body included; FeedListTimeout when 0
 	MaxBytes int64         // the document must be under it; 100 MB when 0
 }
@@ -70,14 +71,17 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, limit int64, 
 	req.Header.Set("Accept", "application/json")
 	client := s.Client
 	if client == nil {
-		client = &http.Client{}
+		client = defaultClient()
 	}
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return cursor, ctx.Err()
 		}
-		return cursor, ioc.HTTPRequestFailure("premium", redact(err, ep.Key))
+		if reqCtx.Err() != nil {
+			err = fmt.Errorf("no answer within %s: %w", timeout, err)
+		}
+		return cursor, ioc.HTTPRequestFailure("premium", err)
 	}
 	defer resp.Body.Close()
 	if err := ioc.HTTPStatusFailure("premium", resp); err != nil {
@@ -110,7 +114,10 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, limit int64, 
 	case body.over:
 		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("premium: the feed document must be under %d MB", maxBytes>>20))
 	case reqCtx.Err() != nil:
-		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("premium: the feed document did not arrive within %s", timeout))
+		return cursor, ioc.Fail(ioc.ConnectionError, fmt.Errorf("premium: the feed document did not arrive within %s", timeout))
+	case body.err != nil:
+		// The connection failed while the document was read.
+		return cursor, ioc.HTTPRequestFailure("premium", fmt.Errorf("the feed document broke off: %w", body.err))
 	}
 	var fe *ioc.FetchError
 	if errors.As(err, &fe) {
@@ -308,11 +315,13 @@ func cmpOr[T comparable](v, def T) T {
 	return v
 }
 
-// cappedReader fails once more than left bytes have been read.
+// cappedReader fails once more than left bytes have been read; err keeps
+// the first error of the body other than its end.
 type cappedReader struct {
 	r    io.Reader
 	left int64
 	over bool
+	err  error
 }
 
 func (c *cappedReader) Read(p []byte) (int, error) {
@@ -325,27 +334,11 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	}
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
 	return n, err
 }
 
-// redact removes the API key from an error that quotes the endpoint.
-func redact(err error, key string) error {
-	msg := err.Error()
-	for _, k := range []string{url.QueryEscape(key), key} {
-		if k != "" {
-			msg = strings.ReplaceAll(msg, k, "REDACTED")
-		}
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return &redacted{msg: msg, err: err}
-}
-
-type redacted struct {
-	msg string
-	err error
-}
-
-func (r *redacted) Error() string { return r.msg }
-func (r *redacted) Unwrap() error { return r.err }
+// defaultClient is the client of a FeedListSource without one.
+var defaultClient = sync.OnceValue(func() *http.Client { return egress.NewClient(egress.Options{}) })

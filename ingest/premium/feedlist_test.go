@@ -10,8 +10,13 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ioc"
 )
+
+// loopback is a client allowed to fetch from the tests' loopback servers,
+// which the egress policy refuses by default.
+var loopback = egress.NewClient(egress.Options{AllowPrivate: true})
 
 // recordingSink keeps what a source hands over.
 type recordingSink struct {
@@ -69,7 +74,7 @@ const feedDoc = `{"feed": {"name": "finance", "items": [1, 2]},
 
 func TestFeedListSource(t *testing.T) {
 	srv := feedListServer(t, 200, feedDoc)
-	src := &FeedListSource{Endpoint: srv.URL + "/v2/finance.json?key=k1&v=2"}
+	src := &FeedListSource{Client: loopback, Endpoint: srv.URL + "/v2/finance.json?key=k1&v=2"}
 	sink := &recordingSink{}
 	cursor, err := src.Fetch(context.Background(), "", 0, sink)
 	if err != nil || cursor != "" {
@@ -117,7 +122,7 @@ func TestFeedListSourceLimitAndResume(t *testing.T) {
 	}
 	b.WriteString("]")
 	srv := feedListServer(t, 200, b.String())
-	src := &FeedListSource{Endpoint: srv.URL + "/v2/finance.json?key=k1&v=2"}
+	src := &FeedListSource{Client: loopback, Endpoint: srv.URL + "/v2/finance.json?key=k1&v=2"}
 
 	first := &recordingSink{}
 	cursor, err := src.Fetch(context.Background(), "", 3, first)
@@ -154,7 +159,7 @@ func TestFeedListSourceFailures(t *testing.T) {
 		"too large":               {status: 200, body: big, maxBytes: 1000, kind: ioc.FetchingDataError, detail: "must be under"},
 		"data after the document": {status: 200, body: `[{"type": "ip", "value": "192.0.2.1"}] trailing`, kind: ioc.FetchingDataError, detail: "data after the end"},
 		"exactly the cap":         {status: 200, body: big, maxBytes: int64(len(big)), kind: ioc.FetchingDataError, detail: "must be under"},
-		"connection error":        {endpoint: func(string) string { return "http://127.0.0.1:1/v2/finance.json?key=k1&v=2" }, kind: ioc.ConnectionError},
+		"connection refused":      {endpoint: func(string) string { return "http://127.0.0.1:1/v2/finance.json?key=k1&v=2" }, kind: ioc.FailedToConnect},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := feedListServer(t, tc.status, tc.body)
@@ -162,7 +167,7 @@ func TestFeedListSourceFailures(t *testing.T) {
 			if tc.endpoint != nil {
 				endpoint = tc.endpoint(srv.URL)
 			}
-			src := &FeedListSource{Endpoint: endpoint, MaxBytes: tc.maxBytes}
+			src := &FeedListSource{Client: loopback, Endpoint: endpoint, MaxBytes: tc.maxBytes}
 			_, err := src.Fetch(context.Background(), "", 0, &recordingSink{})
 			if ioc.FailureOf(err) != tc.kind || !strings.Contains(fmt.Sprint(err), tc.detail) {
 				t.Fatalf("err = %v, want %s containing %q", err, tc.kind, tc.detail)
@@ -185,6 +190,37 @@ func TestClip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := clip(tc.in); got != tc.want || !utf8.ValidString(got) {
 				t.Errorf("clip = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFeedListSourceConnection: a document cut by a failed connection is a
+// Connection Error (a document that ends early but cleanly is bad JSON);
+// without a client of its own the source refuses loopback, and neither
+// error shows the key.
+func TestFeedListSourceConnection(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100000")
+		fmt.Fprint(w, `{"indicators": [{"type": "ip", "value": "192.0.2.1"},`)
+	}))
+	defer srv.Close()
+	endpoint := srv.URL + "/v2/finance.json?key=k1secret&v=2"
+	for name, tc := range map[string]struct {
+		client *http.Client
+		kind   ioc.FailureKind
+		detail string
+	}{
+		"cut mid-body":     {client: loopback, kind: ioc.ConnectionError, detail: "broke off"},
+		"refused loopback": {kind: ioc.InvalidURL, detail: egress.Setting},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := (&FeedListSource{Client: tc.client, Endpoint: endpoint}).Fetch(context.Background(), "", 0, &recordingSink{})
+			if ioc.FailureOf(err) != tc.kind || !strings.Contains(fmt.Sprint(err), tc.detail) {
+				t.Fatalf("err = %v, want %s containing %q", err, tc.kind, tc.detail)
+			}
+			if strings.Contains(err.Error(), "k1secret") {
+				t.Errorf("the error shows the API key: %v", err)
 			}
 		})
 	}

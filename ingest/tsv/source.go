@@ -12,8 +12,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -41,7 +43,8 @@ type Source struct {
 	Username string
 	Password string
 
-	// Client sends the request; http.DefaultClient's transport when nil.
+	// Client sends the request; when nil, a client of the egress policy's
+	// defaults (private destinations refused).
 	Client *http.Client
 	// Timeout bounds the request, body included; RequestTimeout when 0.
 	Timeout time.Duration
@@ -177,11 +180,12 @@ func parseCursor(c string) int64 {
 }
 
 // ValidateURL checks that u can be a TSV collection URL: absolute http or
-// https with a host.
+// https with a host, without user information (credentials belong in the
+// username and password fields, where they are sealed and never shown).
 func ValidateURL(u string) error {
 	p, err := url.Parse(strings.TrimSpace(u))
 	if err != nil {
-		return fmt.Errorf("is not a URL: %v", err)
+		return errors.New("is not a URL")
 	}
 	if p.Scheme != "http" && p.Scheme != "https" {
 		return errors.New("must be an http or https URL")
@@ -189,8 +193,14 @@ func ValidateURL(u string) error {
 	if p.Host == "" {
 		return errors.New("has no host")
 	}
+	if p.User != nil {
+		return errors.New("must not carry user information: use the username and password fields")
+	}
 	return nil
 }
+
+// defaultClient is the client of a Source without one.
+var defaultClient = sync.OnceValue(func() *http.Client { return egress.NewClient(egress.Options{}) })
 
 // download fetches the file into a temporary file and returns it with the
 // number of lines it holds. Errors are ioc.FetchErrors with the kind the
@@ -209,7 +219,7 @@ func (s *Source) download(ctx context.Context) (_ *os.File, lines int64, err err
 	}
 	client := s.Client
 	if client == nil {
-		client = &http.Client{}
+		client = defaultClient()
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -226,7 +236,10 @@ func (s *Source) download(ctx context.Context) (_ *os.File, lines int64, err err
 		if ctx.Err() != nil {
 			return nil, 0, ctx.Err()
 		}
-		return nil, 0, requestFailure(err, timeout)
+		if reqCtx.Err() != nil {
+			err = fmt.Errorf("no answer within %s: %w", timeout, err)
+		}
+		return nil, 0, ioc.HTTPRequestFailure("tsv", err)
 	}
 	defer resp.Body.Close()
 	if err := ioc.HTTPStatusFailure("tsv", resp); err != nil {
@@ -252,13 +265,13 @@ func (s *Source) download(ctx context.Context) (_ *os.File, lines int64, err err
 	case err != nil && ctx.Err() != nil:
 		return nil, 0, ctx.Err()
 	case err != nil && reqCtx.Err() != nil:
-		return nil, 0, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("tsv: the download did not complete within %s", timeout))
+		return nil, 0, ioc.Fail(ioc.ConnectionError, fmt.Errorf("tsv: the download did not complete within %s", timeout))
 	case err != nil:
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			return nil, 0, fmt.Errorf("tsv: unable to write the temporary file: %w", err)
 		}
-		return nil, 0, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("tsv: the download broke off after %d bytes: %w", n, err))
+		return nil, 0, ioc.HTTPRequestFailure("tsv", fmt.Errorf("the download broke off after %d bytes: %w", n, err))
 	case n >= maxBytes:
 		return nil, 0, tooLarge
 	}
@@ -266,15 +279,6 @@ func (s *Source) download(ctx context.Context) (_ *os.File, lines int64, err err
 		return nil, 0, fmt.Errorf("tsv: unable to rewind the temporary file: %w", err)
 	}
 	return f, lc.lines(), nil
-}
-
-// requestFailure classifies an error of the request before any answer.
-func requestFailure(err error, timeout time.Duration) error {
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) && urlErr.Timeout() {
-		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("tsv: no answer within %s: %w", timeout, err))
-	}
-	return ioc.HTTPRequestFailure("tsv", err)
 }
 
 func formatSize(n int64) string {

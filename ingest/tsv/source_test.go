@@ -12,9 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 )
+
+// loopback is a client allowed to fetch from the tests' loopback servers,
+// which the egress policy refuses by default.
+var loopback = egress.NewClient(egress.Options{AllowPrivate: true})
 
 // recorder is a sink that keeps what it is given.
 type recorder struct {
@@ -73,7 +78,7 @@ func TestFetchReadsInChunks(t *testing.T) {
 		"sha1-hash\tda39a3ee5e6b4b0d3255bfef95601890afd80709\tsrc\t0" // no final newline
 	srv := serveBody(t, body)
 	rec := newRecorder()
-	src := &tsv.Source{URL: srv.URL + "/feed.tsv", ChunkLines: 3, TempDir: t.TempDir()}
+	src := &tsv.Source{Client: loopback, URL: srv.URL + "/feed.tsv", ChunkLines: 3, TempDir: t.TempDir()}
 	cursor, err := src.Fetch(context.Background(), "", 0, rec)
 	if err != nil || cursor != "" {
 		t.Fatalf("cursor %q, err %v", cursor, err)
@@ -124,7 +129,7 @@ func TestFetchResumesAndLimits(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rec := newRecorder()
-			src := &tsv.Source{URL: srv.URL, ChunkLines: 2, TempDir: t.TempDir()}
+			src := &tsv.Source{Client: loopback, URL: srv.URL, ChunkLines: 2, TempDir: t.TempDir()}
 			cursor, err := src.Fetch(context.Background(), tc.cursor, tc.limit, rec)
 			if tc.wantLimit != errors.Is(err, tsv.ErrLimitReached) || (!tc.wantLimit && err != nil) {
 				t.Fatalf("err = %v, want limit reached %v", err, tc.wantLimit)
@@ -155,7 +160,7 @@ func TestFetchLongLine(t *testing.T) {
 	body := "ip\t10.0.0.1\ts\t1\n" + "url\thttp://x/" + strings.Repeat("a", 200<<10) + "\ts\t1\n" + "ip\t10.0.0.3\ts\t1\n"
 	srv := serveBody(t, body)
 	rec := newRecorder()
-	src := &tsv.Source{URL: srv.URL, ChunkLines: 1, TempDir: t.TempDir()}
+	src := &tsv.Source{Client: loopback, URL: srv.URL, ChunkLines: 1, TempDir: t.TempDir()}
 	if _, err := src.Fetch(context.Background(), "", 0, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +180,7 @@ func TestFetchSendsBasicAuth(t *testing.T) {
 	}))
 	defer srv.Close()
 	rec := newRecorder()
-	src := &tsv.Source{URL: srv.URL, Username: "alice", Password: "s3cret", TempDir: t.TempDir()}
+	src := &tsv.Source{Client: loopback, URL: srv.URL, Username: "alice", Password: "s3cret", TempDir: t.TempDir()}
 	if _, err := src.Fetch(context.Background(), "", 0, rec); err != nil || len(rec.inds) != 2 {
 		t.Fatalf("with credentials: %v, %d indicators", err, len(rec.inds))
 	}
@@ -214,8 +219,9 @@ func TestFetchFailures(t *testing.T) {
 		"404":                {handler: status(404), want: ioc.InvalidURL},
 		"429":                {handler: status(429), want: ioc.SurpassedQueryLimit},
 		"500":                {handler: status(500), want: ioc.FetchingDataError},
-		"refused":            {url: refused, want: ioc.ConnectionError},
-		"unresolvable host":  {url: "http://no-such-host.invalid/feed.tsv", want: ioc.ConnectionError},
+		"refused":            {url: refused, want: ioc.FailedToConnect},
+		"unresolvable host":  {url: "http://no-such-host.invalid/feed.tsv", want: ioc.FailedToConnect},
+		"user info":          {url: strings.Replace(refused, "//", "//alice:s3cret@", 1), want: ioc.InvalidURL, detail: "user information"},
 		"not http":           {url: "ftp://example.com/feed.tsv", want: ioc.InvalidURL},
 		"no host":            {url: "http:///feed.tsv", want: ioc.InvalidURL},
 		"relative":           {url: "feed.tsv", want: ioc.InvalidURL},
@@ -225,12 +231,12 @@ func TestFetchFailures(t *testing.T) {
 		"short body": {handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Length", "100000")
 			fmt.Fprint(w, rows(3))
-		}, want: ioc.FetchingDataError, detail: "broke off"},
+		}, want: ioc.ConnectionError, detail: "broke off"},
 		"broken connection": {handler: func(w http.ResponseWriter, r *http.Request) {
 			conn, _, _ := w.(http.Hijacker).Hijack()
 			fmt.Fprint(conn, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nip\t10.0.0.1\ts\t1\n")
 			conn.Close()
-		}, want: ioc.FetchingDataError, detail: "broke off"},
+		}, want: ioc.ConnectionError, detail: "broke off"},
 		"slow body": {handler: func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, rows(3))
 			w.(http.Flusher).Flush()
@@ -238,13 +244,13 @@ func TestFetchFailures(t *testing.T) {
 			case <-r.Context().Done():
 			case <-release:
 			}
-		}, timeout: 300 * time.Millisecond, want: ioc.FetchingDataError, detail: "did not complete within"},
+		}, timeout: 300 * time.Millisecond, want: ioc.ConnectionError, detail: "did not complete within"},
 		"no answer": {handler: func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
 			case <-release:
 			}
-		}, timeout: 300 * time.Millisecond, want: ioc.FetchingDataError, detail: "no answer within"},
+		}, timeout: 300 * time.Millisecond, want: ioc.ConnectionError, detail: "no answer within"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -255,7 +261,7 @@ func TestFetchFailures(t *testing.T) {
 				u = srv.URL + "/feed.tsv"
 			}
 			rec := newRecorder()
-			src := &tsv.Source{URL: u, MaxBytes: tc.maxBytes, Timeout: tc.timeout, TempDir: t.TempDir()}
+			src := &tsv.Source{Client: loopback, URL: u, MaxBytes: tc.maxBytes, Timeout: tc.timeout, TempDir: t.TempDir()}
 			cursor, err := src.Fetch(context.Background(), "line:7", 0, rec)
 			var fe *ioc.FetchError
 			if !errors.As(err, &fe) || fe.Kind != tc.want {
@@ -280,7 +286,7 @@ func TestFetchCancelled(t *testing.T) {
 	srv := serveBody(t, rows(10))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := (&tsv.Source{URL: srv.URL, TempDir: t.TempDir()}).Fetch(ctx, "", 0, newRecorder())
+	_, err := (&tsv.Source{Client: loopback, URL: srv.URL, TempDir: t.TempDir()}).Fetch(ctx, "", 0, newRecorder())
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled (not a feed failure)", err)
 	}
@@ -297,5 +303,27 @@ func bodyOf(body string, declareLength bool) http.HandlerFunc {
 				w.(http.Flusher).Flush()
 			}
 		}
+	}
+}
+
+// TestFetchDefaultPolicy: a source without a client of its own fetches
+// under the egress policy's defaults, which refuse loopback.
+func TestFetchDefaultPolicy(t *testing.T) {
+	srv := serveBody(t, rows(3))
+	rec := newRecorder()
+	_, err := (&tsv.Source{URL: srv.URL + "/feed.tsv?key=s3cret", TempDir: t.TempDir()}).Fetch(context.Background(), "", 0, rec)
+	if k := ioc.FailureOf(err); k != ioc.InvalidURL {
+		t.Fatalf("kind %q, want Invalid URL: %v", k, err)
+	}
+	for _, want := range []string{"127.0.0.1", egress.Setting, "key=***"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("%q shows the query token", err)
+	}
+	if len(rec.inds) != 0 {
+		t.Fatal("indicators were read")
 	}
 }
