@@ -102,9 +102,9 @@ func TestValidateCollectionURL(t *testing.T) {
 			setup: onPath("/api1/collections/"+collID+"/objects/", func(w http.ResponseWriter) { w.WriteHeader(http.StatusForbidden) }),
 			want:  ioc.InvalidCredentials,
 		},
-		"server unreachable": {
+		"server unreachable: no connection made": {
 			url:  func(*taxiitest.Server) string { return goneURL + "/api1/collections/" + collID + "/" },
-			want: ioc.ConnectionError,
+			want: ioc.FailedToConnect,
 		},
 		"server fault": {
 			setup: onPath("/api1/collections/", func(w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }),
