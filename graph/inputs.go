@@ -86,22 +86,33 @@ func CheckStrings(field string, v any) error {
 }
 
 // inputLimits checks every string of an operation, in its variables and in
-// literal arguments, before anything runs: one check for all fields.
-type inputLimits struct{}
+// literal arguments, and the enum values of its variables, before anything
+// runs: one check for all fields.
+type inputLimits struct{ schema *ast.Schema }
 
 var _ interface {
 	graphql.HandlerExtension
 	graphql.OperationContextMutator
-} = inputLimits{}
+} = &inputLimits{}
 
-func (inputLimits) ExtensionName() string                   { return "InputLimits" }
-func (inputLimits) Validate(graphql.ExecutableSchema) error { return nil }
+func (*inputLimits) ExtensionName() string { return "InputLimits" }
+func (l *inputLimits) Validate(es graphql.ExecutableSchema) error {
+	l.schema = es.Schema()
+	return nil
+}
 
-func (inputLimits) MutateOperationContext(_ context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
+func (l *inputLimits) MutateOperationContext(_ context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
 	err := func() error {
 		for name, v := range opCtx.Variables {
 			if err := CheckStrings(name, v); err != nil {
 				return err
+			}
+		}
+		if op := opCtx.Doc.Operations.ForName(opCtx.OperationName); op != nil {
+			for _, def := range op.VariableDefinitions {
+				if err := l.checkEnums(def.Variable, def.Type, opCtx.Variables[def.Variable]); err != nil {
+					return err
+				}
 			}
 		}
 		for _, op := range opCtx.Doc.Operations {
@@ -122,6 +133,55 @@ func (inputLimits) MutateOperationContext(_ context.Context, opCtx *graphql.Oper
 	gerr := gqlerror.Errorf("%s", err.Error())
 	gerr.Extensions = map[string]any{"code": CodeBadUserInput, "field": err.(*InputError).Field}
 	return gerr
+}
+
+// checkEnums refuses enum values in variables that are not exactly one of
+// the enum's names. gqlparser's variable validation lets other spellings
+// ("iocs" for IOCS) through to the generated unmarshalling, which then
+// failed as an internal error.
+func (l *inputLimits) checkEnums(field string, t *ast.Type, v any) error {
+	if v == nil || t == nil {
+		return nil
+	}
+	if t.Elem != nil {
+		if list, ok := v.([]any); ok {
+			for _, e := range list {
+				if err := l.checkEnums(field, t.Elem, e); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return l.checkEnums(field, t.Elem, v) // a single value stands for a list of one
+	}
+	def := l.schema.Types[t.NamedType]
+	if def == nil {
+		return nil
+	}
+	switch def.Kind {
+	case ast.Enum:
+		s, ok := v.(string)
+		if !ok {
+			return nil // gqlparser reports values of the wrong kind
+		}
+		for _, e := range def.EnumValues {
+			if e.Name == s {
+				return nil
+			}
+		}
+		return &InputError{Field: field, Msg: fmt.Sprintf("%q is not a valid %s", s, def.Name)}
+	case ast.InputObject:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for _, f := range def.Fields {
+			if err := l.checkEnums(f.Name, f.Type, m[f.Name]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func checkLiterals(set ast.SelectionSet, dirs ast.DirectiveList) error {

@@ -76,7 +76,7 @@ func complexity() ComplexityRoot {
 // them run while the operation is validated, before any resolver.
 func UseLimits(srv *handler.Server) {
 	srv.Use(&operationLimits{maxCost: MaxComplexity, maxFields: MaxFields, maxAliases: MaxAliases, maxDepth: MaxDepth})
-	srv.Use(inputLimits{})
+	srv.Use(&inputLimits{})
 }
 
 // operationLimits refuses operations that are too big or too costly.
