@@ -25,8 +25,8 @@ func TestAPIKeyLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, bad := range map[string]string{
-			"over-long name":        strings.Repeat("k", store.MaxAPIKeyNameLength+1),
-			"control character":     "a\x07b",
+			"over-long name":         strings.Repeat("k", store.MaxAPIKeyNameLength+1),
+			"control character":      "a\x07b",
 			"NUL (PostgreSQL's 500)": "a\x00b",
 		} {
 			if _, _, err := s.CreateAPIKey(ctx, u.ID, bad, ""); !isInvalid(err, "name") {
