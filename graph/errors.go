@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tifeeds/tifeeds/auth"
@@ -20,6 +21,8 @@ const (
 	CodeBadUserInput    = "BAD_USER_INPUT"
 	CodeConflict        = "CONFLICT"
 	CodeInternal        = "INTERNAL_SERVER_ERROR"
+	// CodeTimeout: the request's work passed the server's time limit.
+	CodeTimeout = "TIMEOUT"
 )
 
 // ErrorPresenter maps domain errors to GraphQL errors with a code, once, at
@@ -28,11 +31,29 @@ func ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 	var gerr *gqlerror.Error
 	if errors.As(err, &gerr) && gerr.Err == nil {
-		return gqlErr // gqlgen's own parse and validation errors
+		// gqlgen's own parse and validation errors. Those on a variable's
+		// value are the value's fault, like any other bad input.
+		if len(gqlErr.Path) > 0 && gqlErr.Path[0] == ast.PathName("variable") {
+			gqlErr.Extensions = map[string]any{"code": CodeBadUserInput}
+		}
+		return gqlErr
 	}
-	var valErr *store.ValidationError
+	var (
+		valErr   *store.ValidationError
+		inputErr *InputError
+	)
 	code := ""
 	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// The request's time limit (or a statement interrupted by it).
+		gqlErr.Message = "the request took longer than the server allows and was stopped"
+		code = CodeTimeout
+	case errors.As(err, &inputErr):
+		code = CodeBadUserInput
+		if gqlErr.Extensions == nil {
+			gqlErr.Extensions = map[string]any{}
+		}
+		gqlErr.Extensions["field"] = inputErr.Field
 	case errors.Is(err, auth.ErrUnauthenticated):
 		code = CodeUnauthenticated
 	case errors.Is(err, auth.ErrForbidden):

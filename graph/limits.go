@@ -2,27 +2,45 @@ package graph
 
 import (
 	"context"
+	"fmt"
 
+	gqlcomplexity "github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tifeeds/tifeeds/graph/model"
 )
 
-// Query cost limits. A page of the dashboard costs a few hundred points;
-// the limits stop a single request from walking the whole store.
+// Query cost limits. A page of the dashboard costs a few thousand points;
+// the limits stop a single request from walking the whole store, and refuse
+// an operation before any resolver runs.
 const (
 	// MaxComplexity bounds the estimated cost of one operation.
 	MaxComplexity = 20000
 	// MaxDepth bounds how deeply selections nest (introspection excepted).
 	MaxDepth = 10
+	// MaxFields bounds the fields of one operation, fragments expanded: a
+	// dashboard page selects about a hundred, an introspection query a few
+	// hundred.
+	MaxFields = 1000
+	// MaxAliases bounds the aliased fields of one operation: aliases are
+	// how one request repeats an expensive field.
+	MaxAliases = 50
 	// defaultPageCost is what a connection without `first` is charged for.
 	defaultPageCost = 50
+	// iocScanCost is what every iocs field costs besides its page: it
+	// always counts the matching rows (a scan of the index or the table).
+	iocScanCost = 200
+	// textSearchCost is the surcharge of a substring search, which no index
+	// serves: it reads every row. 1.2 million IoCs take ~150 ms.
+	textSearchCost = 1000
 )
 
 // complexity charges list fields by how many items they may return, so a
-// large page of a nested selection costs what it will really cost.
+// large page of a nested selection costs what it will really cost, and
+// counts and text searches by the rows they read.
 func complexity() ComplexityRoot {
 	var c ComplexityRoot
 	perPage := func(child int, first *int) int {
@@ -35,8 +53,12 @@ func complexity() ComplexityRoot {
 	c.Query.Feeds = func(child int, _ *string, _ *model.FeedFilter, _ *model.FeedOrder, first *int, _ *string) int {
 		return perPage(child, first)
 	}
-	c.Query.Iocs = func(child int, _ *model.IocFilter, _ *model.IocOrder, first *int, _ *string) int {
-		return perPage(child, first)
+	c.Query.Iocs = func(child int, filter *model.IocFilter, _ *model.IocOrder, first *int, _ *string) int {
+		cost := perPage(child, first) + iocScanCost
+		if filter != nil && filter.Search != nil && *filter.Search != "" {
+			cost += textSearchCost
+		}
+		return cost
 	}
 	c.Query.FeedRuns = func(child int, _ string, first *int) int { return perPage(child, first) }
 	c.Query.Tenants = func(child int, limit, _ *int) int { return perPage(child, limit) }
@@ -49,55 +71,130 @@ func complexity() ComplexityRoot {
 	return c
 }
 
-// depthLimit refuses operations whose selections nest deeper than max.
-type depthLimit struct{ max int }
+// UseLimits installs the operation limits on a GraphQL handler: fields,
+// aliases, depth, cost (introspection included) and string inputs. All of
+// them run while the operation is validated, before any resolver.
+func UseLimits(srv *handler.Server) {
+	srv.Use(&operationLimits{maxCost: MaxComplexity, maxFields: MaxFields, maxAliases: MaxAliases, maxDepth: MaxDepth})
+	srv.Use(&inputLimits{})
+}
+
+// operationLimits refuses operations that are too big or too costly.
+// gqlgen's own complexity walk skips __schema altogether, and expands
+// fragments without bound, so counting fields comes first and introspection
+// is charged here by the size of the schema it lists.
+type operationLimits struct {
+	maxCost, maxFields, maxAliases, maxDepth int
+
+	es graphql.ExecutableSchema
+	// schemaCost is what one __schema costs: every type, field, argument
+	// and enum value it may list.
+	schemaCost int
+	// typeCost is what one __type costs: the largest type.
+	typeCost int
+}
 
 var _ interface {
 	graphql.HandlerExtension
 	graphql.OperationContextMutator
-} = depthLimit{}
+} = &operationLimits{}
 
-// DepthLimit returns the handler extension that enforces MaxDepth.
-func DepthLimit() graphql.HandlerExtension { return depthLimit{max: MaxDepth} }
+func (*operationLimits) ExtensionName() string { return "OperationLimits" }
 
-func (depthLimit) ExtensionName() string                   { return "DepthLimit" }
-func (depthLimit) Validate(graphql.ExecutableSchema) error { return nil }
-
-func (d depthLimit) MutateOperationContext(ctx context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
-	op := opCtx.Doc.Operations.ForName(opCtx.OperationName)
-	if op == nil || introspectionOnly(op.SelectionSet) {
-		return nil
-	}
-	if depth := selectionDepth(op.SelectionSet, opCtx.Doc.Fragments, map[string]bool{}); depth > d.max {
-		err := gqlerror.Errorf("operation nests %d levels deep, which exceeds the limit of %d", depth, d.max)
-		err.Extensions = map[string]any{"code": CodeBadUserInput}
-		return err
+func (l *operationLimits) Validate(es graphql.ExecutableSchema) error {
+	l.es = es
+	l.schemaCost, l.typeCost = 0, 0
+	for _, t := range es.Schema().Types {
+		cost := 1 + len(t.EnumValues) + len(t.Interfaces) + len(t.Types)
+		for _, f := range t.Fields {
+			cost += 1 + len(f.Arguments)
+		}
+		l.schemaCost += cost
+		l.typeCost = max(l.typeCost, cost)
 	}
 	return nil
 }
 
-func selectionDepth(set ast.SelectionSet, fragments ast.FragmentDefinitionList, seen map[string]bool) int {
-	deepest := 0
+// limitError is a refused operation, naming the limit and its value.
+func limitError(limit string, value int, format string, args ...any) *gqlerror.Error {
+	err := gqlerror.Errorf("%s", fmt.Sprintf(format, args...))
+	err.Extensions = map[string]any{"code": CodeBadUserInput, "limit": limit, "limitValue": value}
+	return err
+}
+
+func (l *operationLimits) MutateOperationContext(ctx context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
+	op := opCtx.Doc.Operations.ForName(opCtx.OperationName)
+	if op == nil {
+		return nil
+	}
+	c := fieldCounter{fragments: opCtx.Doc.Fragments, max: l.maxFields}
+	c.walk(op.SelectionSet, 0)
+	switch {
+	case c.fields > l.maxFields:
+		return limitError("fields", l.maxFields, "operation selects more than %d fields, which exceeds the limit of %d", l.maxFields, l.maxFields)
+	case c.aliases > l.maxAliases:
+		return limitError("aliases", l.maxAliases, "operation has %d aliased fields, which exceeds the limit of %d", c.aliases, l.maxAliases)
+	}
+	if !introspectionOnly(op.SelectionSet) && c.depth > l.maxDepth {
+		return limitError("depth", l.maxDepth, "operation nests %d levels deep, which exceeds the limit of %d", c.depth, l.maxDepth)
+	}
+	cost := gqlcomplexity.Calculate(ctx, l.es, op, opCtx.Variables)
+	cost += c.schemas*l.schemaCost + c.types*l.typeCost
+	if cost > l.maxCost {
+		return limitError("complexity", l.maxCost, "operation has complexity %d, which exceeds the limit of %d", cost, l.maxCost)
+	}
+	return nil
+}
+
+// fieldCounter walks an operation with its fragments expanded, and stops
+// as soon as it passes max fields, so that fragments spread many times
+// cannot make the walk itself expensive.
+type fieldCounter struct {
+	fragments ast.FragmentDefinitionList
+	max       int
+	fields    int
+	aliases   int
+	depth     int
+	schemas   int // __schema fields
+	types     int // __type fields
+	spreading map[string]bool
+}
+
+func (c *fieldCounter) walk(set ast.SelectionSet, depth int) {
 	for _, sel := range set {
-		var d int
+		if c.fields > c.max {
+			return
+		}
 		switch s := sel.(type) {
 		case *ast.Field:
-			d = 1 + selectionDepth(s.SelectionSet, fragments, seen)
+			c.fields++
+			if s.Alias != "" && s.Alias != s.Name {
+				c.aliases++
+			}
+			switch s.Name {
+			case "__schema":
+				c.schemas++
+			case "__type":
+				c.types++
+			}
+			c.depth = max(c.depth, depth+1)
+			c.walk(s.SelectionSet, depth+1)
 		case *ast.InlineFragment:
-			d = selectionDepth(s.SelectionSet, fragments, seen)
+			c.walk(s.SelectionSet, depth)
 		case *ast.FragmentSpread:
-			if seen[s.Name] { // validation forbids cycles; stay safe anyway
+			if c.spreading[s.Name] { // validation forbids cycles; stay safe anyway
 				continue
 			}
-			if f := fragments.ForName(s.Name); f != nil {
-				seen[s.Name] = true
-				d = selectionDepth(f.SelectionSet, fragments, seen)
-				delete(seen, s.Name)
+			if f := c.fragments.ForName(s.Name); f != nil {
+				if c.spreading == nil {
+					c.spreading = map[string]bool{}
+				}
+				c.spreading[s.Name] = true
+				c.walk(f.SelectionSet, depth)
+				delete(c.spreading, s.Name)
 			}
 		}
-		deepest = max(deepest, d)
 	}
-	return deepest
 }
 
 // introspectionOnly reports whether every root field is __schema, __type or

@@ -71,6 +71,15 @@ type loginResponse struct {
 // cookie. SameSite=Strict plus the JSON-only GraphQL endpoint keeps other
 // sites from riding the session.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	// Logins are read before anyone is authenticated: bound how many are in
+	// flight, so trickling clients hold at most this many.
+	if s.logins.inFlight.Add(1) > int64(max(1, s.cfg.MaxLogins)) {
+		s.logins.inFlight.Add(-1)
+		retryAfterHeader(w, time.Second)
+		writeError(w, http.StatusServiceUnavailable, "busy", "too many logins in progress; retry shortly")
+		return
+	}
+	defer s.logins.inFlight.Add(-1)
 	var req loginRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		var maxBytes *http.MaxBytesError
@@ -81,13 +90,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_json", "body must be a JSON object with username and password")
 		return
 	}
-	u, err := s.store.CheckPassword(r.Context(), req.Username, req.Password)
-	if err != nil {
-		if errors.Is(err, store.ErrBadCredentials) {
-			writeError(w, http.StatusUnauthorized, "unauthenticated", "wrong username or password")
-			return
-		}
-		writeErr(w, r, err)
+	u, ok := s.checkLogin(w, r, req)
+	if !ok {
 		return
 	}
 	token, err := s.store.CreateSession(r.Context(), u.ID, s.cfg.SessionTTL)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -52,6 +53,9 @@ func writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		status, body.Code = http.StatusNotFound, "not_found"
 	case errors.Is(err, store.ErrConflict):
 		status, body.Code = http.StatusConflict, "conflict"
+	case errors.Is(err, context.DeadlineExceeded):
+		status, body.Code = http.StatusServiceUnavailable, "timeout"
+		body.Message = "the request took longer than the server allows and was stopped"
 	default:
 		slog.ErrorContext(r.Context(), "Request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		status, body.Code, body.Message = http.StatusInternalServerError, "internal", "internal error"

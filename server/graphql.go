@@ -37,8 +37,7 @@ func (s *Server) graphqlHandler() http.Handler {
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.POST{})
 	srv.Use(extension.Introspection{})
-	srv.Use(extension.FixedComplexityLimit(graph.MaxComplexity))
-	srv.Use(graph.DepthLimit())
+	graph.UseLimits(srv)
 	srv.SetErrorPresenter(graph.ErrorPresenter)
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

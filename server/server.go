@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -34,6 +35,28 @@ type Config struct {
 	BodyLimit       int64         // bytes; larger request bodies get 413
 	SessionTTL      time.Duration // dashboard sessions
 	ShutdownTimeout time.Duration
+
+	// RequestTimeout bounds the work of one request: its context ends then,
+	// which cancels its statements on PostgreSQL and interrupts them on
+	// SQLite. Websockets and streamed exports are exempt.
+	RequestTimeout time.Duration
+	// ReadHeaderTimeout and ReadTimeout bound reading a request's headers,
+	// and its headers and body; a client trickling either is cut off.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	// WriteIdleTimeout bounds each write of an answer, not the whole
+	// answer: a long export streams on, a client that stops reading is cut.
+	WriteIdleTimeout time.Duration
+	// IdleTimeout closes keep-alive connections with no request.
+	IdleTimeout time.Duration
+	// MaxLogins bounds the login requests in flight (they are read before
+	// anyone is authenticated); more are refused with 503.
+	MaxLogins int
+	// Login is the login throttle and bcrypt bound.
+	Login LoginLimits
+	// TrustedProxies are the addresses whose X-Forwarded-For is believed
+	// when telling who a client is; empty: the peer address is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // DefaultConfig returns the defaults of `tifeeds serve`.
@@ -44,6 +67,14 @@ func DefaultConfig() Config {
 		BodyLimit:       1 << 20,
 		SessionTTL:      12 * time.Hour,
 		ShutdownTimeout: 30 * time.Second,
+
+		RequestTimeout:    20 * time.Second,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteIdleTimeout:  30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxLogins:         64,
+		Login:             DefaultLoginLimits(),
 	}
 }
 
@@ -55,11 +86,12 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics
 	handler  http.Handler
+	logins   *loginGuard
 }
 
 // New builds the server and its routes.
 func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics()}
+	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics(), logins: newLoginGuard(cfg.Login)}
 	s.handler = s.routes()
 	return s
 }
@@ -83,7 +115,7 @@ func (s *Server) routes() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", spaHandler())
-	return s.observe(s.recoverPanics(s.limitBody(mux)))
+	return s.observe(s.recoverPanics(s.boundRequest(s.checkQuery(s.limitBody(mux)))))
 }
 
 func (s *Server) metricsHandler() http.Handler {
@@ -117,12 +149,20 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 
 // Serve is ListenAndServe on a listener the caller opened.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := raiseFileLimit(); err != nil {
+		s.log.Warn("Unable to raise the open files limit", "error", err)
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		// ReadTimeout covers headers and body; a websocket upgrade clears
+		// it (gorilla resets the connection's deadlines). No WriteTimeout:
+		// exports stream for minutes; boundRequest sets a deadline per write.
+		ReadTimeout:    s.cfg.ReadTimeout,
+		IdleTimeout:    s.cfg.IdleTimeout,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)
 	go func() {

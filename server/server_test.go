@@ -28,7 +28,7 @@ type fixture struct {
 	tenantKey string
 }
 
-func newFixture(t *testing.T, st *store.Store) *fixture {
+func newFixture(t *testing.T, st *store.Store, opts ...func(*server.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := st.EnsureAdmin(ctx, "admin", "admin-password", adminKey); err != nil {
@@ -45,6 +45,9 @@ func newFixture(t *testing.T, st *store.Store) *fixture {
 	}
 	cfg := server.DefaultConfig()
 	cfg.BodyLimit = 1 << 10
+	for _, o := range opts {
+		o(&cfg)
+	}
 	s := server.New(cfg, st, &graph.Resolver{Store: st}, discardLogger())
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

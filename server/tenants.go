@@ -173,6 +173,9 @@ func decodeObject(r *http.Request, writable []string, readOnly []string) (jsonOb
 			return nil, badRequest("unknown_field", k, "unknown field %q", k)
 		}
 	}
+	if err := checkBodyStrings(obj); err != nil {
+		return nil, err
+	}
 	return obj, nil
 }
 

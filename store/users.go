@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/uptrace/bun"
 	"golang.org/x/crypto/bcrypt"
@@ -170,17 +171,39 @@ func (s *Store) CheckPassword(ctx context.Context, username, password string) (*
 	return u, nil
 }
 
+// Limits on what one user may accumulate.
+const (
+	// MaxAPIKeyNameLength keeps key names displayable.
+	MaxAPIKeyNameLength = 64
+	// MaxLiveAPIKeys is how many unrevoked keys one user may hold.
+	MaxLiveAPIKeys = 25
+	// maxRevokedAPIKeys is how many revoked keys stay listed per user;
+	// older ones are deleted as new keys are made.
+	maxRevokedAPIKeys = 50
+	// MaxSessions is how many live sessions one user may hold; a new login
+	// past it ends the oldest.
+	MaxSessions = 10
+)
+
 // CreateAPIKey issues a new key for the user and returns it in clear: this is
 // the only time it is available. A non-empty plain is stored as given (the
-// admin's key from TIFEEDS_ADMIN_API_KEY).
+// admin's key from TIFEEDS_ADMIN_API_KEY). A user holds at most
+// MaxLiveAPIKeys live keys.
 func (s *Store) CreateAPIKey(ctx context.Context, userID int64, name, plain string) (*APIKey, string, error) {
 	if plain == "" {
 		plain = apiKeyPrefix + NewSecret(32)
 	} else if len(plain) < 16 {
 		return nil, "", errors.New("store: an API key must have at least 16 characters")
 	}
+	name = strings.TrimSpace(name)
 	if name == "" {
 		name = "default"
+	}
+	if n := len([]rune(name)); n > MaxAPIKeyNameLength {
+		return nil, "", Invalid("name", "must have at most %d characters, not %d", MaxAPIKeyNameLength, n)
+	}
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return nil, "", Invalid("name", "must not contain control characters")
 	}
 	k := &APIKey{
 		UserID:    userID,
@@ -189,10 +212,47 @@ func (s *Store) CreateAPIKey(ctx context.Context, userID int64, name, plain stri
 		Hash:      hashToken(plain),
 		CreatedAt: time.Now().UTC(),
 	}
-	if _, err := s.DB.NewInsert().Model(k).Exec(ctx); err != nil {
-		return nil, "", fmt.Errorf("store: unable to create API key for user %d: %w", userID, err)
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		// The user's row lock makes count-then-insert exact on PostgreSQL;
+		// SQLite's single writer already does.
+		if err := s.lockUser(ctx, tx, userID); err != nil {
+			return err
+		}
+		live, err := tx.NewSelect().Model((*APIKey)(nil)).Where("user_id = ? AND revoked_at IS NULL", userID).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("store: unable to count API keys of user %d: %w", userID, err)
+		}
+		if live >= MaxLiveAPIKeys {
+			return Invalid("name", "user already has %d live API keys, the limit; revoke one first", live)
+		}
+		_, err = tx.NewDelete().Model((*APIKey)(nil)).
+			Where("user_id = ? AND revoked_at IS NOT NULL", userID).
+			Where("id NOT IN (?)", tx.NewSelect().Model((*APIKey)(nil)).Column("id").
+				Where("user_id = ? AND revoked_at IS NOT NULL", userID).Order("id DESC").Limit(maxRevokedAPIKeys-1)).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("store: unable to delete old revoked API keys of user %d: %w", userID, err)
+		}
+		if _, err := tx.NewInsert().Model(k).Exec(ctx); err != nil {
+			return fmt.Errorf("store: unable to create API key for user %d: %w", userID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
 	}
 	return k, plain, nil
+}
+
+// lockUser locks the user's row until the transaction ends (PostgreSQL).
+func (s *Store) lockUser(ctx context.Context, tx bun.Tx, userID int64) error {
+	if s.Dialect != Postgres {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT id FROM users WHERE id = ? FOR UPDATE", userID); err != nil {
+		return fmt.Errorf("store: unable to lock user %d: %w", userID, err)
+	}
+	return nil
 }
 
 func keyPrefix(plain string) string {
@@ -260,12 +320,34 @@ func (s *Store) CheckAPIKey(ctx context.Context, username, key string) (*User, e
 }
 
 // CreateSession starts a browser session and returns its cookie token.
+// Expired sessions (everyone's) are deleted, and the user's oldest beyond
+// MaxSessions end, so the table stays bounded however often people log in.
 func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Duration) (string, error) {
 	token := NewSecret(32)
 	now := time.Now().UTC()
 	sess := &Session{TokenHash: hashToken(token), UserID: userID, CreatedAt: now, ExpiresAt: now.Add(ttl)}
-	if _, err := s.DB.NewInsert().Model(sess).Exec(ctx); err != nil {
-		return "", fmt.Errorf("store: unable to create session: %w", err)
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := s.lockUser(ctx, tx, userID); err != nil {
+			return err
+		}
+		if _, err := tx.NewDelete().Model((*Session)(nil)).Where("expires_at <= ?", now).Exec(ctx); err != nil {
+			return fmt.Errorf("store: unable to purge expired sessions: %w", err)
+		}
+		_, err := tx.NewDelete().Model((*Session)(nil)).
+			Where("user_id = ?", userID).
+			Where("token_hash NOT IN (?)", tx.NewSelect().Model((*Session)(nil)).Column("token_hash").
+				Where("user_id = ?", userID).Order("created_at DESC", "token_hash").Limit(MaxSessions-1)).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("store: unable to end old sessions of user %d: %w", userID, err)
+		}
+		if _, err := tx.NewInsert().Model(sess).Exec(ctx); err != nil {
+			return fmt.Errorf("store: unable to create session: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	return token, nil
 }

@@ -29,6 +29,12 @@ type SavedView struct {
 // maxViewNameLength keeps names displayable in a drop-down.
 const maxViewNameLength = 100
 
+// MaxViewsPerTable is how many views one user may save for one table.
+const MaxViewsPerTable = 50
+
+// maxViewDefinition bounds a view's JSON document (columns, filter, search).
+const maxViewDefinition = 64 << 10
+
 // SaveView creates the user's view, or replaces the one of the same name on
 // the same table. Making it the default clears the table's previous default
 // in the same transaction, so there is never more than one.
@@ -41,9 +47,22 @@ func (s *Store) SaveView(ctx context.Context, v *SavedView) error {
 		return Invalid("name", "must have at most %d characters", maxViewNameLength)
 	case v.Table == "":
 		return Invalid("table", "must not be empty")
+	case len(v.Definition) > maxViewDefinition:
+		return Invalid("filter", "the view (columns, filter, search) must take at most %d bytes, not %d", maxViewDefinition, len(v.Definition))
 	}
 	now := time.Now().UTC()
 	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := s.lockUser(ctx, tx, v.UserID); err != nil {
+			return err
+		}
+		others, err := tx.NewSelect().Model((*SavedView)(nil)).
+			Where("user_id = ? AND table_name = ? AND name <> ?", v.UserID, v.Table, v.Name).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("store: unable to count views: %w", err)
+		}
+		if others >= MaxViewsPerTable {
+			return Invalid("name", "at most %d views may be saved per table; delete one first", MaxViewsPerTable)
+		}
 		if v.IsDefault {
 			_, err := tx.NewUpdate().Model((*SavedView)(nil)).Set("is_default = ?", false).
 				Where("user_id = ? AND table_name = ? AND name <> ?", v.UserID, v.Table, v.Name).Exec(ctx)
@@ -52,7 +71,7 @@ func (s *Store) SaveView(ctx context.Context, v *SavedView) error {
 			}
 		}
 		v.CreatedAt, v.UpdatedAt = now, now
-		_, err := tx.NewInsert().Model(v).
+		_, err = tx.NewInsert().Model(v).
 			On("CONFLICT (user_id, table_name, name) DO UPDATE").
 			Set("definition = EXCLUDED.definition").
 			Set("is_default = EXCLUDED.is_default").

@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tifeeds/tifeeds/graph"
@@ -54,6 +56,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	edition := fs.String("edition", envDefault("TIFEEDS_EDITION", string(server.EditionOnPrem)), "onprem or saas (TIFEEDS_EDITION)")
 	premiumBase := fs.String("premium-endpoint-base", envDefault("TIFEEDS_PREMIUM_ENDPOINT_BASE", ""),
 		"when set, feed-list premium endpoints must be under this URL (TIFEEDS_PREMIUM_ENDPOINT_BASE)")
+	requestTimeout := fs.Duration("request-timeout", cfg.RequestTimeout,
+		"longest a request may work before it is stopped; exports and websockets excepted (TIFEEDS_REQUEST_TIMEOUT)")
+	trusted := fs.String("trusted-proxies", envDefault("TIFEEDS_TRUSTED_PROXIES", ""),
+		"comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For names the client, for login throttling (TIFEEDS_TRUSTED_PROXIES)")
 	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
 	allowPrivateEnv, err := envBool("TIFEEDS_FEED_ALLOW_PRIVATE")
 	if err != nil {
@@ -61,11 +67,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	allowPrivate := fs.Bool("feed-allow-private", allowPrivateEnv,
 		"let feeds fetch from loopback, private, link-local and other internal addresses, refused by default (TIFEEDS_FEED_ALLOW_PRIVATE)")
-	if err := fs.Parse(args); err != nil {
+	if err = fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %v", fs.Args())
+	}
+	if v := envDefault("TIFEEDS_REQUEST_TIMEOUT", ""); v != "" && !flagSet(fs, "request-timeout") {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("TIFEEDS_REQUEST_TIMEOUT: %w", err)
+		}
+		*requestTimeout = d
+	}
+	cfg.RequestTimeout = *requestTimeout
+	if cfg.TrustedProxies, err = parsePrefixes(*trusted); err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	cfg.Edition = server.Edition(*edition)
 	if cfg.Edition != server.EditionOnPrem && cfg.Edition != server.EditionSaaS {
@@ -195,4 +212,34 @@ func stopRunner(r *ingest.Runner, log *slog.Logger) {
 	if err := r.Stop(ctx); err != nil {
 		log.Error("Unable to stop the feed runner", "error", err)
 	}
+}
+
+// flagSet reports whether the flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// parsePrefixes reads "10.0.0.1, 192.168.0.0/16": single addresses become
+// one-address prefixes.
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(item); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR range", item)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

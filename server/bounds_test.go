@@ -1,0 +1,252 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/server"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// boundedServer is a fixture whose *server.Server the test keeps.
+func boundedServer(t *testing.T, st *store.Store, opts ...func(*server.Config)) (*fixture, *server.Server) {
+	t.Helper()
+	return rebind(t, newFixture(t, st), opts...)
+}
+
+// rebind serves the fixture's store with another configuration.
+func rebind(t *testing.T, f *fixture, opts ...func(*server.Config)) (*fixture, *server.Server) {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.BodyLimit = 1 << 10
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := server.New(cfg, f.store, &graph.Resolver{Store: f.store}, discardLogger())
+	g := *f
+	g.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(g.srv.Close)
+	return &g, s
+}
+
+// TestRequestWorkIsCapped: a request whose statement cannot finish is
+// stopped at the per-request cap with a clear error, instead of holding a
+// connection: on SQLite the single connection is taken (as a long query
+// would), on PostgreSQL the table is locked so the statement itself waits.
+func TestRequestWorkIsCapped(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f, _ := boundedServer(t, st, func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond })
+		ctx := context.Background()
+		conn, err := st.DB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if st.Dialect == store.Postgres {
+			if _, err := conn.ExecContext(ctx, "BEGIN; LOCK TABLE tenants, iocs IN ACCESS EXCLUSIVE MODE"); err != nil {
+				t.Fatal(err)
+			}
+			defer conn.ExecContext(ctx, "ROLLBACK")
+			r := f.graphql("admin", adminKey, `{ iocs(first: 1) { totalCount } }`)
+			if !strings.Contains(string(r.body), `"code":"TIMEOUT"`) {
+				t.Errorf("GraphQL on a locked table: %d %.300s, want TIMEOUT", r.status, r.body)
+			}
+		}
+		r := f.do("GET", "/connect/api/v1/tenants", "admin", adminKey, "", nil)
+		if r.status != http.StatusServiceUnavailable || errorCode(t, r.body) != "timeout" {
+			t.Errorf("REST while the database is held: %d %s, want 503 timeout", r.status, r.body)
+		}
+	})
+}
+
+// TestSQLiteStatementIsInterrupted: the context's end reaches a running
+// SQLite statement (mattn/go-sqlite3 calls sqlite3_interrupt), which is
+// what makes the per-request cap bound work there.
+func TestSQLiteStatementIsInterrupted(t *testing.T) {
+	st := storetest.NewSQLite(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var n int64
+	err := st.DB.QueryRowContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10000000000) SELECT count(*) FROM c`).Scan(&n)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("endless statement: %v (n = %d), want it interrupted at the deadline", err, n)
+	}
+}
+
+// TestSlowClientsAreCutOff: hundreds of connections trickling a login body
+// or sending nothing are cut off at the read deadlines, while others are
+// answered meanwhile.
+func TestSlowClientsAreCutOff(t *testing.T) {
+	st := storetest.NewSQLite(t)
+	newFixture(t, st) // its users
+	cfg := server.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.ReadHeaderTimeout = 300 * time.Millisecond
+	cfg.ReadTimeout = 600 * time.Millisecond
+	cfg.IdleTimeout = 600 * time.Millisecond
+	s := server.New(cfg, st, &graph.Resolver{Store: st}, discardLogger())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() { stop(); <-done })
+	addr := ln.Addr().String()
+
+	const trickling, idle = 150, 150
+	var wg sync.WaitGroup
+	cut := make(chan error, trickling+idle)
+	watch := func(c net.Conn) {
+		defer wg.Done()
+		defer c.Close()
+		// A generous bound, only so that a broken server fails the test
+		// instead of hanging it.
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err := io.Copy(io.Discard, c)
+		cut <- err
+	}
+	for i := range trickling + idle {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		wg.Add(1)
+		if i < trickling {
+			fmt.Fprintf(c, "POST /api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+			go func() {
+				for c.SetWriteDeadline(time.Now().Add(time.Second)) == nil {
+					if _, err := c.Write([]byte(" ")); err != nil {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+		}
+		go watch(c)
+	}
+	// Others are answered while the slow ones hold their connections.
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, path := range []string{"/healthz", "/connect/api/v1/tenants"} {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req.SetBasicAuth("admin", adminKey)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s while slow clients hold %d connections: %v", path, trickling+idle, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("%s: %d", path, res.StatusCode)
+		}
+	}
+	wg.Wait()
+	close(cut)
+	for err := range cut {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("a slow client was never cut off: %v", err)
+		}
+	}
+}
+
+// loginAs posts a login, from the address a trusted proxy names.
+func loginAs(t *testing.T, f *fixture, user, password, from string) response {
+	t.Helper()
+	h := map[string]string{}
+	if from != "" {
+		h["X-Forwarded-For"] = "203.0.113.7, " + from // the first hop is the client's claim, not believed
+	}
+	return f.do("POST", "/api/login", "", "", `{"username":"`+user+`","password":"`+password+`"}`, h)
+}
+
+func TestLoginThrottle(t *testing.T) {
+	limits := func(trusted bool) func(*server.Config) {
+		return func(c *server.Config) {
+			c.Login.MaxFailuresPerUser, c.Login.MaxFailuresPerAddr = 3, 5
+			if trusted {
+				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+			}
+		}
+	}
+	want429 := func(t *testing.T, r response) {
+		t.Helper()
+		if r.status != http.StatusTooManyRequests {
+			t.Fatalf("status %d %s, want 429", r.status, r.body)
+		}
+		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
+			t.Errorf("Retry-After = %q", r.header.Get("Retry-After"))
+		}
+	}
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f, _ := boundedServer(t, st, limits(true))
+		t.Run("per user name, from any address", func(t *testing.T) {
+			for i := range 3 {
+				if r := loginAs(t, f, "admin", "wrong", fmt.Sprint("10.0.0.", i)); r.status != 401 {
+					t.Fatalf("bad login %d: %d", i, r.status)
+				}
+			}
+			want429(t, loginAs(t, f, "admin", "wrong", "10.0.0.9"))
+			want429(t, loginAs(t, f, "admin", "admin-password", "10.0.0.10")) // locked, even with the password
+			if r := loginAs(t, f, "analyst", "analyst-password", "10.0.0.11"); r.status != 200 {
+				t.Errorf("another user: %d %s", r.status, r.body)
+			}
+		})
+		t.Run("per address, for any name", func(t *testing.T) {
+			for i := range 5 {
+				if r := loginAs(t, f, fmt.Sprint("user", i), "wrong", "10.9.9.9"); r.status != 401 {
+					t.Fatalf("bad login %d: %d", i, r.status)
+				}
+			}
+			want429(t, loginAs(t, f, "analyst", "analyst-password", "10.9.9.9"))
+			if r := loginAs(t, f, "analyst", "analyst-password", "10.9.9.8"); r.status != 200 {
+				t.Errorf("another address: %d %s", r.status, r.body)
+			}
+		})
+		t.Run("X-Forwarded-For from an untrusted peer is ignored", func(t *testing.T) {
+			f, _ := rebind(t, f, limits(false))
+			for i := range 5 {
+				loginAs(t, f, fmt.Sprint("spoof", i), "wrong", fmt.Sprint("10.1.1.", i))
+			}
+			want429(t, loginAs(t, f, "analyst", "analyst-password", "10.1.1.99"))
+		})
+	})
+}
+
+// TestBcryptNeverBlocksAPIKeys: with every bcrypt slot taken (as by a
+// flood of logins), API-key requests are still answered, since they never
+// wait for one, and more logins are refused at once instead of queueing.
+func TestBcryptNeverBlocksAPIKeys(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f, s := boundedServer(t, st, func(c *server.Config) { c.Login.Hashing, c.Login.HashQueue = 1, 0 })
+		release := s.HoldLoginHashing()
+		r := f.graphql("analyst", f.tenantKey, `{ me { username } }`)
+		if r.status != 200 || !strings.Contains(string(r.body), `"analyst"`) {
+			t.Errorf("API key with bcrypt saturated: %d %s", r.status, r.body)
+		}
+		if r := f.do("GET", "/connect/api/v1/tenants", "admin", adminKey, "", nil); r.status != 200 {
+			t.Errorf("REST with bcrypt saturated: %d %s", r.status, r.body)
+		}
+		r = loginAs(t, f, "analyst", "analyst-password", "")
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+			t.Errorf("login with bcrypt saturated: %d %s, want 503 with Retry-After", r.status, r.body)
+		}
+		release()
+		if r := loginAs(t, f, "analyst", "analyst-password", ""); r.status != 200 {
+			t.Errorf("login after: %d %s", r.status, r.body)
+		}
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package server
+
+func raiseFileLimit() error { return nil }
