@@ -41,7 +41,9 @@ func TestFeedConfigurationHiddenFromTenants(t *testing.T) {
 		seedConfiguredFeed(t, st)
 		r := f.graphql("admin", adminKey, `{ iocs { nodes { id } } }`)
 		var ids struct {
-			Data struct{ Iocs struct{ Nodes []struct{ ID string } } }
+			Data struct {
+				Iocs struct{ Nodes []struct{ ID string } }
+			}
 		}
 		if err := json.Unmarshal(r.body, &ids); err != nil || len(ids.Data.Iocs.Nodes) != 1 {
 			t.Fatalf("iocs: %s", r.body)
@@ -50,9 +52,11 @@ func TestFeedConfigurationHiddenFromTenants(t *testing.T) {
 
 		// Each path wraps a selection of a sighting's feed in an operation.
 		paths := map[string]func(feed string) string{
-			"iocs":       func(feed string) string { return `{ iocs { nodes { sources { feed ` + feed + ` } } } }` },
-			"ioc":        func(feed string) string { return `{ ioc(id: "` + iocID + `") { sources { feed ` + feed + ` } } }` },
-			"lookupIocs": func(feed string) string { return `{ lookupIocs(values: ["203.0.113.9"]) { ioc { sources { feed ` + feed + ` } } } }` },
+			"iocs": func(feed string) string { return `{ iocs { nodes { sources { feed ` + feed + ` } } } }` },
+			"ioc":  func(feed string) string { return `{ ioc(id: "` + iocID + `") { sources { feed ` + feed + ` } } }` },
+			"lookupIocs": func(feed string) string {
+				return `{ lookupIocs(values: ["203.0.113.9"]) { ioc { sources { feed ` + feed + ` } } } }`
+			},
 		}
 		transports := map[string]func(user, key, query string) string{
 			"http": func(user, key, query string) string { return string(f.graphql(user, key, query).body) },
