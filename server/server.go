@@ -34,6 +34,9 @@ type Config struct {
 	BodyLimit       int64         // bytes; larger request bodies get 413
 	SessionTTL      time.Duration // dashboard sessions
 	ShutdownTimeout time.Duration
+	// SocketRecheck is how often an open websocket re-checks its credential
+	// besides revocation events.
+	SocketRecheck time.Duration
 }
 
 // DefaultConfig returns the defaults of `tifeeds serve`.
@@ -44,6 +47,7 @@ func DefaultConfig() Config {
 		BodyLimit:       1 << 20,
 		SessionTTL:      12 * time.Hour,
 		ShutdownTimeout: 30 * time.Second,
+		SocketRecheck:   DefaultSocketRecheck,
 	}
 }
 
@@ -55,11 +59,19 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics
 	handler  http.Handler
+	sockets  sockets
 }
 
 // New builds the server and its routes.
 func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics()}
+	if s.cfg.SocketRecheck <= 0 {
+		s.cfg.SocketRecheck = DefaultSocketRecheck
+	}
+	if resolver.Events != nil {
+		// For the server's lifetime, which is the bus's.
+		resolver.Events.OnRevocation(s.revoked)
+	}
 	s.handler = s.routes()
 	return s
 }

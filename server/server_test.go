@@ -30,9 +30,9 @@ type fixture struct {
 	tenantID  string // the tenant of the "analyst" user
 }
 
-func newFixture(t *testing.T, st *store.Store) *fixture {
+func newFixture(t *testing.T, st *store.Store, opts ...func(*server.Config)) *fixture {
 	t.Helper()
-	f := newFixtureWithoutTenant(t, st)
+	f := newFixtureWithoutTenant(t, st, opts...)
 	ctx := context.Background()
 	tenant, err := st.CreateTenant(ctx, store.TenantInput{Name: store.Some("Analyst's tenant")}, store.TenantRules{})
 	if err != nil {
@@ -52,13 +52,16 @@ func newFixture(t *testing.T, st *store.Store) *fixture {
 
 // newFixtureWithoutTenant is a running server with only the admin, for
 // tests that count tenants.
-func newFixtureWithoutTenant(t *testing.T, st *store.Store) *fixture {
+func newFixtureWithoutTenant(t *testing.T, st *store.Store, opts ...func(*server.Config)) *fixture {
 	t.Helper()
 	if _, err := st.EnsureAdmin(context.Background(), "admin", "admin-password", adminKey); err != nil {
 		t.Fatal(err)
 	}
 	cfg := server.DefaultConfig()
 	cfg.BodyLimit = 1 << 10
+	for _, o := range opts {
+		o(&cfg)
+	}
 	s := server.New(cfg, st, &graph.Resolver{Store: st, Events: ingest.NewBus()}, discardLogger())
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
