@@ -46,8 +46,8 @@ const (
 // cap: a feed row (description, URLs) could pass it, so receivers re-read
 // the feed from the store instead.
 type notice struct {
-	Instance string    `json:"i"`
-	Kind     string    `json:"k"`
+	Instance string      `json:"i"`
+	Kind     string      `json:"k"`
 	FeedID   int64       `json:"f"`
 	Progress *Progress   `json:"p,omitempty"`
 	Revoke   *Revocation `json:"r,omitempty"`
