@@ -168,14 +168,22 @@ func (s *Server) checkSocketOperation(ctx context.Context, next graphql.Operatio
 	if err == nil {
 		return next(auth.WithUser(ctx, u))
 	}
+	revoked := errors.Is(err, store.ErrBadCredentials)
 	code, msg := graph.CodeUnauthenticated, "the credentials of this connection no longer hold"
-	if errors.Is(err, store.ErrBadCredentials) {
-		sock.close()
-	} else {
+	if !revoked {
 		s.log.Log(ctx, slog.LevelWarn, "Unable to check a websocket's credential", "user_id", sock.cred.UserID, "error", err)
 		code, msg = graph.CodeInternal, "unable to check the credentials of this connection"
 	}
-	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
-		Message: msg, Extensions: map[string]any{"code": code},
-	}}})
+	sent := false
+	return func(context.Context) *graphql.Response {
+		if sent {
+			// Closed once the refusal is written, so the client reads why.
+			if revoked {
+				sock.close()
+			}
+			return nil
+		}
+		sent = true
+		return &graphql.Response{Errors: gqlerror.List{{Message: msg, Extensions: map[string]any{"code": code}}}}
+	}
 }
