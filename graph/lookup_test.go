@@ -17,7 +17,14 @@ import (
 func TestLookupIocs(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		u, _ := st.CreateUser(ctx, "analyst", "password1", store.ScopeTenant, ptr("t1"))
+		tenant, err := st.CreateTenant(ctx, store.TenantInput{Name: store.Some("t1")}, store.TenantRules{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := st.CreateUser(ctx, "analyst", "password1", store.ScopeTenant, &tenant.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
 		now := time.Now().UTC().Truncate(time.Second)
 		for _, row := range []store.IoC{
 			{Type: ioc.IP, Value: "203.0.113.7", Score: 90, Tags: []string{"emerging_threat"}},
@@ -77,7 +84,7 @@ func TestLookupIocs(t *testing.T) {
 		for i := range tooMany {
 			tooMany[i] = fmt.Sprintf("10.0.%d.%d", i/256, i%256)
 		}
-		err := c.Post(`query($v: [String!]!) { lookupIocs(values: $v) { known } }`, &resp, client.Var("v", tooMany))
+		err = c.Post(`query($v: [String!]!) { lookupIocs(values: $v) { known } }`, &resp, client.Var("v", tooMany))
 		if err == nil || !strings.Contains(err.Error(), "BAD_USER_INPUT") {
 			t.Errorf("10,001 values: %v", err)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -64,6 +65,8 @@ func (r *Resolver) deleteTenant(ctx context.Context, id string) (bool, error) {
 	if _, err := r.Store.DeleteTenant(ctx, id); err != nil {
 		return false, err
 	}
+	// Its users' open websockets, here and on other instances, close.
+	r.Events.PublishRevocation(ingest.Revocation{TenantID: id})
 	return true, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -73,6 +74,8 @@ func (r *Resolver) revokeAPIKey(ctx context.Context, id string) (bool, error) {
 	if err := r.Store.RevokeAPIKey(ctx, caller.ID, keyID); err != nil {
 		return false, err
 	}
+	// The key's open websockets, here and on other instances, close.
+	r.Events.PublishRevocation(ingest.Revocation{UserID: caller.ID})
 	return true, nil
 }
 

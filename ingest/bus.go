@@ -14,6 +14,18 @@ type Event struct {
 	Feed *store.Feed
 	// Progress is set on run progress events.
 	Progress *Progress
+	// Revocation is set on revocation events, which go to OnRevocation
+	// handlers, never to feed subscribers.
+	Revocation *Revocation
+}
+
+// Revocation says that a credential of a user, or of any user of a tenant,
+// may have stopped holding (a key revoked, a session ended, a tenant
+// deleted). It names no credential: those holding one of the user's re-check
+// it against the store.
+type Revocation struct {
+	UserID   int64  `json:"u,omitempty"`
+	TenantID string `json:"t,omitempty"`
 }
 
 // Progress is the state of a run: sent while it goes on and once when it
@@ -42,6 +54,8 @@ type Bus struct {
 	// relay, when set, also sends each published event to the other
 	// instances sharing the database (see Fanout); it must not block.
 	relay func(Event)
+	// revoked are the OnRevocation handlers.
+	revoked map[int]func(Revocation)
 }
 
 type subscriber struct {
@@ -51,7 +65,7 @@ type subscriber struct {
 
 // NewBus returns an empty bus.
 func NewBus() *Bus {
-	return &Bus{subs: map[int]*subscriber{}}
+	return &Bus{subs: map[int]*subscriber{}, revoked: map[int]func(Revocation){}}
 }
 
 // Subscribe returns a channel of the events of feedID (every feed when it
@@ -83,6 +97,49 @@ func (b *Bus) Publish(ev Event) {
 	if relay := b.deliver(ev); relay != nil {
 		relay(ev)
 	}
+}
+
+// OnRevocation calls fn with each revocation published here or, through a
+// Fanout, on another instance, until the returned function is called. fn
+// runs inside Publish: it must not block.
+func (b *Bus) OnRevocation(fn func(Revocation)) (cancel func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.next
+	b.next++
+	b.revoked[id] = fn
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.revoked, id)
+	}
+}
+
+// PublishRevocation announces a revocation to this process's handlers and
+// to the other instances. A nil bus does nothing.
+func (b *Bus) PublishRevocation(r Revocation) {
+	if b == nil {
+		return
+	}
+	if relay := b.deliverRevocation(r); relay != nil {
+		relay(Event{Revocation: &r})
+	}
+}
+
+// deliverRevocation calls this process's handlers only, and returns the
+// relay to call.
+func (b *Bus) deliverRevocation(r Revocation) (relay func(Event)) {
+	b.mu.Lock()
+	handlers := make([]func(Revocation), 0, len(b.revoked))
+	for _, fn := range b.revoked {
+		handlers = append(handlers, fn)
+	}
+	relay = b.relay
+	b.mu.Unlock()
+	for _, fn := range handlers {
+		fn(r)
+	}
+	return relay
 }
 
 // deliver sends ev to the subscribers in this process only, and returns

@@ -51,3 +51,26 @@ func TestBus(t *testing.T) {
 		t.Errorf("after cancel, all got %+v", ev)
 	}
 }
+
+// TestBusRevocations: a revocation reaches the revocation handlers, not the
+// feed subscribers, and a cancelled handler no longer.
+func TestBusRevocations(t *testing.T) {
+	b := NewBus()
+	feeds, stop := b.Subscribe(0)
+	defer stop()
+	var got []Revocation
+	cancel := b.OnRevocation(func(r Revocation) { got = append(got, r) })
+	b.PublishRevocation(Revocation{UserID: 7})
+	cancel()
+	b.PublishRevocation(Revocation{TenantID: "t"})
+	if len(got) != 1 || got[0].UserID != 7 {
+		t.Errorf("handler got %+v, want the one revocation published before cancel", got)
+	}
+	select {
+	case ev := <-feeds:
+		t.Errorf("feed subscriber got %+v", ev)
+	default:
+	}
+	var nilBus *Bus
+	nilBus.PublishRevocation(Revocation{UserID: 1}) // must not panic
+}

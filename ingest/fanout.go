@@ -39,16 +39,18 @@ const flushTimeout = 3 * time.Second
 const (
 	noticeFeed     = "feed"
 	noticeProgress = "progress"
+	noticeRevoke   = "revoke"
 )
 
 // notice is the NOTIFY payload. It stays far below PostgreSQL's 8000-byte
 // cap: a feed row (description, URLs) could pass it, so receivers re-read
 // the feed from the store instead.
 type notice struct {
-	Instance string    `json:"i"`
-	Kind     string    `json:"k"`
-	FeedID   int64     `json:"f"`
-	Progress *Progress `json:"p,omitempty"`
+	Instance string      `json:"i"`
+	Kind     string      `json:"k"`
+	FeedID   int64       `json:"f"`
+	Progress *Progress   `json:"p,omitempty"`
+	Revoke   *Revocation `json:"r,omitempty"`
 }
 
 // FanoutOptions configure a Fanout.
@@ -214,6 +216,10 @@ func (f *Fanout) notify(ctx context.Context, ev Event) {
 
 func encodeNotice(instance string, ev Event) ([]byte, error) {
 	n := notice{Instance: instance, Kind: noticeFeed, FeedID: ev.FeedID}
+	if ev.Revocation != nil {
+		n.Kind = noticeRevoke
+		n.Revoke = ev.Revocation
+	}
 	if ev.Progress != nil {
 		n.Kind = noticeProgress
 		n.Progress = ev.Progress
@@ -310,12 +316,18 @@ func (f *Fanout) connConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 // store has it now.
 func (f *Fanout) receive(ctx context.Context, payload string) {
 	var n notice
-	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.FeedID == 0 {
+	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.FeedID == 0 && n.Kind != noticeRevoke {
 		f.log.Warn("Ignored a malformed feed event from another instance", "error", err, "payload", payload)
 		return
 	}
 	if n.Instance == f.instance {
 		return // delivered locally when it was published
+	}
+	if n.Kind == noticeRevoke {
+		if n.Revoke != nil {
+			f.bus.deliverRevocation(*n.Revoke)
+		}
+		return
 	}
 	ev := Event{FeedID: n.FeedID}
 	switch n.Kind {

@@ -15,13 +15,8 @@ const sessionCookie = "tifeeds_session"
 // authenticate finds the caller: HTTP basic auth with an API key, or the
 // dashboard's session cookie. Basic auth wins when both are sent.
 func (s *Server) authenticate(r *http.Request) (*store.User, error) {
-	if username, key, ok := r.BasicAuth(); ok {
-		return s.store.CheckAPIKey(r.Context(), username, key)
-	}
-	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
-		return s.store.SessionUser(r.Context(), c.Value)
-	}
-	return nil, auth.ErrUnauthenticated
+	u, _, err := s.authenticateCredential(r)
+	return u, err
 }
 
 // requireUser answers 401 unless the request is authenticated.
@@ -113,7 +108,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		if err := s.store.DeleteSession(r.Context(), c.Value); err != nil {
+		if err := s.endSession(r.Context(), c.Value); err != nil {
 			writeErr(w, r, err)
 			return
 		}

@@ -39,11 +39,12 @@ func (s *Server) graphqlHandler() http.Handler {
 	srv.Use(extension.Introspection{})
 	graph.UseLimits(srv)
 	srv.SetErrorPresenter(graph.ErrorPresenter)
+	srv.AroundOperations(s.checkSocketOperation)
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if websocketUpgrade(r) {
-			if u, err := s.authenticate(r); err == nil {
-				r = r.WithContext(auth.WithUser(r.Context(), u))
+			if u, cred, err := s.authenticateCredential(r); err == nil {
+				r = r.WithContext(withCredential(auth.WithUser(r.Context(), u), cred))
 			}
 			srv.ServeHTTP(w, r)
 			return
@@ -94,14 +95,15 @@ func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayloa
 				return refused, nil, errors.New("connection_init: authorization must be HTTP basic username:api_key")
 			}
 		}
-		u, err := s.store.CheckAPIKey(ctx, username, apiKey)
+		u, cred, err := s.store.AuthenticateAPIKey(ctx, username, apiKey)
 		if err != nil {
 			return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 		}
-		return graph.WithLoaders(auth.WithUser(ctx, u), s.store), nil, nil
+		return graph.WithLoaders(s.openSocket(auth.WithUser(ctx, u), cred), s.store), nil, nil
 	}
-	if _, err := auth.UserFrom(ctx); err != nil {
+	cred, ok := credentialFrom(ctx)
+	if _, err := auth.UserFrom(ctx); err != nil || !ok {
 		return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 	}
-	return graph.WithLoaders(ctx, s.store), nil, nil
+	return graph.WithLoaders(s.openSocket(ctx, cred), s.store), nil, nil
 }

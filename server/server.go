@@ -57,6 +57,9 @@ type Config struct {
 	// TrustedProxies are the addresses whose X-Forwarded-For is believed
 	// when telling who a client is; empty: the peer address is the client.
 	TrustedProxies []netip.Prefix
+	// SocketRecheck is how often an open websocket re-checks its credential
+	// besides revocation events.
+	SocketRecheck time.Duration
 }
 
 // DefaultConfig returns the defaults of `tifeeds serve`.
@@ -75,6 +78,7 @@ func DefaultConfig() Config {
 		IdleTimeout:       60 * time.Second,
 		MaxLogins:         64,
 		Login:             DefaultLoginLimits(),
+		SocketRecheck:     DefaultSocketRecheck,
 	}
 }
 
@@ -87,11 +91,19 @@ type Server struct {
 	metrics  *metrics
 	handler  http.Handler
 	logins   *loginGuard
+	sockets  sockets
 }
 
 // New builds the server and its routes.
 func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics(), logins: newLoginGuard(cfg.Login)}
+	if s.cfg.SocketRecheck <= 0 {
+		s.cfg.SocketRecheck = DefaultSocketRecheck
+	}
+	if resolver.Events != nil {
+		// For the server's lifetime, which is the bus's.
+		resolver.Events.OnRevocation(s.revoked)
+	}
 	s.handler = s.routes()
 	return s
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -19,23 +20,25 @@ import (
 
 const adminKey = "tif_test-admin-key-0123456789"
 
-// fixture is a running server on a real store with an admin and a tenant
-// user.
+// fixture is a running server on a real store with an admin and (from
+// newFixture) a tenant user in a tenant of its own.
 type fixture struct {
 	t         *testing.T
 	store     *store.Store
 	srv       *httptest.Server
 	tenantKey string
+	tenantID  string // the tenant of the "analyst" user
 }
 
 func newFixture(t *testing.T, st *store.Store, opts ...func(*server.Config)) *fixture {
 	t.Helper()
+	f := newFixtureWithoutTenant(t, st, opts...)
 	ctx := context.Background()
-	if _, err := st.EnsureAdmin(ctx, "admin", "admin-password", adminKey); err != nil {
+	tenant, err := st.CreateTenant(ctx, store.TenantInput{Name: store.Some("Analyst's tenant")}, store.TenantRules{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	tenantID := "t-1"
-	u, err := st.CreateUser(ctx, "analyst", "analyst-password", store.ScopeTenant, &tenantID)
+	u, err := st.CreateUser(ctx, "analyst", "analyst-password", store.ScopeTenant, &tenant.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,15 +46,26 @@ func newFixture(t *testing.T, st *store.Store, opts ...func(*server.Config)) *fi
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.tenantKey, f.tenantID = key, tenant.ID
+	return f
+}
+
+// newFixtureWithoutTenant is a running server with only the admin, for
+// tests that count tenants.
+func newFixtureWithoutTenant(t *testing.T, st *store.Store, opts ...func(*server.Config)) *fixture {
+	t.Helper()
+	if _, err := st.EnsureAdmin(context.Background(), "admin", "admin-password", adminKey); err != nil {
+		t.Fatal(err)
+	}
 	cfg := server.DefaultConfig()
 	cfg.BodyLimit = 1 << 10
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := server.New(cfg, st, &graph.Resolver{Store: st}, discardLogger())
+	s := server.New(cfg, st, &graph.Resolver{Store: st, Events: ingest.NewBus()}, discardLogger())
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, store: st, srv: srv, tenantKey: key}
+	return &fixture{t: t, store: st, srv: srv}
 }
 
 type response struct {

@@ -76,7 +76,7 @@ var tenantWireFields = []string{"address", "authentication_method", "contact", "
 
 func TestTenantsRESTShapes(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		f := newFixture(t, st)
+		f := newFixtureWithoutTenant(t, st)
 		ctx := context.Background()
 		org, _ := st.OrgID(ctx)
 
@@ -306,7 +306,7 @@ func TestTenantsRESTErrors(t *testing.T) {
 
 func TestTenantsRESTPagingAndOrder(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		f := newFixture(t, st)
+		f := newFixtureWithoutTenant(t, st)
 		var ids []string
 		for i := range 5 {
 			ids = append(ids, f.createTenantREST(`{"cust_name":"t` + itoa(i) + `"}`)["cust_id"].(string))
@@ -352,7 +352,7 @@ func TestTenantsRESTPagingAndOrder(t *testing.T) {
 
 func TestTenantsRESTDelete(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		f := newFixture(t, st)
+		f := newFixtureWithoutTenant(t, st)
 		id := f.createTenantREST(`{"cust_name":"Gone"}`)["cust_id"].(string)
 		keep := f.createTenantREST(`{"cust_name":"Kept"}`)["cust_id"].(string)
 		r := f.rest("DELETE", "/tenants/"+id, "")

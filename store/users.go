@@ -102,6 +102,20 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, scope
 	if scope == ScopeTenant && (tenantID == nil || *tenantID == "") {
 		return nil, errors.New("store: a tenant-scoped user needs a tenant")
 	}
+	if scope == ScopeRoot && tenantID != nil {
+		return nil, errors.New("store: a root user has no tenant")
+	}
+	if scope == ScopeTenant {
+		// A user of a tenant that does not exist could never sign in (see
+		// liveUser); refuse it here rather than create a dead account.
+		n, err := s.DB.NewSelect().Table("tenants").Where("id = ?", *tenantID).Count(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("store: unable to check tenant %q: %w", *tenantID, err)
+		}
+		if n == 0 {
+			return nil, Invalid("tenant", "no tenant has id %q", *tenantID)
+		}
+	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to hash password: %w", err)
@@ -157,8 +171,8 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("tifeeds-no-such-user"), b
 
 // CheckPassword returns the user when the password is theirs.
 func (s *Store) CheckPassword(ctx context.Context, username, password string) (*User, error) {
-	u, err := s.UserByName(ctx, username)
-	if errors.Is(err, ErrNotFound) {
+	u, err := s.liveUser(ctx, "username = ?", username)
+	if errors.Is(err, ErrBadCredentials) {
 		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
 		return nil, ErrBadCredentials
 	}
@@ -287,21 +301,25 @@ func (s *Store) RevokeAPIKey(ctx context.Context, userID, keyID int64) error {
 	return nil
 }
 
-// CheckAPIKey returns the user when key is one of their live keys. Every
-// live key of the user is compared in constant time.
+// CheckAPIKey returns the user when key is one of their live keys.
 func (s *Store) CheckAPIKey(ctx context.Context, username, key string) (*User, error) {
-	u, err := s.UserByName(ctx, username)
-	if errors.Is(err, ErrNotFound) {
-		return nil, ErrBadCredentials
-	}
+	u, _, err := s.AuthenticateAPIKey(ctx, username, key)
+	return u, err
+}
+
+// AuthenticateAPIKey returns the user when key is one of their live keys,
+// with the credential it makes. Every live key of the user is compared in
+// constant time.
+func (s *Store) AuthenticateAPIKey(ctx context.Context, username, key string) (*User, Credential, error) {
+	u, err := s.liveUser(ctx, "username = ?", username)
 	if err != nil {
-		return nil, err
+		return nil, Credential{}, err
 	}
 	var keys []APIKey
 	err = s.DB.NewSelect().Model(&keys).
 		Where("user_id = ? AND revoked_at IS NULL", u.ID).Scan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("store: unable to fetch API keys of %q: %w", username, err)
+		return nil, Credential{}, fmt.Errorf("store: unable to fetch API keys of %q: %w", username, err)
 	}
 	want := []byte(hashToken(key))
 	var match int64
@@ -311,11 +329,75 @@ func (s *Store) CheckAPIKey(ctx context.Context, username, key string) (*User, e
 		}
 	}
 	if match == 0 {
-		return nil, ErrBadCredentials
+		return nil, Credential{}, ErrBadCredentials
 	}
 	// Best effort: a failure to record use must not refuse a valid key.
 	_, _ = s.DB.NewUpdate().Model((*APIKey)(nil)).Set("last_used_at = ?", time.Now().UTC()).
 		Where("id = ?", match).Exec(ctx)
+	return u, credentialOf(u, match, ""), nil
+}
+
+// Credential is what authenticated a caller: one API key or one session.
+// A websocket keeps it to check, before each operation, that it still holds
+// (CheckCredential), and to be found when it is revoked.
+type Credential struct {
+	UserID   int64
+	TenantID string // empty for root
+	APIKeyID int64  // set for an API key
+	// SessionHash is the SHA-256 of the session's token, never the token.
+	SessionHash string
+}
+
+func credentialOf(u *User, keyID int64, sessionHash string) Credential {
+	c := Credential{UserID: u.ID, APIKeyID: keyID, SessionHash: sessionHash}
+	if u.TenantID != nil {
+		c.TenantID = *u.TenantID
+	}
+	return c
+}
+
+// liveUserCond holds for a root user, and for a tenant-scoped user whose
+// tenant exists: deleting a tenant ends its users' access at once. Tenant
+// ids are random and never reused, so a later tenant cannot revive them.
+const liveUserCond = `(?TableAlias.scope = 'root' OR EXISTS
+	(SELECT 1 FROM tenants AS live_tenant WHERE live_tenant.id = ?TableAlias.tenant_id))`
+
+// liveUser returns the one user matching where who may sign in, or
+// ErrBadCredentials: an unknown user and one whose tenant is gone look the
+// same to the caller.
+func (s *Store) liveUser(ctx context.Context, where string, args ...any) (*User, error) {
+	u := new(User)
+	err := s.DB.NewSelect().Model(u).Where(where, args...).Where(liveUserCond).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to fetch user: %w", err)
+	}
+	return u, nil
+}
+
+// CheckCredential returns the credential's user when the credential still
+// holds: the key is not revoked (or the session not ended or expired), and
+// the user and their tenant exist. It is one indexed query.
+func (s *Store) CheckCredential(ctx context.Context, c Credential) (*User, error) {
+	var u *User
+	var err error
+	switch {
+	case c.APIKeyID != 0:
+		u, err = s.liveUser(ctx, "?TableAlias.id = (SELECT user_id FROM api_keys WHERE id = ? AND revoked_at IS NULL)", c.APIKeyID)
+	case c.SessionHash != "":
+		u, err = s.liveUser(ctx, "?TableAlias.id = (SELECT user_id FROM sessions WHERE token_hash = ? AND expires_at > ?)",
+			c.SessionHash, time.Now().UTC())
+	default:
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, err
+	}
+	if u.ID != c.UserID {
+		return nil, ErrBadCredentials
+	}
 	return u, nil
 }
 
@@ -354,17 +436,25 @@ func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Durati
 
 // SessionUser returns the user of a live session.
 func (s *Store) SessionUser(ctx context.Context, token string) (*User, error) {
-	sess := new(Session)
-	err := s.DB.NewSelect().Model(sess).
-		Where("token_hash = ? AND expires_at > ?", hashToken(token), time.Now().UTC()).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrBadCredentials
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: unable to fetch session: %w", err)
-	}
-	return s.UserByID(ctx, sess.UserID)
+	u, _, err := s.AuthenticateSession(ctx, token)
+	return u, err
 }
+
+// AuthenticateSession returns the user of a live session, with the
+// credential it makes.
+func (s *Store) AuthenticateSession(ctx context.Context, token string) (*User, Credential, error) {
+	hash := hashToken(token)
+	u, err := s.liveUser(ctx, "?TableAlias.id = (SELECT user_id FROM sessions WHERE token_hash = ? AND expires_at > ?)",
+		hash, time.Now().UTC())
+	if err != nil {
+		return nil, Credential{}, err
+	}
+	return u, credentialOf(u, 0, hash), nil
+}
+
+// SessionHash returns how a session's token is stored, to name the session
+// without its token.
+func SessionHash(token string) string { return hashToken(token) }
 
 // DeleteSession ends a session; ending an unknown one is not an error.
 func (s *Store) DeleteSession(ctx context.Context, token string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -149,3 +150,122 @@ func TestSessions(t *testing.T) {
 		}
 	})
 }
+
+// TestTenantUserNeedsItsTenant: a tenant-scoped user signs in only while
+// their tenant exists, and cannot be created for a tenant that does not.
+func TestTenantUserNeedsItsTenant(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		tenant, err := s.CreateTenant(ctx, store.TenantInput{Name: store.Some("Acme")}, store.TenantRules{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var valErr *store.ValidationError
+		if _, err := s.CreateUser(ctx, "ghost", "password1", store.ScopeTenant, ptr("no-such-tenant")); !errors.As(err, &valErr) {
+			t.Errorf("user of an unknown tenant: %v, want a ValidationError", err)
+		}
+		if _, err := s.CreateUser(ctx, "rooted", "password1", store.ScopeRoot, &tenant.ID); err == nil {
+			t.Error("root user with a tenant: accepted")
+		}
+		u, err := s.CreateUser(ctx, "analyst", "password1", store.ScopeTenant, &tenant.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, key, err := s.CreateAPIKey(ctx, u.ID, "k", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, err := s.CreateSession(ctx, u.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, keyCred, err := s.AuthenticateAPIKey(ctx, "analyst", key)
+		if err != nil || keyCred.TenantID != tenant.ID || keyCred.APIKeyID == 0 {
+			t.Fatalf("API key before: %+v %v", keyCred, err)
+		}
+		_, sessCred, err := s.AuthenticateSession(ctx, token)
+		if err != nil || sessCred.SessionHash != store.SessionHash(token) {
+			t.Fatalf("session before: %+v %v", sessCred, err)
+		}
+		checks := map[string]func() error{
+			"password": func() error { _, err := s.CheckPassword(ctx, "analyst", "password1"); return err },
+			"API key":  func() error { _, err := s.CheckAPIKey(ctx, "analyst", key); return err },
+			"session":  func() error { _, err := s.SessionUser(ctx, token); return err },
+			"key credential": func() error {
+				_, err := s.CheckCredential(ctx, keyCred)
+				return err
+			},
+			"session credential": func() error {
+				_, err := s.CheckCredential(ctx, sessCred)
+				return err
+			},
+		}
+		for name, check := range checks {
+			if err := check(); err != nil {
+				t.Errorf("%s with the tenant: %v", name, err)
+			}
+		}
+		if _, err := s.DeleteTenant(ctx, tenant.ID); err != nil {
+			t.Fatal(err)
+		}
+		for name, check := range checks {
+			if err := check(); !errors.Is(err, store.ErrBadCredentials) {
+				t.Errorf("%s after the tenant was deleted: %v, want ErrBadCredentials", name, err)
+			}
+		}
+	})
+}
+
+// TestCheckCredential: a socket's credential stops holding when its key is
+// revoked or its session ends, and names only its own user.
+func TestCheckCredential(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		u, err := s.CreateUser(ctx, "ops", "password1", store.ScopeRoot, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, key, err := s.CreateAPIKey(ctx, u.ID, "k", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, err := s.CreateSession(ctx, u.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, keyCred, err := s.AuthenticateAPIKey(ctx, "ops", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, sessCred, err := s.AuthenticateSession(ctx, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, c := range map[string]store.Credential{
+			"empty":           {UserID: u.ID},
+			"another user's":  {UserID: u.ID + 1, APIKeyID: k.ID},
+			"unknown session": {UserID: u.ID, SessionHash: store.SessionHash("nope")},
+		} {
+			if _, err := s.CheckCredential(ctx, c); !errors.Is(err, store.ErrBadCredentials) {
+				t.Errorf("%s credential: %v, want ErrBadCredentials", name, err)
+			}
+		}
+		if err := s.RevokeAPIKey(ctx, u.ID, k.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CheckCredential(ctx, keyCred); !errors.Is(err, store.ErrBadCredentials) {
+			t.Errorf("revoked key: %v", err)
+		}
+		if _, err := s.CheckCredential(ctx, sessCred); err != nil {
+			t.Errorf("session, unaffected by the key: %v", err)
+		}
+		if err := s.DeleteSession(ctx, token); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CheckCredential(ctx, sessCred); !errors.Is(err, store.ErrBadCredentials) {
+			t.Errorf("ended session: %v", err)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -41,9 +41,19 @@ func TestUsersAndAPIKeysCommands(t *testing.T) {
 		}
 	}
 
+	tenant, err := st.CreateTenant(ctx, store.TenantInput{Name: store.Some("Acme")}, store.TenantRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run([]string{"users", "create", "--db", dsn, "--username", "analyst", "--scope", "tenant", "--tenant", tenant.ID}, &out, &errOut); err != nil {
+		t.Errorf("users create for an existing tenant: %v", err)
+	}
+
 	for name, args := range map[string][]string{
 		"duplicate user":       {"users", "create", "--db", dsn, "--username", "ops"},
 		"tenant without id":    {"users", "create", "--db", dsn, "--username", "t1", "--scope", "tenant"},
+		"unknown tenant":       {"users", "create", "--db", dsn, "--username", "t2", "--scope", "tenant", "--tenant", "no-such-tenant"},
 		"key for unknown user": {"apikeys", "create", "--db", dsn, "--username", "nobody"},
 		"missing username":     {"apikeys", "create", "--db", dsn},
 	} {
