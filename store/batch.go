@@ -1,0 +1,500 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// iocWriteLockID is the PostgreSQL advisory lock every transaction that
+// changes sightings takes first. The aggregates of an IoC (score, tags,
+// expiry) are computed from all its sightings; two feeds writing the same IoC
+// at once would each compute them without the other's sighting. SQLite
+// already has one writer; this gives PostgreSQL the same, per transaction
+// (one batch), while readers are never blocked.
+const iocWriteLockID = 0x7466656564730002
+
+// Batch is a group of indicators from one feed, applied in one transaction.
+type Batch struct {
+	FeedID    int64
+	Retention time.Duration // expiry = Now + Retention, unless Indicator.ValidUntil is set
+	Now       time.Time
+	// Indicators are normalised; Revoked ones delete that (feed, source)
+	// sighting. Indicators whose expiry is not after Now are skipped.
+	Indicators []ioc.Indicator
+	Cursor     *string // when non-nil, feeds.cursor is set in the same transaction
+	RunID      int64   // when non-zero, feed_runs.stored += result.Stored in the same transaction
+}
+
+// BatchResult counts what ApplyBatch changed: sightings stored, and
+// sightings removed by revocation.
+type BatchResult struct{ Stored, Removed int }
+
+type valKey struct {
+	kind  ioc.Kind
+	value string
+}
+
+type sightKey struct {
+	valKey
+	source string
+}
+
+// pendingSighting is one deduplicated sighting of a batch.
+type pendingSighting struct {
+	sightKey
+	score   int
+	tags    []string
+	tagJSON string
+	expires int64      // unix microseconds, as stored
+	agg     *aggregate // its IoC's aggregate from the batch alone
+	iocID   int64      // once known
+	fresh   bool       // its IoC was inserted by this batch, so it has no sighting yet
+}
+
+// storedSighting is a sighting already in the store, read back to recompute
+// its IoC's aggregates. feedID is 0 for the row of an IoC without sightings.
+type storedSighting struct {
+	valKey
+	iocID   int64
+	feedID  int64
+	source  string
+	score   int
+	tags    []string
+	first   int64 // unix microseconds, as stored
+	last    int64
+	expires int64
+}
+
+// aggregate is the summary of an IoC's live sightings.
+type aggregate struct {
+	valKey
+	id      int64
+	score   int
+	tags    []string
+	tagJSON string
+	first   int64 // unix microseconds, as stored
+	last    int64
+	expires int64
+	live    bool
+}
+
+func (a *aggregate) add(score int, tags []string, first, last, expires int64) {
+	if !a.live {
+		a.score, a.first, a.last, a.expires = score, first, last, expires
+		a.tags = slices.Clone(tags)
+		a.live = true
+		return
+	}
+	a.score = max(a.score, score)
+	a.first = min(a.first, first)
+	a.last = max(a.last, last)
+	a.expires = max(a.expires, expires)
+	for _, t := range tags {
+		if !slices.Contains(a.tags, t) {
+			a.tags = append(a.tags, t)
+		}
+	}
+}
+
+func (a *aggregate) seal() {
+	slices.Sort(a.tags)
+	a.tagJSON = jsonTags(a.tags)
+}
+
+// batchWriter is what ApplyBatch needs of a dialect.
+type batchWriter interface {
+	// insertNew inserts those of aggs whose (type, value) is not stored yet
+	// and sets their id; the others are left alone, with id 0.
+	insertNew(ctx context.Context, aggs []*aggregate) error
+	// sightings returns every sighting of the stored IoCs named in keys (by
+	// kind), and a row with feedID 0 for a stored IoC without any.
+	sightings(ctx context.Context, keys map[ioc.Kind][]string) ([]storedSighting, error)
+	// updateIoCs sets the aggregates of stored IoCs.
+	updateIoCs(ctx context.Context, aggs []*aggregate) error
+	upsertSightings(ctx context.Context, feedID int64, now int64, rows []pendingSighting) error
+	deleteSightings(ctx context.Context, feedID int64, rows []storedSighting) (int, error)
+	deleteIoCs(ctx context.Context, ids []int64) error
+	exec(ctx context.Context, query string, args ...any) (int64, error)
+}
+
+// ApplyBatch upserts, in one transaction: one iocs row per (type, value); one
+// sightings row per (ioc, feed, source); the aggregates of the touched IoCs
+// (score = max of live sightings, tags = union, expires_at = latest sighting
+// expiry, first_seen/last_seen = earliest/latest of the sightings); the
+// feed's cursor when b.Cursor is set; the run's stored count when b.RunID is
+// set; and feeds.last_ingestion = Now when anything was stored. Duplicates
+// inside the batch are merged (the last one wins). Revoked indicators delete
+// the feed's sighting; an IoC left without a live sighting is deleted.
+func (s *Store) ApplyBatch(ctx context.Context, b Batch) (BatchResult, error) {
+	p, err := PrepareBatch(b)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	return s.ApplyPrepared(ctx, p)
+}
+
+// PreparedBatch is a Batch checked, merged and summarised by PrepareBatch,
+// the part of ApplyBatch that needs no database, so that a caller can
+// prepare a batch on one goroutine while another writes the one before.
+type PreparedBatch struct {
+	b       Batch // without Indicators, which upserts and revoked hold
+	now     int64
+	n       int // indicators in the batch
+	upserts []pendingSighting
+	revoked []sightKey
+	fresh   []*aggregate // per IoC, from this batch alone; ordered by (kind, value)
+	byKey   map[valKey]*aggregate
+}
+
+// PrepareBatch checks b and does what ApplyBatch does before it touches the
+// database: merge repeats and summarise the batch per IoC. b.Indicators may
+// be reused once it returns.
+func PrepareBatch(b Batch) (*PreparedBatch, error) {
+	if b.Now.IsZero() {
+		b.Now = time.Now()
+	}
+	b.Now = dbTime(b.Now)
+	now := micros(b.Now)
+	upserts, revoked, err := dedupe(b, now)
+	if err != nil {
+		return nil, err
+	}
+	p := &PreparedBatch{b: b, now: now, n: len(b.Indicators), upserts: upserts, revoked: revoked}
+	p.b.Indicators = nil
+	// The aggregates each IoC would have from this batch alone: exact for
+	// IoCs not stored yet, which on a first ingestion is all of them.
+	p.byKey = make(map[valKey]*aggregate, len(upserts))
+	for i := range upserts {
+		u := &upserts[i]
+		a, ok := p.byKey[u.valKey]
+		if !ok {
+			a = &aggregate{valKey: u.valKey}
+			p.byKey[u.valKey] = a
+			p.fresh = append(p.fresh, a)
+		}
+		a.add(u.score, u.tags, now, now, u.expires)
+		u.agg = a
+	}
+	for _, a := range p.fresh {
+		a.seal()
+	}
+	// A stable order keeps PostgreSQL's row locks in one order across writers.
+	slices.SortFunc(p.fresh, func(x, y *aggregate) int { return cmpValKey(x.valKey, y.valKey) })
+	return p, nil
+}
+
+// Len is how many indicators the batch had.
+func (p *PreparedBatch) Len() int { return p.n }
+
+// ApplyPrepared writes a prepared batch as ApplyBatch does. A batch that
+// failed may be applied again.
+func (s *Store) ApplyPrepared(ctx context.Context, p *PreparedBatch) (BatchResult, error) {
+	b := p.b
+	var res BatchResult
+	if len(p.upserts) == 0 && len(p.revoked) == 0 && b.Cursor == nil {
+		return res, nil
+	}
+	apply := func(ctx context.Context, w batchWriter) error {
+		res = BatchResult{}
+		r, err := applyBatch(ctx, w, p)
+		res = r
+		return err
+	}
+	var err error
+	if s.Dialect == Postgres {
+		err = s.pgTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(iocWriteLockID)); err != nil {
+				return err
+			}
+			// A crash may lose the last batches committed, never part of
+			// one: the cursor commits with its data, so the next run
+			// resumes from what survived. Waiting for the WAL flush of every
+			// batch would cost more than the batch itself.
+			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+				return err
+			}
+			return apply(ctx, &pgWriter{tx: tx})
+		})
+	} else {
+		err = s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			return apply(ctx, &sqliteWriter{tx: tx})
+		})
+	}
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("store: unable to apply a batch of %d indicators to feed %d: %w", p.n, b.FeedID, err)
+	}
+	return res, nil
+}
+
+// dbTime is t as both databases keep it: UTC, to the microsecond.
+func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// dedupe checks the batch and merges repeated (kind, value, source): the last
+// report wins, whether it stores or revokes.
+func dedupe(b Batch, now int64) (upserts []pendingSighting, revoked []sightKey, err error) {
+	type entry struct {
+		p       pendingSighting
+		revoked bool
+	}
+	index := make(map[sightKey]int, len(b.Indicators))
+	entries := make([]entry, 0, len(b.Indicators))
+	tagJSON := map[string]string{}
+	for i, ind := range b.Indicators {
+		if _, err := ioc.ParseKind(string(ind.Kind)); err != nil {
+			return nil, nil, Invalid("indicators", "indicator %d: %v", i, err)
+		}
+		if ind.Value == "" || len(ind.Value) > ioc.MaxValueLen {
+			return nil, nil, Invalid("indicators", "indicator %d: value is empty or longer than %d bytes", i, ioc.MaxValueLen)
+		}
+		if ind.Score < 0 || ind.Score > 100 {
+			return nil, nil, Invalid("indicators", "indicator %d: score %d is not within 0..100", i, ind.Score)
+		}
+		k := sightKey{valKey{ind.Kind, ind.Value}, ind.Source}
+		e := entry{revoked: ind.Revoked}
+		if !ind.Revoked {
+			expires := now + b.Retention.Microseconds()
+			if !ind.ValidUntil.IsZero() {
+				expires = micros(ind.ValidUntil)
+			} else if b.Retention <= 0 {
+				return nil, nil, Invalid("retention", "retention must be positive when an indicator has no expiry of its own")
+			}
+			if expires <= now {
+				continue // expired on arrival: nothing to keep
+			}
+			tags := normTags(ind.Tags)
+			key := strings.Join(tags, "\x00")
+			js, ok := tagJSON[key]
+			if !ok {
+				js = jsonTags(tags)
+				tagJSON[key] = js
+			}
+			e.p = pendingSighting{sightKey: k, score: ind.Score, tags: tags, tagJSON: js, expires: expires}
+		} else {
+			e.p.sightKey = k
+		}
+		if j, ok := index[k]; ok {
+			entries[j] = e
+			continue
+		}
+		index[k] = len(entries)
+		entries = append(entries, e)
+	}
+	for _, e := range entries {
+		if e.revoked {
+			revoked = append(revoked, e.p.sightKey)
+		} else {
+			upserts = append(upserts, e.p)
+		}
+	}
+	return upserts, revoked, nil
+}
+
+// normTags returns tags sorted, without blanks or repeats.
+func normTags(tags []string) []string {
+	if len(tags) == 1 && tags[0] != "" {
+		return tags
+	}
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func jsonTags(tags []string) string {
+	if len(tags) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(tags) // []string always encodes
+	return string(b)
+}
+
+func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchResult, error) {
+	var res BatchResult
+	b, now, upserts, revoked := pb.b, pb.now, pb.upserts, pb.revoked
+	// First the IoCs not stored yet, with the batch's own aggregates. On a
+	// first ingestion that is every one, and what follows uses no map.
+	for _, a := range pb.fresh {
+		a.id = 0 // from an earlier attempt at the batch
+	}
+	if len(pb.fresh) > 0 {
+		if err := w.insertNew(ctx, pb.fresh); err != nil {
+			return res, err
+		}
+	}
+	// Then the IoCs that were stored already: read their sightings and
+	// recompute from all of them.
+	keys := map[ioc.Kind][]string{}
+	seen := map[valKey]bool{}
+	need := func(k valKey) {
+		if !seen[k] {
+			seen[k] = true
+			keys[k.kind] = append(keys[k.kind], k.value)
+		}
+	}
+	for i := range upserts {
+		if upserts[i].agg.id == 0 {
+			need(upserts[i].valKey)
+		}
+	}
+	for _, k := range revoked {
+		if a := pb.byKey[k.valKey]; a == nil || a.id == 0 {
+			need(k.valKey)
+		}
+	}
+	var stored []storedSighting
+	if len(keys) > 0 {
+		var err error
+		if stored, err = w.sightings(ctx, keys); err != nil {
+			return res, err
+		}
+	}
+	var batchKeys, isRevoked map[sightKey]bool
+	if len(stored) > 0 {
+		batchKeys = make(map[sightKey]bool, len(upserts))
+		for _, p := range upserts {
+			batchKeys[p.sightKey] = true
+		}
+		isRevoked = make(map[sightKey]bool, len(revoked))
+		for _, k := range revoked {
+			isRevoked[k] = true
+		}
+	}
+	old := map[valKey]*aggregate{}
+	var oldOrder []*aggregate
+	firstSeen := map[sightKey]int64{}
+	var revokedHere []storedSighting
+	for _, st := range stored {
+		a, ok := old[st.valKey]
+		if !ok {
+			a = &aggregate{valKey: st.valKey, id: st.iocID}
+			old[st.valKey] = a
+			oldOrder = append(oldOrder, a)
+		}
+		if st.feedID == 0 {
+			continue // an IoC without sightings
+		}
+		sk := sightKey{st.valKey, st.source}
+		if st.feedID == b.FeedID {
+			if batchKeys[sk] {
+				firstSeen[sk] = st.first
+				continue
+			}
+			if isRevoked[sk] {
+				revokedHere = append(revokedHere, st)
+				continue
+			}
+		}
+		if st.expires <= now {
+			continue // expired, waiting for the sweeper
+		}
+		a.add(st.score, st.tags, st.first, st.last, st.expires)
+	}
+	for i := range upserts {
+		p := &upserts[i]
+		if p.agg.id != 0 {
+			p.iocID, p.fresh = p.agg.id, true
+			continue
+		}
+		p.fresh = false // from an earlier attempt at the batch
+		a := old[p.valKey]
+		if a == nil {
+			return res, fmt.Errorf("indicator %s %q neither inserted nor found", p.kind, p.value)
+		}
+		p.iocID = a.id
+		first, ok := firstSeen[p.sightKey]
+		if !ok {
+			first = now
+		}
+		a.add(p.score, p.tags, first, now, p.expires)
+	}
+	var live []*aggregate
+	var dead []int64
+	for _, a := range oldOrder {
+		if !a.live {
+			dead = append(dead, a.id)
+			continue
+		}
+		a.seal()
+		live = append(live, a)
+	}
+	slices.SortFunc(live, func(x, y *aggregate) int { return cmpValKey(x.valKey, y.valKey) })
+	if len(revokedHere) > 0 {
+		n, err := w.deleteSightings(ctx, b.FeedID, revokedHere)
+		if err != nil {
+			return res, err
+		}
+		res.Removed = n
+	}
+	if len(dead) > 0 {
+		if err := w.deleteIoCs(ctx, dead); err != nil {
+			return res, err
+		}
+	}
+	if len(live) > 0 {
+		if err := w.updateIoCs(ctx, live); err != nil {
+			return res, err
+		}
+	}
+	if len(upserts) > 0 {
+		if err := w.upsertSightings(ctx, b.FeedID, now, upserts); err != nil {
+			return res, err
+		}
+		res.Stored = len(upserts)
+	}
+	if err := finishBatch(ctx, w, b, res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func cmpValKey(x, y valKey) int {
+	if c := strings.Compare(string(x.kind), string(y.kind)); c != 0 {
+		return c
+	}
+	return strings.Compare(x.value, y.value)
+}
+
+// finishBatch records the feed's cursor, last ingestion and the run's count
+// in the batch's transaction.
+func finishBatch(ctx context.Context, w batchWriter, b Batch, res BatchResult) error {
+	// One statement moves the feed's cursor and last ingestion and checks,
+	// under the row's lock, that the feed is still enabled: a run going on
+	// in another instance while the feed is disabled, reset or deleted
+	// writes nothing more.
+	var cursor any // NULL keeps the cursor
+	if b.Cursor != nil {
+		cursor = *b.Cursor
+	}
+	n, err := w.exec(ctx, `UPDATE feeds SET cursor = COALESCE($1, cursor),
+		last_ingestion = CASE WHEN $2 THEN $3 ELSE last_ingestion END WHERE id = $4 AND enabled`,
+		cursor, res.Stored > 0, b.Now, b.FeedID)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("feed %d: %w", b.FeedID, ErrFeedDisabled)
+	}
+	if b.RunID != 0 && res.Stored > 0 {
+		n, err := w.exec(ctx, "UPDATE feed_runs SET stored = stored + $1 WHERE id = $2 AND feed_id = $3", int64(res.Stored), b.RunID, b.FeedID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("run %d of feed %d: %w", b.RunID, b.FeedID, ErrNotFound)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,302 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// IoCFilter selects IoCs; zero fields select everything.
+type IoCFilter struct {
+	Types []ioc.Kind
+	// Value is a raw value matched exactly after normalisation as each kind
+	// of Types (every kind when Types is empty), as ingestion would store it.
+	Value         string
+	ValuePrefix   string
+	Search        string // case-insensitive substring of the value
+	FeedID        int64
+	Tag           string
+	MinScore      *int
+	ExpiresBefore *time.Time
+	ExpiresAfter  *time.Time
+}
+
+// IoCOrderField is a column IoCs can be ordered by; ties go by id.
+type IoCOrderField string
+
+// The orders of IoCs.
+const (
+	IoCOrderID        IoCOrderField = "id"
+	IoCOrderValue     IoCOrderField = "value"
+	IoCOrderType      IoCOrderField = "type"
+	IoCOrderScore     IoCOrderField = "score"
+	IoCOrderLastSeen  IoCOrderField = "last_seen"
+	IoCOrderExpiresAt IoCOrderField = "expires_at"
+)
+
+// IoCOrder is the order of a page of IoCs.
+type IoCOrder struct {
+	Field IoCOrderField
+	Desc  bool
+}
+
+// IoCPage is one page of IoCs and where the next starts.
+type IoCPage struct {
+	IoCs        []IoC
+	Total       int
+	EndCursor   string
+	HasNextPage bool
+}
+
+// MaxIoCPage is the largest page IoCs returns.
+const MaxIoCPage = 1000
+
+// iocCursor is the position after a row, in the order it was read in;
+// encoded as base64url JSON so clients treat it as opaque.
+type iocCursor struct {
+	Field IoCOrderField `json:"f"`
+	Desc  bool          `json:"d,omitempty"`
+	Value any           `json:"v,omitempty"`
+	ID    int64         `json:"id"`
+}
+
+func encodeCursor(o IoCOrder, row *IoC) string {
+	c := iocCursor{Field: o.Field, Desc: o.Desc, ID: row.ID}
+	switch o.Field {
+	case IoCOrderValue:
+		c.Value = row.Value
+	case IoCOrderType:
+		c.Value = string(row.Type)
+	case IoCOrderScore:
+		c.Value = row.Score
+	case IoCOrderLastSeen:
+		c.Value = row.LastSeen.UTC().Format(time.RFC3339Nano)
+	case IoCOrderExpiresAt:
+		c.Value = row.ExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeCursor reads after, which must come from a page of the same order,
+// and returns the value to compare the order column with.
+func decodeCursor(after string, o IoCOrder) (any, int64, error) {
+	bad := Invalid("after", "not a cursor of this list in this order")
+	b, err := base64.RawURLEncoding.DecodeString(after)
+	if err != nil {
+		return nil, 0, bad
+	}
+	var c iocCursor
+	if err := json.Unmarshal(b, &c); err != nil || c.Field != o.Field || c.Desc != o.Desc {
+		return nil, 0, bad
+	}
+	switch o.Field {
+	case IoCOrderID:
+		return nil, c.ID, nil
+	case IoCOrderValue, IoCOrderType:
+		if v, ok := c.Value.(string); ok {
+			return v, c.ID, nil
+		}
+	case IoCOrderScore:
+		if v, ok := c.Value.(float64); ok {
+			return int(v), c.ID, nil
+		}
+	case IoCOrderLastSeen, IoCOrderExpiresAt:
+		if v, ok := c.Value.(string); ok {
+			if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+				return t, c.ID, nil
+			}
+		}
+	}
+	return nil, 0, bad
+}
+
+// likeEscape escapes s for LIKE ... ESCAPE '\'.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// applyIoCFilter adds f's conditions to q; ok is false when f can match
+// nothing (a value that is no valid indicator of the asked kinds).
+func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuery, bool, error) {
+	for _, k := range f.Types {
+		if _, err := ioc.ParseKind(string(k)); err != nil {
+			return q, false, Invalid("filter.type", "%v", err)
+		}
+	}
+	if len(f.Types) > 0 {
+		kinds := make([]string, len(f.Types))
+		for i, k := range f.Types {
+			kinds[i] = string(k)
+		}
+		q = q.Where("iocs.type IN (?)", bun.In(kinds))
+	}
+	if f.Value != "" {
+		kinds := f.Types
+		if len(kinds) == 0 {
+			kinds = ioc.Kinds
+		}
+		var match []valKey
+		for _, k := range kinds {
+			if v, err := ioc.Normalize(k, f.Value); err == nil {
+				match = append(match, valKey{k, v})
+			}
+		}
+		if len(match) == 0 {
+			return q, false, nil
+		}
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			for _, m := range match {
+				q = q.WhereOr("iocs.type = ? AND iocs.value = ?", string(m.kind), m.value)
+			}
+			return q
+		})
+	}
+	if f.ValuePrefix != "" {
+		// A range rather than LIKE, so that the byte-ordered index serves it
+		// on both databases; no valid UTF-8 string sorts after U+10FFFF.
+		q = q.Where("iocs.value >= ? AND iocs.value < ?", f.ValuePrefix, f.ValuePrefix+"\U0010FFFF")
+	}
+	if f.Search != "" {
+		op := "LIKE" // case-insensitive for ASCII on SQLite
+		if s.Dialect == Postgres {
+			op = "ILIKE"
+		}
+		q = q.Where("iocs.value "+op+" ? ESCAPE '\\'", "%"+likeEscape(f.Search)+"%")
+	}
+	if f.FeedID != 0 {
+		// Driven by the feed's index: a small feed among many IoCs costs
+		// its own size, not a probe per IoC.
+		q = q.Where("iocs.id IN (SELECT s.ioc_id FROM sightings s WHERE s.feed_id = ?)", f.FeedID)
+	}
+	if f.Tag != "" {
+		if s.Dialect == Postgres {
+			q = q.Where("iocs.tags @> ?::jsonb", jsonTags([]string{f.Tag}))
+		} else {
+			q = q.Where("EXISTS (SELECT 1 FROM json_each(iocs.tags) j WHERE j.value = ?)", f.Tag)
+		}
+	}
+	if f.MinScore != nil {
+		q = q.Where("iocs.score >= ?", *f.MinScore)
+	}
+	if f.ExpiresBefore != nil {
+		q = q.Where("iocs.expires_at < ?", micros(*f.ExpiresBefore))
+	}
+	if f.ExpiresAfter != nil {
+		q = q.Where("iocs.expires_at > ?", micros(*f.ExpiresAfter))
+	}
+	return q, true, nil
+}
+
+// IoCs returns the first IoCs matching f after the cursor after (empty for
+// the start), in order o, with the total that match f. Paging is by keyset
+// (the order column, then id), so rows written between two pages neither
+// repeat nor push rows out of the next page.
+func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, after string) (*IoCPage, error) {
+	if first < 0 || first > MaxIoCPage {
+		return nil, Invalid("first", "must be between 0 and %d", MaxIoCPage)
+	}
+	switch o.Field {
+	case "":
+		o.Field = IoCOrderID
+	case IoCOrderID, IoCOrderValue, IoCOrderType, IoCOrderScore, IoCOrderLastSeen, IoCOrderExpiresAt:
+	default:
+		return nil, Invalid("orderBy", "unknown order %q", o.Field)
+	}
+	var cursorValue any
+	var cursorID int64
+	if after != "" {
+		var err error
+		if cursorValue, cursorID, err = decodeCursor(after, o); err != nil {
+			return nil, err
+		}
+	}
+	page := &IoCPage{IoCs: []IoC{}}
+	count, ok, err := s.applyIoCFilter(s.DB.NewSelect().Model((*IoC)(nil)), f)
+	if err != nil || !ok {
+		return page, err
+	}
+	total, err := count.Count(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to count indicators: %w", err)
+	}
+	page.Total = int(total)
+	if first == 0 {
+		return page, nil
+	}
+	q, _, _ := s.applyIoCFilter(s.DB.NewSelect().Model(&page.IoCs), f)
+	dir, cmp := "ASC", ">"
+	if o.Desc {
+		dir, cmp = "DESC", "<"
+	}
+	col := bun.Ident("iocs." + string(o.Field))
+	if after != "" {
+		if o.Field == IoCOrderID {
+			q = q.Where("iocs.id "+cmp+" ?", cursorID)
+		} else {
+			if t, isTime := cursorValue.(time.Time); isTime {
+				cursorValue = micros(t)
+			}
+			q = q.Where("(?, iocs.id) "+cmp+" (?, ?)", col, cursorValue, cursorID)
+		}
+	}
+	if o.Field != IoCOrderID {
+		q = q.OrderExpr("? "+dir, col)
+	}
+	q = q.OrderExpr("iocs.id " + dir).Limit(int64(first) + 1)
+	if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: unable to list indicators: %w", err)
+	}
+	if len(page.IoCs) > first {
+		page.IoCs = page.IoCs[:first]
+		page.HasNextPage = true
+	}
+	for i := range page.IoCs {
+		if page.IoCs[i].Tags == nil {
+			page.IoCs[i].Tags = []string{}
+		}
+	}
+	if n := len(page.IoCs); n > 0 {
+		page.EndCursor = encodeCursor(o, &page.IoCs[n-1])
+	}
+	return page, nil
+}
+
+// IoC returns the IoC with id.
+func (s *Store) IoC(ctx context.Context, id int64) (*IoC, error) {
+	i := new(IoC)
+	if err := s.DB.NewSelect().Model(i).Where("id = ?", id).Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("indicator %d: %w", id, ErrNotFound)
+		}
+		return nil, fmt.Errorf("store: unable to read indicator %d: %w", id, err)
+	}
+	if i.Tags == nil {
+		i.Tags = []string{}
+	}
+	return i, nil
+}
+
+// Sightings returns the sightings of an IoC, highest score first.
+func (s *Store) Sightings(ctx context.Context, iocID int64) ([]Sighting, error) {
+	var out []Sighting
+	if err := s.DB.NewSelect().Model(&out).Where("ioc_id = ?", iocID).
+		OrderExpr("score DESC, feed_id, source").Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: unable to read the sightings of indicator %d: %w", iocID, err)
+	}
+	for i := range out {
+		if out[i].Tags == nil {
+			out[i].Tags = []string{}
+		}
+	}
+	return out, nil
+}

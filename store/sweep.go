@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// recomputeSQL sets the aggregates of the IoCs whose ids are bound to the
+// single IN (?) from their remaining sightings.
+func (s *Store) recomputeSQL() string {
+	tags := `(SELECT json_group_array(t) FROM (SELECT DISTINCT j.value AS t FROM sightings s, json_each(s.tags) j
+		WHERE s.ioc_id = iocs.id ORDER BY 1))`
+	if s.Dialect == Postgres {
+		tags = `(SELECT coalesce(jsonb_agg(t ORDER BY t), '[]'::jsonb) FROM (SELECT DISTINCT jsonb_array_elements_text(s.tags) AS t
+		FROM sightings s WHERE s.ioc_id = iocs.id) u)`
+	}
+	return `UPDATE iocs SET
+	score = (SELECT max(score) FROM sightings s WHERE s.ioc_id = iocs.id),
+	tags = ` + tags + `,
+	first_seen = (SELECT min(first_seen) FROM sightings s WHERE s.ioc_id = iocs.id),
+	last_seen = (SELECT max(last_seen) FROM sightings s WHERE s.ioc_id = iocs.id),
+	expires_at = (SELECT max(expires_at) FROM sightings s WHERE s.ioc_id = iocs.id)
+WHERE id IN (?) AND EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id)`
+}
+
+// writeTx runs fn in a transaction that may change sightings: on PostgreSQL
+// it first takes the IoC write lock (see iocWriteLockID).
+func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if s.Dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(iocWriteLockID)); err != nil {
+				return err
+			}
+		}
+		return fn(ctx, tx)
+	})
+}
+
+// dropOrphans deletes those of ids left without a sighting and recomputes
+// the others; it returns how many IoCs it deleted.
+func (s *Store) dropOrphans(ctx context.Context, tx bun.Tx, ids []int64) (int64, error) {
+	r, err := tx.ExecContext(ctx, `DELETE FROM iocs WHERE id IN (?)
+AND NOT EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id)`, bun.In(ids))
+	if err != nil {
+		return 0, err
+	}
+	n, _ := r.RowsAffected()
+	if _, err := tx.ExecContext(ctx, s.recomputeSQL(), bun.In(ids)); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// maintenanceBatch is how many sightings DeleteFeedSightings removes per
+// transaction: small enough that ingestion waits at most a fraction of a
+// second for the write lock.
+const maintenanceBatch = 5000
+
+// DeleteFeedSightings removes the feed's sightings and the IoCs left without
+// one, in transactions of a few thousand IoCs (no long lock), recomputing the
+// aggregates of IoCs that keep sightings of other feeds.
+func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedIoCs int64, err error) {
+	for {
+		var done bool
+		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			// The first sightings in the feed's index (the order asks
+			// PostgreSQL for it too); they are all deleted below.
+			var ids []int64
+			if err := tx.NewRaw(`SELECT ioc_id FROM sightings WHERE feed_id = ? ORDER BY expires_at LIMIT ?`,
+				feedID, maintenanceBatch).Scan(ctx, &ids); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				done = true
+				return nil
+			}
+			slices.Sort(ids)
+			ids = slices.Compact(ids)
+			if _, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids)); err != nil {
+				return err
+			}
+			n, err := s.dropOrphans(ctx, tx, ids)
+			removedIoCs += n
+			return err
+		})
+		if err != nil {
+			return removedIoCs, fmt.Errorf("store: unable to delete the sightings of feed %d: %w", feedID, err)
+		}
+		if done {
+			return removedIoCs, nil
+		}
+	}
+}
+
+// SweepExpired deletes sightings that expired at now and the IoCs left
+// without one, feed by feed in transactions of batchSize sightings,
+// recomputing the aggregates of IoCs that keep live sightings. It also
+// removes IoCs whose own expiry has passed, which catches any IoC left
+// behind by a feed row deleted without DeleteFeedSightings.
+func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) (sightings, iocs int64, err error) {
+	if batchSize <= 0 {
+		batchSize = maintenanceBatch
+	}
+	nowUS := micros(now)
+	// Sightings are indexed by (feed, expiry): every sighting has a feed
+	// (a foreign key with cascade), so sweeping each feed sweeps them all.
+	var feeds []int64
+	if err := s.DB.NewRaw("SELECT id FROM feeds ORDER BY id").Scan(ctx, &feeds); err != nil {
+		return 0, 0, fmt.Errorf("store: unable to sweep expired sightings: %w", err)
+	}
+	for _, feedID := range feeds {
+		for {
+			var n int
+			err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+				var ids []int64
+				if err := tx.NewRaw(`SELECT ioc_id FROM sightings WHERE feed_id = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?`,
+					feedID, nowUS, batchSize).Scan(ctx, &ids); err != nil {
+					return err
+				}
+				n = len(ids)
+				if n == 0 {
+					return nil
+				}
+				slices.Sort(ids)
+				ids = slices.Compact(ids)
+				// By key: "+" keeps the planner off the (feed, expiry)
+				// range, which holds every expired sighting of the feed.
+				r, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE ioc_id IN (?) AND feed_id = ? AND +expires_at <= ?",
+					bun.In(ids), feedID, nowUS)
+				if err != nil {
+					return err
+				}
+				c, _ := r.RowsAffected()
+				sightings += c
+				d, err := s.dropOrphans(ctx, tx, ids)
+				iocs += d
+				return err
+			})
+			if err != nil {
+				return sightings, iocs, fmt.Errorf("store: unable to sweep the expired sightings of feed %d: %w", feedID, err)
+			}
+			if n < batchSize {
+				break
+			}
+		}
+	}
+	for {
+		var n int
+		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			var ids []int64
+			if err := tx.NewRaw("SELECT id FROM iocs WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", nowUS, batchSize).
+				Scan(ctx, &ids); err != nil {
+				return err
+			}
+			n = len(ids)
+			if n == 0 {
+				return nil
+			}
+			// Sightings here are live (expired ones went above): the IoC's
+			// aggregates were stale, so recompute rather than delete.
+			d, err := s.dropOrphans(ctx, tx, ids)
+			iocs += d
+			return err
+		})
+		if err != nil {
+			return sightings, iocs, fmt.Errorf("store: unable to sweep expired indicators: %w", err)
+		}
+		if n < batchSize {
+			return sightings, iocs, nil
+		}
+	}
+}
+
+// CountFeedIoCs returns how many IoCs the feed has a sighting of.
+func (s *Store) CountFeedIoCs(ctx context.Context, feedID int64) (int64, error) {
+	var n int64
+	if err := s.DB.NewRaw("SELECT count(DISTINCT ioc_id) FROM sightings WHERE feed_id = ?", feedID).Scan(ctx, &n); err != nil {
+		return 0, fmt.Errorf("store: unable to count the indicators of feed %d: %w", feedID, err)
+	}
+	return n, nil
+}
