@@ -51,7 +51,7 @@ func (s *Server) graphqlHandler() http.Handler {
 		}
 		u, err := s.authenticate(r)
 		if err != nil {
-			writeErr(w, r, auth.ErrUnauthenticated)
+			s.refuseCaller(w, r, err)
 			return
 		}
 		// gqlgen reports an over-long body as a decode error; read it here so

@@ -34,6 +34,13 @@ type Config struct {
 	BodyLimit       int64         // bytes; larger request bodies get 413
 	SessionTTL      time.Duration // dashboard sessions
 	ShutdownTimeout time.Duration
+	// CookieSecure forces the session cookie's Secure flag, for a server
+	// behind a TLS-terminating proxy; it is set anyway when serving TLS.
+	CookieSecure bool
+	// AllowedOrigins are origins (scheme://host[:port]) that may send
+	// state-changing browser requests besides the request's own Host, for a
+	// reverse proxy that rewrites Host.
+	AllowedOrigins []string
 }
 
 // DefaultConfig returns the defaults of `tifeeds serve`.
@@ -54,12 +61,14 @@ type Server struct {
 	resolver *graph.Resolver
 	log      *slog.Logger
 	metrics  *metrics
+	origins  originPolicy
 	handler  http.Handler
 }
 
 // New builds the server and its routes.
 func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics()}
+	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics(),
+		origins: newOriginPolicy(cfg.AllowedOrigins)}
 	s.handler = s.routes()
 	return s
 }
@@ -83,7 +92,7 @@ func (s *Server) routes() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", spaHandler())
-	return s.observe(s.recoverPanics(s.limitBody(mux)))
+	return s.observe(s.recoverPanics(securityHeaders(s.forbidCrossSite(s.limitBody(mux)))))
 }
 
 func (s *Server) metricsHandler() http.Handler {
@@ -99,7 +108,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "database does not answer: "+err.Error())
+		// The driver's error names hosts, users and files: logged, not
+		// shown to anonymous callers.
+		s.log.ErrorContext(r.Context(), "Database does not answer", "error", err)
+		writeUnavailable(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": string(s.store.Dialect)})

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tifeeds/tifeeds/graph"
@@ -52,6 +55,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	premiumBase := fs.String("premium-endpoint-base", envDefault("TIFEEDS_PREMIUM_ENDPOINT_BASE", ""),
 		"when set, feed-list premium endpoints must be under this URL (TIFEEDS_PREMIUM_ENDPOINT_BASE)")
 	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
+	cookieSecure, err := strconv.ParseBool(envDefault("TIFEEDS_COOKIE_SECURE", "false"))
+	if err != nil {
+		return fmt.Errorf("TIFEEDS_COOKIE_SECURE must be true or false: %w", err)
+	}
+	fs.BoolVar(&cfg.CookieSecure, "cookie-secure", cookieSecure,
+		"mark the session cookie Secure though serving plain HTTP, behind a TLS-terminating proxy (TIFEEDS_COOKIE_SECURE)")
+	allowedOrigins := fs.String("allowed-origins", envDefault("TIFEEDS_ALLOWED_ORIGINS", ""),
+		"comma-separated origins (https://host[:port]) the dashboard is reached at, when a reverse proxy rewrites Host (TIFEEDS_ALLOWED_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,6 +72,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Edition = server.Edition(*edition)
 	if cfg.Edition != server.EditionOnPrem && cfg.Edition != server.EditionSaaS {
 		return fmt.Errorf("--edition must be onprem or saas, not %q", *edition)
+	}
+	for _, o := range strings.Split(*allowedOrigins, ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("--allowed-origins: %q is not an origin like https://tifeeds.example.com", o)
+		}
+		cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
