@@ -16,8 +16,8 @@ import (
 type logWatch struct{ msgs chan string }
 
 func (w logWatch) Enabled(context.Context, slog.Level) bool { return true }
-func (w logWatch) WithAttrs([]slog.Attr) slog.Handler      { return w }
-func (w logWatch) WithGroup(string) slog.Handler           { return w }
+func (w logWatch) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w logWatch) WithGroup(string) slog.Handler            { return w }
 func (w logWatch) Handle(_ context.Context, r slog.Record) error {
 	select {
 	case w.msgs <- r.Message:
