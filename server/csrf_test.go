@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
@@ -153,6 +155,15 @@ func TestAllowedOrigins(t *testing.T) {
 	} {
 		if r := f.do("POST", "/api/login", "", "", login, map[string]string{"Origin": origin}); r.status != want {
 			t.Errorf("login from %s: %d, want %d", origin, r.status, want)
+		}
+		// The dashboard's websocket follows the same rule.
+		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
+		c, res, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/graphql", http.Header{"Origin": {origin}})
+		if want == 200 && err != nil || want == 403 && (res == nil || res.StatusCode != http.StatusForbidden) {
+			t.Errorf("websocket from %s: %v %v", origin, res, err)
+		}
+		if c != nil {
+			c.Close()
 		}
 	}
 }

@@ -29,7 +29,7 @@ const wsKeepAlive = 10 * time.Second
 func (s *Server) graphqlHandler() http.Handler {
 	srv := handler.New(graph.NewSchema(s.resolver))
 	srv.AddTransport(transport.Websocket{
-		Implementation:        newGorillaWebsocket(),
+		Implementation:        newGorillaWebsocket(s.websocketOrigin),
 		KeepAlivePingInterval: wsKeepAlive,
 		InitFunc:              s.websocketInit,
 		InitTimeout:           10 * time.Second,
