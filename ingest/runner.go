@@ -566,7 +566,7 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	run.ErrorKind, run.ErrorDetail, run.Note = out.kind, out.detail, out.note
 	after, err := r.recordEnd(log, run, out.message)
 	if err != nil {
-		log.Warn("Left the run open: tifeeds stops; the next start closes it", "error", err)
+		log.Error("Unable to record the end of a run", "error", err)
 		return
 	}
 	r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID, Fetched: run.Fetched,
@@ -580,8 +580,9 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 }
 
 // recordEnd records the end of run and the feed state it leaves. While the
-// database refuses (an outage), it tries again with a doubling wait until
-// it succeeds or the runner stops: a run left open would show its feed
+// database is unavailable (store.IsUnavailable, or an attempt timing out),
+// it tries again with a doubling wait until it succeeds or the runner
+// stops (the next start then closes the run as Stopped): a run left open would show its feed
 // running, Initializing on a first run, until a restart. The feed stays
 // among the running ones meanwhile, so no second run starts over it. Each
 // attempt goes on even when the run was cancelled, so a stop or a disable
@@ -597,6 +598,9 @@ func (r *Runner) recordEnd(log *slog.Logger, run *store.FeedRun, message string)
 				log.Info("Recorded the end of a run once the database answered", "attempts", attempt)
 			}
 			return after, nil
+		}
+		if !store.IsUnavailable(err) && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err // the feed is gone, or a bug: trying again changes nothing
 		}
 		log.Error("Unable to record the end of a run; trying again", "error", err, "attempts", attempt, "retry_in", wait.String())
 		select {
