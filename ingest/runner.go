@@ -23,6 +23,11 @@ const (
 	DefaultSweepInterval = 15 * time.Minute
 	DefaultSweepBatch    = 5000
 	DefaultStopGrace     = 30 * time.Second
+	// DefaultRecordRetry is the first wait before recording a run's end
+	// again when the database refused it; the wait doubles up to
+	// MaxRecordRetry.
+	DefaultRecordRetry = time.Second
+	MaxRecordRetry     = time.Minute
 	// DefaultReconcileInterval bounds how long a feed changed on another
 	// instance sharing the database waits to be (re)scheduled here.
 	DefaultReconcileInterval = 30 * time.Second
@@ -67,6 +72,10 @@ type Options struct {
 	// StopGrace is how long Stop lets runs go on to their next checkpoint
 	// before it cancels them.
 	StopGrace time.Duration
+	// RecordRetry is the first wait before recording the end of a run
+	// again while the database is unavailable (doubling up to
+	// MaxRecordRetry).
+	RecordRetry time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// PremiumEndpointBase, when set, is where every feed-list platform
@@ -134,6 +143,9 @@ func New(o Options) (*Runner, error) {
 	}
 	if o.ReconcileInterval <= 0 {
 		o.ReconcileInterval = DefaultReconcileInterval
+	}
+	if o.RecordRetry <= 0 {
+		o.RecordRetry = DefaultRecordRetry
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -554,9 +566,7 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	// The detail is stored, shown and logged: the URLs it quotes lose their
 	// query tokens and user information whichever error put them there.
 	run.ErrorKind, run.ErrorDetail, run.Note = out.kind, ioc.MaskURLs(out.detail), out.note
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	after, err := r.st.FinishRun(fctx, run, out.message)
+	after, err := r.recordEnd(log, run, out.message)
 	if err != nil {
 		log.Error("Unable to record the end of a run", "error", err)
 		return
@@ -568,6 +578,39 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 		log.Warn("Feed run failed", "count", run.Stored, "error", run.ErrorDetail)
 	} else {
 		log.Info("Feed run ended", "count", run.Stored, "note", run.Note)
+	}
+}
+
+// recordEnd records the end of run and the feed state it leaves. While the
+// database is unavailable (store.IsUnavailable, or an attempt timing out),
+// it tries again with a doubling wait until it succeeds or the runner
+// stops (the next start then closes the run as Stopped): a run left open would show its feed
+// running, Initializing on a first run, until a restart. The feed stays
+// among the running ones meanwhile, so no second run starts over it. Each
+// attempt goes on even when the run was cancelled, so a stop or a disable
+// is recorded too.
+func (r *Runner) recordEnd(log *slog.Logger, run *store.FeedRun, message string) (*store.Feed, error) {
+	wait := r.opts.RecordRetry
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		after, err := r.st.FinishRun(ctx, run, message)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				log.Info("Recorded the end of a run once the database answered", "attempts", attempt)
+			}
+			return after, nil
+		}
+		if !store.IsUnavailable(err) && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err // the feed is gone, or a bug: trying again changes nothing
+		}
+		log.Error("Unable to record the end of a run; trying again", "error", err, "attempts", attempt, "retry_in", wait.String())
+		select {
+		case <-r.base.Done():
+			return nil, fmt.Errorf("ingest: end of run %d not recorded: %w", run.ID, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, MaxRecordRetry)
 	}
 }
 

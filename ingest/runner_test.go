@@ -71,6 +71,12 @@ func newHarness(t *testing.T, st *store.Store, tsvOpts TSVOptions) *harness {
 // newHarnessBatch is newHarness writing batch indicators per transaction.
 func newHarnessBatch(t *testing.T, st *store.Store, tsvOpts TSVOptions, batch int) *harness {
 	t.Helper()
+	return newHarnessWith(t, st, tsvOpts, func(o *Options) { o.BatchSize = batch })
+}
+
+// newHarnessWith is newHarness with the runner's options changed by mod.
+func newHarnessWith(t *testing.T, st *store.Store, tsvOpts TSVOptions, mod func(*Options)) *harness {
+	t.Helper()
 	if tsvOpts.ChunkLines == 0 {
 		tsvOpts.ChunkLines = 2
 	}
@@ -78,8 +84,12 @@ func newHarnessBatch(t *testing.T, st *store.Store, tsvOpts TSVOptions, batch in
 	reg := NewRegistryWithClient(loopbackClient)
 	reg.RegisterTSV(tsvOpts)
 	c := newClock()
-	r, err := New(Options{Store: st, Secrets: testSecrets(t), Sources: reg, Now: c.Now, BatchSize: batch,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := Options{Store: st, Secrets: testSecrets(t), Sources: reg, Now: c.Now, BatchSize: 3,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if mod != nil {
+		mod(&opts)
+	}
+	r, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

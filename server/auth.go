@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -24,17 +25,40 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := s.authenticate(r)
 		if err != nil {
-			if !errors.Is(err, auth.ErrUnauthenticated) && !errors.Is(err, store.ErrBadCredentials) {
-				writeErr(w, r, err)
-				return
+			if badCredentials(err) {
+				w.Header().Set("WWW-Authenticate", `Basic realm="tifeeds", charset="UTF-8"`)
 			}
-			w.Header().Set("WWW-Authenticate", `Basic realm="tifeeds", charset="UTF-8"`)
-			writeErr(w, r, auth.ErrUnauthenticated)
+			s.refuseCaller(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), u)))
 	})
 }
+
+func badCredentials(err error) bool {
+	return errors.Is(err, auth.ErrUnauthenticated) || errors.Is(err, store.ErrBadCredentials)
+}
+
+// refuseCaller answers a request whose caller authenticate could not
+// establish. Credentials that could not be checked (the database is down)
+// are a 503, never a 401, which clients take for wrong credentials; the
+// cause is logged, not shown.
+func (s *Server) refuseCaller(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case badCredentials(err):
+		writeErr(w, r, auth.ErrUnauthenticated)
+	case errors.Is(err, auth.ErrForbidden), errors.Is(err, context.DeadlineExceeded):
+		// A request stopped at its work cap while authenticating says so,
+		// like one stopped later.
+		writeErr(w, r, err)
+	default:
+		s.log.ErrorContext(r.Context(), "Unable to authenticate a request", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeUnavailable(w)
+	}
+}
+
+// secureCookie says whether the session cookie gets the Secure flag.
+func (s *Server) secureCookie() bool { return s.cfg.TLSCert != "" || s.cfg.CookieSecure }
 
 // requireRootToWrite lets every authenticated caller read and only root
 // callers write (POST, PATCH, PUT, DELETE).
@@ -100,7 +124,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		Path:     "/",
 		MaxAge:   int(s.cfg.SessionTTL / time.Second),
 		HttpOnly: true,
-		Secure:   s.cfg.TLSCert != "",
+		Secure:   s.secureCookie(),
 		SameSite: http.SameSiteStrictMode,
 	})
 	writeJSON(w, http.StatusOK, loginResponse{Username: u.Username, Scope: u.Scope})
@@ -114,6 +138,6 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: s.cfg.TLSCert != "", SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: s.secureCookie(), SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 }

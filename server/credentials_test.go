@@ -44,7 +44,7 @@ func TestDeletedTenantEndsItsUsersAccess(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		f := newFixture(t, st)
 		cookie := f.login("analyst", "analyst-password")
-		withCookie := map[string]string{"Cookie": cookie}
+		withCookie := map[string]string{"Cookie": cookie, "Origin": f.srv.URL} // as the dashboard sends
 		wsKey := map[string]any{"username": "analyst", "apiKey": f.tenantKey}
 		checks := map[string]func() int{
 			"REST with the key": func() int {
@@ -150,7 +150,7 @@ func TestRevocationClosesSockets(t *testing.T) {
 			c := f.dialWS(http.Header{"Cookie": {cookie}})
 			c.init(map[string]any{})
 			c.subscribe("1", feedEvents)
-			if r := f.do("POST", "/api/logout", "", "", "", map[string]string{"Cookie": cookie}); r.status != http.StatusNoContent {
+			if r := f.do("POST", "/api/logout", "", "", "", map[string]string{"Cookie": cookie, "Origin": f.srv.URL, "Content-Type": "application/json"}); r.status != http.StatusNoContent {
 				t.Fatalf("logout: %d %s", r.status, r.body)
 			}
 			c.closesWithin(5*time.Second, "ended session")

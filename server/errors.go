@@ -56,9 +56,20 @@ func writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.DeadlineExceeded):
 		status, body.Code = http.StatusServiceUnavailable, "timeout"
 		body.Message = "the request took longer than the server allows and was stopped"
+	case store.IsUnavailable(err):
+		slog.ErrorContext(r.Context(), "Request failed: database unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeUnavailable(w)
+		return
 	default:
 		slog.ErrorContext(r.Context(), "Request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		status, body.Code, body.Message = http.StatusInternalServerError, "internal", "internal error"
 	}
 	writeJSON(w, status, map[string]apiError{"error": body})
+}
+
+// writeUnavailable answers 503 while the database cannot be used, without
+// the driver's words (they name hosts and files).
+func writeUnavailable(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "5")
+	writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the database is unavailable; try again later")
 }

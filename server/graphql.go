@@ -29,7 +29,7 @@ const wsKeepAlive = 10 * time.Second
 func (s *Server) graphqlHandler() http.Handler {
 	srv := handler.New(graph.NewSchema(s.resolver))
 	srv.AddTransport(transport.Websocket{
-		Implementation:        newGorillaWebsocket(),
+		Implementation:        newGorillaWebsocket(s.websocketOrigin),
 		KeepAlivePingInterval: wsKeepAlive,
 		InitFunc:              s.websocketInit,
 		InitTimeout:           10 * time.Second,
@@ -51,7 +51,7 @@ func (s *Server) graphqlHandler() http.Handler {
 		}
 		u, err := s.authenticate(r)
 		if err != nil {
-			writeErr(w, r, auth.ErrUnauthenticated)
+			s.refuseCaller(w, r, err)
 			return
 		}
 		// gqlgen reports an over-long body as a decode error; read it here so

@@ -60,6 +60,13 @@ type Config struct {
 	// SocketRecheck is how often an open websocket re-checks its credential
 	// besides revocation events.
 	SocketRecheck time.Duration
+	// CookieSecure forces the session cookie's Secure flag, for a server
+	// behind a TLS-terminating proxy; it is set anyway when serving TLS.
+	CookieSecure bool
+	// AllowedOrigins are origins (scheme://host[:port]) that may send
+	// state-changing browser requests besides the request's own Host, for a
+	// reverse proxy that rewrites Host.
+	AllowedOrigins []string
 }
 
 // DefaultConfig returns the defaults of `tifeeds serve`.
@@ -89,6 +96,7 @@ type Server struct {
 	resolver *graph.Resolver
 	log      *slog.Logger
 	metrics  *metrics
+	origins  originPolicy
 	handler  http.Handler
 	logins   *loginGuard
 	sockets  sockets
@@ -96,7 +104,8 @@ type Server struct {
 
 // New builds the server and its routes.
 func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics(), logins: newLoginGuard(cfg.Login)}
+	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics(), logins: newLoginGuard(cfg.Login),
+		origins: newOriginPolicy(cfg.AllowedOrigins)}
 	if s.cfg.SocketRecheck <= 0 {
 		s.cfg.SocketRecheck = DefaultSocketRecheck
 	}
@@ -127,7 +136,7 @@ func (s *Server) routes() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", spaHandler())
-	return s.observe(s.recoverPanics(s.boundRequest(s.checkQuery(s.limitBody(mux)))))
+	return s.observe(s.recoverPanics(securityHeaders(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(mux)))))))
 }
 
 func (s *Server) metricsHandler() http.Handler {
@@ -143,7 +152,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "database does not answer: "+err.Error())
+		// The driver's error names hosts, users and files: logged, not
+		// shown to anonymous callers.
+		s.log.ErrorContext(r.Context(), "Database does not answer", "error", err)
+		writeUnavailable(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": string(s.store.Dialect)})

@@ -267,7 +267,9 @@ func TestLoginSessionCookie(t *testing.T) {
 	if len(cookie) != 1 || !cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteStrictMode {
 		t.Fatalf("session cookie = %+v", cookie)
 	}
-	h := map[string]string{"Cookie": cookie[0].Name + "=" + cookie[0].Value}
+	// As the dashboard sends them: same origin, JSON.
+	h := map[string]string{"Cookie": cookie[0].Name + "=" + cookie[0].Value, "Origin": f.srv.URL,
+		"Content-Type": "application/json"}
 	body := `{"query":"{ me { username } }"}`
 	if r := f.do("POST", "/graphql", "", "", body, h); r.status != 200 || !strings.Contains(string(r.body), "admin") {
 		t.Errorf("graphql with cookie: %d %s", r.status, r.body)

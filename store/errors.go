@@ -1,8 +1,15 @@
 package store
 
 import (
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/mattn/go-sqlite3"
 )
 
 // ErrNotFound is returned when the asked-for record does not exist.
@@ -33,4 +40,39 @@ func (e *ValidationError) Error() string {
 // Invalid returns a ValidationError for field.
 func Invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// IsUnavailable reports whether err says the database cannot be reached or
+// cannot take the statement for now (closed, connection lost or refused,
+// shutting down, locked, read-only, disk failing), as opposed to a
+// statement or data error: callers answer "try again later", not "bad
+// request" nor "internal error".
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		netErr     net.Error
+		pgErr      *pgconn.PgError
+		connectErr *pgconn.ConnectError
+		liteErr    sqlite3.Error
+	)
+	switch {
+	case errors.Is(err, sql.ErrConnDone), errors.Is(err, driver.ErrBadConn),
+		errors.As(err, &netErr), errors.As(err, &connectErr):
+		return true
+	case errors.As(err, &pgErr):
+		// Class 08: connection exception; 57P0x: shutdown, cannot connect
+		// now; 53300: too many connections; 25006: read-only transaction.
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P0") ||
+			pgErr.Code == "53300" || pgErr.Code == "25006"
+	case errors.As(err, &liteErr):
+		switch liteErr.Code {
+		case sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrIoErr, sqlite3.ErrCantOpen,
+			sqlite3.ErrReadonly, sqlite3.ErrFull:
+			return true
+		}
+	}
+	// database/sql's own error for a closed *sql.DB has no sentinel.
+	return strings.Contains(err.Error(), "sql: database is closed")
 }

@@ -72,7 +72,7 @@ func LoadSecrets(dsn string) (*Secrets, error) {
 func LoadSecretsFile(path string) (*Secrets, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("store: unable to create %s: %w", filepath.Dir(path), err)
 		}
 		key := make([]byte, 32)

@@ -8,6 +8,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,10 +69,8 @@ func openSQLite(path string) (*Store, error) {
 		return nil, errors.New("store: sqlite path is empty")
 	}
 	if path != ":memory:" {
-		if dir := filepath.Dir(path); dir != "." {
-			if err := os.MkdirAll(dir, 0o750); err != nil {
-				return nil, fmt.Errorf("store: unable to create %s: %w", dir, err)
-			}
+		if err := createPrivate(path); err != nil {
+			return nil, err
 		}
 	}
 	// _txlock=immediate takes the write lock at BEGIN, so two writers queue on
@@ -89,6 +88,27 @@ func openSQLite(path string) (*Store, error) {
 		s.stopCheckpointer = startCheckpointer(dsn)
 	}
 	return s, nil
+}
+
+// createPrivate creates the database file, and its directory, readable by
+// tifeeds' user alone (0600, 0700), unless they exist: SQLite would create
+// the file 0644 under the usual umask, and it gives the -wal and -shm files
+// the database file's mode. Existing files and directories keep the mode
+// their owner chose.
+func createPrivate(path string) error {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("store: unable to create %s: %w", dir, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: unable to create %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // sqliteBackstopCheckpointPages is the WAL size, in pages of 4 KiB, past

@@ -78,3 +78,36 @@ func TestSQLiteMemoryClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSQLiteFilesPrivate: the database, its -wal and -shm files and the
+// secrets key file we create are readable by tifeeds' user alone, and so is
+// the data directory we create.
+func TestSQLiteFilesPrivate(t *testing.T) {
+	t.Setenv(store.SecretKeyEnv, "") // the key file is made only without it
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	path := filepath.Join(dir, "tifeeds.db")
+	st, err := store.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.LoadSecrets("sqlite:" + path); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600,
+		filepath.Join(dir, "secret.key"): 0o600}
+	for name, mode := range want {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Errorf("%s: %v", filepath.Base(name), err)
+			continue
+		}
+		if got := fi.Mode().Perm(); got != mode {
+			t.Errorf("%s: mode %#o, want %#o", filepath.Base(name), got, mode)
+		}
+	}
+}

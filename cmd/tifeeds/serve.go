@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	allowPrivate := fs.Bool("feed-allow-private", allowPrivateEnv,
 		"let feeds fetch from loopback, private, link-local and other internal addresses, refused by default (TIFEEDS_FEED_ALLOW_PRIVATE)")
+	cookieSecure, err := envBool("TIFEEDS_COOKIE_SECURE")
+	if err != nil {
+		return err
+	}
+	fs.BoolVar(&cfg.CookieSecure, "cookie-secure", cookieSecure,
+		"mark the session cookie Secure though serving plain HTTP, behind a TLS-terminating proxy (TIFEEDS_COOKIE_SECURE)")
+	allowedOrigins := fs.String("allowed-origins", envDefault("TIFEEDS_ALLOWED_ORIGINS", ""),
+		"comma-separated origins (https://host[:port]) the dashboard is reached at, when a reverse proxy rewrites Host (TIFEEDS_ALLOWED_ORIGINS)")
 	if err = fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +96,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Edition = server.Edition(*edition)
 	if cfg.Edition != server.EditionOnPrem && cfg.Edition != server.EditionSaaS {
 		return fmt.Errorf("--edition must be onprem or saas, not %q", *edition)
+	}
+	for _, o := range strings.Split(*allowedOrigins, ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("--allowed-origins: %q is not an origin like https://tifeeds.example.com", o)
+		}
+		cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
