@@ -2195,6 +2195,8 @@ enum IocType {
   MD5
   SHA1
   SHA256
+  "The SHA1 fingerprint of an X.509 certificate (not a file hash)."
+  CERT_SHA1
   RULE
 }
 
@@ -14681,22 +14683,24 @@ func (ec *executionContext) marshalNIocType2githubᚗcomᚋtifeedsᚋtifeedsᚋi
 
 var (
 	unmarshalNIocType2githubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind = map[string]ioc.Kind{
-		"URL":    ioc.URL,
-		"IP":     ioc.IP,
-		"DOMAIN": ioc.Domain,
-		"MD5":    ioc.MD5,
-		"SHA1":   ioc.SHA1,
-		"SHA256": ioc.SHA256,
-		"RULE":   ioc.Rule,
+		"URL":       ioc.URL,
+		"IP":        ioc.IP,
+		"DOMAIN":    ioc.Domain,
+		"MD5":       ioc.MD5,
+		"SHA1":      ioc.SHA1,
+		"SHA256":    ioc.SHA256,
+		"CERT_SHA1": ioc.CertSHA1,
+		"RULE":      ioc.Rule,
 	}
 	marshalNIocType2githubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind = map[ioc.Kind]string{
-		ioc.URL:    "URL",
-		ioc.IP:     "IP",
-		ioc.Domain: "DOMAIN",
-		ioc.MD5:    "MD5",
-		ioc.SHA1:   "SHA1",
-		ioc.SHA256: "SHA256",
-		ioc.Rule:   "RULE",
+		ioc.URL:      "URL",
+		ioc.IP:       "IP",
+		ioc.Domain:   "DOMAIN",
+		ioc.MD5:      "MD5",
+		ioc.SHA1:     "SHA1",
+		ioc.SHA256:   "SHA256",
+		ioc.CertSHA1: "CERT_SHA1",
+		ioc.Rule:     "RULE",
 	}
 )
 
@@ -15550,22 +15554,24 @@ func (ec *executionContext) marshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeeds�
 
 var (
 	unmarshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind = map[string]ioc.Kind{
-		"URL":    ioc.URL,
-		"IP":     ioc.IP,
-		"DOMAIN": ioc.Domain,
-		"MD5":    ioc.MD5,
-		"SHA1":   ioc.SHA1,
-		"SHA256": ioc.SHA256,
-		"RULE":   ioc.Rule,
+		"URL":       ioc.URL,
+		"IP":        ioc.IP,
+		"DOMAIN":    ioc.Domain,
+		"MD5":       ioc.MD5,
+		"SHA1":      ioc.SHA1,
+		"SHA256":    ioc.SHA256,
+		"CERT_SHA1": ioc.CertSHA1,
+		"RULE":      ioc.Rule,
 	}
 	marshalOIocType2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind = map[ioc.Kind]string{
-		ioc.URL:    "URL",
-		ioc.IP:     "IP",
-		ioc.Domain: "DOMAIN",
-		ioc.MD5:    "MD5",
-		ioc.SHA1:   "SHA1",
-		ioc.SHA256: "SHA256",
-		ioc.Rule:   "RULE",
+		ioc.URL:      "URL",
+		ioc.IP:       "IP",
+		ioc.Domain:   "DOMAIN",
+		ioc.MD5:      "MD5",
+		ioc.SHA1:     "SHA1",
+		ioc.SHA256:   "SHA256",
+		ioc.CertSHA1: "CERT_SHA1",
+		ioc.Rule:     "RULE",
 	}
 )
 

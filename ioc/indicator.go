@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -22,10 +23,14 @@ const (
 	SHA1   Kind = "sha1"
 	SHA256 Kind = "sha256"
 	Rule   Kind = "rule"
+	// CertSHA1 is the SHA1 fingerprint of an X.509 certificate (abuse.ch
+	// SSLBL): a kind of its own, since a file with the same SHA1 is another
+	// thing entirely.
+	CertSHA1 Kind = "cert_sha1"
 )
 
 // Kinds lists every kind, in display order.
-var Kinds = []Kind{URL, IP, Domain, MD5, SHA1, SHA256, Rule}
+var Kinds = []Kind{URL, IP, Domain, MD5, SHA1, SHA256, CertSHA1, Rule}
 
 // Indicator is one report of a value by a source. Value is normalised (see
 // Normalize) before it reaches a sink.
@@ -40,7 +45,15 @@ type Indicator struct {
 	// Revoked reports that the source withdrew this indicator: the runner
 	// removes the feed's sighting instead of storing one.
 	Revoked bool
+	// Text is the full text of a Rule indicator (one IDS signature), kept
+	// and searchable; its Value names the rule (see RuleValue). Empty for
+	// other kinds.
+	Text string
 }
+
+// RuleValue is the value of the Rule indicator for an IDS signature: one
+// indicator per signature id, whatever its revision.
+func RuleValue(sid int64) string { return "sid:" + strconv.FormatInt(sid, 10) }
 
 // Sink receives what a source reads. The runner implements it; sources never
 // touch the store.
@@ -56,6 +69,32 @@ type Sink interface {
 	// later run may resume from the last cursor stored.
 	Checkpoint(ctx context.Context, cursor string) error
 }
+
+// ListSink is what a sink of a snapshot source also does. A snapshot source
+// reads lists that are published whole each time (PhishTank, OpenPhish, a
+// rule set). Once it has handed over the complete current contents of one
+// list, it says so with ListComplete, naming the list by the Source of the
+// indicators it gave: after the run succeeds, the feed's sightings from that
+// source that the run did not hand over are expired. A list that was not
+// read to its end (an error, a cap, an unchanged list not downloaded) is
+// never named, so nothing of it expires.
+type ListSink interface {
+	ListComplete(source string)
+}
+
+// ListComplete tells sink, when it is a ListSink, that the list named
+// source was read to its end.
+func ListComplete(sink Sink, source string) {
+	if ls, ok := sink.(ListSink); ok {
+		ls.ListComplete(source)
+	}
+}
+
+// ErrUnchanged is what a source returns, with its cursor, when every list
+// it reads is unchanged since the cursor (ETag, Last-Modified, a published
+// checksum): nothing was downloaded, the run succeeds and says so, and
+// nothing expires.
+var ErrUnchanged = errors.New("the source has not changed since the last run")
 
 // FailureKind names why a fetch failed. The strings are the spec's status
 // messages, shown as they are.

@@ -23,10 +23,10 @@ var ErrInvalid = errors.New("invalid indicator")
 func ParseKind(s string) (Kind, error) {
 	k := Kind(s)
 	switch k {
-	case URL, IP, Domain, MD5, SHA1, SHA256, Rule:
+	case URL, IP, Domain, MD5, SHA1, SHA256, CertSHA1, Rule:
 		return k, nil
 	}
-	return "", fmt.Errorf("%w: unknown kind %q (want url, ip, domain, md5, sha1, sha256 or rule)", ErrInvalid, s)
+	return "", fmt.Errorf("%w: unknown kind %q (want url, ip, domain, md5, sha1, sha256, cert_sha1 or rule)", ErrInvalid, s)
 }
 
 // Normalize returns the canonical form of raw as a value of kind, so that
@@ -49,7 +49,7 @@ func Normalize(kind Kind, raw string) (string, error) {
 	switch kind {
 	case MD5:
 		return normalizeHash(v, kind, 32)
-	case SHA1:
+	case SHA1, CertSHA1:
 		return normalizeHash(v, kind, 40)
 	case SHA256:
 		return normalizeHash(v, kind, 64)

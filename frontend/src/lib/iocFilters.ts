@@ -1,7 +1,7 @@
 import type { IocFilter, IocType } from '../gql/graphql';
 
 /** iocTypes lists the indicator kinds in the order the filter shows them. */
-export const iocTypes: readonly IocType[] = ['IP', 'DOMAIN', 'URL', 'MD5', 'SHA1', 'SHA256', 'RULE'];
+export const iocTypes: readonly IocType[] = ['IP', 'DOMAIN', 'URL', 'MD5', 'SHA1', 'SHA256', 'CERT_SHA1', 'RULE'];
 
 export const iocTypeLabels: Record<IocType, string> = {
   IP: 'IP',
@@ -10,6 +10,7 @@ export const iocTypeLabels: Record<IocType, string> = {
   MD5: 'MD5',
   SHA1: 'SHA-1',
   SHA256: 'SHA-256',
+  CERT_SHA1: 'Certificate SHA-1',
   RULE: 'Rule',
 };
 

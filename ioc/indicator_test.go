@@ -1,0 +1,47 @@
+package ioc
+
+import (
+	"context"
+	"testing"
+)
+
+type listRecorder struct {
+	lists []string
+}
+
+func (r *listRecorder) Indicator(context.Context, Indicator) error { return nil }
+func (r *listRecorder) Rejected(int64, string)                     {}
+func (r *listRecorder) Checkpoint(context.Context, string) error   { return nil }
+func (r *listRecorder) ListComplete(source string)                 { r.lists = append(r.lists, source) }
+
+type plainSink struct{}
+
+func (plainSink) Indicator(context.Context, Indicator) error { return nil }
+func (plainSink) Rejected(int64, string)                     {}
+func (plainSink) Checkpoint(context.Context, string) error   { return nil }
+
+func TestListComplete(t *testing.T) {
+	r := &listRecorder{}
+	ListComplete(r, "phishtank")
+	if len(r.lists) != 1 || r.lists[0] != "phishtank" {
+		t.Errorf("ListSink got %v, want [phishtank]", r.lists)
+	}
+	// A sink that keeps no lists is told nothing, and nothing breaks.
+	ListComplete(plainSink{}, "phishtank")
+}
+
+func TestCertSHA1IsItsOwnKind(t *testing.T) {
+	v, err := Normalize(CertSHA1, " 8E7E1B0F4C3A2D1E0F9A8B7C6D5E4F3A2B1C0D9E ")
+	if err != nil || v != "8e7e1b0f4c3a2d1e0f9a8b7c6d5e4f3a2b1c0d9e" {
+		t.Errorf("Normalize(CertSHA1) = %q, %v", v, err)
+	}
+	if _, err := Normalize(CertSHA1, "abc"); err == nil {
+		t.Error("a short fingerprint was accepted")
+	}
+	if k, err := ParseKind("cert_sha1"); err != nil || k != CertSHA1 {
+		t.Errorf("ParseKind(cert_sha1) = %q, %v", k, err)
+	}
+	if RuleValue(2024897) != "sid:2024897" {
+		t.Errorf("RuleValue = %q", RuleValue(2024897))
+	}
+}
