@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 )
@@ -131,4 +132,38 @@ func FailureOf(err error) FailureKind {
 		return fe.Kind
 	}
 	return FetchingDataError
+}
+
+// ProgressSink is what a sink also does that shows how a download goes:
+// read bytes of total so far (total is -1 when the server did not say).
+type ProgressSink interface {
+	Downloaded(read, total int64)
+}
+
+// ProgressReader reads r and tells sink, when it is a ProgressSink, how
+// many bytes were read so far, at most every 64 KiB, so that a run shows
+// progress while it downloads and before it parses.
+func ProgressReader(sink Sink, r io.Reader, total int64) io.Reader {
+	ps, ok := sink.(ProgressSink)
+	if !ok {
+		return r
+	}
+	return &progressReader{r: r, sink: ps, total: total}
+}
+
+type progressReader struct {
+	r           io.Reader
+	sink        ProgressSink
+	total       int64
+	read, shown int64
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.read += int64(n)
+	if p.read-p.shown >= 64<<10 || (err != nil && p.read != p.shown) {
+		p.shown = p.read
+		p.sink.Downloaded(p.read, p.total)
+	}
+	return n, err
 }

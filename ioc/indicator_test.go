@@ -2,6 +2,8 @@ package ioc
 
 import (
 	"context"
+	"io"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +45,27 @@ func TestCertSHA1IsItsOwnKind(t *testing.T) {
 	}
 	if RuleValue(2024897) != "sid:2024897" {
 		t.Errorf("RuleValue = %q", RuleValue(2024897))
+	}
+}
+
+type progressRecorder struct {
+	plainSink
+	reads []int64
+}
+
+func (r *progressRecorder) Downloaded(read, total int64) { r.reads = append(r.reads, read) }
+
+func TestProgressReader(t *testing.T) {
+	r := &progressRecorder{}
+	body := strings.NewReader(strings.Repeat("x", 200<<10))
+	n, err := io.Copy(io.Discard, ProgressReader(r, body, 200<<10))
+	if err != nil || n != 200<<10 {
+		t.Fatalf("copy: %d, %v", n, err)
+	}
+	if len(r.reads) < 3 || r.reads[len(r.reads)-1] != 200<<10 {
+		t.Errorf("progress reports %v, want several ending at %d", r.reads, 200<<10)
+	}
+	if got := ProgressReader(plainSink{}, body, 0); got != io.Reader(body) {
+		t.Error("a sink without progress should get the reader as it is")
 	}
 }
