@@ -130,8 +130,9 @@ func otxTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("vendortest: %q is not an OTX time", s)
 }
 
-// otxFail (used by the OTX, CIRCL and ET reputation handlers) answers status (with Retry-After) when a handler is set to
-// fail and has failed fewer than times requests (times 0: always).
+// otxFail, shared by the OTX, CIRCL and ET reputation handlers, answers
+// status (with Retry-After) when a handler is set to fail and has failed
+// fewer than times requests (times 0: always).
 func otxFail(mu *sync.Mutex, failed *int, status, times int, retryAfter string, w http.ResponseWriter) bool {
 	if status == 0 {
 		return false
@@ -149,8 +150,9 @@ func otxFail(mu *sync.Mutex, failed *int, status, times int, retryAfter string, 
 	return true
 }
 
-// otxCut (used by the OTX, CIRCL and ET reputation handlers) promises body's full length and sends half of it, then the
-// handler returns and the server drops the connection: a body cut mid-way.
+// otxCut, shared by the OTX, CIRCL and ET reputation handlers, promises
+// body's full length and sends half of it; the handler then returns and
+// the server drops the connection: a body cut mid-way.
 func otxCut(w http.ResponseWriter, body []byte) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
