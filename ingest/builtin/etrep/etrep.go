@@ -1,0 +1,257 @@
+// Package etrep reads Proofpoint's ET reputation lists (builtinKind
+// IP_DOMAIN_REPUTATION): with an ET reputation code, the scored IP and
+// domain lists iprepdata.json and domainrepdata.json; without one, ET
+// Open's compromised-ips.txt. Each is a snapshot list, asked for with
+// ETag / Last-Modified so that an unchanged list is not downloaded again.
+// Like every built-in source it imports only ioc and the standard library
+// and never touches the store.
+package etrep
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// The lists, named by the Source of their indicators.
+const (
+	ListIP          = "et-reputation-ip"
+	ListDomain      = "et-reputation-domain"
+	ListCompromised = "et-compromised"
+)
+
+// The vendor's fixed endpoints; --feed-mirror rewrites the hosts. The code
+// is a secret in the path: messages show it as ***.
+const (
+	proBase        = "https://rules.emergingthreatspro.com/"
+	compromisedURL = "https://rules.emergingthreats.net/blockrules/compromised-ips.txt"
+)
+
+// DefaultMaxListBytes bounds one list's body: the IP list is about 400,000
+// entries (some 20 MB); lists are streamed, so this bounds a run's time.
+const DefaultMaxListBytes = 256 << 20
+
+// Scores: ET scores run 0-127; the keyless list has none.
+const (
+	maxETScore       = 127
+	scoreCompromised = 70
+)
+
+// Source reads the ET reputation lists. Every request goes through Client
+// (the server's egress policy and feed mirror); the URLs are the vendor's
+// own, fixed.
+type Source struct {
+	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
+	Key    string           // --et-reputation-code; "" reads the keyless list
+	Now    func() time.Time // nil: time.Now
+
+	// MaxRetries is how many times a 429 or 5xx is retried (0: the
+	// default, negative: never); MaxRetryWait the longest Retry-After
+	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
+	MaxRetries   int
+	MaxRetryWait time.Duration
+	Sleep        func(ctx context.Context, d time.Duration) error
+	// MaxListBytes bounds one list's body (0: the default).
+	MaxListBytes int64
+}
+
+// validator is what a list's last answer said about its version.
+type validator struct {
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+}
+
+type list struct {
+	name  string
+	url   string
+	shown string
+	kind  ioc.Kind
+	json  bool // the scored JSON format, else one IP a line
+}
+
+func (s *Source) lists() []list {
+	if s.Key == "" {
+		return []list{{name: ListCompromised, url: compromisedURL, shown: compromisedURL, kind: ioc.IP}}
+	}
+	base := proBase + url.PathEscape(s.Key) + "/reputation/"
+	shown := proBase + "***/reputation/"
+	return []list{
+		{name: ListIP, url: base + "iprepdata.json", shown: shown + "iprepdata.json", kind: ioc.IP, json: true},
+		{name: ListDomain, url: base + "domainrepdata.json", shown: shown + "domainrepdata.json", kind: ioc.Domain, json: true},
+	}
+}
+
+// Fetch reads every list that changed since cursor (a JSON object of each
+// list's ETag and Last-Modified), hands over its entries and says it is
+// complete. It returns ioc.ErrUnchanged when no list changed. since is not
+// used: the lists are snapshots.
+func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc.Sink) (string, error) {
+	seen := map[string]validator{}
+	if cursor != "" && json.Unmarshal([]byte(cursor), &seen) != nil {
+		// Not ours (an older format): download everything once.
+		seen = map[string]validator{}
+	}
+	next := map[string]validator{}
+	changed := 0
+	for _, l := range s.lists() {
+		v, ok, err := s.read(ctx, l, seen[l.name], sink)
+		if err != nil {
+			return cursor, err
+		}
+		if ok {
+			changed++
+		}
+		next[l.name] = v
+	}
+	b, _ := json.Marshal(next)
+	if changed == 0 {
+		return string(b), ioc.ErrUnchanged
+	}
+	return string(b), nil
+}
+
+// read downloads l unless it is unchanged since prev, and reports whether
+// it was read (to its end, then said complete).
+func (s *Source) read(ctx context.Context, l list, prev validator, sink ioc.Sink) (validator, bool, error) {
+	hdr := http.Header{}
+	if prev.ETag != "" {
+		hdr.Set("If-None-Match", prev.ETag)
+	}
+	if prev.LastModified != "" {
+		hdr.Set("If-Modified-Since", prev.LastModified)
+	}
+	resp, err := s.get(ctx, l.url, l.shown, hdr)
+	if err != nil {
+		return prev, false, err
+	}
+	defer drain(resp)
+	if resp.StatusCode == http.StatusNotModified {
+		return prev, false, nil
+	}
+	v := validator{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")}
+	b := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), max: cmp.Or(s.MaxListBytes, DefaultMaxListBytes)}
+	if l.json {
+		err = s.readJSON(ctx, l, b, sink)
+	} else {
+		err = s.readLines(ctx, l, b, sink)
+	}
+	var se *sinkError
+	if errors.As(err, &se) {
+		return prev, false, se.err
+	}
+	if err != nil {
+		return prev, false, b.failure(ctx, l.shown, err)
+	}
+	ioc.ListComplete(sink, l.name)
+	return v, true, nil
+}
+
+// readJSON reads {"<value>": {"<category>": "<score>", ...}, ...}.
+func (s *Source) readJSON(ctx context.Context, l list, b *bodyReader, sink ioc.Sink) error {
+	dec := json.NewDecoder(b)
+	if err := expect(dec, '{'); err != nil {
+		return err
+	}
+	for n := int64(1); dec.More(); n++ {
+		key, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var cats map[string]json.RawMessage
+		if err := dec.Decode(&cats); err != nil {
+			return err
+		}
+		raw, _ := key.(string)
+		if strings.Contains(raw, "*") {
+			// A glob matches names we cannot list; its base domain is not
+			// what ET scored.
+			sink.Rejected(n, fmt.Sprintf("skipped: the wildcard %q is not a kind tifeeds keeps", raw))
+			continue
+		}
+		value, err := ioc.Normalize(l.kind, raw)
+		if err != nil {
+			sink.Rejected(n, err.Error())
+			continue
+		}
+		best, tags := -1.0, []string(nil)
+		for cat, rawScore := range cats {
+			// Scores come as strings or numbers of 0-127; anything else is
+			// a field added beside the categories (ports, say), not one.
+			sc, err := strconv.ParseFloat(strings.Trim(string(rawScore), `"`), 64)
+			if err != nil || sc < 0 || sc > maxETScore || strings.TrimSpace(cat) == "" {
+				continue
+			}
+			best = max(best, sc)
+			if t := strings.ToLower(strings.TrimSpace(cat)); !slices.Contains(tags, t) {
+				tags = append(tags, t)
+			}
+		}
+		if best < 0 {
+			sink.Rejected(n, fmt.Sprintf("%q has no scored category", raw))
+			continue
+		}
+		slices.Sort(tags)
+		score := int(math.Round(best * 100 / maxETScore))
+		if err := sink.Indicator(ctx, ioc.Indicator{Kind: l.kind, Value: value, Source: l.name, Score: score, Tags: tags}); err != nil {
+			return &sinkError{err}
+		}
+	}
+	return expect(dec, '}')
+}
+
+// readLines reads one IP address a line; # starts a comment.
+func (s *Source) readLines(ctx context.Context, l list, b *bodyReader, sink ioc.Sink) error {
+	sc := bufio.NewScanner(b)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<10)
+	for n := int64(1); sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		if line == "" {
+			continue
+		}
+		if strings.Contains(line, "/") {
+			sink.Rejected(n, fmt.Sprintf("skipped: the network %q is not a kind tifeeds keeps", line))
+			continue
+		}
+		value, err := ioc.Normalize(ioc.IP, line)
+		if err != nil {
+			sink.Rejected(n, err.Error())
+			continue
+		}
+		ind := ioc.Indicator{Kind: ioc.IP, Value: value, Source: l.name, Score: scoreCompromised, Tags: []string{"compromised"}}
+		if err := sink.Indicator(ctx, ind); err != nil {
+			return &sinkError{err}
+		}
+	}
+	return sc.Err()
+}
+
+func expect(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != d {
+		return fmt.Errorf("found %v where %v was expected", t, d)
+	}
+	return nil
+}
+
+// sinkError carries an error of the sink out of the parsing, unclassified.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }

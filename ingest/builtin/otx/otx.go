@@ -1,0 +1,286 @@
+// Package otx reads the pulses an AlienVault OTX account subscribes to
+// (builtinKind OPEN_THREAT_EXCHANGE): GET /api/v1/pulses/subscribed with
+// modified_since, following the absolute next links, one checkpoint per
+// page. Like every built-in source it imports only ioc and the standard
+// library and never touches the store.
+package otx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// The vendor's fixed endpoint; --feed-mirror rewrites its host.
+const (
+	host     = "otx.alienvault.com"
+	firstURL = "https://" + host + "/api/v1/pulses/subscribed"
+	pageSize = 50 // the SDK's default; a pulse may hold thousands of indicators
+)
+
+// Defaults for the zero values of Source's bounds.
+const (
+	// DefaultBackfill is how far back the first run reads when the runner
+	// gives no bound: OTX must never be walked without modified_since
+	// (REFERENCE B1), and 7 days is the feeds' default backfill.
+	DefaultBackfill = 7 * 24 * time.Hour
+	// DefaultMaxPages bounds one run (50 pulses a page); the run stops,
+	// checkpointed, and the next one goes on from the same page.
+	DefaultMaxPages = 1000
+	// DefaultMaxPageBytes bounds one page's body. A page holds 50 pulses,
+	// each decoded whole (its tags may follow its indicators), so this also
+	// bounds the memory of one pulse.
+	DefaultMaxPageBytes = 64 << 20
+)
+
+// Source reads OTX subscribed pulses. Every request goes through Client
+// (the server's egress policy and feed mirror); the URLs are the vendor's
+// own, fixed.
+type Source struct {
+	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
+	Key    string           // --otx-api-key, sent as X-OTX-API-KEY; required
+	Now    func() time.Time // nil: time.Now
+
+	// MaxRetries is how many times a 429 or 5xx is retried (0: the
+	// default, negative: never); MaxRetryWait the longest Retry-After
+	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
+	MaxRetries   int
+	MaxRetryWait time.Duration
+	Sleep        func(ctx context.Context, d time.Duration) error
+	// MaxPages and MaxPageBytes bound one run (0: the defaults).
+	MaxPages     int
+	MaxPageBytes int64
+}
+
+// timeLayout is how OTX writes times (UTC, no zone), and how we write the
+// cursor and modified_since.
+const timeLayout = "2006-01-02T15:04:05.000000"
+
+// walkCursor is the cursor while a walk is under way: the bound it started
+// from, the newest modified seen so far and the page to read next. Pages
+// come newest first, so the newest modified seen is only a safe cursor once
+// the walk has ended.
+type walkCursor struct {
+	Since string `json:"since"`
+	Max   string `json:"max"`
+	Next  string `json:"next"`
+}
+
+// Fetch reads the pulses modified after cursor (the last modified seen; on
+// the first run, after since or DefaultBackfill ago) and hands their
+// indicators to sink. The cursor it returns is the newest modified seen,
+// so the next run reads strictly newer pulses only.
+func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+	if s.Key == "" {
+		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("otx: no API key is set: set --otx-api-key (TIFEEDS_OTX_API_KEY)"))
+	}
+	w, err := s.start(cursor, since)
+	if err != nil {
+		return cursor, err
+	}
+	hdr := http.Header{"X-Otx-Api-Key": {s.Key}, "Accept": {"application/json"}}
+	maxPages := s.MaxPages
+	if maxPages <= 0 {
+		maxPages = DefaultMaxPages
+	}
+	out := cursor
+	for pages := 0; w.Next != ""; pages++ {
+		if pages == maxPages {
+			// Stopped at the bound, checkpointed: the next run reads on.
+			return out, nil
+		}
+		next, err := s.page(ctx, w, hdr, sink)
+		if err != nil {
+			return out, err
+		}
+		if next == w.Next {
+			return out, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("otx: the page %s links to itself", ioc.MaskURL(next)))
+		}
+		w.Next = next
+		out = w.cursor()
+		if err := sink.Checkpoint(ctx, out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+type walk struct {
+	walkCursor
+	since, max time.Time
+	position   int64
+}
+
+// cursor is the walk's resumable cursor, or the plain newest modified once
+// it has ended.
+func (w *walk) cursor() string {
+	if w.Next == "" {
+		return w.Max
+	}
+	b, _ := json.Marshal(w.walkCursor)
+	return string(b)
+}
+
+func (s *Source) start(cursor string, since time.Time) (*walk, error) {
+	var w walk
+	if strings.HasPrefix(cursor, "{") {
+		if err := json.Unmarshal([]byte(cursor), &w.walkCursor); err != nil || !vendorURL(w.Next) {
+			// Not ours: start again from the bound it names, if any.
+			w.walkCursor = walkCursor{Since: w.Since}
+		}
+		cursor = w.Since
+	}
+	if cursor != "" {
+		t, err := parseTime(cursor)
+		if err != nil {
+			return nil, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("otx: the cursor %q is not a time: %w", cursor, err))
+		}
+		w.since = t
+	} else {
+		if since.IsZero() {
+			since = s.now().Add(-DefaultBackfill)
+		}
+		w.since = since.UTC()
+	}
+	w.Since = w.since.Format(timeLayout)
+	w.max = w.since
+	if w.Max != "" {
+		if t, err := parseTime(w.Max); err == nil && t.After(w.max) {
+			w.max = t
+		}
+	}
+	w.Max = w.max.Format(timeLayout)
+	if w.Next == "" {
+		w.Next = firstURL + "?" + url.Values{"limit": {fmt.Sprint(pageSize)}, "modified_since": {w.Since}}.Encode()
+	}
+	return &w, nil
+}
+
+// vendorURL accepts only links on OTX's own host: the API key goes with
+// every request, and a next link comes from the answer.
+func vendorURL(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && p.Scheme == "https" && p.Host == host && p.User == nil
+}
+
+// page reads w.Next, hands over the indicators of its pulses modified after
+// the walk's bound, and returns the next link ("" at the end).
+func (s *Source) page(ctx context.Context, w *walk, hdr http.Header, sink ioc.Sink) (string, error) {
+	shown := ioc.MaskURL(w.Next)
+	resp, err := s.get(ctx, w.Next, shown, hdr)
+	if err != nil {
+		return "", err
+	}
+	defer drain(resp)
+	max := s.MaxPageBytes
+	if max <= 0 {
+		max = DefaultMaxPageBytes
+	}
+	b := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), max: max}
+	dec := json.NewDecoder(b)
+	var next *string
+	err = func() error {
+		if err := expect(dec, '{'); err != nil {
+			return err
+		}
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			switch key {
+			case "results":
+				if err := expect(dec, '['); err != nil {
+					return err
+				}
+				for dec.More() {
+					var p pulse
+					if err := dec.Decode(&p); err != nil {
+						return err
+					}
+					if err := s.pulse(ctx, w, &p, sink); err != nil {
+						return &sinkError{err}
+					}
+				}
+				if err := expect(dec, ']'); err != nil {
+					return err
+				}
+			case "next":
+				if err := dec.Decode(&next); err != nil {
+					return err
+				}
+			default:
+				if err := skip(dec); err != nil {
+					return err
+				}
+			}
+		}
+		return expect(dec, '}')
+	}()
+	var se *sinkError
+	if errors.As(err, &se) {
+		return "", se.err
+	}
+	if err != nil {
+		return "", b.failure(ctx, shown, err)
+	}
+	if next == nil || *next == "" {
+		return "", nil
+	}
+	if !vendorURL(*next) {
+		return "", ioc.Fail(ioc.FetchingDataError, fmt.Errorf("otx: the next link of %s is not on %s", shown, host))
+	}
+	return *next, nil
+}
+
+// sinkError carries an error of the sink out of the decoding, unclassified.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+
+func expect(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != d {
+		return fmt.Errorf("found %v where %v was expected", t, d)
+	}
+	return nil
+}
+
+// skip reads past one value without holding it.
+func skip(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+func parseTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("unknown time format %q", s)
+}
