@@ -155,7 +155,7 @@ func TestParseSSLBL(t *testing.T) {
 			},
 			rejected: []string{"13: invalid indicator: cert_sha1 must be 40 hex digits"},
 		},
-		"no SHA1 column": {file: "sslbl-no-sha1.csv", err: "no header naming the columns sha1"},
+		"no SHA1 column":           {file: "sslbl-no-sha1.csv", err: "no header naming the columns sha1"},
 		"the URLhaus list instead": {file: "csv_recent.csv", err: "no header naming the columns sha1"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -233,7 +233,7 @@ func TestFetch(t *testing.T) {
 		},
 		"both unchanged": {
 			urlhaus: &vendortest.AbuseCh{ETag: `"u1"`}, sslbl: &vendortest.AbuseCh{ETag: `"s1"`},
-			cursor: `{"added":"2026-11-02 12:01:07","ids":["3990005","3990004"],"urlhaus":{"etag":"\"u1\""},"sslbl":{"etag":"\"s1\""}}`,
+			cursor:    `{"added":"2026-11-02 12:01:07","ids":["3990005","3990004"],"urlhaus":{"etag":"\"u1\""},"sslbl":{"etag":"\"s1\""}}`,
 			unchanged: true, urlhausTries: 1,
 		},
 		"SSLBL unchanged, URLhaus has new rows": {
