@@ -1,0 +1,294 @@
+// Package phishtank reads PhishTank's online-valid database
+// (PHISHING_URL_DATABASE): every verified phishing URL that is online now,
+// published whole each hour as one gzip-compressed JSON array of about
+// 50 MB. It is a snapshot list: a URL gone from the database expires at
+// the next complete read.
+package phishtank
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// List is the Source of every indicator, the snapshot list it completes.
+const List = "phishtank"
+
+// Score is the score of every URL: PhishTank lists only phish its
+// community verified, and still online.
+const Score = 80
+
+const (
+	// DefaultMaxBytes caps the uncompressed database: ten times its size
+	// today (about 50 MB), so a growing list still fits while a runaway or
+	// hostile body (a gzip bomb) ends the run instead of the disk or the
+	// day.
+	DefaultMaxBytes = 512 << 20
+	// maxWireBytes caps the compressed download likewise.
+	maxWireBytes = 256 << 20
+	// userAgent names us, as PhishTank asks of bulk downloaders.
+	userAgent = "tifeeds (phishtank online-valid)"
+)
+
+// Source reads PhishTank's online-valid database. Every request goes
+// through Client (the server's egress policy and feed mirror); the URLs are
+// PhishTank's own, fixed.
+type Source struct {
+	// Client sends the requests; never nil in the server (nil: a client
+	// with a 10-minute timeout).
+	Client *http.Client
+	// Key is the PhishTank app key (--phishtank-app-key), "" when unset:
+	// the keyless download works, within a few downloads a day. It goes in
+	// the URL path, so every error masks it.
+	Key string
+	// Now is the clock for Retry-After dates; nil: time.Now.
+	Now func() time.Time
+
+	// MaxBytes caps the uncompressed database; 0: DefaultMaxBytes.
+	MaxBytes int64
+	// MaxRetries is how many times a 429 or 5xx is repeated; 0:
+	// DefaultMaxRetries, negative: never.
+	MaxRetries int
+	// MaxRetryWait is the longest Retry-After waited out; a longer one
+	// fails the run at once. 0: DefaultMaxRetryWait.
+	MaxRetryWait time.Duration
+	// RetryBackoff is the wait when no Retry-After is given; 0:
+	// DefaultRetryBackoff.
+	RetryBackoff time.Duration
+}
+
+// URL returns the address of the database for key ("" for keyless).
+func URL(key string) string {
+	if key == "" {
+		return "https://data.phishtank.com/data/online-valid.json.gz"
+	}
+	return "https://data.phishtank.com/data/" + url.PathEscape(key) + "/online-valid.json.gz"
+}
+
+// Fetch reads the whole database and hands every URL to sink, then
+// completes the list. The cursor holds the ETag and Last-Modified of the
+// database read: when PhishTank answers 304 to them, Fetch returns
+// ioc.ErrUnchanged and downloads nothing. since is not used: a snapshot
+// has no history to bound.
+func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+	r := s.retrier()
+	resp, err := r.get(ctx, URL(s.Key), parseValidators(cursor))
+	if err != nil {
+		return cursor, err
+	}
+	defer func() {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	if resp.StatusCode == http.StatusNotModified {
+		return cursor, ioc.ErrUnchanged
+	}
+	wire := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), left: maxWireBytes}
+	data, err := decompress(wire)
+	if err != nil {
+		return cursor, s.bodyFailure(ctx, r, wire, nil, err)
+	}
+	capped := &bodyReader{r: data, left: s.maxBytes()}
+	if err := Parse(ctx, capped, sink); err != nil {
+		return cursor, s.bodyFailure(ctx, r, wire, capped, err)
+	}
+	ioc.ListComplete(sink, List)
+	return validatorsOf(resp).String(), nil
+}
+
+// bodyFailure tells why reading the body failed: the run ending, the
+// connection, a cap, or the data itself. An error of the sink passes as
+// it is.
+func (s *Source) bodyFailure(ctx context.Context, r *retrier, wire, data *bodyReader, err error) error {
+	var fe *formatError
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("phishtank: unable to read the database: %w", ctx.Err())
+	case errors.Is(wire.err, errTooBig):
+		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("phishtank: the download is over %d MiB", maxWireBytes>>20))
+	case wire.err != nil:
+		return r.requestFailure(wire.err)
+	case data != nil && errors.Is(data.err, errTooBig):
+		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("phishtank: the database is over %d MiB uncompressed", s.maxBytes()>>20))
+	case data == nil || data.err != nil:
+		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("phishtank: the download is not valid gzip: %w", err))
+	case errors.As(err, &fe):
+		return ioc.Fail(ioc.FetchingDataError, err)
+	}
+	return err
+}
+
+// formatError is data that is not a PhishTank database.
+type formatError struct{ err error }
+
+func (e *formatError) Error() string { return e.err.Error() }
+func (e *formatError) Unwrap() error { return e.err }
+
+func badFormat(format string, a ...any) error {
+	return &formatError{fmt.Errorf("phishtank: "+format, a...)}
+}
+
+// decompress reads a gzip body, or a body already decompressed on the way
+// (a mirror answering with Content-Encoding: gzip, which the transport
+// undoes).
+func decompress(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	magic, err := br.Peek(2)
+	if err != nil && len(magic) < 2 {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	if magic[0] != 0x1f || magic[1] != 0x8b {
+		return br, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, err
+	}
+	// One file, one member: a trailing member would be another database.
+	zr.Multistream(false)
+	return zr, nil
+}
+
+// record is what we read of one database entry. details (hosting IP
+// addresses) and target are context, never indicators: target holds brand
+// names such as "Amazon.com" that a parser must not take for domains.
+type record struct {
+	URL      string `json:"url"`
+	Target   string `json:"target"`
+	Verified string `json:"verified"`
+	Online   string `json:"online"`
+}
+
+// Parse reads an online-valid.json array from r and hands a URL indicator
+// per record to sink, one record at a time (the array is never held).
+// Records that are not usable are rejected with their 1-based position.
+func Parse(ctx context.Context, r io.Reader, sink ioc.Sink) error {
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if err != nil {
+		return badFormat("unable to read the database: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return badFormat("the database is not a JSON array (starts with %v)", tok)
+	}
+	var pos int64
+	for dec.More() {
+		pos++
+		var rec record
+		if err := dec.Decode(&rec); err != nil {
+			var te *json.UnmarshalTypeError
+			if !errors.As(err, &te) {
+				return badFormat("unable to read record %d: %w", pos, err)
+			}
+			// A well-formed record of another shape: the decoder has
+			// consumed it whole.
+			sink.Rejected(pos, "not a PhishTank record: "+te.Error())
+			continue
+		}
+		ind, reason := indicator(rec)
+		if reason != "" {
+			sink.Rejected(pos, reason)
+			continue
+		}
+		if err := sink.Indicator(ctx, ind); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return badFormat("unable to read the end of the database: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badFormat("data after the end of the database")
+	}
+	return nil
+}
+
+func indicator(rec record) (ioc.Indicator, string) {
+	if no(rec.Verified) || no(rec.Online) {
+		return ioc.Indicator{}, "skipped: not verified and online"
+	}
+	if strings.TrimSpace(rec.URL) == "" {
+		return ioc.Indicator{}, "no url"
+	}
+	v, err := ioc.Normalize(ioc.URL, rec.URL)
+	if err != nil {
+		return ioc.Indicator{}, err.Error()
+	}
+	tags := []string{"phishing"}
+	if t := strings.ToLower(strings.Join(strings.Fields(rec.Target), " ")); t != "" && t != "none" && t != "other" {
+		tags = append(tags, "target:"+t)
+	}
+	return ioc.Indicator{Kind: ioc.URL, Value: v, Source: List, Score: Score, Tags: tags}, ""
+}
+
+// no reports a yes/no field that says no; an absent one says nothing.
+func no(s string) bool {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return s != "" && s != "yes"
+}
+
+func (s *Source) maxBytes() int64 {
+	if s.MaxBytes > 0 {
+		return s.MaxBytes
+	}
+	return DefaultMaxBytes
+}
+
+func (s *Source) retrier() *retrier {
+	client := s.Client
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Minute}
+	}
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	r := &retrier{
+		who:        "phishtank",
+		client:     client,
+		header:     http.Header{"User-Agent": {userAgent}},
+		maxRetries: s.MaxRetries,
+		maxWait:    s.MaxRetryWait,
+		backoff:    s.RetryBackoff,
+		now:        now,
+		mask:       s.mask,
+	}
+	switch {
+	case r.maxRetries < 0:
+		r.maxRetries = 0
+	case r.maxRetries == 0:
+		r.maxRetries = DefaultMaxRetries
+	}
+	if r.maxWait <= 0 {
+		r.maxWait = DefaultMaxRetryWait
+	}
+	if r.backoff <= 0 {
+		r.backoff = DefaultRetryBackoff
+	}
+	return r
+}
+
+// mask hides the app key, raw or escaped, wherever a message quotes it.
+func (s *Source) mask(text string) string {
+	if s.Key == "" {
+		return text
+	}
+	text = strings.ReplaceAll(text, s.Key, "***")
+	if esc := url.PathEscape(s.Key); esc != s.Key {
+		text = strings.ReplaceAll(text, esc, "***")
+	}
+	return text
+}

@@ -1,0 +1,359 @@
+// Package threatfox reads abuse.ch ThreatFox (EMERGING_THREAT): the CSV
+// export of recent indicators (command and control addresses, payload
+// URLs and domains, file hashes), read incrementally by first_seen_utc.
+package threatfox
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// List is the Source of every indicator. The export is incremental: an
+// indicator that drops out of the recent window has not been withdrawn.
+const List = "threatfox"
+
+// URL is the vendor's export, fixed.
+const URL = "https://threatfox.abuse.ch/export/csv/recent/"
+
+const (
+	// DefaultScore is the score of a row without a usable
+	// confidence_level.
+	DefaultScore = 50
+	// CompromisedScore caps the score of an indicator that is a
+	// compromised legitimate asset (is_compromised): blocking it hurts its
+	// owner's users too.
+	CompromisedScore = 30
+	// DefaultMaxBytes caps the export: the recent window (48 hours) is a
+	// few MB today.
+	DefaultMaxBytes = 128 << 20
+)
+
+const dateLayout = "2006-01-02 15:04:05"
+
+// Source reads ThreatFox. Every request goes through Client (the server's
+// egress policy and feed mirror); the URL is abuse.ch's own, fixed.
+type Source struct {
+	// Client sends the requests; never nil in the server (nil: a client
+	// with a 10-minute timeout).
+	Client *http.Client
+	// Key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
+	// Auth-Key header when set.
+	Key string
+	// Now is the clock for Retry-After dates; nil: time.Now.
+	Now func() time.Time
+
+	// MaxBytes caps the export; 0: DefaultMaxBytes.
+	MaxBytes int64
+	// MaxRetries is how many times a 429 or 5xx is repeated; 0:
+	// DefaultMaxRetries, negative: never.
+	MaxRetries int
+	// MaxRetryWait is the longest Retry-After waited out; a longer one
+	// fails the run at once. 0: DefaultMaxRetryWait.
+	MaxRetryWait time.Duration
+	// RetryBackoff is the wait when no Retry-After is given; 0:
+	// DefaultRetryBackoff.
+	RetryBackoff time.Duration
+}
+
+// state is the cursor: the latest first_seen_utc read, the ioc_ids first
+// seen in that second (so a row of the same second is read once), and the
+// export's validators.
+type state struct {
+	Seen   string     `json:"seen,omitempty"`
+	IDs    []string   `json:"ids,omitempty"`
+	Export validators `json:"export"`
+}
+
+func parseState(cursor string) state {
+	var st state
+	if json.Unmarshal([]byte(cursor), &st) != nil {
+		return state{}
+	}
+	return st
+}
+
+func (st state) String() string {
+	b, _ := json.Marshal(st)
+	return string(b)
+}
+
+// Fetch reads the rows first seen after the cursor (on the first run,
+// since bounds them) and hands their indicators to sink. The export lists
+// the newest first, so no row before the last is a point to resume from:
+// the cursor moves, and is checkpointed, once the whole export is read.
+func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+	st := parseState(cursor)
+	r := s.retrier()
+	resp, err := r.get(ctx, URL, st.Export)
+	if err != nil {
+		return cursor, err
+	}
+	defer func() {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	if resp.StatusCode == http.StatusNotModified {
+		return cursor, ioc.ErrUnchanged
+	}
+	max := s.MaxBytes
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	wire := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), left: max}
+	next, err := parse(ctx, wire, st, since, sink)
+	if err != nil {
+		return cursor, bodyFailure(ctx, r, wire, err)
+	}
+	next.Export = validatorsOf(resp)
+	if err := sink.Checkpoint(ctx, next.String()); err != nil {
+		return cursor, err
+	}
+	return next.String(), nil
+}
+
+// parse reads a ThreatFox CSV export and hands sink the indicators of the
+// rows first seen after after's cursor (with none, since bounds them),
+// returning the state moved past them.
+func parse(ctx context.Context, r io.Reader, after state, since time.Time, sink ioc.Sink) (state, error) {
+	t, err := openTable(r, "first_seen_utc", "ioc_id", "ioc_value", "ioc_type")
+	if err != nil {
+		return after, badFormat("unable to read the export's header: %w", err)
+	}
+	var from time.Time
+	if after.Seen != "" {
+		if from, err = time.Parse(dateLayout, after.Seen); err != nil {
+			after.Seen, after.IDs = "", nil
+		}
+	}
+	next := after
+	for {
+		rec, line, err := t.next()
+		if err == io.EOF {
+			return next, nil
+		}
+		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
+			sink.Rejected(int64(t.skipped+pe.StartLine), "not a CSV record: "+pe.Err.Error())
+			continue
+		}
+		if err != nil {
+			return after, badFormat("unable to read the export's rows: %w", err)
+		}
+		id, seen := t.get(rec, "ioc_id"), t.get(rec, "first_seen_utc")
+		at, perr := time.Parse(dateLayout, strings.TrimSuffix(seen, " UTC"))
+		switch {
+		case id == "":
+			sink.Rejected(line, "no ioc_id")
+			continue
+		case perr != nil:
+			sink.Rejected(line, fmt.Sprintf("first_seen_utc %q is not a date", seen))
+			continue
+		case after.Seen != "" && (at.Before(from) || at.Equal(from) && slices.Contains(after.IDs, id)):
+			continue // read by an earlier run
+		case after.Seen == "" && !since.IsZero() && at.Before(since):
+			continue // before the backfill window
+		}
+		ind, reason := indicator(t, rec)
+		if reason != "" {
+			sink.Rejected(line, reason)
+			continue
+		}
+		if err := sink.Indicator(ctx, ind); err != nil {
+			return after, err
+		}
+		next.advance(at, id)
+	}
+}
+
+// advance moves the cursor to a row first seen at at with id.
+func (st *state) advance(at time.Time, id string) {
+	stamp := at.UTC().Format(dateLayout)
+	cur, err := time.Parse(dateLayout, st.Seen)
+	switch {
+	case st.Seen == "" || err != nil || at.After(cur):
+		st.Seen, st.IDs = stamp, []string{id}
+	case at.Equal(cur) && !slices.Contains(st.IDs, id):
+		st.IDs = append(slices.Clip(st.IDs), id)
+	}
+}
+
+// indicator maps one row, or says why it is not used. Only ioc_value
+// becomes an indicator: reference (a report URL) is context.
+func indicator(t *table, rec []string) (ioc.Indicator, string) {
+	typ := strings.ToLower(t.get(rec, "ioc_type"))
+	raw := t.get(rec, "ioc_value")
+	var (
+		kind ioc.Kind
+		port string
+	)
+	switch typ {
+	case "ip:port":
+		host, p, ok := splitHostPort(raw)
+		if !ok {
+			return ioc.Indicator{}, fmt.Sprintf("ip:port %q has no port", raw)
+		}
+		kind, raw, port = ioc.IP, host, p
+	case "domain":
+		kind = ioc.Domain
+	case "url":
+		kind = ioc.URL
+	case "md5_hash", "sha1_hash", "sha256_hash":
+		// The value's length names its algorithm: a 32-digit value under
+		// sha256_hash is an MD5, whatever the key says, and is kept as one.
+		var ok bool
+		if kind, ok = hashKind(raw); !ok {
+			return ioc.Indicator{}, fmt.Sprintf("%s of %d characters is not an MD5, SHA1 or SHA256", typ, len(raw))
+		}
+	case "":
+		return ioc.Indicator{}, "no ioc_type"
+	default:
+		return ioc.Indicator{}, fmt.Sprintf("skipped: %s is not a kind tifeeds keeps", typ)
+	}
+	v, err := ioc.Normalize(kind, raw)
+	if err != nil {
+		return ioc.Indicator{}, err.Error()
+	}
+	score := DefaultScore
+	if c, err := strconv.Atoi(t.get(rec, "confidence_level")); err == nil {
+		score = min(max(c, 0), 100)
+	}
+	if b, _ := strconv.ParseBool(t.get(rec, "is_compromised")); b {
+		score = min(score, CompromisedScore)
+	}
+	tg := tags(t.get(rec, "malware_printable"), t.get(rec, "fk_malware"), t.get(rec, "malware_alias"),
+		t.get(rec, "threat_type"), t.get(rec, "tags"))
+	if port != "" {
+		tg = append(tg, "port:"+port)
+	}
+	return ioc.Indicator{Kind: kind, Value: v, Source: List, Score: score, Tags: tg}, ""
+}
+
+// splitHostPort splits ThreatFox's ip:port. IPv6 comes without brackets
+// ("2001:db8::5:8443"): the port is after the last colon.
+func splitHostPort(v string) (host, port string, ok bool) {
+	if strings.HasPrefix(v, "[") {
+		h, p, err := net.SplitHostPort(v)
+		if err != nil {
+			return "", "", false
+		}
+		host, port = h, p
+	} else {
+		i := strings.LastIndexByte(v, ':')
+		if i < 0 {
+			return "", "", false
+		}
+		host, port = v[:i], v[i+1:]
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || port != strconv.Itoa(n) {
+		return "", "", false
+	}
+	return host, port, true
+}
+
+func hashKind(v string) (ioc.Kind, bool) {
+	switch len(v) {
+	case 32:
+		return ioc.MD5, true
+	case 40:
+		return ioc.SHA1, true
+	case 64:
+		return ioc.SHA256, true
+	}
+	return "", false
+}
+
+// tags splits comma-separated lists of tags into lower-case tags, without
+// duplicates and without abuse.ch's literal "None".
+func tags(lists ...string) []string {
+	var out []string
+	for _, l := range lists {
+		for _, t := range strings.Split(l, ",") {
+			t = strings.ToLower(strings.Join(strings.Fields(t), " "))
+			if t == "" || t == "none" || slices.Contains(out, t) {
+				continue
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// bodyFailure tells why reading the export failed: the run ending, the
+// connection, the cap, or the data. An error of the sink passes as it is.
+func bodyFailure(ctx context.Context, r *retrier, wire *bodyReader, err error) error {
+	var fe *formatError
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("threatfox: unable to read the export: %w", ctx.Err())
+	case errors.Is(wire.err, errTooBig):
+		return ioc.Fail(ioc.FetchingDataError, errors.New("threatfox: the export is over its cap"))
+	case wire.err != nil:
+		return r.requestFailure(wire.err)
+	case errors.As(err, &fe):
+		return ioc.Fail(ioc.FetchingDataError, err)
+	}
+	return err
+}
+
+// formatError is data that is not a ThreatFox export.
+type formatError struct{ err error }
+
+func (e *formatError) Error() string { return e.err.Error() }
+func (e *formatError) Unwrap() error { return e.err }
+
+func badFormat(format string, a ...any) error {
+	return &formatError{fmt.Errorf("threatfox: "+format, a...)}
+}
+
+func (s *Source) retrier() *retrier {
+	client := s.Client
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Minute}
+	}
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	r := &retrier{
+		who:        "threatfox",
+		client:     client,
+		header:     http.Header{"User-Agent": {"tifeeds"}},
+		maxRetries: s.MaxRetries,
+		maxWait:    s.MaxRetryWait,
+		backoff:    s.RetryBackoff,
+		now:        now,
+		mask:       func(t string) string { return t },
+	}
+	if s.Key != "" {
+		r.header.Set("Auth-Key", s.Key)
+		r.mask = func(t string) string { return strings.ReplaceAll(t, s.Key, "***") }
+		r.credentials = "abuse.ch refused the Auth-Key set by --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
+	} else {
+		r.credentials = "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
+	}
+	switch {
+	case r.maxRetries < 0:
+		r.maxRetries = 0
+	case r.maxRetries == 0:
+		r.maxRetries = DefaultMaxRetries
+	}
+	if r.maxWait <= 0 {
+		r.maxWait = DefaultMaxRetryWait
+	}
+	if r.backoff <= 0 {
+		r.backoff = DefaultRetryBackoff
+	}
+	return r
+}
