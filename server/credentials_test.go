@@ -70,8 +70,10 @@ func TestDeletedTenantEndsItsUsersAccess(t *testing.T) {
 			t.Fatal("websocket refused with the tenant")
 		}
 
-		if _, err := st.DeleteTenant(context.Background(), f.tenantID); err != nil {
-			t.Fatal(err)
+		// Through the API, which announces it: credentials verified a
+		// moment ago are cached, and the announcement drops them.
+		if r := f.do("DELETE", api+"/tenants/"+f.tenantID, "admin", adminKey, "", nil); r.status/100 != 2 {
+			t.Fatalf("delete the tenant: %d %s", r.status, r.body)
 		}
 		for name, check := range checks {
 			if got := check(); got != http.StatusUnauthorized {
@@ -292,6 +294,10 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 			t.Fatal("B heard none of 20 changes made on A")
 		}
 	}
+	// B verified the key just now and caches it; the revocation drops it.
+	if r := b.do("GET", api+"/tenants", "admin", key, "", nil); r.status != http.StatusOK {
+		t.Fatalf("REST on B with the key: %d", r.status)
+	}
 	r := a.graphql("admin", adminKey, `mutation { revokeApiKey(id: "`+itoa(int(keyID))+`") }`)
 	if !strings.Contains(string(r.body), `"revokeApiKey":true`) {
 		t.Fatalf("revoke on A: %s", r.body)
@@ -300,5 +306,8 @@ func TestRevocationReachesOtherInstances(t *testing.T) {
 	case <-events.err: // the stream ends when B closes the socket
 	case <-time.After(10 * time.Second):
 		t.Fatal("B's socket is still open 10 s after its key was revoked on A")
+	}
+	if r := b.do("GET", api+"/tenants", "admin", key, "", nil); r.status != http.StatusUnauthorized {
+		t.Errorf("REST on B with the key revoked on A: %d, want 401", r.status)
 	}
 }

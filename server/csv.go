@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"encoding/csv"
 	"fmt"
 	"mime"
@@ -22,33 +23,45 @@ type csvColumn[T any] struct {
 // download file name, flushing as it goes so large exports never sit in
 // memory.
 type csvExport[T any] struct {
-	w       *csv.Writer
-	flusher http.Flusher
-	columns []csvColumn[T]
-	rows    int
+	rw       http.ResponseWriter
+	filename string
+	w        *csv.Writer
+	flusher  http.Flusher
+	columns  []csvColumn[T]
+	record   []string
+	rows     int
 }
 
-func newCSVExport[T any](w http.ResponseWriter, filename string, columns []csvColumn[T]) (*csvExport[T], error) {
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filename}))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	cw := csv.NewWriter(w)
-	cw.UseCRLF = true
-	e := &csvExport[T]{w: cw, columns: columns}
+// newCSVExport prepares an export; Start sends its headers and header row.
+func newCSVExport[T any](w http.ResponseWriter, filename string, columns []csvColumn[T]) *csvExport[T] {
+	e := &csvExport[T]{rw: w, filename: filename, columns: columns}
 	e.flusher, _ = w.(http.Flusher)
-	header := make([]string, len(columns))
-	for i, c := range columns {
+	return e
+}
+
+// Start sends the headers and the header row.
+func (e *csvExport[T]) Start() error {
+	e.rw.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	e.rw.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": e.filename}))
+	e.rw.Header().Set("X-Content-Type-Options", "nosniff")
+	// A large buffer: csv.Writer's own 4 KB would write to the connection
+	// every few dozen rows.
+	e.w = csv.NewWriter(bufio.NewWriterSize(e.rw, 64<<10))
+	e.w.UseCRLF = true
+	header := make([]string, len(e.columns))
+	for i, c := range e.columns {
 		header[i] = c.Header
 	}
-	if err := cw.Write(header); err != nil {
-		return nil, fmt.Errorf("server: unable to write CSV header: %w", err)
+	e.record = make([]string, len(e.columns))
+	if err := e.w.Write(header); err != nil {
+		return fmt.Errorf("server: unable to write CSV header: %w", err)
 	}
-	return e, nil
+	return nil
 }
 
 // Write adds one row.
 func (e *csvExport[T]) Write(row T) error {
-	record := make([]string, len(e.columns))
+	record := e.record // csv.Writer keeps nothing of it
 	for i, c := range e.columns {
 		v := c.Value(row)
 		if c.Text {
@@ -60,9 +73,7 @@ func (e *csvExport[T]) Write(row T) error {
 		return fmt.Errorf("server: unable to write CSV row: %w", err)
 	}
 	e.rows++
-	if e.rows%500 == 0 {
-		e.Flush()
-	}
+
 	return nil
 }
 

@@ -20,8 +20,8 @@ var csvTestColumns = []csvColumn[csvRow]{
 
 func TestCSVExportQuotingAndInjection(t *testing.T) {
 	rec := httptest.NewRecorder()
-	e, err := newCSVExport(rec, "feeds export.csv", csvTestColumns)
-	if err != nil {
+	e := newCSVExport(rec, "feeds export.csv", csvTestColumns)
+	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
 	rows := []csvRow{

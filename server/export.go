@@ -2,6 +2,8 @@ package server
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -10,12 +12,9 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/store"
 )
-
-// exportPage is how many IoCs an export reads at a time: one page in
-// memory, whatever the size of the export.
-const exportPage = store.MaxIoCPage
 
 func formatTime(t *time.Time) string {
 	if t == nil || t.IsZero() {
@@ -110,8 +109,8 @@ func (s *Server) exportFeeds(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, err)
 		return
 	}
-	out, err := newCSVExport(w, exportFilename("feeds", "csv"), columns)
-	if err != nil {
+	out := newCSVExport(w, exportFilename("feeds", "csv"), columns)
+	if err := out.Start(); err != nil {
 		return
 	}
 	for i := range feeds {
@@ -122,12 +121,12 @@ func (s *Server) exportFeeds(w http.ResponseWriter, r *http.Request) {
 	out.Flush()
 }
 
-// exportIoCs streams IoCs page by page as CSV (format csv) or as plain text,
-// one value per line (format txt) for firewalls' external dynamic lists.
+// exportIoCs streams IoCs as CSV (format csv) or as plain text, one value
+// per line (format txt) for firewalls' external dynamic lists, from one
+// query (see streamIoCExport).
 func (s *Server) exportIoCs(format string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		exp, err := s.resolver.IoCExportFrom(ctx, r.URL.Query())
+		exp, err := s.resolver.IoCExportFrom(r.Context(), r.URL.Query())
 		if err != nil {
 			writeErr(w, r, err)
 			return
@@ -137,47 +136,103 @@ func (s *Server) exportIoCs(format string) http.HandlerFunc {
 			writeErr(w, r, store.Invalid("columns", "%v", err))
 			return
 		}
-		page, err := s.store.IoCs(ctx, exp.Filter, exp.Order, exportPage, "")
-		if err != nil {
-			writeErr(w, r, err)
-			return
-		}
-		var (
-			csvOut  *csvExport[exportedIoC]
-			textOut *bufio.Writer
-		)
 		if format == "txt" {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": exportFilename("iocs", "txt")}))
-			textOut = bufio.NewWriter(w)
-			defer textOut.Flush()
-		} else if csvOut, err = newCSVExport(w, exportFilename("iocs", "csv"), columns); err != nil {
+			streamIoCExport(s, w, r, "iocs."+format, exp, store.StreamColumns{ValueOnly: true},
+				newTextExport(w, exportFilename("iocs", "txt")),
+				func(out *textExport, row *store.IoCRow) error { return out.WriteLine(row.Value) })
 			return
 		}
-		feedNames := map[int64]string{}
-		for {
-			if textOut != nil {
-				for i := range page.IoCs {
-					textOut.WriteString(page.IoCs[i].Value)
-					textOut.WriteByte('\n')
-				}
-			} else if err := s.writeIoCRows(r, csvOut, page.IoCs, feedNames, wantsSources(columns)); err != nil {
-				s.log.Warn("IoC export cut short", "error", err)
-				return
-			}
-			if !page.HasNextPage {
-				break
-			}
-			if page, err = s.store.IoCs(ctx, exp.Filter, exp.Order, exportPage, page.EndCursor); err != nil {
-				// Headers are gone: the truncated body is all we can signal.
-				s.log.Warn("IoC export cut short", "error", err)
-				return
-			}
+		csvOut := newCSVExport(w, exportFilename("iocs", "csv"), columns)
+		streamIoCExport(s, w, r, "iocs."+format+"\x00"+strings.Join(exp.Columns, ","), exp,
+			store.StreamColumns{WithSources: wantsSources(columns)}, csvOut,
+			func(out *csvExport[exportedIoC], row *store.IoCRow) error {
+				return out.Write(exportedIoC{ioc: &row.IoC, sources: row.Sources})
+			})
+	}
+}
+
+// rowWriter is the body of an export: its header goes out with the first
+// byte, after the status is decided.
+type rowWriter interface {
+	Start() error
+	Flush() error
+}
+
+// streamIoCExport answers an export of the IoCs exp selects: 304 when the
+// request's validators match (without reading an IoC), else the rows of one
+// StreamIoCs query, each written by write. key names the export's format
+// and columns in its ETag, which also covers exp's filter and order, and
+// moves with every change of iocs (ioc_stats.version). The rules export
+// uses it with its own key, columns and writer.
+func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Request, key string, exp graph.IoCExport,
+	cols store.StreamColumns, out W, write func(W, *store.IoCRow) error) {
+	ctx := r.Context()
+	st, err := s.store.IoCStats(ctx)
+	if err != nil {
+		writeErr(w, r, err)
+		return
+	}
+	if notModified(w, r, exportETag(st.Version, key, exp), st.ChangedAt) {
+		return
+	}
+	if err := out.Start(); err != nil {
+		return
+	}
+	err = s.store.StreamIoCs(ctx, exp.Filter, exp.Order, cols, func(row *store.IoCRow) error { return write(out, row) })
+	if err != nil {
+		// Headers are gone: the truncated body is all we can signal.
+		s.log.Warn("IoC export cut short", "error", err)
+		return
+	}
+	out.Flush()
+}
+
+// exportETag is a strong validator of an export: the version of iocs and a
+// hash of what selects and shapes the rows.
+func exportETag(version int64, key string, exp graph.IoCExport) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00", key)
+	_ = json.NewEncoder(h).Encode(exp)
+	return fmt.Sprintf(`"%d-%x"`, version, h.Sum(nil)[:12])
+}
+
+// notModified sets the export's validators and answers 304 when the
+// request's match (RFC 9110 13.1: If-None-Match wins over
+// If-Modified-Since). Last-Modified has a one-second granularity; the ETag
+// is exact.
+func notModified(w http.ResponseWriter, r *http.Request, etag string, changed time.Time) bool {
+	h := w.Header()
+	h.Set("ETag", etag)
+	if !changed.IsZero() {
+		h.Set("Last-Modified", changed.UTC().Format(http.TimeFormat))
+	}
+	// Cached copies must be revalidated: exports depend on the caller.
+	h.Set("Cache-Control", "private, no-cache")
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		if !etagMatches(inm, etag) {
+			return false
 		}
-		if csvOut != nil {
-			csvOut.Flush()
+	} else if ims := r.Header.Get("If-Modified-Since"); ims != "" && !changed.IsZero() {
+		t, err := http.ParseTime(ims)
+		if err != nil || changed.Truncate(time.Second).After(t) {
+			return false
+		}
+	} else {
+		return false
+	}
+	w.WriteHeader(http.StatusNotModified)
+	return true
+}
+
+// etagMatches is If-None-Match's weak comparison of a list of tags or "*".
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
 		}
 	}
+	return false
 }
 
 func wantsSources(columns []csvColumn[exportedIoC]) bool {
@@ -189,50 +244,32 @@ func wantsSources(columns []csvColumn[exportedIoC]) bool {
 	return false
 }
 
-// writeIoCRows writes one page, reading the page's sightings (and the
-// names of feeds not seen yet) in one query each.
-func (s *Server) writeIoCRows(r *http.Request, out *csvExport[exportedIoC], iocs []store.IoC, feedNames map[int64]string, withSources bool) error {
-	var sightings map[int64][]store.Sighting
-	if withSources {
-		ids := make([]int64, len(iocs))
-		for i := range iocs {
-			ids[i] = iocs[i].ID
-		}
-		var err error
-		if sightings, err = s.store.SightingsByIoC(r.Context(), ids); err != nil {
-			return err
-		}
-		var missing []int64
-		for _, ss := range sightings {
-			for _, sg := range ss {
-				if _, ok := feedNames[sg.FeedID]; !ok {
-					feedNames[sg.FeedID] = ""
-					missing = append(missing, sg.FeedID)
-				}
-			}
-		}
-		if len(missing) > 0 {
-			feeds, err := s.store.FeedsByID(r.Context(), missing)
-			if err != nil {
-				return err
-			}
-			for _, f := range feeds {
-				feedNames[f.ID] = f.Name
-			}
-		}
-	}
-	for i := range iocs {
-		row := exportedIoC{ioc: &iocs[i]}
-		if withSources {
-			parts := make([]string, 0, len(sightings[iocs[i].ID]))
-			for _, sg := range sightings[iocs[i].ID] {
-				parts = append(parts, feedNames[sg.FeedID]+"/"+sg.Source)
-			}
-			row.sources = strings.Join(parts, ";")
-		}
-		if err := out.Write(row); err != nil {
-			return err
-		}
-	}
+// textExport writes one value per line, for firewalls' external dynamic
+// lists.
+type textExport struct {
+	w        http.ResponseWriter
+	buf      *bufio.Writer
+	filename string
+}
+
+func newTextExport(w http.ResponseWriter, filename string) *textExport {
+	return &textExport{w: w, filename: filename}
+}
+
+// Start sends the headers.
+func (e *textExport) Start() error {
+	e.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	e.w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": e.filename}))
+	e.w.Header().Set("X-Content-Type-Options", "nosniff")
+	e.buf = bufio.NewWriterSize(e.w, 64<<10)
 	return nil
 }
+
+// WriteLine adds one line.
+func (e *textExport) WriteLine(v string) error {
+	e.buf.WriteString(v)
+	return e.buf.WriteByte('\n')
+}
+
+// Flush sends what is buffered.
+func (e *textExport) Flush() error { return e.buf.Flush() }

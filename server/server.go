@@ -60,6 +60,9 @@ type Config struct {
 	// SocketRecheck is how often an open websocket re-checks its credential
 	// besides revocation events.
 	SocketRecheck time.Duration
+	// CredentialTTL is how long a verified API key or session is trusted
+	// without asking the store (0: always ask); revocations drop it at once.
+	CredentialTTL time.Duration
 	// CookieSecure forces the session cookie's Secure flag, for a server
 	// behind a TLS-terminating proxy; it is set anyway when serving TLS.
 	CookieSecure bool
@@ -86,6 +89,7 @@ func DefaultConfig() Config {
 		MaxLogins:         64,
 		Login:             DefaultLoginLimits(),
 		SocketRecheck:     DefaultSocketRecheck,
+		CredentialTTL:     DefaultCredentialTTL,
 	}
 }
 
@@ -100,6 +104,7 @@ type Server struct {
 	handler  http.Handler
 	logins   *loginGuard
 	sockets  sockets
+	creds    credentialCache
 }
 
 // New builds the server and its routes.
@@ -109,6 +114,7 @@ func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger
 	if s.cfg.SocketRecheck <= 0 {
 		s.cfg.SocketRecheck = DefaultSocketRecheck
 	}
+	s.creds.ttl = s.cfg.CredentialTTL
 	if resolver.Events != nil {
 		// For the server's lifetime, which is the bus's.
 		resolver.Events.OnRevocation(s.revoked)

@@ -55,14 +55,41 @@ func credentialFrom(ctx context.Context) (store.Credential, bool) {
 // authenticateCredential is authenticate with the credential used: HTTP
 // basic auth with an API key, or the dashboard's session cookie. Basic auth
 // wins when both are sent.
+// A credential verified in the last CredentialTTL is taken from the cache
+// (credcache.go); an API key's use is recorded in memory either way.
 func (s *Server) authenticateCredential(r *http.Request) (*store.User, store.Credential, error) {
+	var k [32]byte
+	var check func() (*store.User, store.Credential, error)
 	if username, key, ok := r.BasicAuth(); ok {
-		return s.store.AuthenticateAPIKey(r.Context(), username, key)
+		k = credentialKeyOf("key", username, key)
+		check = func() (*store.User, store.Credential, error) {
+			return s.store.AuthenticateAPIKey(r.Context(), username, key)
+		}
+	} else if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		k = credentialKeyOf("session", "", c.Value)
+		check = func() (*store.User, store.Credential, error) {
+			return s.store.AuthenticateSession(r.Context(), c.Value)
+		}
+	} else {
+		return nil, store.Credential{}, auth.ErrUnauthenticated
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
-		return s.store.AuthenticateSession(r.Context(), c.Value)
+	now := time.Now()
+	e, ok, epoch := s.creds.get(k, now)
+	if ok {
+		if e.cred.APIKeyID != 0 {
+			s.store.RecordKeyUse(e.cred.APIKeyID, now)
+		}
+		// A copy: handlers may not change the cached user.
+		u := *e.user
+		return &u, e.cred, nil
 	}
-	return nil, store.Credential{}, auth.ErrUnauthenticated
+	u, cred, err := check()
+	if err != nil {
+		return nil, cred, err
+	}
+	cached := *u
+	s.creds.put(k, epoch, &cached, cred, now)
+	return u, cred, nil
 }
 
 // endSession ends the session of token and has its sockets closed, here and
@@ -72,6 +99,9 @@ func (s *Server) endSession(ctx context.Context, token string) error {
 	if err := s.store.DeleteSession(ctx, token); err != nil {
 		return err
 	}
+	// Here at once, whatever the bus does (the revocation below drops the
+	// user's other cached credentials).
+	s.creds.drop(credentialKeyOf("session", "", token))
 	if lookupErr == nil { // else no live session, so no socket opened with it
 		s.announceRevocation(ingest.Revocation{UserID: u.ID})
 	}
@@ -131,6 +161,7 @@ func (s *Server) recheckSocket(ctx context.Context, sock *socket) {
 // revoked re-checks, in the background, the sockets of the user or tenant
 // a revocation names. It is a bus handler: it must not block.
 func (s *Server) revoked(r ingest.Revocation) {
+	s.creds.revoke(r)
 	s.sockets.mu.Lock()
 	var hit []*socket
 	for _, sock := range s.sockets.open {

@@ -454,6 +454,17 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 		}
 		res.Stored = len(upserts)
 	}
+	if len(pb.fresh) > 0 || len(upserts) > 0 || len(revokedHere) > 0 {
+		added := int64(-len(dead))
+		for _, a := range pb.fresh {
+			if a.id != 0 {
+				added++
+			}
+		}
+		if err := bumpIoCStats(ctx, w.exec, added); err != nil {
+			return res, err
+		}
+	}
 	if err := finishBatch(ctx, w, b, res); err != nil {
 		return res, err
 	}

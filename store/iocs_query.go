@@ -30,6 +30,12 @@ type IoCFilter struct {
 	ExpiresAfter  *time.Time
 }
 
+// empty says whether f selects every IoC.
+func (f IoCFilter) empty() bool {
+	return len(f.Types) == 0 && f.Value == "" && f.ValuePrefix == "" && f.Search == "" && f.FeedID == 0 &&
+		f.Tag == "" && f.MinScore == nil && f.ExpiresBefore == nil && f.ExpiresAfter == nil
+}
+
 // IoCOrderField is a column IoCs can be ordered by; ties go by id.
 type IoCOrderField string
 
@@ -225,11 +231,21 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 	if err != nil || !ok {
 		return page, err
 	}
-	total, err := count.Count(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("store: unable to count indicators: %w", err)
+	if f.empty() {
+		// Kept by the writers (ioc_stats): counting a million rows for
+		// every first page would cost more than the page.
+		st, err := s.IoCStats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		page.Total = int(st.Count)
+	} else {
+		total, err := count.Count(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("store: unable to count indicators: %w", err)
+		}
+		page.Total = int(total)
 	}
-	page.Total = int(total)
 	if first == 0 {
 		return page, nil
 	}

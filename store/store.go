@@ -37,6 +37,11 @@ type Store struct {
 	// stopCheckpointer ends the SQLite WAL checkpointer; nil when there is
 	// none (PostgreSQL, ":memory:").
 	stopCheckpointer func()
+
+	// KeyUseFlush is how often recorded API-key use is written
+	// (DefaultKeyUseFlush when zero); set it before the first request.
+	KeyUseFlush time.Duration
+	keyUses     keyUses
 }
 
 // Open connects to the database named by dsn: "sqlite:<path>" (":memory:"
@@ -204,6 +209,7 @@ func openPostgres(dsn string) (*Store, error) {
 
 // Close stops the checkpointer and releases the database connections.
 func (s *Store) Close() error {
+	s.stopKeyUses()
 	if s.stopCheckpointer != nil {
 		s.stopCheckpointer()
 		s.stopCheckpointer = nil

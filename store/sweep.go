@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -52,7 +53,14 @@ AND NOT EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id)`, bun.In(ids
 	if _, err := tx.ExecContext(ctx, s.recomputeSQL(), bun.In(ids)); err != nil {
 		return n, err
 	}
-	return n, nil
+	exec := func(ctx context.Context, query string, args ...any) (int64, error) {
+		r, err := tx.ExecContext(ctx, strings.NewReplacer("$1", "?", "$2", "?").Replace(query), args...)
+		if err != nil {
+			return 0, err
+		}
+		return r.RowsAffected()
+	}
+	return n, bumpIoCStats(ctx, exec, -n)
 }
 
 // maintenanceBatch is how many sightings DeleteFeedSightings removes per
@@ -170,6 +178,9 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 			return sightings, iocs, fmt.Errorf("store: unable to sweep expired indicators: %w", err)
 		}
 		if n < batchSize {
+			if err := s.recountIoCs(ctx); err != nil {
+				return sightings, iocs, fmt.Errorf("store: unable to re-count indicators: %w", err)
+			}
 			return sightings, iocs, nil
 		}
 	}

@@ -331,9 +331,8 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, username, key string) (*
 	if match == 0 {
 		return nil, Credential{}, ErrBadCredentials
 	}
-	// Best effort: a failure to record use must not refuse a valid key.
-	_, _ = s.DB.NewUpdate().Model((*APIKey)(nil)).Set("last_used_at = ?", time.Now().UTC()).
-		Where("id = ?", match).Exec(ctx)
+	// In memory, written in batches (keyuse.go): a read writes nothing.
+	s.RecordKeyUse(match, time.Now())
 	return u, credentialOf(u, match, ""), nil
 }
 

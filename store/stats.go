@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// IoCStats is what the writers of iocs keep in the one row of ioc_stats, in
+// the transaction of each change: readers derive an export's validators and
+// the unfiltered count from it without scanning iocs.
+type IoCStats struct {
+	// Version moves on every committed change of iocs: ingestion, expiry,
+	// feed deletion or reset.
+	Version int64
+	// ChangedAt is when the last change committed (zero before any).
+	ChangedAt time.Time
+	// Count is how many IoCs are stored.
+	Count int64
+}
+
+// bumpIoCStatsSQL records a change of iocs that added delta IoCs (negative
+// when it removed some). Both writers' exec take $n placeholders.
+const bumpIoCStatsSQL = `UPDATE ioc_stats SET version = version + 1,
+	changed_at = $1, ioc_count = ioc_count + $2 WHERE id = 1`
+
+// bumpIoCStats moves ioc_stats for a change of iocs in exec's transaction.
+func bumpIoCStats(ctx context.Context, exec func(ctx context.Context, query string, args ...any) (int64, error), delta int64) error {
+	if _, err := exec(ctx, bumpIoCStatsSQL, micros(time.Now()), delta); err != nil {
+		return fmt.Errorf("store: unable to record a change of indicators: %w", err)
+	}
+	return nil
+}
+
+// IoCStats reads ioc_stats: one row by primary key.
+func (s *Store) IoCStats(ctx context.Context) (IoCStats, error) {
+	var st IoCStats
+	var changed int64
+	err := s.DB.QueryRowContext(ctx, "SELECT version, changed_at, ioc_count FROM ioc_stats WHERE id = 1").
+		Scan(&st.Version, &changed, &st.Count)
+	if err != nil {
+		return st, fmt.Errorf("store: unable to read indicator statistics: %w", err)
+	}
+	if changed > 0 {
+		st.ChangedAt = fromMicros(changed)
+	}
+	return st, nil
+}
+
+// recountIoCs sets ioc_count to the exact count, so that a path that ever
+// missed a delta heals on the sweeper's next pass. It does not move the
+// version: no IoC changed.
+func (s *Store) recountIoCs(ctx context.Context) error {
+	return s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE ioc_stats SET ioc_count = (SELECT count(*) FROM iocs) WHERE id = 1")
+		return err
+	})
+}
