@@ -135,6 +135,7 @@ type ComplexityRoot struct {
 		Score     func(childComplexity int) int
 		Sources   func(childComplexity int) int
 		Tags      func(childComplexity int) int
+		Text      func(childComplexity int) int
 		Type      func(childComplexity int) int
 		Value     func(childComplexity int) int
 	}
@@ -328,6 +329,8 @@ type FeedConnectionResolver interface {
 }
 type IocResolver interface {
 	Sources(ctx context.Context, obj *store.IoC) ([]*store.Sighting, error)
+
+	Text(ctx context.Context, obj *store.IoC) (*string, error)
 }
 type MutationResolver interface {
 	CreateAPIKey(ctx context.Context, name string, userID *string) (*model.NewAPIKey, error)
@@ -783,6 +786,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Ioc.Tags(childComplexity), true
+	case "Ioc.text":
+		if e.ComplexityRoot.Ioc.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ioc.Text(childComplexity), true
 	case "Ioc.type":
 		if e.ComplexityRoot.Ioc.Type == nil {
 			break
@@ -2211,6 +2220,8 @@ type Ioc {
   firstSeen: Time!
   lastSeen: Time!
   expirationDate: Time!
+  "The rule's text for a RULE (one IDS signature); null for other kinds."
+  text: String
 }
 
 type Sighting {
@@ -2228,6 +2239,7 @@ input IocFilter {
   "Exact value, normalised like ingestion."
   value: String
   valuePrefix: String
+  "Case-insensitive substring of the value, or of a rule's text."
   search: String
   feedId: ID
   tag: String
@@ -2577,6 +2589,8 @@ func (ec *executionContext) childFields_Ioc(ctx context.Context, field graphql.C
 		return ec.fieldContext_Ioc_lastSeen(ctx, field)
 	case "expirationDate":
 		return ec.fieldContext_Ioc_expirationDate(ctx, field)
+	case "text":
+		return ec.fieldContext_Ioc_text(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Ioc", field.Name)
 }
@@ -5493,6 +5507,29 @@ func (ec *executionContext) _Ioc_expirationDate(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Ioc_expirationDate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Ioc", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Ioc_text(ctx context.Context, field graphql.CollectedField, obj *store.IoC) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Ioc_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Ioc().Text(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Ioc_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Ioc", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _IocConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.IocConnection) (ret graphql.Marshaler) {
@@ -12315,6 +12352,44 @@ func (ec *executionContext) _Ioc(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "text":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Ioc_text(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

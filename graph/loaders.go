@@ -22,6 +22,7 @@ const loaderWait = 2 * time.Millisecond
 type loaders struct {
 	sightings *dataloader.Loader[int64, []store.Sighting]
 	feeds     *dataloader.Loader[int64, *store.Feed]
+	texts     *dataloader.Loader[int64, *string]
 }
 
 type loadersKey struct{}
@@ -36,6 +37,9 @@ func WithLoaders(ctx context.Context, st *store.Store) context.Context {
 		feeds: dataloader.NewBatchedLoader(feedsBatch(st),
 			dataloader.WithWait[int64, *store.Feed](loaderWait),
 			dataloader.WithCache[int64, *store.Feed](&dataloader.NoCache[int64, *store.Feed]{})),
+		texts: dataloader.NewBatchedLoader(textsBatch(st),
+			dataloader.WithWait[int64, *string](loaderWait),
+			dataloader.WithCache[int64, *string](&dataloader.NoCache[int64, *string]{})),
 	}
 	return context.WithValue(ctx, loadersKey{}, l)
 }

@@ -52,6 +52,10 @@ func (r *iocResolver) Sources(ctx context.Context, obj *store.IoC) ([]*store.Sig
 	return r.iocSources(ctx, obj)
 }
 
+func (r *iocResolver) Text(ctx context.Context, obj *store.IoC) (*string, error) {
+	return r.iocText(ctx, obj)
+}
+
 func (r *mutationResolver) CreateAPIKey(ctx context.Context, name string, userID *string) (*model.NewAPIKey, error) {
 	return r.createAPIKey(ctx, name, userID)
 }

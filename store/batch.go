@@ -58,6 +58,8 @@ type pendingSighting struct {
 	agg     *aggregate // its IoC's aggregate from the batch alone
 	iocID   int64      // once known
 	fresh   bool       // its IoC was inserted by this batch, so it has no sighting yet
+	text    string     // a Rule's text; "" keeps the stored one
+	textAt  int        // the indicator's place in the batch: the latest text wins
 }
 
 // storedSighting is a sighting already in the store, read back to recompute
@@ -278,6 +280,11 @@ func dedupe(b Batch, now int64) (upserts []pendingSighting, revoked []sightKey, 
 				tagJSON[key] = js
 			}
 			e.p = pendingSighting{sightKey: k, score: ind.Score, tags: tags, tagJSON: js, expires: expires}
+			if ind.Kind == ioc.Rule {
+				// PostgreSQL's text holds neither NUL nor invalid UTF-8: a
+				// broken byte must not cost the whole batch.
+				e.p.text, e.p.textAt = strings.ToValidUTF8(strings.ReplaceAll(ind.Text, "\x00", ""), "\uFFFD"), i
+			}
 		} else {
 			e.p.sightKey = k
 		}
@@ -453,6 +460,9 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 			return res, err
 		}
 		res.Stored = len(upserts)
+		if err := writeTexts(ctx, w, upserts); err != nil {
+			return res, err
+		}
 	}
 	if len(pb.fresh) > 0 || len(upserts) > 0 || len(revokedHere) > 0 {
 		added := int64(-len(dead))
@@ -469,6 +479,54 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 		return res, err
 	}
 	return res, nil
+}
+
+// textChunkRows is how many ioc_texts rows one statement writes: two bound
+// values a row, far under either database's limit on them.
+const textChunkRows = 500
+
+// writeTexts keeps the text of each Rule IoC the batch upserts: that of
+// its latest indicator in the batch. The other kinds never get here, so
+// their writes are as they were.
+func writeTexts(ctx context.Context, w batchWriter, upserts []pendingSighting) error {
+	var latest map[int64]*pendingSighting
+	for i := range upserts {
+		p := &upserts[i]
+		if p.text == "" {
+			continue
+		}
+		if latest == nil {
+			latest = map[int64]*pendingSighting{}
+		}
+		if q := latest[p.iocID]; q == nil || q.textAt < p.textAt {
+			latest[p.iocID] = p
+		}
+	}
+	if len(latest) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(latest))
+	for id := range latest {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // one lock order on PostgreSQL
+	for chunk := range slices.Chunk(ids, textChunkRows) {
+		var q strings.Builder
+		q.WriteString("INSERT INTO ioc_texts (ioc_id, text) VALUES ")
+		args := make([]any, 0, 2*len(chunk))
+		for i, id := range chunk {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			fmt.Fprintf(&q, "($%d, $%d)", 2*i+1, 2*i+2)
+			args = append(args, id, latest[id].text)
+		}
+		q.WriteString(" ON CONFLICT (ioc_id) DO UPDATE SET text = excluded.text")
+		if _, err := w.exec(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("rule texts: %w", err)
+		}
+	}
+	return nil
 }
 
 func cmpValKey(x, y valKey) int {

@@ -177,7 +177,12 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 		if s.Dialect == Postgres {
 			op = "ILIKE"
 		}
-		q = q.Where("iocs.value "+op+" ? ESCAPE '\\'", "%"+likeEscape(f.Search)+"%")
+		pattern := "%" + likeEscape(f.Search) + "%"
+		// A rule is also found by its text (ioc_texts holds only rules').
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("iocs.value "+op+" ? ESCAPE '\\'", pattern).
+				WhereOr("iocs.type = ? AND EXISTS (SELECT 1 FROM ioc_texts t WHERE t.ioc_id = iocs.id AND t.text "+op+" ? ESCAPE '\\')", string(ioc.Rule), pattern)
+		})
 	}
 	if f.FeedID != 0 {
 		// Driven by the feed's index: a small feed among many IoCs costs

@@ -116,8 +116,9 @@ type IocConnection struct {
 type IocFilter struct {
 	Type []ioc.Kind `json:"type,omitempty"`
 	// Exact value, normalised like ingestion.
-	Value         *string    `json:"value,omitempty"`
-	ValuePrefix   *string    `json:"valuePrefix,omitempty"`
+	Value       *string `json:"value,omitempty"`
+	ValuePrefix *string `json:"valuePrefix,omitempty"`
+	// Case-insensitive substring of the value, or of a rule's text.
 	Search        *string    `json:"search,omitempty"`
 	FeedID        *string    `json:"feedId,omitempty"`
 	Tag           *string    `json:"tag,omitempty"`

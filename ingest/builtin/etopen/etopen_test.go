@@ -1,0 +1,307 @@
+package etopen
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// recorder is a sink that keeps what it is handed.
+type recorder struct {
+	inds       []ioc.Indicator
+	rejections []string
+	complete   []string
+	downloaded int64
+}
+
+func (r *recorder) Indicator(_ context.Context, ind ioc.Indicator) error {
+	r.inds = append(r.inds, ind)
+	return nil
+}
+func (r *recorder) Rejected(pos int64, reason string) {
+	r.rejections = append(r.rejections, fmt.Sprintf("%d: %s", pos, reason))
+}
+func (r *recorder) Checkpoint(context.Context, string) error { return nil }
+func (r *recorder) ListComplete(source string)               { r.complete = append(r.complete, source) }
+func (r *recorder) Downloaded(read, _ int64)                 { r.downloaded = read }
+
+// testArchive packs testdata/archive as ET packs its rules.
+func testArchive(t *testing.T) []byte {
+	t.Helper()
+	files := map[string]string{}
+	root := filepath.Join("testdata", "archive")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vendortest.TarGz(files)
+}
+
+func serve(t *testing.T, h *vendortest.ETOpen) *Source {
+	srv := vendortest.New(t)
+	srv.Handle(vendortest.ETOpenHost, h)
+	return &Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: 1}
+}
+
+func brief(ind ioc.Indicator) string {
+	return fmt.Sprintf("%s %s %s %d %s", ind.Kind, ind.Value, ind.Source, ind.Score, strings.Join(ind.Tags, ","))
+}
+
+func TestFetchArchive(t *testing.T) {
+	h := &vendortest.ETOpen{Archive: testArchive(t)}
+	src := serve(t, h)
+	var got recorder
+	cursor, err := src.Fetch(context.Background(), "", time.Time{}, &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"rule sid:2404300 et-open 80 et cnc,trojan-activity",
+		"ip 192.0.2.10 et-open 80 et cnc",
+		"rule sid:2403300 et-open 80 et cins,misc-attack",
+		"ip 192.0.2.20 et-open 80 et cins",
+		"ip 2001:db8::20 et-open 80 et cins",
+		"ip 203.0.113.30 et-open 80 et cins",
+		"ip 203.0.113.31 et-open 80 et cins",
+		"rule sid:2400000 et-open 50 et drop,misc-attack",
+		"rule sid:2030001 et-open 80 et malware,trojan-activity",
+		"rule sid:2030003 et-open 50 et malware,trojan-activity",
+		"rule sid:2030004 et-open 20 et info,misc-activity",
+		"rule sid:2030005 et-open 50 et policy,policy-violation",
+		"rule sid:2100498 et-open 50 gpl attack_response,bad-unknown",
+	}
+	var briefs []string
+	for _, ind := range got.inds {
+		briefs = append(briefs, brief(ind))
+	}
+	if !slices.Equal(briefs, want) {
+		t.Errorf("indicators:\n%s\nwant:\n%s", strings.Join(briefs, "\n"), strings.Join(want, "\n"))
+	}
+	wantRejected := []string{
+		"skipped: network 198.51.100.0/24 in rule 2403300",
+		"rule 2400000: invalid indicator",
+		"skipped: the rule has no sid",
+		"skipped: not a rule (no options in parentheses)",
+	}
+	if len(got.rejections) != len(wantRejected) {
+		t.Errorf("rejections %q, want %d", got.rejections, len(wantRejected))
+	}
+	for _, w := range wantRejected {
+		if !slices.ContainsFunc(got.rejections, func(r string) bool { return strings.Contains(r, w) }) {
+			t.Errorf("no rejection %q in %q", w, got.rejections)
+		}
+	}
+	texts := map[string]string{}
+	for _, ind := range got.inds {
+		if ind.Kind == ioc.Rule {
+			texts[ind.Value] = ind.Text
+		} else if ind.Text != "" {
+			t.Errorf("%s %s has a text", ind.Kind, ind.Value)
+		}
+	}
+	if tx := texts["sid:2030001"]; !strings.HasPrefix(tx, `alert http $HOME_NET any`) || !strings.HasSuffix(tx, "updated_at 2026_06_01;)") {
+		t.Errorf("text of sid:2030001 = %q", tx)
+	}
+	if tx := texts["sid:2030005"]; tx != `alert tcp $HOME_NET any -> $EXTERNAL_NET any (msg:"ET POLICY Long Rule Split Over Two Lines"; flow:established; content:"LONG"; classtype:policy-violation; sid:2030005; rev:1;)` {
+		t.Errorf("continued rule's text = %q", tx)
+	}
+	if !slices.Equal(got.complete, []string{List}) {
+		t.Errorf("lists complete %q, want [%s]", got.complete, List)
+	}
+	if len(cursor) != 32 {
+		t.Errorf("cursor %q is not the md5", cursor)
+	}
+	if got.downloaded != int64(len(h.Archive)) {
+		t.Errorf("progress %d bytes, want %d", got.downloaded, len(h.Archive))
+	}
+
+	// The same sum again: nothing downloaded, nothing complete.
+	var again recorder
+	next, err := src.Fetch(context.Background(), cursor, time.Time{}, &again)
+	if !errors.Is(err, ioc.ErrUnchanged) || next != cursor {
+		t.Fatalf("unchanged run: %q, %v; want the cursor and ErrUnchanged", next, err)
+	}
+	if archive, _ := h.Gets(); archive != 1 || len(again.inds) != 0 || len(again.complete) != 0 {
+		t.Errorf("unchanged run: %d archive downloads, %d indicators, lists %q", archive, len(again.inds), again.complete)
+	}
+}
+
+func TestFetchNewRevision(t *testing.T) {
+	rules := func(rev int, text string) map[string]string {
+		return map[string]string{"rules/emerging-malware.rules": fmt.Sprintf(
+			`alert tcp any any -> any any (msg:"ET MALWARE %s"; content:"x"; classtype:trojan-activity; sid:2031000; rev:%d;)`+"\n", text, rev)}
+	}
+	h := &vendortest.ETOpen{Archive: vendortest.TarGz(rules(1, "first"))}
+	src := serve(t, h)
+	var first recorder
+	cursor, err := src.Fetch(context.Background(), "", time.Time{}, &first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Set(func(h *vendortest.ETOpen) { h.Archive = vendortest.TarGz(rules(2, "second")) })
+	var second recorder
+	if _, err := src.Fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
+		t.Fatal(err)
+	}
+	if len(second.inds) != 1 || second.inds[0].Value != first.inds[0].Value || !strings.Contains(second.inds[0].Text, "rev:2;") {
+		t.Errorf("new revision: %+v, want the same value %s with rev 2", second.inds, first.inds[0].Value)
+	}
+}
+
+func TestFetchFailures(t *testing.T) {
+	archive := testArchive(t)
+	big := vendortest.TarGz(map[string]string{"rules/big.rules": strings.Repeat("# padding\n", 1000)})
+	for name, tc := range map[string]struct {
+		h       *vendortest.ETOpen
+		src     func(*Source)
+		want    ioc.FailureKind
+		wantErr string
+	}{
+		"401":                 {h: &vendortest.ETOpen{Status: 401}, want: ioc.InvalidCredentials},
+		"404":                 {h: &vendortest.ETOpen{Status: 404}, want: ioc.InvalidURL},
+		"500":                 {h: &vendortest.ETOpen{Status: 500}, want: ioc.FetchingDataError},
+		"429 persistent":      {h: &vendortest.ETOpen{Status: 429, RetryAfter: "1"}, want: ioc.SurpassedQueryLimit},
+		"cut body":            {h: &vendortest.ETOpen{Cut: true}, want: ioc.FetchingDataError, wantErr: "cut short"},
+		"md5 differs":         {h: &vendortest.ETOpen{MD5: strings.Repeat("ab", 16)}, want: ioc.FetchingDataError, wantErr: "not the published"},
+		"md5 not a sum":       {h: &vendortest.ETOpen{MD5: "<html>"}, want: ioc.FetchingDataError, wantErr: "not an md5"},
+		"archive over cap":    {src: func(s *Source) { s.MaxArchive = 100 }, want: ioc.FetchingDataError, wantErr: "cap"},
+		"entry over cap":      {h: &vendortest.ETOpen{Archive: big}, src: func(s *Source) { s.MaxEntry = 1000 }, want: ioc.FetchingDataError, wantErr: "cap"},
+		"decompressed on cap": {h: &vendortest.ETOpen{Archive: big}, src: func(s *Source) { s.MaxTotal = 5000 }, want: ioc.FetchingDataError, wantErr: "cap"},
+		"not gzip":            {h: &vendortest.ETOpen{Archive: []byte("<html>maintenance</html>")}, want: ioc.FetchingDataError, wantErr: "broken"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.h == nil {
+				tc.h = &vendortest.ETOpen{}
+			}
+			if tc.h.Archive == nil {
+				tc.h.Archive = archive
+			}
+			src := serve(t, tc.h)
+			if tc.src != nil {
+				tc.src(src)
+			}
+			var got recorder
+			cursor, err := src.Fetch(context.Background(), "before", time.Time{}, &got)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if k := ioc.FailureOf(err); k != tc.want {
+				t.Errorf("failure %q (%v), want %q", k, err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %q does not say %q", err, tc.wantErr)
+			}
+			if cursor != "before" || len(got.complete) != 0 {
+				t.Errorf("failed run moved the cursor to %q or completed %q", cursor, got.complete)
+			}
+		})
+	}
+}
+
+func TestFetchRetriesAfter(t *testing.T) {
+	h := &vendortest.ETOpen{Archive: testArchive(t), Status: 503, RetryAfter: "0", StatusTimes: 2}
+	src := serve(t, h)
+	var got recorder
+	if _, err := src.Fetch(context.Background(), "", time.Time{}, &got); err != nil {
+		t.Fatalf("two 503 with Retry-After: %v", err)
+	}
+	if len(got.complete) != 1 {
+		t.Errorf("lists complete %q", got.complete)
+	}
+}
+
+// TestFetchFlatMemory streams a 300,000-rule archive and checks that the
+// live heap never grows by more than a bound far below the rules' size:
+// the source keeps nothing per rule.
+func TestFetchFlatMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 300,000-rule archive")
+	}
+	const rules = 300_000
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	tw := tar.NewWriter(zw)
+	const perFile = 30_000
+	var line bytes.Buffer
+	var textBytes int64
+	for f := 0; f < rules/perFile; f++ {
+		line.Reset()
+		for i := 0; i < perFile; i++ {
+			sid := 2_000_000 + f*perFile + i
+			fmt.Fprintf(&line, `alert ip [192.0.2.%d,198.51.100.%d] any -> $HOME_NET any (msg:"ET CINS Active Threat Intelligence Poor Reputation IP group %d"; reference:url,www.cinsscore.com; threshold: type limit, track by_src, seconds 3600, count 1; classtype:misc-attack; sid:%d; rev:1; metadata:affected_product Any, attack_target Any, deployment Perimeter, tag CINS, signature_severity Major;)`+"\n", i%250, f, i, sid)
+		}
+		textBytes += int64(line.Len())
+		tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("rules/emerging-%02d.rules", f), Mode: 0o644, Size: int64(line.Len()), Typeflag: tar.TypeReg})
+		tw.Write(line.Bytes())
+	}
+	tw.Close()
+	zw.Close()
+	line = bytes.Buffer{}
+	h := &vendortest.ETOpen{Archive: buf.Bytes()}
+	src := serve(t, h)
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	sink := &heapSink{every: 20_000}
+	if _, err := src.Fetch(context.Background(), "", time.Time{}, sink); err != nil {
+		t.Fatal(err)
+	}
+	if sink.rules != rules {
+		t.Fatalf("%d rules, want %d", sink.rules, rules)
+	}
+	grown := int64(sink.peak) - int64(base)
+	const bound = 4 << 20 // under one rules file (about 10 MB here): not even a file is held
+	t.Logf("rule text %d MB, live heap grew by at most %d kB", textBytes>>20, grown>>10)
+	if grown > bound {
+		t.Errorf("live heap grew by %d bytes while streaming %d bytes of rules; want under %d", grown, textBytes, bound)
+	}
+}
+
+// heapSink drops indicators and samples the live heap every `every` rules.
+type heapSink struct {
+	every, rules int
+	peak         uint64
+}
+
+func (h *heapSink) Indicator(_ context.Context, ind ioc.Indicator) error {
+	if ind.Kind != ioc.Rule {
+		return nil
+	}
+	h.rules++
+	if h.rules%h.every == 0 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		h.peak = max(h.peak, ms.HeapAlloc)
+	}
+	return nil
+}
+func (h *heapSink) Rejected(int64, string)                   {}
+func (h *heapSink) Checkpoint(context.Context, string) error { return nil }
+
+var _ http.Handler = (*vendortest.ETOpen)(nil)
