@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"database/sql"
 	"mime"
 	"net/http"
 	"slices"
@@ -18,60 +19,67 @@ import (
 // always RULE (a filter naming only other kinds exports no rule), and
 // expired rules the sweeper has not removed yet are left out.
 func (s *Server) exportRules(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	exp, err := s.resolver.IoCExportFrom(ctx, r.URL.Query())
+	exp, err := s.resolver.IoCExportFrom(r.Context(), r.URL.Query())
 	if err != nil {
 		writeErr(w, r, err)
 		return
 	}
-	f := exp.Filter
-	none := len(f.Types) > 0 && !slices.Contains(f.Types, ioc.Rule)
-	f.Types = []ioc.Kind{ioc.Rule}
-	now := time.Now().UTC()
-	if f.ExpiresAfter == nil || f.ExpiresAfter.Before(now) {
-		f.ExpiresAfter = &now
+	none := len(exp.Filter.Types) > 0 && !slices.Contains(exp.Filter.Types, ioc.Rule)
+	exp.Filter.Types = []ioc.Kind{ioc.Rule}
+	out := &rulesExport{w: w, filename: exportFilename("rules", "rules"), now: time.Now().UTC()}
+	if none {
+		out.Start()
+		out.Flush()
+		return
 	}
-	page := &store.IoCPage{}
-	if !none {
-		if page, err = s.store.IoCs(ctx, f, exp.Order, exportPage, ""); err != nil {
-			writeErr(w, r, err)
-			return
-		}
+	var text sql.NullString
+	cols := store.StreamColumns{
+		Extra:     []string{"(SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id)"},
+		ExtraDest: func(*store.IoCRow) []any { return []any{&text} },
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": exportFilename("rules", "rules")}))
-	out := bufio.NewWriter(w)
-	defer out.Flush()
-	out.WriteString("# Suricata rules exported by tifeeds, one rule a line\n")
-	out.WriteString("# Source: tifeeds, the live RULE indicators of its feeds (Proofpoint ET Open for the IDS_RULES feed)\n")
-	out.WriteString("# Generated: " + now.Format(time.RFC3339) + "\n")
-	for {
-		ids := make([]int64, len(page.IoCs))
-		for i := range page.IoCs {
-			ids[i] = page.IoCs[i].ID
+	streamIoCExport(s, w, r, "rules.rules", exp, cols, out, func(out *rulesExport, row *store.IoCRow) error {
+		// Expired rules the sweeper has not removed yet are not live. This
+		// is checked here, not in the filter, so the ETag does not move with
+		// the clock.
+		if row.ExpiresAt.Before(out.now) {
+			return nil
 		}
-		texts, err := s.store.IoCTexts(ctx, ids)
-		if err != nil {
-			// Headers are gone: the truncated body is all we can signal.
-			s.log.Warn("Rules export cut short", "error", err)
-			return
-		}
-		for _, id := range ids {
-			// A rule stored without its text has nothing to export.
-			if text := ruleLine(texts[id]); text != "" {
-				out.WriteString(text)
-				out.WriteByte('\n')
-			}
-		}
-		if !page.HasNextPage {
-			return
-		}
-		if page, err = s.store.IoCs(ctx, f, exp.Order, exportPage, page.EndCursor); err != nil {
-			s.log.Warn("Rules export cut short", "error", err)
-			return
-		}
-	}
+		// A rule stored without its text has nothing to export.
+		return out.WriteRule(ruleLine(text.String))
+	})
 }
+
+// rulesExport writes a Suricata rules file: a comment header, then one rule
+// a line.
+type rulesExport struct {
+	w        http.ResponseWriter
+	buf      *bufio.Writer
+	filename string
+	now      time.Time
+}
+
+// Start sends the headers and the file's comment header.
+func (e *rulesExport) Start() error {
+	e.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	e.w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": e.filename}))
+	e.buf = bufio.NewWriterSize(e.w, 64<<10)
+	e.buf.WriteString("# Suricata rules exported by tifeeds, one rule a line\n")
+	e.buf.WriteString("# Source: tifeeds, the live RULE indicators of its feeds (Proofpoint ET Open for the IDS_RULES feed)\n")
+	_, err := e.buf.WriteString("# Generated: " + e.now.Format(time.RFC3339) + "\n")
+	return err
+}
+
+// WriteRule adds one rule; an empty one is left out.
+func (e *rulesExport) WriteRule(line string) error {
+	if line == "" {
+		return nil
+	}
+	e.buf.WriteString(line)
+	return e.buf.WriteByte('\n')
+}
+
+// Flush sends what is buffered.
+func (e *rulesExport) Flush() error { return e.buf.Flush() }
 
 // ruleLine is a stored rule text as one line of a rules file: a line
 // break inside it would end the rule there.
