@@ -622,7 +622,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	}
 	cat, ok := r.sources.Lookup(SourceKey(f))
 	if !ok {
-		return fail(fmt.Errorf("ingest: no source for %q feeds in this build", SourceKey(f)))
+		return fail(noSourceError(f))
 	}
 	cfg, err := r.sourceConfig(f)
 	if err != nil {
