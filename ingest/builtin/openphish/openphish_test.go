@@ -46,7 +46,7 @@ func serve(t *testing.T, file string) (*vendortest.Server, *vendortest.OpenPhish
 	op := &vendortest.OpenPhish{}
 	op.Set(string(b))
 	srv.Handle(vendortest.OpenPhishHost, op)
-	return srv, op, &openphish.Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: time.Second}
+	return srv, op, &openphish.Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: 50 * time.Millisecond}
 }
 
 func TestParse(t *testing.T) {
