@@ -128,8 +128,7 @@ var errNoBuiltinSource = errors.New("this version of tifeeds cannot fetch this b
 // noSourceError says that f's kind has no source here, as a Fetching Data
 // Error that names the feed.
 func noSourceError(f *store.Feed) error {
-	if f.Type == store.FeedBuiltin {
-		spec, _ := builtin.Lookup(builtin.Kind(f.Kind))
+	if spec, ok := builtin.Lookup(builtin.Kind(f.Kind)); ok && f.Type == store.FeedBuiltin {
 		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("ingest: %s (%s): %w", f.Name, spec.Service, errNoBuiltinSource))
 	}
 	return fmt.Errorf("ingest: no source for %q feeds in this build", SourceKey(f))
