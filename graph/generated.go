@@ -63,6 +63,7 @@ type ComplexityRoot struct {
 
 	Feed struct {
 		BackfillDays     func(childComplexity int) int
+		BuiltinKind      func(childComplexity int) int
 		CanDelete        func(childComplexity int) int
 		CanEdit          func(childComplexity int) int
 		CanReset         func(childComplexity int) int
@@ -73,10 +74,13 @@ type ComplexityRoot struct {
 		Enabled          func(childComplexity int) int
 		HasPassword      func(childComplexity int) int
 		ID               func(childComplexity int) int
+		Icon             func(childComplexity int) int
 		IocCount         func(childComplexity int) int
 		LastIngestion    func(childComplexity int) int
 		LastRun          func(childComplexity int) int
+		MissingSetting   func(childComplexity int) int
 		Name             func(childComplexity int) int
+		Needs            func(childComplexity int) int
 		PollingFrequency func(childComplexity int) int
 		PremiumKind      func(childComplexity int) int
 		RetentionPeriod  func(childComplexity int) int
@@ -323,6 +327,10 @@ type FeedResolver interface {
 	CanReset(ctx context.Context, obj *store.Feed) (bool, error)
 	LastRun(ctx context.Context, obj *store.Feed) (*store.FeedRun, error)
 	PremiumKind(ctx context.Context, obj *store.Feed) (*model.PremiumFeedKind, error)
+	BuiltinKind(ctx context.Context, obj *store.Feed) (*model.BuiltinFeedKind, error)
+	Icon(ctx context.Context, obj *store.Feed) (*string, error)
+	Needs(ctx context.Context, obj *store.Feed) (*string, error)
+	MissingSetting(ctx context.Context, obj *store.Feed) (*string, error)
 }
 type FeedConnectionResolver interface {
 	Facets(ctx context.Context, obj *model.FeedConnection) ([]*model.FeedFacet, error)
@@ -456,6 +464,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Feed.BackfillDays(childComplexity), true
+	case "Feed.builtinKind":
+		if e.ComplexityRoot.Feed.BuiltinKind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Feed.BuiltinKind(childComplexity), true
 	case "Feed.canDelete":
 		if e.ComplexityRoot.Feed.CanDelete == nil {
 			break
@@ -516,6 +530,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Feed.ID(childComplexity), true
+	case "Feed.icon":
+		if e.ComplexityRoot.Feed.Icon == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Feed.Icon(childComplexity), true
 	case "Feed.iocCount":
 		if e.ComplexityRoot.Feed.IocCount == nil {
 			break
@@ -534,12 +554,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Feed.LastRun(childComplexity), true
+	case "Feed.missingSetting":
+		if e.ComplexityRoot.Feed.MissingSetting == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Feed.MissingSetting(childComplexity), true
 	case "Feed.name":
 		if e.ComplexityRoot.Feed.Name == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Feed.Name(childComplexity), true
+	case "Feed.needs":
+		if e.ComplexityRoot.Feed.Needs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Feed.Needs(childComplexity), true
 	case "Feed.pollingFrequency":
 		if e.ComplexityRoot.Feed.PollingFrequency == nil {
 			break
@@ -1976,6 +2008,30 @@ type Feed {
   lastRun: FeedRun @hasScope(scope: ROOT)
   "The premium kind of a premium feed; null for the others."
   premiumKind: PremiumFeedKind @hasScope(scope: ROOT)
+  "The built-in kind of a built-in feed; null for the others."
+  builtinKind: BuiltinFeedKind @hasScope(scope: ROOT)
+  "The icon of a built-in feed (a name the dashboard draws); null for the others."
+  icon: String @hasScope(scope: ROOT)
+  "What a built-in feed needs to run, in one line; null for the others."
+  needs: String @hasScope(scope: ROOT)
+  """
+  The server setting a built-in feed needs and that is not set (e.g.
+  "--otx-api-key (TIFEEDS_OTX_API_KEY)"): its runs fail with Invalid
+  Credentials until it is. Null when nothing is missing.
+  """
+  missingSetting: String @hasScope(scope: ROOT)
+}
+
+"The eight built-in feed kinds; feeds/CATALOG.md names the service each reads."
+enum BuiltinFeedKind {
+  OPEN_THREAT_EXCHANGE
+  GOVERNMENT
+  IP_DOMAIN_REPUTATION
+  IDS_RULES
+  PHISHING_URL_DATABASE
+  MALWARE_URL_SSL
+  PHISHING_URL_FEED
+  EMERGING_THREAT
 }
 
 type FeedRun {
@@ -2483,6 +2539,14 @@ func (ec *executionContext) childFields_Feed(ctx context.Context, field graphql.
 		return ec.fieldContext_Feed_lastRun(ctx, field)
 	case "premiumKind":
 		return ec.fieldContext_Feed_premiumKind(ctx, field)
+	case "builtinKind":
+		return ec.fieldContext_Feed_builtinKind(ctx, field)
+	case "icon":
+		return ec.fieldContext_Feed_icon(ctx, field)
+	case "needs":
+		return ec.fieldContext_Feed_needs(ctx, field)
+	case "missingSetting":
+		return ec.fieldContext_Feed_missingSetting(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Feed", field.Name)
 }
@@ -4648,6 +4712,170 @@ func (ec *executionContext) _Feed_premiumKind(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Feed_premiumKind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Feed", field, true, true, errors.New("field of type PremiumFeedKind does not have child fields"))
+}
+
+func (ec *executionContext) _Feed_builtinKind(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Feed_builtinKind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Feed().BuiltinKind(ctx, obj)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *model.BuiltinFeedKind
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.BuiltinFeedKind
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, obj, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BuiltinFeedKind) graphql.Marshaler {
+			return ec.marshalOBuiltinFeedKind2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐBuiltinFeedKind(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Feed_builtinKind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Feed", field, true, true, errors.New("field of type BuiltinFeedKind does not have child fields"))
+}
+
+func (ec *executionContext) _Feed_icon(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Feed_icon(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Feed().Icon(ctx, obj)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *string
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *string
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, obj, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Feed_icon(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Feed", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Feed_needs(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Feed_needs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Feed().Needs(ctx, obj)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *string
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *string
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, obj, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Feed_needs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Feed", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Feed_missingSetting(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Feed_missingSetting(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Feed().MissingSetting(ctx, obj)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *string
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *string
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, obj, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Feed_missingSetting(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Feed", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _FeedConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.FeedConnection) (ret graphql.Marshaler) {
@@ -11913,6 +12141,158 @@ func (ec *executionContext) _Feed(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "builtinKind":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Feed_builtinKind(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "icon":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Feed_icon(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "needs":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Feed_needs(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "missingSetting":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Feed_missingSetting(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -15341,6 +15721,22 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOBuiltinFeedKind2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐBuiltinFeedKind(ctx context.Context, v any) (*model.BuiltinFeedKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.BuiltinFeedKind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOBuiltinFeedKind2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐBuiltinFeedKind(ctx context.Context, sel ast.SelectionSet, v *model.BuiltinFeedKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOCustomFeedCategory2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐCustomFeedCategory(ctx context.Context, v any) (*model.CustomFeedCategory, error) {

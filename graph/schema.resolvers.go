@@ -44,6 +44,22 @@ func (r *feedResolver) PremiumKind(ctx context.Context, obj *store.Feed) (*model
 	return r.feedPremiumKind(ctx, obj)
 }
 
+func (r *feedResolver) BuiltinKind(ctx context.Context, obj *store.Feed) (*model.BuiltinFeedKind, error) {
+	return r.feedBuiltinKind(ctx, obj)
+}
+
+func (r *feedResolver) Icon(ctx context.Context, obj *store.Feed) (*string, error) {
+	return r.feedIcon(ctx, obj)
+}
+
+func (r *feedResolver) Needs(ctx context.Context, obj *store.Feed) (*string, error) {
+	return r.feedNeeds(ctx, obj)
+}
+
+func (r *feedResolver) MissingSetting(ctx context.Context, obj *store.Feed) (*string, error) {
+	return r.feedMissingSetting(ctx, obj)
+}
+
 func (r *feedConnectionResolver) Facets(ctx context.Context, obj *model.FeedConnection) ([]*model.FeedFacet, error) {
 	return r.feedFacets(ctx, obj)
 }

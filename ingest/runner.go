@@ -622,7 +622,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	}
 	cat, ok := r.sources.Lookup(SourceKey(f))
 	if !ok {
-		return fail(fmt.Errorf("ingest: no source for %q feeds in this build", SourceKey(f)))
+		return fail(noSourceError(f))
 	}
 	cfg, err := r.sourceConfig(f)
 	if err != nil {
@@ -677,7 +677,12 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 			}
 		},
 	})
-	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping})
+	lists := &completeLists{}
+	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping, lists: lists})
+	unchanged := errors.Is(err, ioc.ErrUnchanged)
+	if unchanged {
+		err = nil
+	}
 	limitHit := errors.Is(err, ErrLimitReached)
 	if capped := (*RunCapped)(nil); errors.As(err, &capped) {
 		limitHit, note = true, func() string { return capped.Note }
@@ -705,7 +710,16 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		return stats, o
 	}
 	if err == nil {
-		return stats, outcome{message: f.SuccessMessage()}
+		o := outcome{message: f.SuccessMessage()}
+		switch {
+		case unchanged:
+			o.note = noteUnchanged
+		case !stats.LimitReached:
+			// Complete and successful: the snapshot lists read whole lose
+			// what they no longer hold.
+			o.note = r.expireLists(ctx, f, run, lists.list())
+		}
+		return stats, o
 	}
 	o := failedOutcome(ctx, err, fail)
 	if settleErr != nil && o.message != store.MessageDisabled {
@@ -748,6 +762,7 @@ func limitNote(limit int64, resumeAt time.Time) string {
 type safeSink struct {
 	ioc.Sink
 	stopping *atomic.Bool
+	lists    *completeLists // snapshot lists read whole; see snapshot.go
 }
 
 func (s *safeSink) Checkpoint(ctx context.Context, cursor string) error {

@@ -84,9 +84,10 @@ type Category struct {
 // Registry maps a feed's category (custom feeds) or kind (built-in and
 // premium feeds) to how it is fetched.
 type Registry struct {
-	mu     sync.RWMutex
-	m      map[string]Category
-	client *http.Client
+	mu          sync.RWMutex
+	m           map[string]Category
+	client      *http.Client
+	builtinKeys BuiltinKeys
 }
 
 // NewRegistry returns an empty registry whose sources fetch under the

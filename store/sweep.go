@@ -194,3 +194,42 @@ func (s *Store) CountFeedIoCs(ctx context.Context, feedID int64) (int64, error) 
 	}
 	return n, nil
 }
+
+// ExpireUnseen removes the feed's sightings from source that were last
+// seen before since, and the IoCs left without one, recomputing the
+// aggregates of the others, in transactions of a few thousand. A snapshot
+// list calls it after a complete run that started at since: every value
+// the run handed over had its sighting's last_seen set to the time of its
+// batch (not before since), so what is older was dropped from the list.
+func (s *Store) ExpireUnseen(ctx context.Context, feedID int64, source string, since time.Time) (removed int64, err error) {
+	sinceUS := micros(since)
+	for {
+		var n int
+		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			var ids []int64
+			if err := tx.NewRaw(`SELECT ioc_id FROM sightings WHERE feed_id = ? AND source = ? AND last_seen < ? LIMIT ?`,
+				feedID, source, sinceUS, maintenanceBatch).Scan(ctx, &ids); err != nil {
+				return err
+			}
+			n = len(ids)
+			if n == 0 {
+				return nil
+			}
+			r, err := tx.ExecContext(ctx, `DELETE FROM sightings WHERE feed_id = ? AND source = ? AND last_seen < ? AND ioc_id IN (?)`,
+				feedID, source, sinceUS, bun.In(ids))
+			if err != nil {
+				return err
+			}
+			c, _ := r.RowsAffected()
+			removed += c
+			_, err = s.dropOrphans(ctx, tx, ids)
+			return err
+		})
+		if err != nil {
+			return removed, fmt.Errorf("store: unable to expire what feed %d's list %q no longer holds: %w", feedID, source, err)
+		}
+		if n < maintenanceBatch {
+			return removed, nil
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
@@ -58,6 +59,8 @@ func TestServe(t *testing.T) {
 			t.Setenv("TIFEEDS_ADMIN_PASSWORD", "")
 			t.Setenv("TIFEEDS_ADMIN_API_KEY", "")
 			t.Setenv("TIFEEDS_LOG_FORMAT", "json")
+			// The built-in feeds run at start: never against the real vendors.
+			t.Setenv("TIFEEDS_FEED_MIRROR", vendortest.New(t).URL)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var stdout, stderr syncBuffer
@@ -133,6 +136,7 @@ func TestFlagValidation(t *testing.T) {
 		"bad log format":   {"--log-format", "xml"},
 		"cert without key": {"--tls-cert", "c.pem"},
 		"stray argument":   {"extra"},
+		"bad feed mirror":  {"--feed-mirror", "ftp://mirror.example.com"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

@@ -16,7 +16,9 @@ import (
 
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -76,9 +78,24 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"mark the session cookie Secure though serving plain HTTP, behind a TLS-terminating proxy (TIFEEDS_COOKIE_SECURE)")
 	allowedOrigins := fs.String("allowed-origins", envDefault("TIFEEDS_ALLOWED_ORIGINS", ""),
 		"comma-separated origins (https://host[:port]) the dashboard is reached at, when a reverse proxy rewrites Host (TIFEEDS_ALLOWED_ORIGINS)")
+	mirror := fs.String("feed-mirror", envDefault("TIFEEDS_FEED_MIRROR", ""),
+		"send every request of the built-in feeds and premium vendor clients to <URL>/<host><path>?<query>, for an egress mirror or tests (TIFEEDS_FEED_MIRROR)")
+	// The keys' flags have no default: --help would print it. The
+	// environment is read after parsing.
+	keyFlags := map[builtin.Key]*string{}
+	for _, k := range builtin.Keys {
+		keyFlags[k] = fs.String(k.Flag, "", "key of the built-in feeds that read "+keyUsers(k)+" ("+k.Env+")")
+	}
 	if err = fs.Parse(args); err != nil {
 		return err
 	}
+	for k, v := range keyFlags {
+		if !flagSet(fs, k.Flag) {
+			*v = envDefault(k.Env, "")
+		}
+	}
+	keys := ingest.BuiltinKeys{OTX: *keyFlags[builtin.OTXKey], AbuseCH: *keyFlags[builtin.AbuseCHKey],
+		PhishTank: *keyFlags[builtin.PhishTankKey], ETReputation: *keyFlags[builtin.ETReputationKey]}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %v", fs.Args())
 	}
@@ -106,6 +123,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--allowed-origins: %q is not an origin like https://tifeeds.example.com", o)
 		}
 		cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
+	}
+	vendorClient, err := egress.NewVendorClient(egress.Options{AllowPrivate: *allowPrivate}, *mirror)
+	if err != nil {
+		return err
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
@@ -150,7 +171,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Warn("Feeds may fetch from private and loopback addresses", "setting", "feed-allow-private")
 	}
 	feedClient := egress.NewClient(egress.Options{AllowPrivate: *allowPrivate})
-	runner, err := startRunner(ctx, st, *dsn, *premiumBase, feedClient, bus, log)
+	if *mirror != "" {
+		log.Info("Vendor requests go to the feed mirror", "mirror", ioc.MaskURL(*mirror))
+	}
+	runner, err := startRunner(ctx, st, *dsn, *premiumBase, feedClient, bus, log,
+		ingest.BuiltinOptions{Client: vendorClient, Keys: keys})
 	if err != nil {
 		return err
 	}
@@ -197,11 +222,24 @@ func printAdmin(w io.Writer, a store.AdminCredentials) {
 	fmt.Fprintln(w, "==================================================================")
 }
 
-// startRunner builds the feed runner with the sources of this build and
-// starts scheduling.
-// Every source fetches through feedClient, the egress policy's client.
+// keyUsers names the services that read key k.
+func keyUsers(k builtin.Key) string {
+	var names []string
+	for _, s := range builtin.Specs() {
+		if s.Key == k {
+			names = append(names, s.Service)
+		}
+	}
+	return strings.Join(names, " and ")
+}
+
+// startRunner builds the feed runner with the sources of this build,
+// delivers the built-in and premium feeds and starts scheduling.
+// Every source of URLs users type fetches through feedClient, the egress
+// policy's client; the built-in sources through bo.Client, the vendor
+// client (the policy and the feed mirror).
 func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, feedClient *http.Client,
-	bus *ingest.Bus, log *slog.Logger) (*ingest.Runner, error) {
+	bus *ingest.Bus, log *slog.Logger, bo ingest.BuiltinOptions) (*ingest.Runner, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
 		return nil, err
@@ -210,9 +248,13 @@ func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, 
 	sources.RegisterTSV(ingest.TSVOptions{})
 	sources.RegisterTAXII(ingest.TAXIIOptions{})
 	sources.RegisterFeedList(ingest.FeedListOptions{})
+	sources.RegisterBuiltins(bo)
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log,
 		PremiumEndpointBase: premiumBase})
 	if err != nil {
+		return nil, err
+	}
+	if err := runner.EnsureBuiltinFeeds(ctx); err != nil {
 		return nil, err
 	}
 	if err := runner.EnsurePremiumFeeds(ctx); err != nil {

@@ -82,6 +82,13 @@ export default async function globalSetup() {
       req.on('close', () => clearInterval(timer));
       return;
     }
+    // The feed mirror (TIFEEDS_FEED_MIRROR): the built-in feeds are enabled
+    // and run at start; they must never reach the real vendors from a test.
+    if (req.url?.startsWith('/openphish.com/feed.txt')) {
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end('https://phish.example.com/login\n');
+      return;
+    }
     res.writeHead(404).end('not found');
   });
   const tsvPort = await listen(tsv);
@@ -103,6 +110,7 @@ export default async function globalSetup() {
       TIFEEDS_LOG_LEVEL: 'debug',
       // The test feed server is on loopback, which feeds may not reach by default.
       TIFEEDS_FEED_ALLOW_PRIVATE: 'true',
+      TIFEEDS_FEED_MIRROR: `http://127.0.0.1:${tsvPort}`,
     },
     stdio: ['ignore', log, log],
   });

@@ -35,6 +35,10 @@ export const FeedRowFields = graphql(`
     canDelete
     canReset
     premiumKind
+    builtinKind
+    icon
+    needs
+    missingSetting
   }
 `);
 

@@ -265,6 +265,74 @@ type ViewOrderInput struct {
 	Direction *OrderDirection `json:"direction,omitempty"`
 }
 
+// The eight built-in feed kinds; feeds/CATALOG.md names the service each reads.
+type BuiltinFeedKind string
+
+const (
+	BuiltinFeedKindOpenThreatExchange  BuiltinFeedKind = "OPEN_THREAT_EXCHANGE"
+	BuiltinFeedKindGovernment          BuiltinFeedKind = "GOVERNMENT"
+	BuiltinFeedKindIPDomainReputation  BuiltinFeedKind = "IP_DOMAIN_REPUTATION"
+	BuiltinFeedKindIDSRules            BuiltinFeedKind = "IDS_RULES"
+	BuiltinFeedKindPhishingURLDatabase BuiltinFeedKind = "PHISHING_URL_DATABASE"
+	BuiltinFeedKindMalwareURLSsl       BuiltinFeedKind = "MALWARE_URL_SSL"
+	BuiltinFeedKindPhishingURLFeed     BuiltinFeedKind = "PHISHING_URL_FEED"
+	BuiltinFeedKindEmergingThreat      BuiltinFeedKind = "EMERGING_THREAT"
+)
+
+var AllBuiltinFeedKind = []BuiltinFeedKind{
+	BuiltinFeedKindOpenThreatExchange,
+	BuiltinFeedKindGovernment,
+	BuiltinFeedKindIPDomainReputation,
+	BuiltinFeedKindIDSRules,
+	BuiltinFeedKindPhishingURLDatabase,
+	BuiltinFeedKindMalwareURLSsl,
+	BuiltinFeedKindPhishingURLFeed,
+	BuiltinFeedKindEmergingThreat,
+}
+
+func (e BuiltinFeedKind) IsValid() bool {
+	switch e {
+	case BuiltinFeedKindOpenThreatExchange, BuiltinFeedKindGovernment, BuiltinFeedKindIPDomainReputation, BuiltinFeedKindIDSRules, BuiltinFeedKindPhishingURLDatabase, BuiltinFeedKindMalwareURLSsl, BuiltinFeedKindPhishingURLFeed, BuiltinFeedKindEmergingThreat:
+		return true
+	}
+	return false
+}
+
+func (e BuiltinFeedKind) String() string {
+	return string(e)
+}
+
+func (e *BuiltinFeedKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = BuiltinFeedKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid BuiltinFeedKind", str)
+	}
+	return nil
+}
+
+func (e BuiltinFeedKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *BuiltinFeedKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e BuiltinFeedKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type CustomFeedCategory string
 
 const (

@@ -1,3 +1,4 @@
+import { needsLine } from '../lib/builtinFeeds';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState, useSyncExternalStore } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
@@ -116,6 +117,11 @@ export function FeedDetailPage() {
         </div>
       </div>
 
+      {needsLine(f) && (
+        <p className={needsLine(f)?.missing ? 'callout callout-warn' : 'muted'} data-testid="feed-needs">
+          {needsLine(f)?.missing ? needsLine(f)?.text : `Needs: ${needsLine(f)?.text}`}
+        </p>
+      )}
       <dl className="facts card">
         <div>
           <dt>Status</dt>

@@ -1,3 +1,4 @@
+import { needsLine } from '../lib/builtinFeeds';
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import {
   createColumnHelper,
@@ -171,11 +172,21 @@ export function FeedsPage() {
       }),
       col.accessor('description', {
         header: 'Description',
-        cell: (c) => (
-          <span className="clamp" title={c.getValue()}>
-            {c.getValue()}
-          </span>
-        ),
+        cell: (c) => {
+          const needs = needsLine(c.row.original);
+          return (
+            <>
+              <span className="clamp" title={c.getValue()}>
+                {c.getValue()}
+              </span>
+              {needs?.missing && (
+                <span className="badge badge-warn" data-testid="missing-key" title={needs.text}>
+                  {needs.text}
+                </span>
+              )}
+            </>
+          );
+        },
       }),
       col.accessor('lastIngestion', {
         header: 'Last Ingestion',

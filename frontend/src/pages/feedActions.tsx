@@ -1,3 +1,4 @@
+import { builtinGlyph } from '../lib/builtinFeeds';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import {
@@ -159,10 +160,16 @@ export function EnabledSwitch(props: {
   );
 }
 
-/** FeedIcon is a small badge per feed kind (feeds carry no image of their own). */
-export function FeedIcon({ feed }: { feed: Pick<FeedRowFragment, 'type' | 'category' | 'name'> }) {
-  const text =
-    feed.type === 'CUSTOM' ? (feed.category === 'TSV' ? 'TSV' : 'TX') : feed.type === 'PREMIUM' ? '★' : feed.name.slice(0, 2);
+/** FeedIcon is a small badge per feed kind: a built-in feed's own icon, else one per type. */
+export function FeedIcon({ feed }: { feed: Pick<FeedRowFragment, 'type' | 'category' | 'name'> & { icon?: string | null } }) {
+  if (feed.type === 'BUILTIN') {
+    return (
+      <span className="feed-icon feed-icon-builtin" role="img" aria-label={`${feed.name} icon`} data-icon={feed.icon ?? ''} title={feed.name}>
+        {builtinGlyph(feed.icon)}
+      </span>
+    );
+  }
+  const text = feed.type === 'CUSTOM' ? (feed.category === 'TSV' ? 'TSV' : 'TX') : '★';
   return (
     <span className={`feed-icon feed-icon-${feed.type.toLowerCase()}`} aria-hidden="true">
       {text.toUpperCase()}
