@@ -8,7 +8,14 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/builtin"
+	"github.com/tifeeds/tifeeds/ingest/builtin/circl"
+	"github.com/tifeeds/tifeeds/ingest/builtin/etopen"
+	"github.com/tifeeds/tifeeds/ingest/builtin/etrep"
 	"github.com/tifeeds/tifeeds/ingest/builtin/openphish"
+	"github.com/tifeeds/tifeeds/ingest/builtin/otx"
+	"github.com/tifeeds/tifeeds/ingest/builtin/phishtank"
+	"github.com/tifeeds/tifeeds/ingest/builtin/threatfox"
+	"github.com/tifeeds/tifeeds/ingest/builtin/urlhaus"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -62,14 +69,30 @@ type BuiltinOptions struct {
 // builtinSources binds each built-in kind to its package's source: one
 // line per kind.
 var builtinSources = map[builtin.Kind]func(e BuiltinEnv) BuiltinFetch{
+	builtin.OpenThreatExchange: func(e BuiltinEnv) BuiltinFetch {
+		return (&otx.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
+	},
+	builtin.Government: func(e BuiltinEnv) BuiltinFetch {
+		return (&circl.Source{Client: e.Client, Now: e.Now}).Fetch
+	},
+	builtin.IPDomainReputation: func(e BuiltinEnv) BuiltinFetch {
+		return (&etrep.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
+	},
+	builtin.IDSRules: func(e BuiltinEnv) BuiltinFetch {
+		return (&etopen.Source{Client: e.Client, Now: e.Now}).Fetch
+	},
+	builtin.PhishingURLDatabase: func(e BuiltinEnv) BuiltinFetch {
+		return (&phishtank.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
+	},
+	builtin.MalwareURLSSL: func(e BuiltinEnv) BuiltinFetch {
+		return (&urlhaus.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
+	},
 	builtin.PhishingURLFeed: func(e BuiltinEnv) BuiltinFetch {
 		return (&openphish.Source{Client: e.Client, Now: e.Now}).Fetch
 	},
-	// LEAD: the other seven kinds go here as their packages land, e.g.
-	//   builtin.OpenThreatExchange: func(e BuiltinEnv) BuiltinFetch { return (&otx.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch },
-	//   builtin.Government, builtin.IPDomainReputation, builtin.IDSRules,
-	//   builtin.PhishingURLDatabase, builtin.MalwareURLSSL, builtin.EmergingThreat.
-	// A kind not listed fails its runs with Fetching Data Error, saying so.
+	builtin.EmergingThreat: func(e BuiltinEnv) BuiltinFetch {
+		return (&threatfox.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
+	},
 }
 
 // RegisterBuiltins adds every built-in kind this build has a source for,
