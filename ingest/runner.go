@@ -561,7 +561,7 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	}
 
 	stats, out := r.fetch(ctx, f, run)
-	run.Fetched, run.Stored, run.Rejected = stats.Fetched, stats.Stored, stats.Rejected
+	run.Fetched, run.Stored, run.Added, run.Rejected = stats.Fetched, stats.Stored, stats.Added, stats.Rejected
 	run.Rejections = stats.Rejections
 	// The detail is stored, shown and logged: the URLs it quotes lose their
 	// query tokens and user information whichever error put them there.
@@ -637,31 +637,41 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	if f.BackfillDays > 0 {
 		req.Since = now.AddDate(0, 0, -f.BackfillDays)
 	}
-	// The run stops at the smaller of the per-poll limit and what is left
-	// of the daily one; the run's note says which.
+	// The run stops at the per-poll limit (what it stores) or at what is
+	// left of the daily one (the sightings new to the feed that it stores:
+	// re-reporting what the feed has, as an unchanged file run again does,
+	// costs none of it), whichever comes first; the run's note says which.
+	// The source is told the per-poll limit only: it cannot tell which of
+	// its indicators are new.
 	req.Limit = cat.RunLimit
 	note := func() string { return runLimitNote(cat.RunLimit) }
+	var addLimit int64
 	var resumeAt time.Time
 	if cat.DailyLimit > 0 {
 		day := now.Truncate(24 * time.Hour)
 		resumeAt = day.Add(24 * time.Hour)
-		used, err := r.st.StoredSince(ctx, f.ID, day)
+		used, err := r.st.AddedSince(ctx, f.ID, day)
 		if err != nil {
 			return fail(err)
 		}
-		if left := cat.DailyLimit - used; req.Limit == 0 || left < req.Limit {
-			req.Limit = left
-			note = func() string { return limitNote(cat.DailyLimit, resumeAt) }
-		}
-		if req.Limit <= 0 {
+		addLimit = cat.DailyLimit - used
+		if addLimit <= 0 {
 			return RunStats{}, outcome{message: f.SuccessMessage(),
 				note: limitNote(cat.DailyLimit, resumeAt)}
 		}
+	}
+	// Which limit ended the run: the sink tells by its counts.
+	endNote := func(s RunStats) string {
+		if addLimit > 0 && s.Added >= addLimit {
+			return limitNote(cat.DailyLimit, resumeAt)
+		}
+		return note()
 	}
 	var lastFeedEvent time.Time
 	sink := NewBatchSink(r.st, f.ID, run.ID, BatchOptions{
 		BatchSize: r.opts.BatchSize,
 		Limit:     req.Limit,
+		AddLimit:  addLimit,
 		Retention: time.Duration(f.RetentionPeriod) * 24 * time.Hour,
 		Now:       r.opts.Now,
 		OnProgress: func(s RunStats) {
@@ -681,6 +691,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	limitHit := errors.Is(err, ErrLimitReached)
 	if capped := (*RunCapped)(nil); errors.As(err, &capped) {
 		limitHit, note = true, func() string { return capped.Note }
+		endNote = func(RunStats) string { return capped.Note }
 	}
 	if err == nil {
 		// Sources that do not checkpoint their final cursor get it saved here.
@@ -700,7 +711,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	if limitHit || (err == nil && stats.LimitReached) {
 		o := outcome{message: f.SuccessMessage()}
 		if cursor != "" { // the limit was used up before the end of the source
-			o.note = note()
+			o.note = endNote(stats)
 		}
 		return stats, o
 	}
