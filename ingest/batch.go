@@ -38,7 +38,7 @@ type BatchOptions struct {
 	// AddLimit is the most sightings new to the feed to store this run (the
 	// rest of the daily limit); 0 = no limit. Re-reports of sightings the
 	// feed has are stored without counting against it.
-	AddLimit int64
+	AddLimit  int64
 	Retention time.Duration
 	Now       func() time.Time // time.Now when nil
 	// OnProgress is called after each batch is written (live progress),

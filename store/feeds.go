@@ -140,12 +140,12 @@ func (f *Feed) HasSecret() bool { return len(f.Secret) > 0 }
 type FeedRun struct {
 	bun.BaseModel `bun:"table:feed_runs"`
 
-	ID          int64       `bun:"id,pk,autoincrement"`
-	FeedID      int64       `bun:"feed_id,notnull"`
-	StartedAt   time.Time   `bun:"started_at,notnull"`
-	EndedAt     *time.Time  `bun:"ended_at"`
-	Fetched     int64       `bun:"fetched,notnull"`
-	Stored      int64       `bun:"stored,notnull"`
+	ID        int64      `bun:"id,pk,autoincrement"`
+	FeedID    int64      `bun:"feed_id,notnull"`
+	StartedAt time.Time  `bun:"started_at,notnull"`
+	EndedAt   *time.Time `bun:"ended_at"`
+	Fetched   int64      `bun:"fetched,notnull"`
+	Stored    int64      `bun:"stored,notnull"`
 	// Added counts the stored sightings that were new to the feed (not a
 	// re-report of one it has): what the daily limit counts.
 	Added       int64       `bun:"added,notnull"`
