@@ -17,6 +17,8 @@ type Event struct {
 	// Revocation is set on revocation events, which go to OnRevocation
 	// handlers, never to feed subscribers.
 	Revocation *Revocation
+	// Deleted is set on the event that says the feed was deleted.
+	Deleted bool
 }
 
 // Revocation says that a credential of a user, or of any user of a tenant,

@@ -549,7 +549,7 @@ func TestNoConcurrentRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		h.r.runFeed(f.ID, true) // the scheduled job firing meanwhile
+		h.r.runFeed(f.ID, runScheduled) // the scheduled job firing meanwhile
 		if st.Dialect == store.Postgres {
 			// Another instance on the same database does not run it either.
 			other, err := New(Options{Store: st, Secrets: testSecrets(t), Sources: h.reg,
@@ -557,7 +557,7 @@ func TestNoConcurrentRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			other.runFeed(f.ID, false)
+			other.runFeed(f.ID, runAsked)
 		}
 		close(gate)
 		h.r.Wait()
