@@ -798,7 +798,8 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 			}
 		},
 	})
-	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping})
+	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping,
+		downloaded: r.downloadProgress(f.ID, run.ID, sink)})
 	limitHit := errors.Is(err, ErrLimitReached)
 	if capped := (*RunCapped)(nil); errors.As(err, &capped) {
 		limitHit, note = true, func() string { return capped.Note }
@@ -869,7 +870,34 @@ func limitNote(limit int64, resumeAt time.Time) string {
 // checkpoint after Stop, once its batch is written, fails with errStopping.
 type safeSink struct {
 	ioc.Sink
-	stopping *atomic.Bool
+	stopping   *atomic.Bool
+	downloaded func(read, total int64)
+}
+
+// Downloaded reports a download's progress (ioc.ProgressSink).
+func (s *safeSink) Downloaded(read, total int64) {
+	if s.downloaded != nil {
+		s.downloaded(read, total)
+	}
+}
+
+// downloadProgressEvery is the least time between two progress events of a
+// download.
+const downloadProgressEvery = time.Second
+
+// downloadProgress returns what publishes a run's download progress: the
+// first report at once, then at most one a second, so that subscribers see
+// the run move while it downloads, before anything is parsed.
+func (r *Runner) downloadProgress(feedID, runID int64, sink *BatchSink) func(read, total int64) {
+	var last time.Time
+	return func(read, total int64) {
+		if now := time.Now(); last.IsZero() || now.Sub(last) >= downloadProgressEvery {
+			last = now
+			s := sink.Stats()
+			r.bus.Publish(Event{FeedID: feedID, Progress: &Progress{FeedID: feedID, RunID: runID,
+				Fetched: s.Fetched, Stored: s.Stored, Rejected: s.Rejected, Downloaded: read, DownloadTotal: total}})
+		}
+	}
 }
 
 func (s *safeSink) Checkpoint(ctx context.Context, cursor string) error {

@@ -189,3 +189,10 @@ func (s *limitSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 	}
 	return err
 }
+
+// Downloaded passes a download's progress on to the sink it wraps.
+func (s *limitSink) Downloaded(read, total int64) {
+	if ps, ok := s.Sink.(ioc.ProgressSink); ok {
+		ps.Downloaded(read, total)
+	}
+}
