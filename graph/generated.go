@@ -117,13 +117,15 @@ type ComplexityRoot struct {
 	}
 
 	FeedRunProgress struct {
-		Done      func(childComplexity int) int
-		ErrorKind func(childComplexity int) int
-		FeedID    func(childComplexity int) int
-		Fetched   func(childComplexity int) int
-		Rejected  func(childComplexity int) int
-		RunID     func(childComplexity int) int
-		Stored    func(childComplexity int) int
+		Done          func(childComplexity int) int
+		DownloadTotal func(childComplexity int) int
+		Downloaded    func(childComplexity int) int
+		ErrorKind     func(childComplexity int) int
+		FeedID        func(childComplexity int) int
+		Fetched       func(childComplexity int) int
+		Rejected      func(childComplexity int) int
+		RunID         func(childComplexity int) int
+		Stored        func(childComplexity int) int
 	}
 
 	IntRange struct {
@@ -726,6 +728,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FeedRunProgress.Done(childComplexity), true
+	case "FeedRunProgress.downloadTotal":
+		if e.ComplexityRoot.FeedRunProgress.DownloadTotal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRunProgress.DownloadTotal(childComplexity), true
+	case "FeedRunProgress.downloaded":
+		if e.ComplexityRoot.FeedRunProgress.Downloaded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRunProgress.Downloaded(childComplexity), true
 	case "FeedRunProgress.errorKind":
 		if e.ComplexityRoot.FeedRunProgress.ErrorKind == nil {
 			break
@@ -2098,6 +2112,10 @@ type FeedRunProgress {
   "True on the last event of a run."
   done: Boolean!
   errorKind: String!
+  "Bytes the run's download read so far, on the events sent while it downloads (at most one a second); 0 on the others."
+  downloaded: Int!
+  "Bytes the download has in all, when the server said; else null."
+  downloadTotal: Int
 }
 
 input CustomFeedInput {
@@ -2619,6 +2637,10 @@ func (ec *executionContext) childFields_FeedRunProgress(ctx context.Context, fie
 		return ec.fieldContext_FeedRunProgress_done(ctx, field)
 	case "errorKind":
 		return ec.fieldContext_FeedRunProgress_errorKind(ctx, field)
+	case "downloaded":
+		return ec.fieldContext_FeedRunProgress_downloaded(ctx, field)
+	case "downloadTotal":
+		return ec.fieldContext_FeedRunProgress_downloadTotal(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FeedRunProgress", field.Name)
 }
@@ -5473,6 +5495,52 @@ func (ec *executionContext) _FeedRunProgress_errorKind(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_FeedRunProgress_errorKind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRunProgress_downloaded(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRunProgress_downloaded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Downloaded, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRunProgress_downloaded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRunProgress_downloadTotal(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRunProgress_downloadTotal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DownloadTotal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRunProgress_downloadTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRunProgress", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _IntRange_min(ctx context.Context, field graphql.CollectedField, obj *model.IntRange) (ret graphql.Marshaler) {
@@ -12576,6 +12644,16 @@ func (ec *executionContext) _FeedRunProgress(ctx context.Context, sel ast.Select
 		case "errorKind":
 			out.Values[i] = ec._FeedRunProgress_errorKind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "downloaded":
+			out.Values[i] = ec._FeedRunProgress_downloaded(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "downloadTotal":
+			out.Values[i] = ec._FeedRunProgress_downloadTotal(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

@@ -102,14 +102,21 @@ func (r *Resolver) feedRunProgress(ctx context.Context, feedID *string) (<-chan 
 }
 
 func progressModel(p *ingest.Progress) *model.FeedRunProgress {
+	var total *int
+	if p.DownloadTotal > 0 {
+		t := int(p.DownloadTotal)
+		total = &t
+	}
 	return &model.FeedRunProgress{
-		FeedID:    strconv.FormatInt(p.FeedID, 10),
-		RunID:     strconv.FormatInt(p.RunID, 10),
-		Fetched:   int(p.Fetched),
-		Stored:    int(p.Stored),
-		Rejected:  int(p.Rejected),
-		Done:      p.Done,
-		ErrorKind: p.ErrorKind,
+		Downloaded:    int(p.Downloaded),
+		DownloadTotal: total,
+		FeedID:        strconv.FormatInt(p.FeedID, 10),
+		RunID:         strconv.FormatInt(p.RunID, 10),
+		Fetched:       int(p.Fetched),
+		Stored:        int(p.Stored),
+		Rejected:      int(p.Rejected),
+		Done:          p.Done,
+		ErrorKind:     p.ErrorKind,
 	}
 }
 

@@ -24,6 +24,10 @@ var ErrLimitReached = errors.New("ingest: ingestion limit reached")
 // (the TSV source's every 5,000 lines) ride with the batch.
 const sinkBatchSize = 20000
 
+// maxNearStep bounds the writes near a limit of new sightings that grow
+// while they find nothing new, and so by how much a run may pass it.
+const maxNearStep = 256
+
 // MaxRejections is how many rejected records a run keeps with their reasons.
 const MaxRejections = 20
 
@@ -31,6 +35,10 @@ const MaxRejections = 20
 type BatchOptions struct {
 	BatchSize int   // indicators per transaction; sinkBatchSize when 0
 	Limit     int64 // most indicators to store this run; 0 = no limit
+	// AddLimit is the most sightings new to the feed to store this run (the
+	// rest of the daily limit); 0 = no limit. Re-reports of sightings the
+	// feed has are stored without counting against it.
+	AddLimit  int64
 	Retention time.Duration
 	Now       func() time.Time // time.Now when nil
 	// OnProgress is called after each batch is written (live progress),
@@ -41,6 +49,7 @@ type BatchOptions struct {
 // RunStats counts what a run read and stored.
 type RunStats struct {
 	Fetched, Stored, Rejected int64 // Fetched = records read (good + rejected)
+	Added                     int64 // of Stored, the sightings new to the feed
 	Rejections                []store.Rejection
 	LimitReached              bool
 }
@@ -79,6 +88,9 @@ type BatchSink struct {
 	cpBuffered int64
 
 	inflight *write // being written, or failed and waiting to be written again
+	// nearStep is the least a write near AddLimit holds; it grows while
+	// those writes add nothing new.
+	nearStep int64
 
 	mu      sync.Mutex // guards stats, which Stats may read from another goroutine, and unsaved
 	stats   RunStats
@@ -122,18 +134,28 @@ func (b *BatchSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 	if !ind.Revoked {
 		b.buffered++
 	}
-	limit := b.opts.Limit
-	if limit > 0 && b.mayStore()+b.buffered >= limit {
+	if b.nearLimit() {
 		// What is stored decides whether the limit is reached, and only a
 		// written batch says how many of its indicators were new sightings.
+		added := b.added()
 		if err := b.Flush(ctx); err != nil {
 			return err
 		}
-		if b.stored() >= limit {
+		if b.limitUsed() {
 			b.mu.Lock()
 			b.stats.LimitReached = true
 			b.mu.Unlock()
 			return ErrLimitReached
+		}
+		if b.added() == added {
+			// Nothing new: re-reports of known sightings. Writing one at a
+			// time up to the limit would take a transaction each; the
+			// writes near it grow instead (to maxNearStep), at the cost of
+			// passing the limit by less than one of them when new ones
+			// follow.
+			b.nearStep = min(max(2*b.nearStep, 2), maxNearStep, int64(b.opts.BatchSize))
+		} else {
+			b.nearStep = 0
 		}
 		return nil
 	}
@@ -248,6 +270,7 @@ func (b *BatchSink) start(ctx context.Context, w *write) {
 		}
 		b.mu.Lock()
 		b.stats.Stored += int64(res.Stored)
+		b.stats.Added += int64(res.Added)
 		b.unsaved -= w.buffered
 		stats := b.statsLocked()
 		b.mu.Unlock()
@@ -291,18 +314,30 @@ func (b *BatchSink) retry(ctx context.Context) error {
 	return b.settle()
 }
 
-// mayStore is what is stored plus an upper bound of what the batch being
-// written stores.
-func (b *BatchSink) mayStore() int64 {
+// nearLimit reports whether what is buffered may use up a limit, counting
+// an upper bound of what the batch being written stores.
+func (b *BatchSink) nearLimit() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.stats.Stored + b.unsaved
+	if l := b.opts.Limit; l > 0 && b.stats.Stored+b.unsaved+b.buffered >= l {
+		return true
+	}
+	l := b.opts.AddLimit
+	return l > 0 && b.stats.Added+b.unsaved+b.buffered >= l && b.buffered >= b.nearStep
 }
 
-func (b *BatchSink) stored() int64 {
+// limitUsed reports whether what is stored used up a limit.
+func (b *BatchSink) limitUsed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.stats.Stored
+	return b.opts.Limit > 0 && b.stats.Stored >= b.opts.Limit ||
+		b.opts.AddLimit > 0 && b.stats.Added >= b.opts.AddLimit
+}
+
+func (b *BatchSink) added() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats.Added
 }
 
 // Stats returns the counts so far.

@@ -17,6 +17,8 @@ type Event struct {
 	// Revocation is set on revocation events, which go to OnRevocation
 	// handlers, never to feed subscribers.
 	Revocation *Revocation
+	// Deleted is set on the event that says the feed was deleted.
+	Deleted bool
 }
 
 // Revocation says that a credential of a user, or of any user of a tenant,
@@ -38,6 +40,11 @@ type Progress struct {
 	Rejected  int64
 	Done      bool
 	ErrorKind string
+	// Downloaded is how many bytes the run's download read so far, and
+	// DownloadTotal of how many (-1 when the server did not say; 0 before
+	// a download).
+	Downloaded    int64 `json:",omitempty"`
+	DownloadTotal int64 `json:",omitempty"`
 }
 
 // subscriberBuffer is how many events a subscriber may lag behind before it

@@ -40,6 +40,7 @@ const (
 	noticeFeed     = "feed"
 	noticeProgress = "progress"
 	noticeRevoke   = "revoke"
+	noticeDeleted  = "deleted"
 )
 
 // notice is the NOTIFY payload. It stays far below PostgreSQL's 8000-byte
@@ -224,6 +225,9 @@ func encodeNotice(instance string, ev Event) ([]byte, error) {
 		n.Kind = noticeProgress
 		n.Progress = ev.Progress
 	}
+	if ev.Deleted {
+		n.Kind = noticeDeleted
+	}
 	return json.Marshal(n)
 }
 
@@ -336,10 +340,13 @@ func (f *Fanout) receive(ctx context.Context, payload string) {
 			return
 		}
 		ev.Progress = n.Progress
+	case noticeDeleted:
+		ev.Deleted = true
 	case noticeFeed:
 		feed, err := f.st.Feed(ctx, n.FeedID)
 		if errors.Is(err, store.ErrNotFound) {
-			return // deleted since: nothing left to show
+			ev.Deleted = true // deleted since: a run of it here stops
+			break
 		}
 		if err != nil {
 			f.log.Warn("Unable to read a feed changed by another instance", "feed_id", n.FeedID, "error", err)

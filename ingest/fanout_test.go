@@ -166,8 +166,9 @@ func TestFanoutAcrossInstances(t *testing.T) {
 	b.expectProgress(t, "B, its own third event", feed.ID, 3)
 	a.expectProgress(t, "A, B's third event (and no echo of A's second before it)", feed.ID, 3)
 
-	// A feed deleted before the notice arrives is not announced with a
-	// missing row; the next event still comes through.
+	// A feed deleted before the notice arrives is announced as deleted,
+	// not with a missing row (so that a run of it there stops); the next
+	// event still comes through.
 	gone := createTestFeed(t, b.st, "gone")
 	if err := b.st.DeleteFeed(ctx, gone.ID); err != nil {
 		t.Fatal(err)
@@ -178,7 +179,10 @@ func TestFanoutAcrossInstances(t *testing.T) {
 		t.Fatalf("B got %s", describe(ev))
 	}
 	b.expectProgress(t, "B, its own fourth event", feed.ID, 4)
-	a.expectProgress(t, "A, B's fourth event (skipping the deleted feed)", feed.ID, 4)
+	if ev := a.next(t, "A, the deleted feed"); ev.FeedID != gone.ID || !ev.Deleted || ev.Feed != nil {
+		t.Fatalf("A got %s, want the deletion of feed %d", describe(ev), gone.ID)
+	}
+	a.expectProgress(t, "A, B's fourth event", feed.ID, 4)
 }
 
 // TestFanoutListenerReconnects kills the listener's backend and checks that

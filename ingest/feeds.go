@@ -181,11 +181,19 @@ func (r *Runner) DeleteFeed(ctx context.Context, id int64) error {
 		return store.Invalid("id", "only custom feeds can be deleted")
 	}
 	r.unschedule(id)
+	// Disabled first and announced, so that a run of it on another instance
+	// stops at once, not after the deletion of its sightings.
+	if off, err := r.st.SetFeedEnabled(ctx, id, false); err != nil {
+		return err
+	} else if f.Enabled {
+		r.bus.publishFeed(off)
+	}
 	r.cancelRun(id, errDeleted)
 	if err := r.st.DeleteFeed(ctx, id); err != nil {
 		return err
 	}
 	r.log.Info("Deleted feed", "feed_id", id, "name", f.Name)
+	r.bus.Publish(Event{FeedID: id, Deleted: true})
 	return nil
 }
 

@@ -140,9 +140,11 @@ func (r *Runner) ResetPremiumFeed(ctx context.Context, id int64) (*store.Feed, e
 	// feed commits, here or on another instance (each checks that its feed
 	// is enabled). Then the run here ends, and the feed is reset.
 	if cur.Enabled {
-		if _, err := r.st.SetFeedEnabled(ctx, id, false); err != nil {
+		off, err := r.st.SetFeedEnabled(ctx, id, false)
+		if err != nil {
 			return nil, err
 		}
+		r.bus.publishFeed(off) // a run of it on another instance stops at once
 	}
 	r.unschedule(id)
 	r.cancelRun(id, errReset)

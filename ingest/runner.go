@@ -31,6 +31,9 @@ const (
 	// DefaultReconcileInterval bounds how long a feed changed on another
 	// instance sharing the database waits to be (re)scheduled here.
 	DefaultReconcileInterval = 30 * time.Second
+	// DefaultOrphanInterval bounds how long the run of an instance that died
+	// stays open (shown running) on the others.
+	DefaultOrphanInterval = 15 * time.Second
 )
 
 // The run history a feed keeps: runs that ended more than RunHistoryAge
@@ -76,6 +79,9 @@ type Options struct {
 	// again while the database is unavailable (doubling up to
 	// MaxRecordRetry).
 	RecordRetry time.Duration
+	// OrphanInterval is how often the runs left open by an instance that is
+	// gone (its feed lock free, not running here) are closed as Stopped.
+	OrphanInterval time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// PremiumEndpointBase, when set, is where every feed-list platform
@@ -98,6 +104,7 @@ type Runner struct {
 	stopAll  context.CancelCauseFunc
 	stopping atomic.Bool
 	wg       sync.WaitGroup
+	watching sync.WaitGroup // watchBus, which ends with base
 
 	mu      sync.Mutex
 	jobs    map[int64]feedJob // feed id -> its gocron job
@@ -144,6 +151,9 @@ func New(o Options) (*Runner, error) {
 	if o.ReconcileInterval <= 0 {
 		o.ReconcileInterval = DefaultReconcileInterval
 	}
+	if o.OrphanInterval <= 0 {
+		o.OrphanInterval = DefaultOrphanInterval
+	}
 	if o.RecordRetry <= 0 {
 		o.RecordRetry = DefaultRecordRetry
 	}
@@ -173,7 +183,7 @@ func jobName(feedID int64) string { return "feed:" + strconv.FormatInt(feedID, 1
 // Start closes the runs a crash left open, schedules every enabled feed
 // (at once when it is due or was stopped mid-run) and the expiry sweeper.
 func (r *Runner) Start(ctx context.Context) error {
-	if err := r.closeInterruptedRuns(ctx); err != nil {
+	if _, err := r.closeOrphanedRuns(ctx); err != nil {
 		return err
 	}
 	feeds, err := r.st.EnabledFeeds(ctx)
@@ -181,15 +191,26 @@ func (r *Runner) Start(ctx context.Context) error {
 		return err
 	}
 	for i := range feeds {
-		if err := r.scheduleDue(&feeds[i], feeds[i].StatusMessage == store.MessageStopped); err != nil {
+		if feeds[i].StatusMessage == store.MessageStopped {
+			err = r.scheduleResume(&feeds[i])
+		} else {
+			err = r.scheduleDue(&feeds[i], false)
+		}
+		if err != nil {
 			return err
 		}
 	}
+	r.watchBus()
 	_, err = r.sched.NewJob(gocron.DurationJob(r.opts.SweepInterval), gocron.NewTask(r.sweep),
 		gocron.WithName("sweeper"), gocron.WithSingletonMode(gocron.LimitModeReschedule),
 		gocron.WithStartAt(gocron.WithStartImmediately()))
 	if err != nil {
 		return fmt.Errorf("ingest: unable to schedule the expiry sweeper: %w", err)
+	}
+	_, err = r.sched.NewJob(gocron.DurationJob(r.opts.OrphanInterval), gocron.NewTask(r.orphanJob),
+		gocron.WithName("orphans"), gocron.WithSingletonMode(gocron.LimitModeReschedule))
+	if err != nil {
+		return fmt.Errorf("ingest: unable to schedule the closing of orphaned runs: %w", err)
 	}
 	_, err = r.sched.NewJob(gocron.DurationJob(r.opts.ReconcileInterval), gocron.NewTask(r.reconcileJob),
 		gocron.WithName("reconciler"), gocron.WithSingletonMode(gocron.LimitModeReschedule))
@@ -219,6 +240,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 	r.stopAll(errStopping)
 	<-done
+	r.watching.Wait()
 	if err := r.sched.Shutdown(); err != nil {
 		return fmt.Errorf("ingest: unable to stop the scheduler: %w", err)
 	}
@@ -278,6 +300,17 @@ func (r *Runner) scheduleDue(f *store.Feed, now bool) error {
 	return nil
 }
 
+// scheduleResume schedules an enabled feed one interval from now and
+// resumes it at once if it is still Stopped then (see runResume).
+func (r *Runner) scheduleResume(f *store.Feed) error {
+	every := r.interval(f)
+	if err := r.schedule(f.ID, every, r.opts.Now().Add(every)); err != nil {
+		return err
+	}
+	r.goRunAs(f.ID, runResume)
+	return nil
+}
+
 // nextRun is when the feed runs next: one interval after its last run, or
 // at once (due) when it never ran or that time has passed.
 func (r *Runner) nextRun(f *store.Feed, every time.Duration) (at time.Time, due bool) {
@@ -309,7 +342,7 @@ func (r *Runner) scheduleLocked(feedID int64, every time.Duration, at time.Time)
 		start = gocron.WithStartDateTime(at)
 	}
 	j, err := r.sched.NewJob(gocron.DurationJob(every),
-		gocron.NewTask(func() { r.runFeed(feedID, true) }),
+		gocron.NewTask(func() { r.runFeed(feedID, runScheduled) }),
 		gocron.WithName(jobName(feedID)), gocron.WithTags("feed"),
 		gocron.WithSingletonMode(gocron.LimitModeReschedule),
 		gocron.WithStartAt(start))
@@ -336,6 +369,54 @@ func (r *Runner) unscheduleLocked(feedID int64) {
 		delete(r.jobs, feedID)
 		r.gen++
 	}
+}
+
+// watchBus makes a run here stop as soon as its feed is disabled, reset or
+// deleted anywhere: the bus carries those changes from the other instances
+// (through a Fanout) at once, where the reconcile pass or the run's next
+// batch would find them only later. It ends when the runner stops.
+func (r *Runner) watchBus() {
+	events, cancel := r.bus.Subscribe(0)
+	r.watching.Add(1)
+	go func() {
+		defer r.watching.Done()
+		defer func() { cancel() }()
+		for {
+			select {
+			case <-r.base.Done():
+				return
+			case ev, ok := <-events:
+				if !ok { // dropped for lagging: listen again
+					events, cancel = r.bus.Subscribe(0)
+					continue
+				}
+				if (ev.Deleted || ev.Feed != nil && !ev.Feed.Enabled) && r.Running(ev.FeedID) {
+					r.stopIfOff(ev.FeedID)
+				}
+			}
+		}
+	}()
+}
+
+// stopIfOff cancels the run here of a feed that the store shows disabled or
+// deleted. The store is asked, not the event: an event can be older than an
+// enable that started the run.
+func (r *Runner) stopIfOff(feedID int64) {
+	ctx, cancel := context.WithTimeout(r.base, 10*time.Second)
+	defer cancel()
+	f, err := r.st.Feed(ctx, feedID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		r.signalRun(feedID, errDeleted)
+	case err != nil:
+		r.log.Warn("Unable to read a feed changed by another instance", "feed_id", feedID, "error", err)
+		return
+	case !f.Enabled:
+		r.signalRun(feedID, errDisabled)
+	default:
+		return
+	}
+	r.log.Info("Cancelled the run of a feed disabled or deleted by another instance", "feed_id", feedID)
 }
 
 // reconcileJob is the reconciler's task.
@@ -461,7 +542,10 @@ func (r *Runner) cancelRun(feedID int64, cause error) {
 }
 
 // goRun starts a run of the feed in the background.
-func (r *Runner) goRun(feedID int64) {
+func (r *Runner) goRun(feedID int64) { r.goRunAs(feedID, runAsked) }
+
+// goRunAs starts a run of the feed in the background, for the given reason.
+func (r *Runner) goRunAs(feedID int64, why runReason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopping.Load() {
@@ -477,13 +561,26 @@ func (r *Runner) goRun(feedID int64) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		r.runFeed(feedID, false)
+		r.runFeed(feedID, why)
 	}()
 }
 
+// runReason is why a run starts.
+type runReason int
+
+const (
+	runAsked     runReason = iota // created, enabled, run now
+	runScheduled                  // its job fired
+	// runResume continues a feed a stop interrupted: it runs only if the
+	// feed still shows Stopped once locked, so that instances starting
+	// together, or a survivor and a restarted instance, resume it once.
+	runResume
+)
+
 // runFeed runs the feed unless it is already running here or elsewhere.
 // A scheduled run is skipped when another instance ran the feed recently.
-func (r *Runner) runFeed(feedID int64, scheduled bool) {
+func (r *Runner) runFeed(feedID int64, why runReason) {
+	scheduled := why == runScheduled
 	r.mu.Lock()
 	if r.stopping.Load() {
 		r.mu.Unlock()
@@ -530,6 +627,10 @@ func (r *Runner) runFeed(feedID int64, scheduled bool) {
 	if !f.Enabled {
 		return
 	}
+	if why == runResume && f.StatusMessage != store.MessageStopped {
+		r.log.Info("Feed resumed elsewhere, skipping", "feed_id", feedID)
+		return
+	}
 	if scheduled && f.LastRunAt != nil && r.opts.Now().Sub(*f.LastRunAt) < r.interval(f)/2 {
 		r.log.Info("Feed ran recently, skipping", "feed_id", feedID)
 		return
@@ -561,12 +662,22 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	}
 
 	stats, out := r.fetch(ctx, f, run)
-	run.Fetched, run.Stored, run.Rejected = stats.Fetched, stats.Stored, stats.Rejected
+	run.Fetched, run.Stored, run.Added, run.Rejected = stats.Fetched, stats.Stored, stats.Added, stats.Rejected
 	run.Rejections = stats.Rejections
 	// The detail is stored, shown and logged: the URLs it quotes lose their
 	// query tokens and user information whichever error put them there.
 	run.ErrorKind, run.ErrorDetail, run.Note = out.kind, ioc.MaskURLs(out.detail), out.note
 	after, err := r.recordEnd(log, run, out.message)
+	if errors.Is(err, store.ErrRunClosed) {
+		// Another instance closed the run, taking this one for gone (its
+		// lock's connection was lost), or a reset erased it: the feed shows
+		// what that left, and nothing of this run's end is recorded.
+		log.Warn("The run was closed by another instance or a reset; its end is not recorded", "count", run.Stored)
+		r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID, Fetched: run.Fetched,
+			Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: store.MessageStopped}})
+		r.bus.publishFeed(after)
+		return
+	}
 	if err != nil {
 		log.Error("Unable to record the end of a run", "error", err)
 		return
@@ -637,31 +748,41 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	if f.BackfillDays > 0 {
 		req.Since = now.AddDate(0, 0, -f.BackfillDays)
 	}
-	// The run stops at the smaller of the per-poll limit and what is left
-	// of the daily one; the run's note says which.
+	// The run stops at the per-poll limit (what it stores) or at what is
+	// left of the daily one (the sightings new to the feed that it stores:
+	// re-reporting what the feed has, as an unchanged file run again does,
+	// costs none of it), whichever comes first; the run's note says which.
+	// The source is told the per-poll limit only: it cannot tell which of
+	// its indicators are new.
 	req.Limit = cat.RunLimit
 	note := func() string { return runLimitNote(cat.RunLimit) }
+	var addLimit int64
 	var resumeAt time.Time
 	if cat.DailyLimit > 0 {
 		day := now.Truncate(24 * time.Hour)
 		resumeAt = day.Add(24 * time.Hour)
-		used, err := r.st.StoredSince(ctx, f.ID, day)
+		used, err := r.st.AddedSince(ctx, f.ID, day)
 		if err != nil {
 			return fail(err)
 		}
-		if left := cat.DailyLimit - used; req.Limit == 0 || left < req.Limit {
-			req.Limit = left
-			note = func() string { return limitNote(cat.DailyLimit, resumeAt) }
-		}
-		if req.Limit <= 0 {
+		addLimit = cat.DailyLimit - used
+		if addLimit <= 0 {
 			return RunStats{}, outcome{message: f.SuccessMessage(),
 				note: limitNote(cat.DailyLimit, resumeAt)}
 		}
+	}
+	// Which limit ended the run: the sink tells by its counts.
+	endNote := func(s RunStats) string {
+		if addLimit > 0 && s.Added >= addLimit {
+			return limitNote(cat.DailyLimit, resumeAt)
+		}
+		return note()
 	}
 	var lastFeedEvent time.Time
 	sink := NewBatchSink(r.st, f.ID, run.ID, BatchOptions{
 		BatchSize: r.opts.BatchSize,
 		Limit:     req.Limit,
+		AddLimit:  addLimit,
 		Retention: time.Duration(f.RetentionPeriod) * 24 * time.Hour,
 		Now:       r.opts.Now,
 		OnProgress: func(s RunStats) {
@@ -678,7 +799,8 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		},
 	})
 	lists := &completeLists{}
-	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping, lists: lists})
+	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping, lists: lists,
+		downloaded: r.downloadProgress(f.ID, run.ID, sink)})
 	unchanged := errors.Is(err, ioc.ErrUnchanged)
 	if unchanged {
 		err = nil
@@ -686,6 +808,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	limitHit := errors.Is(err, ErrLimitReached)
 	if capped := (*RunCapped)(nil); errors.As(err, &capped) {
 		limitHit, note = true, func() string { return capped.Note }
+		endNote = func(RunStats) string { return capped.Note }
 	}
 	if err == nil {
 		// Sources that do not checkpoint their final cursor get it saved here.
@@ -705,7 +828,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	if limitHit || (err == nil && stats.LimitReached) {
 		o := outcome{message: f.SuccessMessage()}
 		if cursor != "" { // the limit was used up before the end of the source
-			o.note = note()
+			o.note = endNote(stats)
 		}
 		return stats, o
 	}
@@ -761,8 +884,35 @@ func limitNote(limit int64, resumeAt time.Time) string {
 // checkpoint after Stop, once its batch is written, fails with errStopping.
 type safeSink struct {
 	ioc.Sink
-	stopping *atomic.Bool
-	lists    *completeLists // snapshot lists read whole; see snapshot.go
+	stopping   *atomic.Bool
+	lists      *completeLists // snapshot lists read whole; see snapshot.go
+	downloaded func(read, total int64)
+}
+
+// Downloaded reports a download's progress (ioc.ProgressSink).
+func (s *safeSink) Downloaded(read, total int64) {
+	if s.downloaded != nil {
+		s.downloaded(read, total)
+	}
+}
+
+// downloadProgressEvery is the least time between two progress events of a
+// download.
+const downloadProgressEvery = time.Second
+
+// downloadProgress returns what publishes a run's download progress: the
+// first report at once, then at most one a second, so that subscribers see
+// the run move while it downloads, before anything is parsed.
+func (r *Runner) downloadProgress(feedID, runID int64, sink *BatchSink) func(read, total int64) {
+	var last time.Time
+	return func(read, total int64) {
+		if now := time.Now(); last.IsZero() || now.Sub(last) >= downloadProgressEvery {
+			last = now
+			s := sink.Stats()
+			r.bus.Publish(Event{FeedID: feedID, Progress: &Progress{FeedID: feedID, RunID: runID,
+				Fetched: s.Fetched, Stored: s.Stored, Rejected: s.Rejected, Downloaded: read, DownloadTotal: total}})
+		}
+	}
 }
 
 func (s *safeSink) Checkpoint(ctx context.Context, cursor string) error {
@@ -775,19 +925,29 @@ func (s *safeSink) Checkpoint(ctx context.Context, cursor string) error {
 	return nil
 }
 
-// closeInterruptedRuns ends the runs a crash left open as Stopped, so that
-// Start resumes their feeds at once. A run another instance holds the lock
-// of is going on and is left alone.
-func (r *Runner) closeInterruptedRuns(ctx context.Context) error {
+// closeOrphanedRuns closes as Stopped the runs left open by an instance
+// that is gone: killed, crashed, or cut from the database (its feed lock,
+// held on a connection of its own, is then free). A run of a feed running
+// here, or locked by another instance, is going on and is left alone.
+// Closing an old run leaves a feed that a newer run changed as that run
+// left it (see store.FinishRun). It returns the feeds the closing left
+// Stopped, which are to be resumed.
+func (r *Runner) closeOrphanedRuns(ctx context.Context) ([]int64, error) {
 	runs, err := r.st.UnfinishedRuns(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var stopped []int64
 	for i := range runs {
 		run := &runs[i]
+		if r.Running(run.FeedID) {
+			// Its end is recorded by the run itself; on SQLite, where the
+			// lock below always succeeds, this is what tells.
+			continue
+		}
 		unlock, ok, err := r.st.TryLockFeed(ctx, run.FeedID)
 		if err != nil {
-			return err
+			return stopped, err
 		}
 		if !ok {
 			continue
@@ -797,13 +957,33 @@ func (r *Runner) closeInterruptedRuns(ctx context.Context) error {
 		run.Note = "interrupted; the next run resumes from the last checkpoint"
 		f, err := r.st.FinishRun(ctx, run, store.MessageStopped)
 		unlock()
-		if err != nil {
-			return err
+		switch {
+		case errors.Is(err, store.ErrRunClosed) || errors.Is(err, store.ErrNotFound):
+			continue // it ended (or its feed went) since the list was read
+		case err != nil:
+			return stopped, err
 		}
-		r.log.Warn("Closed a run interrupted by a stop", "feed_id", run.FeedID, "run_id", run.ID)
+		r.log.Warn("Closed a run whose instance stopped", "feed_id", run.FeedID, "run_id", run.ID)
+		r.bus.Publish(Event{FeedID: run.FeedID, Progress: &Progress{FeedID: run.FeedID, RunID: run.ID,
+			Fetched: run.Fetched, Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: run.ErrorKind}})
 		r.bus.publishFeed(f)
+		if f.Enabled && f.StatusMessage == store.MessageStopped {
+			stopped = append(stopped, f.ID)
+		}
 	}
-	return nil
+	return stopped, nil
+}
+
+// orphanJob is the periodic closing of orphaned runs; this instance takes
+// over the feeds they interrupted.
+func (r *Runner) orphanJob(ctx context.Context) {
+	stopped, err := r.closeOrphanedRuns(ctx)
+	if err != nil {
+		r.log.Error("Unable to close the runs of stopped instances", "error", err)
+	}
+	for _, id := range stopped {
+		r.goRunAs(id, runResume)
+	}
 }
 
 // sweep deletes expired sightings and the IoCs left without one.

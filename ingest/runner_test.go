@@ -381,10 +381,10 @@ func TestTSVDailyLimit(t *testing.T) {
 		srv := newTSVServer(t, ipRows(1, 2)+"bad line\n"+ipRows(3, 11))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
-		check := func(step string, stored int64, cursor string, limited bool, total int) {
+		check := func(step string, stored, added int64, cursor string, limited bool, total int) {
 			t.Helper()
 			run := h.lastRun(f.ID)
-			if run.Stored != stored || run.ErrorKind != "" || strings.Contains(run.Note, "daily limit of 5 IoCs reached") != limited {
+			if run.Stored != stored || run.Added != added || run.ErrorKind != "" || strings.Contains(run.Note, "daily limit of 5 IoCs reached") != limited {
 				t.Errorf("%s: run = %+v", step, run)
 			}
 			got := h.feed(f.ID)
@@ -395,17 +395,24 @@ func TestTSVDailyLimit(t *testing.T) {
 				t.Errorf("%s: %d sightings, want %d", step, n, total)
 			}
 		}
-		check("day 1", 5, "line:6", true, 5)
+		check("day 1", 5, 5, "line:6", true, 5)
 		h.runNow(f.ID)
-		check("day 1 again", 0, "line:6", true, 5)
+		check("day 1 again", 0, 0, "line:6", true, 5)
 		h.clock.Add(24 * time.Hour)
 		h.runNow(f.ID)
-		check("day 2", 5, "line:11", true, 10)
+		// The source reads chunks of 2 lines; the rest of the chunk that
+		// used the limit up (line 11) is read again by the next run.
+		check("day 2", 5, 5, "line:10", true, 10)
 		h.clock.Add(24 * time.Hour)
 		h.runNow(f.ID)
-		check("day 3", 1, "", false, 11)
-		h.runNow(f.ID) // a new pass from the top, within today's remaining 4
-		check("day 3, new pass", 4, "line:5", true, 11)
+		check("day 3", 2, 1, "", false, 11)
+		// A new pass from the top re-reports what the feed has: it is
+		// stored (its expiry moves on) and costs none of today's limit.
+		h.runNow(f.ID)
+		check("day 3, new pass", 11, 0, "", false, 11)
+		srv.set(func(s *tsvServer) { s.body = ipRows(1, 11) + ipRows(20, 30) })
+		h.runNow(f.ID)
+		check("day 3, 11 new IoCs", 15, 4, "line:14", true, 15)
 		checkConsistent(t, st)
 
 		// A new collection URL is checked, and forgets the cursor into the old file.
@@ -414,7 +421,7 @@ func TestTSVDailyLimit(t *testing.T) {
 		if _, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{CollectionURL: &bad}); !errors.As(err, &ve) || ve.Field != "collectionUrl" {
 			t.Errorf("update to %s: %v", bad, err)
 		}
-		if got := h.feed(f.ID); got.Cursor != "line:5" || got.CollectionURL == bad {
+		if got := h.feed(f.ID); got.Cursor != "line:14" || got.CollectionURL == bad {
 			t.Errorf("refused update changed the feed: %+v", got)
 		}
 		if got, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{CollectionURL: &good}); err != nil || got.Cursor != "" || got.CollectionURL != good {
@@ -542,7 +549,7 @@ func TestNoConcurrentRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		h.r.runFeed(f.ID, true) // the scheduled job firing meanwhile
+		h.r.runFeed(f.ID, runScheduled) // the scheduled job firing meanwhile
 		if st.Dialect == store.Postgres {
 			// Another instance on the same database does not run it either.
 			other, err := New(Options{Store: st, Secrets: testSecrets(t), Sources: h.reg,
@@ -550,7 +557,7 @@ func TestNoConcurrentRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			other.runFeed(f.ID, false)
+			other.runFeed(f.ID, runAsked)
 		}
 		close(gate)
 		h.r.Wait()

@@ -190,3 +190,18 @@ func (s *limitSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 	}
 	return err
 }
+
+// Downloaded passes a download's progress on to the sink it wraps.
+func (s *limitSink) Downloaded(read, total int64) {
+	if ps, ok := s.Sink.(ioc.ProgressSink); ok {
+		ps.Downloaded(read, total)
+	}
+}
+
+// ListComplete passes on that a snapshot list was read whole, unless the
+// limit cut the run short: a list read in part must expire nothing.
+func (s *limitSink) ListComplete(source string) {
+	if !s.reached {
+		ioc.ListComplete(s.Sink, source)
+	}
+}

@@ -31,12 +31,16 @@ type Batch struct {
 	// sighting. Indicators whose expiry is not after Now are skipped.
 	Indicators []ioc.Indicator
 	Cursor     *string // when non-nil, feeds.cursor is set in the same transaction
-	RunID      int64   // when non-zero, feed_runs.stored += result.Stored in the same transaction
+	// RunID, when non-zero, is the run the batch belongs to: feed_runs.stored
+	// += result.Stored (and added += result.Added) in the same transaction,
+	// which fails with ErrRunClosed once that run was closed.
+	RunID int64
 }
 
-// BatchResult counts what ApplyBatch changed: sightings stored, and
+// BatchResult counts what ApplyBatch changed: sightings stored, those of
+// them new to the feed (Added; the others re-report a sighting it has), and
 // sightings removed by revocation.
-type BatchResult struct{ Stored, Removed int }
+type BatchResult struct{ Stored, Added, Removed int }
 
 type valKey struct {
 	kind  ioc.Kind
@@ -413,6 +417,7 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 		p := &upserts[i]
 		if p.agg.id != 0 {
 			p.iocID, p.fresh = p.agg.id, true
+			res.Added++
 			continue
 		}
 		p.fresh = false // from an earlier attempt at the batch
@@ -424,6 +429,7 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 		first, ok := firstSeen[p.sightKey]
 		if !ok {
 			first = now
+			res.Added++
 		}
 		a.add(p.score, p.tags, first, now, p.expires)
 	}
@@ -556,13 +562,18 @@ func finishBatch(ctx context.Context, w batchWriter, b Batch, res BatchResult) e
 	if n == 0 {
 		return fmt.Errorf("feed %d: %w", b.FeedID, ErrFeedDisabled)
 	}
-	if b.RunID != 0 && res.Stored > 0 {
-		n, err := w.exec(ctx, "UPDATE feed_runs SET stored = stored + $1 WHERE id = $2 AND feed_id = $3", int64(res.Stored), b.RunID, b.FeedID)
+	if b.RunID != 0 {
+		// Also the check that the run still owns its feed: a run another
+		// instance closed (its owner seemed gone: a lost connection, a
+		// paused process) writes nothing more, so it cannot move the
+		// cursor under a newer run.
+		n, err := w.exec(ctx, `UPDATE feed_runs SET stored = stored + $1, added = added + $2
+			WHERE id = $3 AND feed_id = $4 AND ended_at IS NULL`, int64(res.Stored), int64(res.Added), b.RunID, b.FeedID)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("run %d of feed %d: %w", b.RunID, b.FeedID, ErrNotFound)
+			return fmt.Errorf("run %d of feed %d: %w", b.RunID, b.FeedID, ErrRunClosed)
 		}
 	}
 	return nil

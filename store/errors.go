@@ -20,6 +20,12 @@ var ErrNotFound = errors.New("not found")
 // not applied.
 var ErrFeedDisabled = errors.New("the feed was disabled")
 
+// ErrRunClosed is returned by a batch, or by the end of a run, whose run
+// record was closed meanwhile (by another instance that found its owner
+// gone, or erased by a reset): the run no longer owns its feed, and nothing
+// of it is applied.
+var ErrRunClosed = errors.New("the run was closed by another instance")
+
 // ErrConflict is returned when a write breaks a uniqueness rule.
 var ErrConflict = errors.New("conflict")
 

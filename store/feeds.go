@@ -140,12 +140,15 @@ func (f *Feed) HasSecret() bool { return len(f.Secret) > 0 }
 type FeedRun struct {
 	bun.BaseModel `bun:"table:feed_runs"`
 
-	ID          int64       `bun:"id,pk,autoincrement"`
-	FeedID      int64       `bun:"feed_id,notnull"`
-	StartedAt   time.Time   `bun:"started_at,notnull"`
-	EndedAt     *time.Time  `bun:"ended_at"`
-	Fetched     int64       `bun:"fetched,notnull"`
-	Stored      int64       `bun:"stored,notnull"`
+	ID        int64      `bun:"id,pk,autoincrement"`
+	FeedID    int64      `bun:"feed_id,notnull"`
+	StartedAt time.Time  `bun:"started_at,notnull"`
+	EndedAt   *time.Time `bun:"ended_at"`
+	Fetched   int64      `bun:"fetched,notnull"`
+	Stored    int64      `bun:"stored,notnull"`
+	// Added counts the stored sightings that were new to the feed (not a
+	// re-report of one it has): what the daily limit counts.
+	Added       int64       `bun:"added,notnull"`
 	Rejected    int64       `bun:"rejected,notnull"`
 	Rejections  []Rejection `bun:"rejections,type:json"`
 	ErrorKind   string      `bun:"error_kind,notnull"`
@@ -710,7 +713,11 @@ func (s *Store) StartRun(ctx context.Context, feedID int64, now time.Time) (*Fee
 // FinishRun records the end of run and, in the same transaction, the feed
 // state it leaves: the status message (unless the feed was disabled
 // meanwhile), the last run time, and the last ingestion when it stored
-// anything.
+// anything. Only the feed's newest run sets its state: closing an older run
+// (one whose instance died, closed after a newer run) leaves the feed as
+// the newer run made it. A run already closed (by an instance that found its
+// owner gone) or erased (by a reset) is not changed: FinishRun returns the
+// feed as it is, with ErrRunClosed.
 func (s *Store) FinishRun(ctx context.Context, run *FeedRun, message string) (*Feed, error) {
 	end := time.Now().UTC()
 	if run.EndedAt == nil {
@@ -723,21 +730,31 @@ func (s *Store) FinishRun(ctx context.Context, run *FeedRun, message string) (*F
 		run.Rejections = run.Rejections[:MaxRejections]
 	}
 	var out *Feed
+	closed := false
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewUpdate().Model(run).WherePK().
-			Column("ended_at", "fetched", "stored", "rejected", "rejections", "error_kind", "error_detail", "note").
-			Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("store: unable to finish run %d: %w", run.ID, err)
-		}
+		// The feed's row is locked first, as a batch and a reset lock it,
+		// so that they never wait on each other in opposite orders.
 		f, err := feedForUpdate(ctx, tx, s.Dialect, run.FeedID)
 		if err != nil {
 			return err
 		}
+		out = f
+		res, err := tx.NewUpdate().Model(run).WherePK().Where("ended_at IS NULL").
+			Column("ended_at", "fetched", "stored", "added", "rejected", "rejections", "error_kind", "error_detail", "note").
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("store: unable to finish run %d: %w", run.ID, err)
+		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			// A reset erased the feed's runs while this one went on (in
-			// another instance): it leaves nothing on the reset feed.
-			out = f
+			closed = true
+			return nil
+		}
+		newer, err := tx.NewSelect().Model((*FeedRun)(nil)).
+			Where("feed_id = ? AND id > ?", run.FeedID, run.ID).Exists(ctx)
+		if err != nil {
+			return fmt.Errorf("store: unable to look for runs of feed %d after run %d: %w", run.FeedID, run.ID, err)
+		}
+		if newer {
 			return nil
 		}
 		f.LastRunAt = run.EndedAt
@@ -752,10 +769,15 @@ func (s *Store) FinishRun(ctx context.Context, run *FeedRun, message string) (*F
 			Column("status_message", "last_run_at", "last_ingestion", "updated_at").Exec(ctx); err != nil {
 			return fmt.Errorf("store: unable to update feed %d after run %d: %w", f.ID, run.ID, err)
 		}
-		out = f
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if closed {
+		return out, fmt.Errorf("store: run %d of feed %d: %w", run.ID, run.FeedID, ErrRunClosed)
+	}
+	return out, nil
 }
 
 // UpdateRunProgress saves a running run's counters, so that a crash still
@@ -765,7 +787,7 @@ func (s *Store) UpdateRunProgress(ctx context.Context, run *FeedRun) error {
 		run.Rejections = []Rejection{}
 	}
 	_, err := s.DB.NewUpdate().Model(run).WherePK().
-		Column("fetched", "stored", "rejected", "rejections").Exec(ctx)
+		Column("fetched", "stored", "added", "rejected", "rejections").Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("store: unable to save the progress of run %d: %w", run.ID, err)
 	}
@@ -820,14 +842,16 @@ func (s *Store) PruneFeedRuns(ctx context.Context, cutoff time.Time, keep int) (
 	return n, nil
 }
 
-// StoredSince sums what the feed's runs started at or after since stored;
-// the daily ingestion limit is counted with it.
-func (s *Store) StoredSince(ctx context.Context, feedID int64, since time.Time) (int64, error) {
+// AddedSince sums the sightings new to the feed that its runs started at or
+// after since stored; the daily ingestion limit is counted with it, so that
+// re-reporting what the feed already has (an unchanged file run again) uses
+// none of it.
+func (s *Store) AddedSince(ctx context.Context, feedID int64, since time.Time) (int64, error) {
 	var n sql.NullInt64
-	err := s.DB.NewSelect().Model((*FeedRun)(nil)).ColumnExpr("SUM(stored)").
+	err := s.DB.NewSelect().Model((*FeedRun)(nil)).ColumnExpr("SUM(added)").
 		Where("feed_id = ? AND started_at >= ?", feedID, since.UTC()).Scan(ctx, &n)
 	if err != nil {
-		return 0, fmt.Errorf("store: unable to count what feed %d stored: %w", feedID, err)
+		return 0, fmt.Errorf("store: unable to count what feed %d added: %w", feedID, err)
 	}
 	return n.Int64, nil
 }

@@ -180,7 +180,7 @@ func TestFeedStatusAndRuns(t *testing.T) {
 		if got.StatusMessage != store.MessageInitializing {
 			t.Errorf("first run message = %q", got.StatusMessage)
 		}
-		run.Fetched, run.Stored, run.Rejected = 10, 8, 2
+		run.Fetched, run.Stored, run.Added, run.Rejected = 10, 8, 8, 2
 		run.Rejections = []store.Rejection{{Position: 3, Reason: "bad score"}, {Position: 7, Reason: "bad type"}}
 		got, err = st.FinishRun(ctx, run, f.SuccessMessage())
 		if err != nil {
@@ -210,7 +210,7 @@ func TestFeedStatusAndRuns(t *testing.T) {
 		if err != nil || last.ID != run2.ID || last.ErrorKind != "Invalid Credentials" {
 			t.Errorf("last run = %+v, %v", last, err)
 		}
-		n, err := st.StoredSince(ctx, f.ID, time.Now().Add(-time.Hour))
+		n, err := st.AddedSince(ctx, f.ID, time.Now().Add(-time.Hour))
 		if err != nil || n != 8 {
 			t.Errorf("stored since = %d, %v", n, err)
 		}

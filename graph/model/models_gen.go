@@ -76,6 +76,10 @@ type FeedRunProgress struct {
 	// True on the last event of a run.
 	Done      bool   `json:"done"`
 	ErrorKind string `json:"errorKind"`
+	// Bytes the run's download read so far, on the events sent while it downloads (at most one a second); 0 on the others.
+	Downloaded int `json:"downloaded"`
+	// Bytes the download has in all, when the server said; else null.
+	DownloadTotal *int `json:"downloadTotal,omitempty"`
 }
 
 // Only the fields given change. The category of a custom feed never changes.

@@ -90,7 +90,7 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, limit int64, 
 	if resp.ContentLength >= maxBytes {
 		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("premium: the feed document must be under %d MB", maxBytes>>20))
 	}
-	body := &cappedReader{r: resp.Body, left: maxBytes - 1} // the document must be under maxBytes
+	body := &cappedReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), left: maxBytes - 1} // the document must be under maxBytes
 	r := &docReader{dec: json.NewDecoder(body), sink: sink, source: ep.CollectionID,
 		skip: skip, limit: limit}
 	err = r.read(ctx)

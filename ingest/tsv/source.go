@@ -65,7 +65,7 @@ type Source struct {
 // returns the empty cursor, so the next run starts a new pass at the top.
 // A cursor beyond the end of the file (the file shrank) starts at the top.
 func (s *Source) Fetch(ctx context.Context, cursor string, limit int64, sink ioc.Sink) (string, error) {
-	f, lines, err := s.download(ctx)
+	f, lines, err := s.download(ctx, sink)
 	if err != nil {
 		return cursor, err
 	}
@@ -205,7 +205,7 @@ var defaultClient = sync.OnceValue(func() *http.Client { return egress.NewClient
 // download fetches the file into a temporary file and returns it with the
 // number of lines it holds. Errors are ioc.FetchErrors with the kind the
 // feed's status shows, or ctx's error when ctx ended.
-func (s *Source) download(ctx context.Context) (_ *os.File, lines int64, err error) {
+func (s *Source) download(ctx context.Context, sink ioc.Sink) (_ *os.File, lines int64, err error) {
 	if err := ValidateURL(s.URL); err != nil {
 		return nil, 0, ioc.Fail(ioc.InvalidURL, fmt.Errorf("tsv: collection URL %w", err))
 	}
@@ -260,7 +260,7 @@ func (s *Source) download(ctx context.Context) (_ *os.File, lines int64, err err
 		}
 	}()
 	lc := &lineCounter{w: f}
-	n, err := io.Copy(lc, io.LimitReader(resp.Body, maxBytes))
+	n, err := io.Copy(lc, io.LimitReader(ioc.ProgressReader(sink, resp.Body, resp.ContentLength), maxBytes))
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, 0, ctx.Err()
