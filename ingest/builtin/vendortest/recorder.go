@@ -68,7 +68,8 @@ func (r *Recorder) Values(kind ioc.Kind) []string {
 	return vs
 }
 
-// Testdata returns the file name of the test's testdata directory.
+// Testdata returns the contents of testdata/name (the directory of the
+// test being run), failing the test when it cannot be read.
 func Testdata(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
