@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -28,8 +29,12 @@ const (
 	sourceName  = "circl-osint"
 )
 
-// Defaults for the zero values of Source's bounds.
+// Defaults for the zero values of Source's knobs. A vendor may answer 429
+// or a passing 5xx: a single one is waited out, a persistent one fails the
+// run and the cursor stays.
 const (
+	DefaultMaxRetries   = feedhttp.DefaultMaxRetries
+	DefaultMaxRetryWait = feedhttp.DefaultMaxRetryWait
 	// DefaultMaxManifestBytes bounds manifest.json (a few MB for a decade
 	// of events); only the uuid, timestamp, level and tags of the events
 	// newer than the cursor are kept from it.
@@ -139,12 +144,13 @@ var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 
 // manifest lists the events after from, oldest first.
 func (s *Source) manifest(ctx context.Context, from position, sink ioc.Sink) ([]event, error) {
-	resp, err := s.get(ctx, manifestURL, manifestURL, nil)
+	g := s.getter()
+	resp, err := g.Get(ctx, manifestURL, feedhttp.Validators{})
 	if err != nil {
 		return nil, err
 	}
-	defer drain(resp)
-	b := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), max: cmp.Or(s.MaxManifestBytes, DefaultMaxManifestBytes)}
+	defer feedhttp.Close(resp)
+	b := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxManifestBytes, DefaultMaxManifestBytes))
 	dec := json.NewDecoder(b)
 	var events []event
 	err = func() error {
@@ -173,7 +179,7 @@ func (s *Source) manifest(ctx context.Context, from position, sink ioc.Sink) ([]
 		return expect(dec, '}')
 	}()
 	if err != nil {
-		return nil, b.failure(ctx, manifestURL, err)
+		return nil, g.BodyFailure(ctx, manifestURL, b, err)
 	}
 	slices.SortFunc(events, func(a, b event) int {
 		return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.uuid, b.uuid))
@@ -277,9 +283,9 @@ func skip(dec *json.Decoder) error {
 	}
 }
 
-// sinkError carries an error of the sink out of the decoding, unclassified.
-type sinkError struct{ err error }
-
-func (e *sinkError) Error() string { return e.err.Error() }
+func (s *Source) getter() *feedhttp.Getter {
+	return &feedhttp.Getter{Who: "circl", Client: s.Client, Now: s.Now,
+		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+}
 
 var errNotEvent = errors.New(`the document has no "Event"`)

@@ -2,7 +2,6 @@ package circl
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,33 +14,6 @@ import (
 )
 
 const uuidPrefix = "5f1c2a3b-0000-4000-8000-00000000000"
-
-type recorder struct {
-	inds        []ioc.Indicator
-	rejected    []string
-	checkpoints []string
-}
-
-func (r *recorder) Indicator(_ context.Context, ind ioc.Indicator) error {
-	r.inds = append(r.inds, ind)
-	return nil
-}
-func (r *recorder) Rejected(pos int64, reason string) {
-	r.rejected = append(r.rejected, fmt.Sprintf("%d %s", pos, reason))
-}
-func (r *recorder) Checkpoint(_ context.Context, c string) error {
-	r.checkpoints = append(r.checkpoints, c)
-	return nil
-}
-
-func (r *recorder) find(kind ioc.Kind, value string) (ioc.Indicator, bool) {
-	for _, in := range r.inds {
-		if in.Kind == kind && in.Value == value {
-			return in, true
-		}
-	}
-	return ioc.Indicator{}, false
-}
 
 func newFeed(t *testing.T) *vendortest.CIRCL {
 	t.Helper()
@@ -84,7 +56,7 @@ func paths(srv *vendortest.Server) []string {
 
 func TestFetchMapping(t *testing.T) {
 	src, srv := newSource(t, newFeed(t))
-	var rec recorder
+	var rec vendortest.Recorder
 	cursor, err := src.Fetch(context.Background(), "", since, &rec)
 	if err != nil {
 		t.Fatal(err)
@@ -121,17 +93,17 @@ func TestFetchMapping(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, ok := rec.find(c.kind, c.value)
+			got, ok := rec.Find(c.kind, c.value)
 			if !ok {
-				t.Fatalf("no %s %s among %v", c.kind, c.value, rec.inds)
+				t.Fatalf("no %s %s among %v", c.kind, c.value, rec.Indicators)
 			}
 			if got.Score != c.score || !slices.Equal(got.Tags, c.tags) || got.Source != "circl-osint" || got.Revoked || !got.ValidUntil.IsZero() {
 				t.Errorf("got %+v, want score %d tags %q from circl-osint", got, c.score, c.tags)
 			}
 		})
 	}
-	if len(rec.inds) != len(cases) {
-		t.Errorf("%d indicators, want %d (to_ids false, links, deleted and objects deleted give none): %v", len(rec.inds), len(cases), rec.inds)
+	if len(rec.Indicators) != len(cases) {
+		t.Errorf("%d indicators, want %d (to_ids false, links, deleted and objects deleted give none): %v", len(rec.Indicators), len(cases), rec.Indicators)
 	}
 	wantRejected := []string{
 		`manifest: "../../secret" is not an event uuid`,
@@ -141,16 +113,16 @@ func TestFetchMapping(t *testing.T) {
 		`ip-dst: invalid indicator: not an IP address: "198.51.100.0/24"`,
 		"event " + uuidPrefix + "4 is listed in the manifest but missing",
 	}
-	if len(rec.rejected) != len(wantRejected) {
-		t.Fatalf("rejected %q, want %q", rec.rejected, wantRejected)
+	if len(rec.Rejections) != len(wantRejected) {
+		t.Fatalf("rejected %q, want %q", rec.Rejections, wantRejected)
 	}
 	for i, w := range wantRejected {
-		if !strings.Contains(rec.rejected[i], w) {
-			t.Errorf("rejected[%d] = %q, want ... %q", i, rec.rejected[i], w)
+		if !strings.Contains(rec.Rejections[i], w) {
+			t.Errorf("rejected[%d] = %q, want ... %q", i, rec.Rejections[i], w)
 		}
 	}
 	for _, v := range []string{"192.0.2.200", "192.0.2.201", "192.0.2.202", "context.example.com"} {
-		for _, in := range rec.inds {
+		for _, in := range rec.Indicators {
 			if in.Value == v {
 				t.Errorf("%s became an indicator", v)
 			}
@@ -172,7 +144,7 @@ func TestFetchCursor(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			src, srv := newSource(t, newFeed(t))
-			var rec recorder
+			var rec vendortest.Recorder
 			cursor, err := src.Fetch(context.Background(), c.cursor, since, &rec)
 			if err != nil {
 				t.Fatal(err)
@@ -184,8 +156,8 @@ func TestFetchCursor(t *testing.T) {
 			if got := paths(srv); !slices.Equal(got, want) {
 				t.Errorf("requests %q, want %q", got, want)
 			}
-			if c.events == nil && (cursor != c.cursor || len(rec.inds) != 0) {
-				t.Errorf("unchanged feed: cursor %q, %d indicators", cursor, len(rec.inds))
+			if c.events == nil && (cursor != c.cursor || len(rec.Indicators) != 0) {
+				t.Errorf("unchanged feed: cursor %q, %d indicators", cursor, len(rec.Indicators))
 			}
 		})
 	}
@@ -195,23 +167,23 @@ func TestFetchResumesAfterCutEvent(t *testing.T) {
 	h := newFeed(t)
 	h.CutEvent = uuidPrefix + "2"
 	src, _ := newSource(t, h)
-	var rec recorder
+	var rec vendortest.Recorder
 	_, err := src.Fetch(context.Background(), "", since, &rec)
 	if ioc.FailureOf(err) != ioc.ConnectionError {
 		t.Fatalf("err %v, want Connection Error", err)
 	}
-	if want := []string{"1761955200/" + uuidPrefix + "1"}; !slices.Equal(rec.checkpoints, want) {
-		t.Fatalf("checkpoints %q, want %q", rec.checkpoints, want)
+	if want := []string{"1761955200/" + uuidPrefix + "1"}; !slices.Equal(rec.Checkpoints, want) {
+		t.Fatalf("checkpoints %q, want %q", rec.Checkpoints, want)
 	}
 	h.CutEvent = ""
-	var rec2 recorder
-	if _, err := src.Fetch(context.Background(), rec.checkpoints[0], since, &rec2); err != nil {
+	var rec2 vendortest.Recorder
+	if _, err := src.Fetch(context.Background(), rec.Checkpoints[0], since, &rec2); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := rec2.find(ioc.Domain, "late.example.com"); !ok {
+	if _, ok := rec2.Find(ioc.Domain, "late.example.com"); !ok {
 		t.Error("the resumed run missed the cut event")
 	}
-	if _, ok := rec2.find(ioc.IP, "203.0.113.20"); ok {
+	if _, ok := rec2.Find(ioc.IP, "203.0.113.20"); ok {
 		t.Error("the resumed run read the checkpointed event again")
 	}
 }
@@ -241,7 +213,7 @@ func TestFetchFailures(t *testing.T) {
 			}
 			src, srv := newSource(t, h)
 			src.MaxEventBytes = c.max
-			_, err := src.Fetch(context.Background(), "", since, &recorder{})
+			_, err := src.Fetch(context.Background(), "", since, &vendortest.Recorder{})
 			if c.want == "" && err != nil || c.want != "" && ioc.FailureOf(err) != c.want {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}

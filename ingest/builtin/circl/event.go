@@ -1,15 +1,14 @@
 package circl
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -38,7 +37,8 @@ type object struct {
 // agree unless the event changed since the manifest was written).
 func (r *reader) event(ctx context.Context, ev event, n int64) error {
 	u := feedBase + ev.uuid + ".json"
-	resp, err := r.src.get(ctx, u, u, nil)
+	g := r.src.getter()
+	resp, err := g.Get(ctx, u, feedhttp.Validators{})
 	if err != nil {
 		if ioc.FailureOf(err) == ioc.InvalidURL && ctx.Err() == nil {
 			// Listed but not published (the manifest is written apart from
@@ -48,8 +48,8 @@ func (r *reader) event(ctx context.Context, ev event, n int64) error {
 		}
 		return err
 	}
-	defer drain(resp)
-	b := &bodyReader{r: ioc.ProgressReader(r.sink, resp.Body, resp.ContentLength), max: cmp.Or(r.src.MaxEventBytes, DefaultMaxEventBytes)}
+	defer feedhttp.Close(resp)
+	b := feedhttp.NewBody(r.sink, resp, feedhttp.Or(r.src.MaxEventBytes, DefaultMaxEventBytes))
 	dec := json.NewDecoder(b)
 	err = func() error {
 		if err := expect(dec, '{'); err != nil {
@@ -77,12 +77,8 @@ func (r *reader) event(ctx context.Context, ev event, n int64) error {
 		}
 		return expect(dec, '}')
 	}()
-	var se *sinkError
-	if errors.As(err, &se) {
-		return se.err
-	}
 	if err != nil {
-		return b.failure(ctx, u, err)
+		return g.BodyFailure(ctx, u, b, err)
 	}
 	return nil
 }
@@ -133,7 +129,7 @@ func (r *reader) eventBody(ctx context.Context, dec *json.Decoder, ev *event) er
 				}
 				for _, a := range attrs {
 					if err := r.attribute(ctx, ev, a); err != nil {
-						return &sinkError{err}
+						return &feedhttp.SinkError{Err: err}
 					}
 				}
 			}

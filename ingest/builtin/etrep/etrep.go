@@ -9,10 +9,8 @@ package etrep
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -22,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -37,6 +36,12 @@ const (
 const (
 	proBase        = "https://rules.emergingthreatspro.com/"
 	compromisedURL = "https://rules.emergingthreats.net/blockrules/compromised-ips.txt"
+)
+
+// Retry defaults, for the zero values of Source's knobs.
+const (
+	DefaultMaxRetries   = feedhttp.DefaultMaxRetries
+	DefaultMaxRetryWait = feedhttp.DefaultMaxRetryWait
 )
 
 // DefaultMaxListBytes bounds one list's body: the IP list is about 400,000
@@ -67,29 +72,21 @@ type Source struct {
 	MaxListBytes int64
 }
 
-// validator is what a list's last answer said about its version.
-type validator struct {
-	ETag         string `json:"etag,omitempty"`
-	LastModified string `json:"last_modified,omitempty"`
-}
-
 type list struct {
-	name  string
-	url   string
-	shown string
-	kind  ioc.Kind
-	json  bool // the scored JSON format, else one IP a line
+	name string
+	url  string
+	kind ioc.Kind
+	json bool // the scored JSON format, else one IP a line
 }
 
 func (s *Source) lists() []list {
 	if s.Key == "" {
-		return []list{{name: ListCompromised, url: compromisedURL, shown: compromisedURL, kind: ioc.IP}}
+		return []list{{name: ListCompromised, url: compromisedURL, kind: ioc.IP}}
 	}
 	base := proBase + url.PathEscape(s.Key) + "/reputation/"
-	shown := proBase + "***/reputation/"
 	return []list{
-		{name: ListIP, url: base + "iprepdata.json", shown: shown + "iprepdata.json", kind: ioc.IP, json: true},
-		{name: ListDomain, url: base + "domainrepdata.json", shown: shown + "domainrepdata.json", kind: ioc.Domain, json: true},
+		{name: ListIP, url: base + "iprepdata.json", kind: ioc.IP, json: true},
+		{name: ListDomain, url: base + "domainrepdata.json", kind: ioc.Domain, json: true},
 	}
 }
 
@@ -98,15 +95,18 @@ func (s *Source) lists() []list {
 // complete. It returns ioc.ErrUnchanged when no list changed. since is not
 // used: the lists are snapshots.
 func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc.Sink) (string, error) {
-	seen := map[string]validator{}
+	seen := map[string]feedhttp.Validators{}
 	if cursor != "" && json.Unmarshal([]byte(cursor), &seen) != nil {
 		// Not ours (an older format): download everything once.
-		seen = map[string]validator{}
+		seen = map[string]feedhttp.Validators{}
 	}
-	next := map[string]validator{}
+	// The code is a secret in the path: messages show it as ***.
+	g := &feedhttp.Getter{Who: "etrep", Client: s.Client, Now: s.Now, Secret: s.Key,
+		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	next := map[string]feedhttp.Validators{}
 	changed := 0
 	for _, l := range s.lists() {
-		v, ok, err := s.read(ctx, l, seen[l.name], sink)
+		v, ok, err := s.read(ctx, g, l, seen[l.name], sink)
 		if err != nil {
 			return cursor, err
 		}
@@ -124,42 +124,31 @@ func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc
 
 // read downloads l unless it is unchanged since prev, and reports whether
 // it was read (to its end, then said complete).
-func (s *Source) read(ctx context.Context, l list, prev validator, sink ioc.Sink) (validator, bool, error) {
-	hdr := http.Header{}
-	if prev.ETag != "" {
-		hdr.Set("If-None-Match", prev.ETag)
-	}
-	if prev.LastModified != "" {
-		hdr.Set("If-Modified-Since", prev.LastModified)
-	}
-	resp, err := s.get(ctx, l.url, l.shown, hdr)
+func (s *Source) read(ctx context.Context, g *feedhttp.Getter, l list, prev feedhttp.Validators, sink ioc.Sink) (feedhttp.Validators, bool, error) {
+	resp, err := g.Get(ctx, l.url, prev)
 	if err != nil {
 		return prev, false, err
 	}
-	defer drain(resp)
+	defer feedhttp.Close(resp)
 	if resp.StatusCode == http.StatusNotModified {
 		return prev, false, nil
 	}
-	v := validator{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")}
-	b := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), max: cmp.Or(s.MaxListBytes, DefaultMaxListBytes)}
+	v := feedhttp.ValidatorsOf(resp)
+	b := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxListBytes, DefaultMaxListBytes))
 	if l.json {
 		err = s.readJSON(ctx, l, b, sink)
 	} else {
 		err = s.readLines(ctx, l, b, sink)
 	}
-	var se *sinkError
-	if errors.As(err, &se) {
-		return prev, false, se.err
-	}
 	if err != nil {
-		return prev, false, b.failure(ctx, l.shown, err)
+		return prev, false, g.BodyFailure(ctx, g.Shown(l.url), b, err)
 	}
 	ioc.ListComplete(sink, l.name)
 	return v, true, nil
 }
 
 // readJSON reads {"<value>": {"<category>": "<score>", ...}, ...}.
-func (s *Source) readJSON(ctx context.Context, l list, b *bodyReader, sink ioc.Sink) error {
+func (s *Source) readJSON(ctx context.Context, l list, b *feedhttp.Body, sink ioc.Sink) error {
 	dec := json.NewDecoder(b)
 	if err := expect(dec, '{'); err != nil {
 		return err
@@ -205,14 +194,14 @@ func (s *Source) readJSON(ctx context.Context, l list, b *bodyReader, sink ioc.S
 		slices.Sort(tags)
 		score := int(math.Round(best * 100 / maxETScore))
 		if err := sink.Indicator(ctx, ioc.Indicator{Kind: l.kind, Value: value, Source: l.name, Score: score, Tags: tags}); err != nil {
-			return &sinkError{err}
+			return &feedhttp.SinkError{Err: err}
 		}
 	}
 	return expect(dec, '}')
 }
 
 // readLines reads one IP address a line; # starts a comment.
-func (s *Source) readLines(ctx context.Context, l list, b *bodyReader, sink ioc.Sink) error {
+func (s *Source) readLines(ctx context.Context, l list, b *feedhttp.Body, sink ioc.Sink) error {
 	sc := bufio.NewScanner(b)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<10)
 	for n := int64(1); sc.Scan(); n++ {
@@ -234,7 +223,7 @@ func (s *Source) readLines(ctx context.Context, l list, b *bodyReader, sink ioc.
 		}
 		ind := ioc.Indicator{Kind: ioc.IP, Value: value, Source: l.name, Score: scoreCompromised, Tags: []string{"compromised"}}
 		if err := sink.Indicator(ctx, ind); err != nil {
-			return &sinkError{err}
+			return &feedhttp.SinkError{Err: err}
 		}
 	}
 	return sc.Err()
@@ -250,8 +239,3 @@ func expect(dec *json.Decoder, d json.Delim) error {
 	}
 	return nil
 }
-
-// sinkError carries an error of the sink out of the parsing, unclassified.
-type sinkError struct{ err error }
-
-func (e *sinkError) Error() string { return e.err.Error() }

@@ -3,8 +3,6 @@ package etrep
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,44 +14,10 @@ import (
 
 const testCode = "7319054826153047"
 
-type recorder struct {
-	inds     []ioc.Indicator
-	rejected []string
-	lists    []string
-}
-
-func (r *recorder) Indicator(_ context.Context, ind ioc.Indicator) error {
-	r.inds = append(r.inds, ind)
-	return nil
-}
-func (r *recorder) Rejected(pos int64, reason string) {
-	r.rejected = append(r.rejected, fmt.Sprintf("%d %s", pos, reason))
-}
-func (r *recorder) Checkpoint(context.Context, string) error { return nil }
-func (r *recorder) ListComplete(source string)               { r.lists = append(r.lists, source) }
-
-func (r *recorder) find(kind ioc.Kind, value string) (ioc.Indicator, bool) {
-	for _, in := range r.inds {
-		if in.Kind == kind && in.Value == value {
-			return in, true
-		}
-	}
-	return ioc.Indicator{}, false
-}
-
-func read(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func newVendor(t *testing.T) *vendortest.ETReputation {
 	return &vendortest.ETReputation{
-		Code: testCode, IPRep: read(t, "iprepdata.json"), DomainRep: read(t, "domainrepdata.json"),
-		Compromised: read(t, "compromised-ips.txt"), LastModified: time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC),
+		Code: testCode, IPRep: vendortest.Testdata(t, "iprepdata.json"), DomainRep: vendortest.Testdata(t, "domainrepdata.json"),
+		Compromised: vendortest.Testdata(t, "compromised-ips.txt"), LastModified: time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC),
 	}
 }
 
@@ -73,21 +37,21 @@ type want struct {
 	tags   []string
 }
 
-func check(t *testing.T, rec *recorder, cases map[string]want) {
+func check(t *testing.T, rec *vendortest.Recorder, cases map[string]want) {
 	t.Helper()
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, ok := rec.find(c.kind, c.value)
+			got, ok := rec.Find(c.kind, c.value)
 			if !ok {
-				t.Fatalf("no %s %s among %v", c.kind, c.value, rec.inds)
+				t.Fatalf("no %s %s among %v", c.kind, c.value, rec.Indicators)
 			}
 			if got.Score != c.score || !slices.Equal(got.Tags, c.tags) || got.Source != c.source {
 				t.Errorf("got score %d tags %q source %q, want %d %q %q", got.Score, got.Tags, got.Source, c.score, c.tags, c.source)
 			}
 		})
 	}
-	if len(rec.inds) != len(cases) {
-		t.Errorf("%d indicators, want %d: %v", len(rec.inds), len(cases), rec.inds)
+	if len(rec.Indicators) != len(cases) {
+		t.Errorf("%d indicators, want %d: %v", len(rec.Indicators), len(cases), rec.Indicators)
 	}
 }
 
@@ -105,7 +69,7 @@ func checkRejected(t *testing.T, got, want []string) {
 
 func TestFetchWithCode(t *testing.T) {
 	src, srv := newSource(t, newVendor(t), testCode)
-	var rec recorder
+	var rec vendortest.Recorder
 	cursor, err := src.Fetch(context.Background(), "", time.Time{}, &rec)
 	if err != nil {
 		t.Fatal(err)
@@ -121,16 +85,16 @@ func TestFetchWithCode(t *testing.T) {
 		"domain lower-cased":         {ioc.Domain, "parked.example.net", dom, 20, []string{"parking"}},
 		"domain with a trailing dot": {ioc.Domain, "exe-source.example.com", dom, 69, []string{"exe_source"}},
 	})
-	checkRejected(t, rec.rejected, []string{
-		`5 invalid indicator: not an IP address: "198.51.100.0/24"`,
-		`6 "203.0.113.33" has no scored category`,
-		`7 invalid indicator: not an IP address: "not-an-ip"`,
-		`3 skipped: the wildcard "*.dyn.example.org" is not a kind tifeeds keeps`,
-		`4 skipped: the wildcard "*" is not a kind tifeeds keeps`,
-		`5 invalid indicator`,
+	checkRejected(t, rec.Rejections, []string{
+		`5: invalid indicator: not an IP address: "198.51.100.0/24"`,
+		`6: "203.0.113.33" has no scored category`,
+		`7: invalid indicator: not an IP address: "not-an-ip"`,
+		`3: skipped: the wildcard "*.dyn.example.org" is not a kind tifeeds keeps`,
+		`4: skipped: the wildcard "*" is not a kind tifeeds keeps`,
+		`5: invalid indicator`,
 	})
-	if !slices.Equal(rec.lists, []string{ip, dom}) {
-		t.Errorf("lists complete %q, want both", rec.lists)
+	if !slices.Equal(rec.Lists, []string{ip, dom}) {
+		t.Errorf("lists complete %q, want both", rec.Lists)
 	}
 	for _, r := range srv.Requests() {
 		if !strings.HasPrefix(r.URL.Path, "/"+testCode+"/reputation/") || r.Host != "rules.emergingthreatspro.com" {
@@ -147,15 +111,15 @@ func TestFetchWithCode(t *testing.T) {
 func TestFetchConditional(t *testing.T) {
 	h := newVendor(t)
 	src, srv := newSource(t, h, testCode)
-	cursor, err := src.Fetch(context.Background(), "", time.Time{}, &recorder{})
+	cursor, err := src.Fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	var rec recorder
+	var rec vendortest.Recorder
 	again, err := src.Fetch(context.Background(), cursor, time.Time{}, &rec)
-	if !errors.Is(err, ioc.ErrUnchanged) || again != cursor || len(rec.inds)+len(rec.lists) != 0 {
-		t.Fatalf("unchanged: err %v, cursor %q, %d indicators, lists %q", err, again, len(rec.inds), rec.lists)
+	if !errors.Is(err, ioc.ErrUnchanged) || again != cursor || len(rec.Indicators)+len(rec.Lists) != 0 {
+		t.Fatalf("unchanged: err %v, cursor %q, %d indicators, lists %q", err, again, len(rec.Indicators), rec.Lists)
 	}
 	reqs := srv.Requests()[2:]
 	if len(reqs) != 2 || reqs[0].Header.Get("If-None-Match") == "" || reqs[0].Header.Get("If-Modified-Since") != "Sun, 01 Nov 2026 06:00:00 GMT" {
@@ -163,13 +127,13 @@ func TestFetchConditional(t *testing.T) {
 	}
 
 	h.DomainRep = []byte(`{"new.example.com": {"CnC": "127"}}`)
-	var rec2 recorder
+	var rec2 vendortest.Recorder
 	changed, err := src.Fetch(context.Background(), cursor, time.Time{}, &rec2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rec2.lists, []string{"et-reputation-domain"}) || len(rec2.inds) != 1 || rec2.inds[0].Value != "new.example.com" {
-		t.Errorf("one list changed: lists %q, indicators %v", rec2.lists, rec2.inds)
+	if !slices.Equal(rec2.Lists, []string{"et-reputation-domain"}) || len(rec2.Indicators) != 1 || rec2.Indicators[0].Value != "new.example.com" {
+		t.Errorf("one list changed: lists %q, indicators %v", rec2.Lists, rec2.Indicators)
 	}
 	if changed == cursor {
 		t.Error("the cursor kept the old domain list's validator")
@@ -178,7 +142,7 @@ func TestFetchConditional(t *testing.T) {
 
 func TestFetchKeyless(t *testing.T) {
 	src, srv := newSource(t, newVendor(t), "")
-	var rec recorder
+	var rec vendortest.Recorder
 	if _, err := src.Fetch(context.Background(), "", time.Time{}, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -190,12 +154,12 @@ func TestFetchKeyless(t *testing.T) {
 		"ipv6":              {ioc.IP, "2001:db8::41", l, 70, c},
 		"after a bad entry": {ioc.IP, "203.0.113.42", l, 70, c},
 	})
-	checkRejected(t, rec.rejected, []string{
-		`6 skipped: the network "198.51.100.0/24" is not a kind tifeeds keeps`,
-		`7 invalid indicator: not an IP address: "192.0.2.300"`,
+	checkRejected(t, rec.Rejections, []string{
+		`6: skipped: the network "198.51.100.0/24" is not a kind tifeeds keeps`,
+		`7: invalid indicator: not an IP address: "192.0.2.300"`,
 	})
-	if !slices.Equal(rec.lists, []string{l}) {
-		t.Errorf("lists complete %q", rec.lists)
+	if !slices.Equal(rec.Lists, []string{l}) {
+		t.Errorf("lists complete %q", rec.Lists)
 	}
 	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Host != "rules.emergingthreats.net" || reqs[0].URL.Path != "/blockrules/compromised-ips.txt" {
 		t.Errorf("requests %v", reqs)
@@ -224,7 +188,7 @@ func TestFetchFailures(t *testing.T) {
 				c.setup(h)
 			}
 			src, _ := newSource(t, h, c.key)
-			var rec recorder
+			var rec vendortest.Recorder
 			cursor, err := src.Fetch(context.Background(), `{"x":{}}`, time.Time{}, &rec)
 			if c.want == "" && err != nil || c.want != "" && ioc.FailureOf(err) != c.want {
 				t.Fatalf("err %v, want %q", err, c.want)
@@ -235,8 +199,8 @@ func TestFetchFailures(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), testCode) || c.key != "" && err != nil && strings.Contains(err.Error(), c.key) {
 				t.Errorf("the code shows in %v", err)
 			}
-			if !slices.Equal(rec.lists, c.lists) {
-				t.Errorf("lists complete %q, want %q", rec.lists, c.lists)
+			if !slices.Equal(rec.Lists, c.lists) {
+				t.Errorf("lists complete %q, want %q", rec.Lists, c.lists)
 			}
 		})
 	}
@@ -248,7 +212,7 @@ func TestFetchConnectionFailureHidesCode(t *testing.T) {
 	base := srv.URL
 	srv.Close()
 	src := &Source{Client: vendortest.MirrorClient(base), Key: testCode}
-	_, err := src.Fetch(context.Background(), "", time.Time{}, &recorder{})
+	_, err := src.Fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
 	if ioc.FailureOf(err) != ioc.FailedToConnect || strings.Contains(err.Error(), testCode) || !strings.Contains(err.Error(), "/***/reputation/") {
 		t.Errorf("err %v, want Failed to connect with the code masked", err)
 	}

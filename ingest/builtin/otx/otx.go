@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -25,8 +26,10 @@ const (
 	pageSize = 50 // the SDK's default; a pulse may hold thousands of indicators
 )
 
-// Defaults for the zero values of Source's bounds.
+// Defaults for the zero values of Source's knobs.
 const (
+	DefaultMaxRetries   = feedhttp.DefaultMaxRetries
+	DefaultMaxRetryWait = feedhttp.DefaultMaxRetryWait
 	// DefaultBackfill is how far back the first run reads when the runner
 	// gives no bound: OTX must never be walked without modified_since
 	// (REFERENCE B1), and 7 days is the feeds' default backfill.
@@ -85,7 +88,11 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 	if err != nil {
 		return cursor, err
 	}
-	hdr := http.Header{"X-Otx-Api-Key": {s.Key}, "Accept": {"application/json"}}
+	// OTX answers 429 and, often, 504 on /pulses/subscribed (REFERENCE
+	// B1): a single one is waited out, a persistent one fails the run.
+	g := &feedhttp.Getter{Who: "otx", Client: s.Client, Now: s.Now, Secret: s.Key,
+		Header:     http.Header{"X-Otx-Api-Key": {s.Key}, "Accept": {"application/json"}},
+		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
 	maxPages := s.MaxPages
 	if maxPages <= 0 {
 		maxPages = DefaultMaxPages
@@ -96,7 +103,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 			// Stopped at the bound, checkpointed: the next run reads on.
 			return out, nil
 		}
-		next, err := s.page(ctx, w, hdr, sink)
+		next, err := s.page(ctx, g, w, sink)
 		if err != nil {
 			return out, err
 		}
@@ -145,7 +152,11 @@ func (s *Source) start(cursor string, since time.Time) (*walk, error) {
 		w.since = t
 	} else {
 		if since.IsZero() {
-			since = s.now().Add(-DefaultBackfill)
+			now := time.Now
+			if s.Now != nil {
+				now = s.Now
+			}
+			since = now().Add(-DefaultBackfill)
 		}
 		w.since = since.UTC()
 	}
@@ -172,18 +183,14 @@ func vendorURL(u string) bool {
 
 // page reads w.Next, hands over the indicators of its pulses modified after
 // the walk's bound, and returns the next link ("" at the end).
-func (s *Source) page(ctx context.Context, w *walk, hdr http.Header, sink ioc.Sink) (string, error) {
-	shown := ioc.MaskURL(w.Next)
-	resp, err := s.get(ctx, w.Next, shown, hdr)
+func (s *Source) page(ctx context.Context, g *feedhttp.Getter, w *walk, sink ioc.Sink) (string, error) {
+	shown := g.Shown(w.Next)
+	resp, err := g.Get(ctx, w.Next, feedhttp.Validators{})
 	if err != nil {
 		return "", err
 	}
-	defer drain(resp)
-	max := s.MaxPageBytes
-	if max <= 0 {
-		max = DefaultMaxPageBytes
-	}
-	b := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), max: max}
+	defer feedhttp.Close(resp)
+	b := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxPageBytes, DefaultMaxPageBytes))
 	dec := json.NewDecoder(b)
 	var next *string
 	err = func() error {
@@ -206,7 +213,7 @@ func (s *Source) page(ctx context.Context, w *walk, hdr http.Header, sink ioc.Si
 						return err
 					}
 					if err := s.pulse(ctx, w, &p, sink); err != nil {
-						return &sinkError{err}
+						return &feedhttp.SinkError{Err: err}
 					}
 				}
 				if err := expect(dec, ']'); err != nil {
@@ -224,12 +231,8 @@ func (s *Source) page(ctx context.Context, w *walk, hdr http.Header, sink ioc.Si
 		}
 		return expect(dec, '}')
 	}()
-	var se *sinkError
-	if errors.As(err, &se) {
-		return "", se.err
-	}
 	if err != nil {
-		return "", b.failure(ctx, shown, err)
+		return "", g.BodyFailure(ctx, shown, b, err)
 	}
 	if next == nil || *next == "" {
 		return "", nil
@@ -239,11 +242,6 @@ func (s *Source) page(ctx context.Context, w *walk, hdr http.Header, sink ioc.Si
 	}
 	return *next, nil
 }
-
-// sinkError carries an error of the sink out of the decoding, unclassified.
-type sinkError struct{ err error }
-
-func (e *sinkError) Error() string { return e.err.Error() }
 
 func expect(dec *json.Decoder, d json.Delim) error {
 	t, err := dec.Token()

@@ -18,34 +18,6 @@ import (
 
 const testKey = "otx-test-key-0123456789abcdef"
 
-// recorder is a sink that keeps what it is given.
-type recorder struct {
-	inds        []ioc.Indicator
-	rejected    []string
-	checkpoints []string
-}
-
-func (r *recorder) Indicator(_ context.Context, ind ioc.Indicator) error {
-	r.inds = append(r.inds, ind)
-	return nil
-}
-func (r *recorder) Rejected(pos int64, reason string) {
-	r.rejected = append(r.rejected, fmt.Sprintf("%d %s", pos, reason))
-}
-func (r *recorder) Checkpoint(_ context.Context, c string) error {
-	r.checkpoints = append(r.checkpoints, c)
-	return nil
-}
-
-func (r *recorder) find(kind ioc.Kind, value string) (ioc.Indicator, bool) {
-	for _, in := range r.inds {
-		if in.Kind == kind && in.Value == value {
-			return in, true
-		}
-	}
-	return ioc.Indicator{}, false
-}
-
 func loadPulses(t *testing.T) [][]byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/pulses.json")
@@ -74,7 +46,7 @@ func newSource(t *testing.T, h *vendortest.OTX) (*Source, *vendortest.Server) {
 
 func TestFetchMapping(t *testing.T) {
 	src, _ := newSource(t, &vendortest.OTX{Key: testKey, Pulses: loadPulses(t)})
-	var rec recorder
+	var rec vendortest.Recorder
 	cursor, err := src.Fetch(context.Background(), "", since, &rec)
 	if err != nil {
 		t.Fatal(err)
@@ -109,9 +81,9 @@ func TestFetchMapping(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, ok := rec.find(c.kind, c.value)
+			got, ok := rec.Find(c.kind, c.value)
 			if !ok {
-				t.Fatalf("no %s %s among %v", c.kind, c.value, rec.inds)
+				t.Fatalf("no %s %s among %v", c.kind, c.value, rec.Indicators)
 			}
 			if got.Score != c.score || !slices.Equal(got.Tags, c.tags) || !got.ValidUntil.Equal(c.validUntil) || got.Revoked != c.revoked || got.Source != "otx" {
 				t.Errorf("got score %d tags %v until %v revoked %v source %q; want %d %v %v %v otx",
@@ -119,10 +91,10 @@ func TestFetchMapping(t *testing.T) {
 			}
 		})
 	}
-	if len(rec.inds) != len(cases) {
-		t.Errorf("%d indicators, want %d: %v", len(rec.inds), len(cases), rec.inds)
+	if len(rec.Indicators) != len(cases) {
+		t.Errorf("%d indicators, want %d: %v", len(rec.Indicators), len(cases), rec.Indicators)
 	}
-	if _, ok := rec.find(ioc.IP, "192.0.2.99"); ok {
+	if _, ok := rec.Find(ioc.IP, "192.0.2.99"); ok {
 		t.Error("a pulse older than the backfill bound was read")
 	}
 	wantRejected := []string{
@@ -134,19 +106,19 @@ func TestFetchMapping(t *testing.T) {
 		"skipped: CVE is not a kind tifeeds keeps",
 		"skipped: Mutex is not a kind tifeeds keeps",
 	}
-	if len(rec.rejected) != len(wantRejected) {
-		t.Fatalf("rejected %q, want %q", rec.rejected, wantRejected)
+	if len(rec.Rejections) != len(wantRejected) {
+		t.Fatalf("rejected %q, want %q", rec.Rejections, wantRejected)
 	}
 	for i, w := range wantRejected {
-		if !strings.HasSuffix(rec.rejected[i], " "+w) {
-			t.Errorf("rejected[%d] = %q, want ... %q", i, rec.rejected[i], w)
+		if !strings.HasSuffix(rec.Rejections[i], " "+w) {
+			t.Errorf("rejected[%d] = %q, want ... %q", i, rec.Rejections[i], w)
 		}
 	}
 }
 
 func TestFetchRequests(t *testing.T) {
 	src, srv := newSource(t, &vendortest.OTX{Key: testKey, Pulses: loadPulses(t)})
-	if _, err := src.Fetch(context.Background(), "", since, &recorder{}); err != nil {
+	if _, err := src.Fetch(context.Background(), "", since, &vendortest.Recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()
@@ -165,63 +137,63 @@ func TestFetchRequests(t *testing.T) {
 func TestFetchPagesResumeAndCursor(t *testing.T) {
 	h := &vendortest.OTX{Key: testKey, Pulses: loadPulses(t), PageSize: 1, CutPage: 2}
 	src, srv := newSource(t, h)
-	var rec recorder
+	var rec vendortest.Recorder
 	_, err := src.Fetch(context.Background(), "", since, &rec)
 	if ioc.FailureOf(err) != ioc.ConnectionError {
 		t.Fatalf("cut page 2: %v, want Connection Error", err)
 	}
-	if len(rec.checkpoints) != 1 || !strings.HasPrefix(rec.checkpoints[0], "{") {
-		t.Fatalf("checkpoints %q, want one mid-walk cursor", rec.checkpoints)
+	if len(rec.Checkpoints) != 1 || !strings.HasPrefix(rec.Checkpoints[0], "{") {
+		t.Fatalf("checkpoints %q, want one mid-walk cursor", rec.Checkpoints)
 	}
-	if len(rec.inds) != 2 { // the newest pulse, two hashes
-		t.Fatalf("%d indicators before the cut, want 2", len(rec.inds))
+	if len(rec.Indicators) != 2 { // the newest pulse, two hashes
+		t.Fatalf("%d indicators before the cut, want 2", len(rec.Indicators))
 	}
 
 	h.CutPage = 0
-	rec2 := recorder{}
-	cursor, err := src.Fetch(context.Background(), rec.checkpoints[0], since, &rec2)
+	rec2 := vendortest.Recorder{}
+	cursor, err := src.Fetch(context.Background(), rec.Checkpoints[0], since, &rec2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cursor != "2026-11-03T12:30:00.500000" {
 		t.Errorf("cursor %q after the resumed walk, want the newest modified of the whole walk", cursor)
 	}
-	if _, ok := rec2.find(ioc.SHA1, "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"); ok {
+	if _, ok := rec2.Find(ioc.SHA1, "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"); ok {
 		t.Error("the resumed walk read page 1 again")
 	}
-	if _, ok := rec2.find(ioc.IP, "198.51.100.7"); !ok {
+	if _, ok := rec2.Find(ioc.IP, "198.51.100.7"); !ok {
 		t.Error("the resumed walk missed the oldest pulse")
 	}
 	last := srv.Requests()[len(srv.Requests())-1]
 	if last.URL.Query().Get("page") != "3" || last.Header.Get("X-OTX-API-KEY") != testKey {
 		t.Errorf("last request %v, want page 3 with the key", last.URL)
 	}
-	if got := rec2.checkpoints[len(rec2.checkpoints)-1]; got != cursor {
+	if got := rec2.Checkpoints[len(rec2.Checkpoints)-1]; got != cursor {
 		t.Errorf("last checkpoint %q, want the final cursor %q", got, cursor)
 	}
 
 	// Unchanged: the server lists the newest pulse again (modified_since is
 	// inclusive) but nothing is handed over.
-	rec3 := recorder{}
+	rec3 := vendortest.Recorder{}
 	again, err := src.Fetch(context.Background(), cursor, since, &rec3)
-	if err != nil || again != cursor || len(rec3.inds) != 0 {
-		t.Errorf("unchanged run: cursor %q, %d indicators, err %v; want %q, 0, nil", again, len(rec3.inds), err, cursor)
+	if err != nil || again != cursor || len(rec3.Indicators) != 0 {
+		t.Errorf("unchanged run: cursor %q, %d indicators, err %v; want %q, 0, nil", again, len(rec3.Indicators), err, cursor)
 	}
 
 	// A newer pulse: only it is read.
 	h.Pulses = append(h.Pulses, []byte(`{"id": "new", "modified": "2026-11-04T00:00:00.000001", "tlp": "white", "tags": ["New"],
 		"indicators": [{"indicator": "192.0.2.44", "type": "IPv4", "is_active": 1}]}`))
-	rec4 := recorder{}
+	rec4 := vendortest.Recorder{}
 	newer, err := src.Fetch(context.Background(), cursor, since, &rec4)
-	if err != nil || newer != "2026-11-04T00:00:00.000001" || len(rec4.inds) != 1 || rec4.inds[0].Value != "192.0.2.44" {
-		t.Errorf("newer run: cursor %q, indicators %v, err %v", newer, rec4.inds, err)
+	if err != nil || newer != "2026-11-04T00:00:00.000001" || len(rec4.Indicators) != 1 || rec4.Indicators[0].Value != "192.0.2.44" {
+		t.Errorf("newer run: cursor %q, indicators %v, err %v", newer, rec4.Indicators, err)
 	}
 }
 
 func TestFetchNoKey(t *testing.T) {
 	src, srv := newSource(t, &vendortest.OTX{Key: testKey})
 	src.Key = ""
-	_, err := src.Fetch(context.Background(), "", since, &recorder{})
+	_, err := src.Fetch(context.Background(), "", since, &vendortest.Recorder{})
 	if ioc.FailureOf(err) != ioc.InvalidCredentials || !strings.Contains(err.Error(), "--otx-api-key (TIFEEDS_OTX_API_KEY)") {
 		t.Errorf("err %v, want Invalid Credentials naming the setting", err)
 	}
@@ -256,7 +228,7 @@ func TestFetchFailures(t *testing.T) {
 			}
 			var slept []time.Duration
 			src.Sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
-			var rec recorder
+			var rec vendortest.Recorder
 			cursor, err := src.Fetch(context.Background(), "2026-10-20T00:00:00.000000", since, &rec)
 			if c.want == "" && err != nil || c.want != "" && ioc.FailureOf(err) != c.want {
 				t.Fatalf("err %v, want %q", err, c.want)
@@ -287,7 +259,7 @@ func TestFetchNextOffHost(t *testing.T) {
 	var other int
 	srv.Handle("collector.example.com", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { other++ }))
 	src := &Source{Client: vendortest.MirrorClient(srv.URL), Key: testKey}
-	_, err := src.Fetch(context.Background(), "", since, &recorder{})
+	_, err := src.Fetch(context.Background(), "", since, &vendortest.Recorder{})
 	if ioc.FailureOf(err) != ioc.FetchingDataError || other != 0 {
 		t.Errorf("err %v, %d requests off host; want Fetching Data Error and none", err, other)
 	}
@@ -296,14 +268,8 @@ func TestFetchNextOffHost(t *testing.T) {
 func TestFetchSinkError(t *testing.T) {
 	src, _ := newSource(t, &vendortest.OTX{Key: testKey, Pulses: loadPulses(t)})
 	boom := errors.New("store down")
-	_, err := src.Fetch(context.Background(), "", since, failing{boom})
+	_, err := src.Fetch(context.Background(), "", since, &vendortest.Recorder{Fail: boom})
 	if !errors.Is(err, boom) {
 		t.Errorf("err %v, want the sink's error", err)
 	}
 }
-
-type failing struct{ err error }
-
-func (f failing) Indicator(context.Context, ioc.Indicator) error { return f.err }
-func (f failing) Rejected(int64, string)                         {}
-func (f failing) Checkpoint(context.Context, string) error       { return nil }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -38,6 +39,15 @@ const (
 	maxWireBytes = 256 << 20
 	// userAgent names us, as PhishTank asks of bulk downloaders.
 	userAgent = "tifeeds (phishtank online-valid)"
+)
+
+// Defaults of the retry knobs of Source.
+const (
+	DefaultMaxRetries   = feedhttp.DefaultMaxRetries
+	DefaultMaxRetryWait = 5 * time.Minute
+	// DefaultRetryBackoff is the first wait before repeating a 429 or 5xx
+	// that gave no usable Retry-After; the n-th repeat waits n times it.
+	DefaultRetryBackoff = 30 * time.Second
 )
 
 // Source reads PhishTank's online-valid database. Every request goes
@@ -81,61 +91,56 @@ func URL(key string) string {
 // ioc.ErrUnchanged and downloads nothing. since is not used: a snapshot
 // has no history to bound.
 func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
-	r := s.retrier()
-	resp, err := r.get(ctx, URL(s.Key), parseValidators(cursor))
+	// The app key goes in the URL path: every message masks it.
+	g := &feedhttp.Getter{
+		Who:          "phishtank",
+		Client:       s.Client,
+		Header:       http.Header{"User-Agent": {userAgent}},
+		Secret:       s.Key,
+		Now:          s.Now,
+		MaxRetries:   s.MaxRetries,
+		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait),
+		Backoff:      feedhttp.Or(s.RetryBackoff, DefaultRetryBackoff),
+	}
+	resp, err := g.Get(ctx, URL(s.Key), feedhttp.ParseValidators(cursor))
 	if err != nil {
 		return cursor, err
 	}
-	defer func() {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-	}()
+	defer feedhttp.Close(resp)
 	if resp.StatusCode == http.StatusNotModified {
 		return cursor, ioc.ErrUnchanged
 	}
-	wire := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), left: maxWireBytes}
+	wire := feedhttp.NewBody(sink, resp, maxWireBytes)
 	data, err := decompress(wire)
 	if err != nil {
-		return cursor, s.bodyFailure(ctx, r, wire, nil, err)
+		return cursor, s.bodyFailure(ctx, g, wire, nil, err)
 	}
-	capped := &bodyReader{r: data, left: s.maxBytes()}
+	capped := feedhttp.Cap(data, feedhttp.Or(s.MaxBytes, DefaultMaxBytes))
 	if err := Parse(ctx, capped, sink); err != nil {
-		return cursor, s.bodyFailure(ctx, r, wire, capped, err)
+		return cursor, s.bodyFailure(ctx, g, wire, capped, err)
 	}
 	ioc.ListComplete(sink, List)
-	return validatorsOf(resp).String(), nil
+	return feedhttp.ValidatorsOf(resp).String(), nil
 }
 
 // bodyFailure tells why reading the body failed: the run ending, the
-// connection, a cap, or the data itself. An error of the sink passes as
-// it is.
-func (s *Source) bodyFailure(ctx context.Context, r *retrier, wire, data *bodyReader, err error) error {
-	var fe *formatError
-	switch {
-	case ctx.Err() != nil:
-		return fmt.Errorf("phishtank: unable to read the database: %w", ctx.Err())
-	case errors.Is(wire.err, errTooBig):
-		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("phishtank: the download is over %d MiB", maxWireBytes>>20))
-	case wire.err != nil:
-		return r.requestFailure(wire.err)
-	case data != nil && errors.Is(data.err, errTooBig):
-		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("phishtank: the database is over %d MiB uncompressed", s.maxBytes()>>20))
-	case data == nil || data.err != nil:
-		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("phishtank: the download is not valid gzip: %w", err))
-	case errors.As(err, &fe):
-		return ioc.Fail(ioc.FetchingDataError, err)
+// connection or the wire's cap (g.BodyFailure), the uncompressed cap, bad
+// gzip, or the data itself. An error of the sink passes as it is.
+func (s *Source) bodyFailure(ctx context.Context, g *feedhttp.Getter, wire, data *feedhttp.Body, err error) error {
+	if f := g.ReadFailure(ctx, "the download", wire); f != nil {
+		return f
 	}
-	return err
+	switch {
+	case data != nil && data.Exceeded():
+		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("phishtank: the database is over %d MiB uncompressed", data.Max()>>20))
+	case data == nil || data.Err() != nil:
+		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("phishtank: the download is not valid gzip: %w", err))
+	}
+	return g.BodyFailure(ctx, "the database", data, err)
 }
 
-// formatError is data that is not a PhishTank database.
-type formatError struct{ err error }
-
-func (e *formatError) Error() string { return e.err.Error() }
-func (e *formatError) Unwrap() error { return e.err }
-
 func badFormat(format string, a ...any) error {
-	return &formatError{fmt.Errorf("phishtank: "+format, a...)}
+	return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("phishtank: "+format, a...))
 }
 
 // decompress reads a gzip body, or a body already decompressed on the way
@@ -204,7 +209,7 @@ func Parse(ctx context.Context, r io.Reader, sink ioc.Sink) error {
 			continue
 		}
 		if err := sink.Indicator(ctx, ind); err != nil {
-			return err
+			return &feedhttp.SinkError{Err: err}
 		}
 	}
 	if _, err := dec.Token(); err != nil {
@@ -238,57 +243,4 @@ func indicator(rec record) (ioc.Indicator, string) {
 func no(s string) bool {
 	s = strings.ToLower(strings.TrimSpace(s))
 	return s != "" && s != "yes"
-}
-
-func (s *Source) maxBytes() int64 {
-	if s.MaxBytes > 0 {
-		return s.MaxBytes
-	}
-	return DefaultMaxBytes
-}
-
-func (s *Source) retrier() *retrier {
-	client := s.Client
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Minute}
-	}
-	now := s.Now
-	if now == nil {
-		now = time.Now
-	}
-	r := &retrier{
-		who:        "phishtank",
-		client:     client,
-		header:     http.Header{"User-Agent": {userAgent}},
-		maxRetries: s.MaxRetries,
-		maxWait:    s.MaxRetryWait,
-		backoff:    s.RetryBackoff,
-		now:        now,
-		mask:       s.mask,
-	}
-	switch {
-	case r.maxRetries < 0:
-		r.maxRetries = 0
-	case r.maxRetries == 0:
-		r.maxRetries = DefaultMaxRetries
-	}
-	if r.maxWait <= 0 {
-		r.maxWait = DefaultMaxRetryWait
-	}
-	if r.backoff <= 0 {
-		r.backoff = DefaultRetryBackoff
-	}
-	return r
-}
-
-// mask hides the app key, raw or escaped, wherever a message quotes it.
-func (s *Source) mask(text string) string {
-	if s.Key == "" {
-		return text
-	}
-	text = strings.ReplaceAll(text, s.Key, "***")
-	if esc := url.PathEscape(s.Key); esc != s.Key {
-		text = strings.ReplaceAll(text, esc, "***")
-	}
-	return text
 }

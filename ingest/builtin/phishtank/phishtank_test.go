@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"runtime"
 	"strings"
@@ -15,48 +14,6 @@ import (
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
-
-// recorder is a sink that keeps what it is given.
-type recorder struct {
-	inds     []ioc.Indicator
-	rejected []string
-	lists    []string
-	cursors  []string
-	onInd    func(n int)
-	fail     error
-	total    int
-}
-
-func (r *recorder) Indicator(_ context.Context, ind ioc.Indicator) error {
-	if r.fail != nil {
-		return r.fail
-	}
-	r.total++
-	if r.onInd != nil {
-		r.onInd(r.total)
-		r.inds = append(r.inds[:0], ind) // keep memory flat in big runs
-		return nil
-	}
-	r.inds = append(r.inds, ind)
-	return nil
-}
-func (r *recorder) Rejected(pos int64, reason string) {
-	r.rejected = append(r.rejected, fmt.Sprintf("%d: %s", pos, reason))
-}
-func (r *recorder) Checkpoint(_ context.Context, c string) error {
-	r.cursors = append(r.cursors, c)
-	return nil
-}
-func (r *recorder) ListComplete(source string) { r.lists = append(r.lists, source) }
-
-func read(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func phish(v string, tags ...string) ioc.Indicator {
 	return ioc.Indicator{Kind: ioc.URL, Value: v, Source: List, Score: Score, Tags: append([]string{"phishing"}, tags...)}
@@ -86,8 +43,8 @@ func TestParse(t *testing.T) {
 		"cut mid-record": {file: "truncated.json", err: "unable to read record 2"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var rec recorder
-			err := Parse(context.Background(), bytes.NewReader(read(t, tc.file)), &rec)
+			var rec vendortest.Recorder
+			err := Parse(context.Background(), bytes.NewReader(vendortest.Testdata(t, tc.file)), &rec)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one saying %q", err, tc.err)
@@ -97,18 +54,18 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(rec.inds, tc.want) {
-				t.Errorf("indicators\n got %+v\nwant %+v", rec.inds, tc.want)
+			if !reflect.DeepEqual(rec.Indicators, tc.want) {
+				t.Errorf("indicators\n got %+v\nwant %+v", rec.Indicators, tc.want)
 			}
-			if len(rec.rejected) != len(tc.rejected) {
-				t.Fatalf("rejected %q, want %q", rec.rejected, tc.rejected)
+			if len(rec.Rejections) != len(tc.rejected) {
+				t.Fatalf("rejected %q, want %q", rec.Rejections, tc.rejected)
 			}
-			for i, r := range rec.rejected {
+			for i, r := range rec.Rejections {
 				if !strings.HasPrefix(r, tc.rejected[i]) {
 					t.Errorf("rejection %d is %q, want %q…", i, r, tc.rejected[i])
 				}
 			}
-			for _, ind := range rec.inds {
+			for _, ind := range rec.Indicators {
 				if ind.Kind != ioc.URL {
 					t.Errorf("%s indicator %s: only URLs come from PhishTank", ind.Kind, ind.Value)
 				}
@@ -186,9 +143,9 @@ func TestFetch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := vendortest.New(t)
 			v := tc.vendor
-			v.JSON = read(t, "online-valid.json")
+			v.JSON = vendortest.Testdata(t, "online-valid.json")
 			srv.Handle("data.phishtank.com", v)
-			var rec recorder
+			var rec vendortest.Recorder
 			cursor, err := fastSource(srv, tc.key).Fetch(context.Background(), tc.cursor, time.Time{}, &rec)
 			switch {
 			case tc.err != nil:
@@ -205,12 +162,12 @@ func TestFetch(t *testing.T) {
 			if tc.key != "" && err != nil && strings.Contains(err.Error(), key) {
 				t.Errorf("the error quotes the app key: %v", err)
 			}
-			if len(rec.inds) != tc.want {
-				t.Errorf("%d indicators, want %d", len(rec.inds), tc.want)
+			if len(rec.Indicators) != tc.want {
+				t.Errorf("%d indicators, want %d", len(rec.Indicators), tc.want)
 			}
 			complete := tc.want > 0
-			if got := len(rec.lists) == 1 && rec.lists[0] == List; got != complete {
-				t.Errorf("lists completed %q; want the list completed: %v", rec.lists, complete)
+			if got := len(rec.Lists) == 1 && rec.Lists[0] == List; got != complete {
+				t.Errorf("lists completed %q; want the list completed: %v", rec.Lists, complete)
 			}
 			if err != nil && !errors.Is(err, ioc.ErrUnchanged) && cursor != tc.cursor {
 				t.Errorf("a failed fetch moved the cursor to %q", cursor)
@@ -239,7 +196,7 @@ func TestFetch(t *testing.T) {
 func TestFetchMasksTheKeyInConnectionErrors(t *testing.T) {
 	const key = "s3cr3t-app-key"
 	s := &Source{Client: vendortest.MirrorClient("http://127.0.0.1:1"), Key: key, MaxRetries: -1}
-	_, err := s.Fetch(context.Background(), "", time.Time{}, &recorder{})
+	_, err := s.Fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -257,9 +214,9 @@ func TestFetchMasksTheKeyInConnectionErrors(t *testing.T) {
 // An error of the sink (the run's limit, the store) ends the fetch as it is.
 func TestFetchPassesSinkErrors(t *testing.T) {
 	srv := vendortest.New(t)
-	srv.Handle("data.phishtank.com", &vendortest.PhishTank{JSON: read(t, "online-valid.json")})
+	srv.Handle("data.phishtank.com", &vendortest.PhishTank{JSON: vendortest.Testdata(t, "online-valid.json")})
 	stop := errors.New("limit reached")
-	rec := &recorder{fail: stop}
+	rec := &vendortest.Recorder{Fail: stop}
 	_, err := fastSource(srv, "").Fetch(context.Background(), "", time.Time{}, rec)
 	if !errors.Is(err, stop) {
 		t.Fatalf("error %v, want the sink's", err)
@@ -268,8 +225,8 @@ func TestFetchPassesSinkErrors(t *testing.T) {
 	if errors.As(err, &fe) {
 		t.Errorf("the sink's error became a %s", fe.Kind)
 	}
-	if len(rec.lists) != 0 {
-		t.Errorf("a list read partially was completed: %q", rec.lists)
+	if len(rec.Lists) != 0 {
+		t.Errorf("a list read partially was completed: %q", rec.Lists)
 	}
 }
 
@@ -296,9 +253,7 @@ func TestFetchStreamsABigDatabaseInFlatMemory(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		peak = max(peak, ms.HeapAlloc)
 	}
-	var count int
-	rec := &recorder{onInd: func(n int) {
-		count = n
+	rec := &lastOnly{onInd: func(n int) {
 		if n%10_000 == 0 {
 			sample()
 		}
@@ -309,16 +264,32 @@ func TestFetchStreamsABigDatabaseInFlatMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.inds[0].Value; got != fmt.Sprintf("https://login-%d.example.com/account/verify.php?session=%d", records-1, records-1) {
+	if got := rec.last.Value; got != fmt.Sprintf("https://login-%d.example.com/account/verify.php?session=%d", records-1, records-1) {
 		t.Errorf("last URL %q", got)
 	}
-	if count != records || len(rec.lists) != 1 {
-		t.Errorf("%d indicators, lists completed %q; want %d and the list", count, rec.lists, records)
+	if rec.count != records || len(rec.Lists) != 1 {
+		t.Errorf("%d indicators, lists completed %q; want %d and the list", rec.count, rec.Lists, records)
 	}
 	const bound = 16 << 20
 	if grown := peak - min(base, peak); grown > bound {
 		t.Errorf("the heap grew by %d MiB while reading a %d MiB body, want under %d MiB", grown>>20, counted.n>>20, bound>>20)
 	}
+}
+
+// lastOnly keeps only the last indicator, so that memory stays flat in a
+// big run.
+type lastOnly struct {
+	vendortest.Recorder
+	last  ioc.Indicator
+	count int
+	onInd func(n int)
+}
+
+func (l *lastOnly) Indicator(_ context.Context, ind ioc.Indicator) error {
+	l.last = ind
+	l.count++
+	l.onInd(l.count)
+	return nil
 }
 
 type countingWriter struct{ n int64 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin/internal/csvtable"
+	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -41,6 +43,15 @@ const (
 )
 
 const dateLayout = "2006-01-02 15:04:05"
+
+// Defaults of the retry knobs of Source.
+const (
+	DefaultMaxRetries   = feedhttp.DefaultMaxRetries
+	DefaultMaxRetryWait = 5 * time.Minute
+	// DefaultRetryBackoff is the first wait before repeating a 429 or 5xx
+	// that gave no usable Retry-After; the n-th repeat waits n times it.
+	DefaultRetryBackoff = 30 * time.Second
+)
 
 // Source reads ThreatFox. Every request goes through Client (the server's
 // egress policy and feed mirror); the URL is abuse.ch's own, fixed.
@@ -71,9 +82,9 @@ type Source struct {
 // seen in that second (so a row of the same second is read once), and the
 // export's validators.
 type state struct {
-	Seen   string     `json:"seen,omitempty"`
-	IDs    []string   `json:"ids,omitempty"`
-	Export validators `json:"export"`
+	Seen   string              `json:"seen,omitempty"`
+	IDs    []string            `json:"ids,omitempty"`
+	Export feedhttp.Validators `json:"export"`
 }
 
 func parseState(cursor string) state {
@@ -95,28 +106,21 @@ func (st state) String() string {
 // the cursor moves, and is checkpointed, once the whole export is read.
 func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
 	st := parseState(cursor)
-	r := s.retrier()
-	resp, err := r.get(ctx, URL, st.Export)
+	g := s.getter("threatfox")
+	resp, err := g.Get(ctx, URL, st.Export)
 	if err != nil {
 		return cursor, err
 	}
-	defer func() {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-	}()
+	defer feedhttp.Close(resp)
 	if resp.StatusCode == http.StatusNotModified {
 		return cursor, ioc.ErrUnchanged
 	}
-	max := s.MaxBytes
-	if max <= 0 {
-		max = DefaultMaxBytes
-	}
-	wire := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), left: max}
+	wire := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxBytes, DefaultMaxBytes))
 	next, err := parse(ctx, wire, st, since, sink)
 	if err != nil {
-		return cursor, bodyFailure(ctx, r, wire, err)
+		return cursor, g.BodyFailure(ctx, "the export", wire, err)
 	}
-	next.Export = validatorsOf(resp)
+	next.Export = feedhttp.ValidatorsOf(resp)
 	if err := sink.Checkpoint(ctx, next.String()); err != nil {
 		return cursor, err
 	}
@@ -127,7 +131,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 // rows first seen after after's cursor (with none, since bounds them),
 // returning the state moved past them.
 func parse(ctx context.Context, r io.Reader, after state, since time.Time, sink ioc.Sink) (state, error) {
-	t, err := openTable(r, "first_seen_utc", "ioc_id", "ioc_value", "ioc_type")
+	t, err := csvtable.Open(r, "first_seen_utc", "ioc_id", "ioc_value", "ioc_type")
 	if err != nil {
 		return after, badFormat("unable to read the export's header: %w", err)
 	}
@@ -139,18 +143,18 @@ func parse(ctx context.Context, r io.Reader, after state, since time.Time, sink 
 	}
 	next := after
 	for {
-		rec, line, err := t.next()
+		rec, line, err := t.Next()
 		if err == io.EOF {
 			return next, nil
 		}
 		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
-			sink.Rejected(int64(t.skipped+pe.StartLine), "not a CSV record: "+pe.Err.Error())
+			sink.Rejected(line, "not a CSV record: "+pe.Err.Error())
 			continue
 		}
 		if err != nil {
 			return after, badFormat("unable to read the export's rows: %w", err)
 		}
-		id, seen := t.get(rec, "ioc_id"), t.get(rec, "first_seen_utc")
+		id, seen := t.Get(rec, "ioc_id"), t.Get(rec, "first_seen_utc")
 		at, perr := time.Parse(dateLayout, strings.TrimSuffix(seen, " UTC"))
 		switch {
 		case id == "":
@@ -170,7 +174,7 @@ func parse(ctx context.Context, r io.Reader, after state, since time.Time, sink 
 			continue
 		}
 		if err := sink.Indicator(ctx, ind); err != nil {
-			return after, err
+			return after, &feedhttp.SinkError{Err: err}
 		}
 		next.advance(at, id)
 	}
@@ -190,9 +194,9 @@ func (st *state) advance(at time.Time, id string) {
 
 // indicator maps one row, or says why it is not used. Only ioc_value
 // becomes an indicator: reference (a report URL) is context.
-func indicator(t *table, rec []string) (ioc.Indicator, string) {
-	typ := strings.ToLower(t.get(rec, "ioc_type"))
-	raw := t.get(rec, "ioc_value")
+func indicator(t *csvtable.Table, rec []string) (ioc.Indicator, string) {
+	typ := strings.ToLower(t.Get(rec, "ioc_type"))
+	raw := t.Get(rec, "ioc_value")
 	var (
 		kind ioc.Kind
 		port string
@@ -225,14 +229,14 @@ func indicator(t *table, rec []string) (ioc.Indicator, string) {
 		return ioc.Indicator{}, err.Error()
 	}
 	score := DefaultScore
-	if c, err := strconv.Atoi(t.get(rec, "confidence_level")); err == nil {
+	if c, err := strconv.Atoi(t.Get(rec, "confidence_level")); err == nil {
 		score = min(max(c, 0), 100)
 	}
-	if b, _ := strconv.ParseBool(t.get(rec, "is_compromised")); b {
+	if b, _ := strconv.ParseBool(t.Get(rec, "is_compromised")); b {
 		score = min(score, CompromisedScore)
 	}
-	tg := tags(t.get(rec, "malware_printable"), t.get(rec, "fk_malware"), t.get(rec, "malware_alias"),
-		t.get(rec, "threat_type"), t.get(rec, "tags"))
+	tg := tags(t.Get(rec, "malware_printable"), t.Get(rec, "fk_malware"), t.Get(rec, "malware_alias"),
+		t.Get(rec, "threat_type"), t.Get(rec, "tags"))
 	if port != "" {
 		tg = append(tg, "port:"+port)
 	}
@@ -290,70 +294,26 @@ func tags(lists ...string) []string {
 	return out
 }
 
-// bodyFailure tells why reading the export failed: the run ending, the
-// connection, the cap, or the data. An error of the sink passes as it is.
-func bodyFailure(ctx context.Context, r *retrier, wire *bodyReader, err error) error {
-	var fe *formatError
-	switch {
-	case ctx.Err() != nil:
-		return fmt.Errorf("threatfox: unable to read the export: %w", ctx.Err())
-	case errors.Is(wire.err, errTooBig):
-		return ioc.Fail(ioc.FetchingDataError, errors.New("threatfox: the export is over its cap"))
-	case wire.err != nil:
-		return r.requestFailure(wire.err)
-	case errors.As(err, &fe):
-		return ioc.Fail(ioc.FetchingDataError, err)
-	}
-	return err
-}
-
-// formatError is data that is not a ThreatFox export.
-type formatError struct{ err error }
-
-func (e *formatError) Error() string { return e.err.Error() }
-func (e *formatError) Unwrap() error { return e.err }
-
 func badFormat(format string, a ...any) error {
-	return &formatError{fmt.Errorf("threatfox: "+format, a...)}
+	return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("threatfox: "+format, a...))
 }
 
-func (s *Source) retrier() *retrier {
-	client := s.Client
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Minute}
-	}
-	now := s.Now
-	if now == nil {
-		now = time.Now
-	}
-	r := &retrier{
-		who:        "threatfox",
-		client:     client,
-		header:     http.Header{"User-Agent": {"tifeeds"}},
-		maxRetries: s.MaxRetries,
-		maxWait:    s.MaxRetryWait,
-		backoff:    s.RetryBackoff,
-		now:        now,
-		mask:       func(t string) string { return t },
+// getter sends abuse.ch's GETs for who, with the Auth-Key when one is set.
+func (s *Source) getter(who string) *feedhttp.Getter {
+	g := &feedhttp.Getter{
+		Who:          who,
+		Client:       s.Client,
+		Header:       http.Header{"User-Agent": {"tifeeds"}},
+		Secret:       s.Key,
+		Now:          s.Now,
+		MaxRetries:   s.MaxRetries,
+		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait),
+		Backoff:      feedhttp.Or(s.RetryBackoff, DefaultRetryBackoff),
+		Credentials:  "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)",
 	}
 	if s.Key != "" {
-		r.header.Set("Auth-Key", s.Key)
-		r.mask = func(t string) string { return strings.ReplaceAll(t, s.Key, "***") }
-		r.credentials = "abuse.ch refused the Auth-Key set by --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
-	} else {
-		r.credentials = "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
+		g.Header.Set("Auth-Key", s.Key)
+		g.Credentials = "abuse.ch refused the Auth-Key set by --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
 	}
-	switch {
-	case r.maxRetries < 0:
-		r.maxRetries = 0
-	case r.maxRetries == 0:
-		r.maxRetries = DefaultMaxRetries
-	}
-	if r.maxWait <= 0 {
-		r.maxWait = DefaultMaxRetryWait
-	}
-	if r.backoff <= 0 {
-		r.backoff = DefaultRetryBackoff
-	}
-	return r
+	return g
 }

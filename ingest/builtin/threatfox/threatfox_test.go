@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,35 +12,6 @@ import (
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
-
-type recorder struct {
-	inds     []ioc.Indicator
-	rejected []string
-	lists    []string
-	cursors  []string
-}
-
-func (r *recorder) Indicator(_ context.Context, ind ioc.Indicator) error {
-	r.inds = append(r.inds, ind)
-	return nil
-}
-func (r *recorder) Rejected(pos int64, reason string) {
-	r.rejected = append(r.rejected, fmt.Sprintf("%d: %s", pos, reason))
-}
-func (r *recorder) Checkpoint(_ context.Context, c string) error {
-	r.cursors = append(r.cursors, c)
-	return nil
-}
-func (r *recorder) ListComplete(source string) { r.lists = append(r.lists, source) }
-
-func read(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func ind(kind ioc.Kind, v string, score int, tags ...string) ioc.Indicator {
 	return ioc.Indicator{Kind: kind, Value: v, Source: List, Score: score, Tags: tags}
@@ -104,18 +73,18 @@ func TestParse(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var rec recorder
-			next, err := parse(context.Background(), bytes.NewReader(read(t, "recent.csv")), tc.after, tc.since, &rec)
+			var rec vendortest.Recorder
+			next, err := parse(context.Background(), bytes.NewReader(vendortest.Testdata(t, "recent.csv")), tc.after, tc.since, &rec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(rec.inds, tc.want) {
-				t.Errorf("indicators\n got %+v\nwant %+v", rec.inds, tc.want)
+			if !reflect.DeepEqual(rec.Indicators, tc.want) {
+				t.Errorf("indicators\n got %+v\nwant %+v", rec.Indicators, tc.want)
 			}
-			if len(rec.rejected) != len(tc.rejected) {
-				t.Fatalf("rejected %q, want %q", rec.rejected, tc.rejected)
+			if len(rec.Rejections) != len(tc.rejected) {
+				t.Fatalf("rejected %q, want %q", rec.Rejections, tc.rejected)
 			}
-			for i, r := range rec.rejected {
+			for i, r := range rec.Rejections {
 				if !strings.HasPrefix(r, tc.rejected[i]) {
 					t.Errorf("rejection %d is %q, want %q…", i, r, tc.rejected[i])
 				}
@@ -186,9 +155,9 @@ func TestFetch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := vendortest.New(t)
 			v := tc.vendor
-			v.Path, v.Body = vendortest.ThreatFoxPath, read(t, "recent.csv")
+			v.Path, v.Body = vendortest.ThreatFoxPath, vendortest.Testdata(t, "recent.csv")
 			srv.Handle(vendortest.ThreatFoxHost, v)
-			var rec recorder
+			var rec vendortest.Recorder
 			s := &Source{Client: vendortest.MirrorClient(srv.URL), Key: tc.key, RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}
 			cursor, err := s.Fetch(context.Background(), tc.cursor, time.Time{}, &rec)
 			switch {
@@ -203,8 +172,8 @@ func TestFetch(t *testing.T) {
 				if cursor != tc.cursor {
 					t.Errorf("a failed fetch moved the cursor to %q", cursor)
 				}
-				if len(rec.cursors) != 0 {
-					t.Errorf("a failed fetch checkpointed %q", rec.cursors)
+				if len(rec.Checkpoints) != 0 {
+					t.Errorf("a failed fetch checkpointed %q", rec.Checkpoints)
 				}
 			case err != nil:
 				t.Fatal(err)
@@ -212,17 +181,17 @@ func TestFetch(t *testing.T) {
 			if tc.kind == ioc.InvalidCredentials && !strings.Contains(err.Error(), "--abusech-auth-key") {
 				t.Errorf("the error does not name the setting: %v", err)
 			}
-			if tc.want >= 0 && len(rec.inds) != tc.want {
-				t.Errorf("%d indicators, want %d", len(rec.inds), tc.want)
+			if tc.want >= 0 && len(rec.Indicators) != tc.want {
+				t.Errorf("%d indicators, want %d", len(rec.Indicators), tc.want)
 			}
 			if !strings.HasPrefix(cursor, tc.next) {
 				t.Errorf("cursor %q, want %q…", cursor, tc.next)
 			}
-			if tc.kind == "" && tc.err == nil && (len(rec.cursors) != 1 || rec.cursors[0] != cursor) {
-				t.Errorf("checkpoints %q, want the cursor returned", rec.cursors)
+			if tc.kind == "" && tc.err == nil && (len(rec.Checkpoints) != 1 || rec.Checkpoints[0] != cursor) {
+				t.Errorf("checkpoints %q, want the cursor returned", rec.Checkpoints)
 			}
-			if len(rec.lists) != 0 {
-				t.Errorf("an incremental export completed lists %q", rec.lists)
+			if len(rec.Lists) != 0 {
+				t.Errorf("an incremental export completed lists %q", rec.Lists)
 			}
 			if n := v.Requests(); n != tc.tries {
 				t.Errorf("%d requests, want %d", n, tc.tries)
@@ -239,17 +208,17 @@ func TestFetch(t *testing.T) {
 // A second run over the same export adds nothing.
 func TestFetchAgainAddsNothing(t *testing.T) {
 	srv := vendortest.New(t)
-	srv.Handle(vendortest.ThreatFoxHost, vendortest.NewThreatFox(read(t, "recent.csv")))
+	srv.Handle(vendortest.ThreatFoxHost, vendortest.NewThreatFox(vendortest.Testdata(t, "recent.csv")))
 	s := &Source{Client: vendortest.MirrorClient(srv.URL)}
-	var first, second recorder
+	var first, second vendortest.Recorder
 	cursor, err := s.Fetch(context.Background(), "", time.Time{}, &first)
-	if err != nil || len(first.inds) != len(all) {
-		t.Fatalf("first run: %v, %d indicators", err, len(first.inds))
+	if err != nil || len(first.Indicators) != len(all) {
+		t.Fatalf("first run: %v, %d indicators", err, len(first.Indicators))
 	}
 	if _, err := s.Fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
 		t.Fatal(err)
 	}
-	if len(second.inds) != 0 {
-		t.Errorf("the second run read again %+v", second.inds)
+	if len(second.Indicators) != 0 {
+		t.Errorf("the second run read again %+v", second.Indicators)
 	}
 }

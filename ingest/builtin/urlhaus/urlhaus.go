@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin/internal/csvtable"
+	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -54,6 +56,15 @@ const (
 
 const dateLayout = "2006-01-02 15:04:05"
 
+// Defaults of the retry knobs of Source.
+const (
+	DefaultMaxRetries   = feedhttp.DefaultMaxRetries
+	DefaultMaxRetryWait = 5 * time.Minute
+	// DefaultRetryBackoff is the first wait before repeating a 429 or 5xx
+	// that gave no usable Retry-After; the n-th repeat waits n times it.
+	DefaultRetryBackoff = 30 * time.Second
+)
+
 // Source reads URLhaus and SSLBL. Every request goes through Client (the
 // server's egress policy and feed mirror); the URLs are abuse.ch's own,
 // fixed.
@@ -85,10 +96,10 @@ type Source struct {
 type state struct {
 	// Added is the latest dateadded read; IDs the ids of the rows added
 	// then, so a row of the same second is read once.
-	Added   string     `json:"added,omitempty"`
-	IDs     []string   `json:"ids,omitempty"`
-	URLhaus validators `json:"urlhaus"`
-	SSLBL   validators `json:"sslbl"`
+	Added   string              `json:"added,omitempty"`
+	IDs     []string            `json:"ids,omitempty"`
+	URLhaus feedhttp.Validators `json:"urlhaus"`
+	SSLBL   feedhttp.Validators `json:"sslbl"`
 }
 
 func parseState(cursor string) state {
@@ -112,14 +123,14 @@ func (st state) String() string {
 func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
 	st := parseState(cursor)
 	var failed []error
-	unchangedU, err := s.fetchURLhaus(ctx, s.retrier("urlhaus"), &st, since, sink)
+	unchangedU, err := s.fetchURLhaus(ctx, s.getter("urlhaus"), &st, since, sink)
 	if err != nil {
 		if !isFetchError(err) { // the run ends, or the sink failed
 			return st.String(), err
 		}
 		failed = append(failed, err)
 	}
-	unchangedS, err := s.fetchSSLBL(ctx, s.retrier("sslbl"), &st, sink)
+	unchangedS, err := s.fetchSSLBL(ctx, s.getter("sslbl"), &st, sink)
 	if err != nil {
 		if !isFetchError(err) {
 			return st.String(), err
@@ -143,21 +154,21 @@ func isFetchError(err error) bool {
 }
 
 // fetchURLhaus reads csv_recent and moves st past what it handed over.
-func (s *Source) fetchURLhaus(ctx context.Context, r *retrier, st *state, since time.Time, sink ioc.Sink) (unchanged bool, err error) {
-	resp, err := r.get(ctx, URLhausURL, st.URLhaus)
+func (s *Source) fetchURLhaus(ctx context.Context, g *feedhttp.Getter, st *state, since time.Time, sink ioc.Sink) (unchanged bool, err error) {
+	resp, err := g.Get(ctx, URLhausURL, st.URLhaus)
 	if err != nil {
 		return false, err
 	}
-	defer closeBody(resp)
+	defer feedhttp.Close(resp)
 	if resp.StatusCode == http.StatusNotModified {
 		return true, nil
 	}
-	wire := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), left: orDefault(s.MaxURLhausBytes, DefaultMaxURLhausBytes)}
+	wire := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxURLhausBytes, DefaultMaxURLhausBytes))
 	next, err := parseURLhaus(ctx, wire, *st, since, sink)
 	if err != nil {
-		return false, bodyFailure(ctx, r, "urlhaus", wire, err)
+		return false, g.BodyFailure(ctx, "the list", wire, err)
 	}
-	next.URLhaus = validatorsOf(resp)
+	next.URLhaus = feedhttp.ValidatorsOf(resp)
 	*st = next
 	// csv_recent lists the newest first, so no row before the last is a
 	// point the next run could resume from: checkpoint the whole file.
@@ -168,7 +179,7 @@ func (s *Source) fetchURLhaus(ctx context.Context, r *retrier, st *state, since 
 // sink for each row added after after's cursor (when it has none, since
 // bounds the rows), returning the state moved past the rows read.
 func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time, sink ioc.Sink) (state, error) {
-	t, err := openTable(r, "id", "dateadded", "url")
+	t, err := csvtable.Open(r, "id", "dateadded", "url")
 	if err != nil {
 		return after, badFormat("urlhaus", "unable to read the csv_recent header: %w", err)
 	}
@@ -181,18 +192,18 @@ func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time
 	}
 	next := after
 	for {
-		rec, line, err := t.next()
+		rec, line, err := t.Next()
 		if err == io.EOF {
 			return next, nil
 		}
 		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
-			sink.Rejected(int64(t.skipped+pe.StartLine), "not a CSV record: "+pe.Err.Error())
+			sink.Rejected(line, "not a CSV record: "+pe.Err.Error())
 			continue
 		}
 		if err != nil {
 			return after, badFormat("urlhaus", "unable to read the csv_recent rows: %w", err)
 		}
-		id, added := t.get(rec, "id"), t.get(rec, "dateadded")
+		id, added := t.Get(rec, "id"), t.Get(rec, "dateadded")
 		at, perr := time.Parse(dateLayout, strings.TrimSuffix(added, " UTC"))
 		switch {
 		case id == "":
@@ -206,19 +217,19 @@ func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time
 		case after.Added == "" && !since.IsZero() && at.Before(since):
 			continue // before the backfill window
 		}
-		v, err := ioc.Normalize(ioc.URL, t.get(rec, "url"))
+		v, err := ioc.Normalize(ioc.URL, t.Get(rec, "url"))
 		if err != nil {
 			sink.Rejected(line, err.Error())
 			continue
 		}
 		score := ScoreOffline
-		if strings.EqualFold(t.get(rec, "url_status"), "online") {
+		if strings.EqualFold(t.Get(rec, "url_status"), "online") {
 			score = ScoreOnline
 		}
 		ind := ioc.Indicator{Kind: ioc.URL, Value: v, Source: ListURLhaus, Score: score,
-			Tags: tags(t.get(rec, "threat"), t.get(rec, "tags"))}
+			Tags: tags(t.Get(rec, "threat"), t.Get(rec, "tags"))}
 		if err := sink.Indicator(ctx, ind); err != nil {
-			return after, err
+			return after, &feedhttp.SinkError{Err: err}
 		}
 		next.advance(at, id)
 	}
@@ -237,52 +248,52 @@ func (st *state) advance(at time.Time, id string) {
 }
 
 // fetchSSLBL reads the whole SSLBL list and completes it.
-func (s *Source) fetchSSLBL(ctx context.Context, r *retrier, st *state, sink ioc.Sink) (unchanged bool, err error) {
-	resp, err := r.get(ctx, SSLBLURL, st.SSLBL)
+func (s *Source) fetchSSLBL(ctx context.Context, g *feedhttp.Getter, st *state, sink ioc.Sink) (unchanged bool, err error) {
+	resp, err := g.Get(ctx, SSLBLURL, st.SSLBL)
 	if err != nil {
 		return false, err
 	}
-	defer closeBody(resp)
+	defer feedhttp.Close(resp)
 	if resp.StatusCode == http.StatusNotModified {
 		return true, nil
 	}
-	wire := &bodyReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), left: orDefault(s.MaxSSLBLBytes, DefaultMaxSSLBLBytes)}
+	wire := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxSSLBLBytes, DefaultMaxSSLBLBytes))
 	if err := ParseSSLBL(ctx, wire, sink); err != nil {
-		return false, bodyFailure(ctx, r, "sslbl", wire, err)
+		return false, g.BodyFailure(ctx, "the list", wire, err)
 	}
 	ioc.ListComplete(sink, ListSSLBL)
-	st.SSLBL = validatorsOf(resp)
+	st.SSLBL = feedhttp.ValidatorsOf(resp)
 	return false, sink.Checkpoint(ctx, st.String())
 }
 
 // ParseSSLBL reads sslblacklist.csv and hands a certificate fingerprint
 // indicator to sink for each row.
 func ParseSSLBL(ctx context.Context, r io.Reader, sink ioc.Sink) error {
-	t, err := openTable(r, "sha1")
+	t, err := csvtable.Open(r, "sha1")
 	if err != nil {
 		return badFormat("sslbl", "unable to read the sslblacklist.csv header: %w", err)
 	}
 	for {
-		rec, line, err := t.next()
+		rec, line, err := t.Next()
 		if err == io.EOF {
 			return nil
 		}
 		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
-			sink.Rejected(int64(t.skipped+pe.StartLine), "not a CSV record: "+pe.Err.Error())
+			sink.Rejected(line, "not a CSV record: "+pe.Err.Error())
 			continue
 		}
 		if err != nil {
 			return badFormat("sslbl", "unable to read the sslblacklist.csv rows: %w", err)
 		}
-		v, err := ioc.Normalize(ioc.CertSHA1, t.get(rec, "sha1"))
+		v, err := ioc.Normalize(ioc.CertSHA1, t.Get(rec, "sha1"))
 		if err != nil {
 			sink.Rejected(line, err.Error())
 			continue
 		}
 		ind := ioc.Indicator{Kind: ioc.CertSHA1, Value: v, Source: ListSSLBL, Score: ScoreCert,
-			Tags: tags(reasonTag(t.get(rec, "listingreason")))}
+			Tags: tags(reasonTag(t.Get(rec, "listingreason")))}
 		if err := sink.Indicator(ctx, ind); err != nil {
-			return err
+			return &feedhttp.SinkError{Err: err}
 		}
 	}
 }
@@ -320,82 +331,26 @@ func tags(lists ...string) []string {
 	return out
 }
 
-// bodyFailure tells why reading a body failed: the run ending, the
-// connection, the cap, or the data. An error of the sink passes as it is.
-func bodyFailure(ctx context.Context, r *retrier, list string, wire *bodyReader, err error) error {
-	var fe *formatError
-	switch {
-	case ctx.Err() != nil:
-		return fmt.Errorf("%s: unable to read the list: %w", list, ctx.Err())
-	case errors.Is(wire.err, errTooBig):
-		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("%s: the list is over its cap", list))
-	case wire.err != nil:
-		return r.requestFailure(wire.err)
-	case errors.As(err, &fe):
-		return ioc.Fail(ioc.FetchingDataError, err)
-	}
-	return err
-}
-
-// formatError is data that is not the expected list.
-type formatError struct{ err error }
-
-func (e *formatError) Error() string { return e.err.Error() }
-func (e *formatError) Unwrap() error { return e.err }
-
 func badFormat(list, format string, a ...any) error {
-	return &formatError{fmt.Errorf(list+": "+format, a...)}
+	return ioc.Fail(ioc.FetchingDataError, fmt.Errorf(list+": "+format, a...))
 }
 
-func closeBody(resp *http.Response) {
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-}
-
-func orDefault(v, def int64) int64 {
-	if v > 0 {
-		return v
-	}
-	return def
-}
-
-func (s *Source) retrier(who string) *retrier {
-	client := s.Client
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Minute}
-	}
-	now := s.Now
-	if now == nil {
-		now = time.Now
-	}
-	r := &retrier{
-		who:        who,
-		client:     client,
-		header:     http.Header{"User-Agent": {"tifeeds"}},
-		maxRetries: s.MaxRetries,
-		maxWait:    s.MaxRetryWait,
-		backoff:    s.RetryBackoff,
-		now:        now,
-		mask:       func(t string) string { return t },
+// getter sends abuse.ch's GETs for who, with the Auth-Key when one is set.
+func (s *Source) getter(who string) *feedhttp.Getter {
+	g := &feedhttp.Getter{
+		Who:          who,
+		Client:       s.Client,
+		Header:       http.Header{"User-Agent": {"tifeeds"}},
+		Secret:       s.Key,
+		Now:          s.Now,
+		MaxRetries:   s.MaxRetries,
+		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait),
+		Backoff:      feedhttp.Or(s.RetryBackoff, DefaultRetryBackoff),
+		Credentials:  "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)",
 	}
 	if s.Key != "" {
-		r.header.Set("Auth-Key", s.Key)
-		r.mask = func(t string) string { return strings.ReplaceAll(t, s.Key, "***") }
-		r.credentials = "abuse.ch refused the Auth-Key set by --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
-	} else {
-		r.credentials = "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
+		g.Header.Set("Auth-Key", s.Key)
+		g.Credentials = "abuse.ch refused the Auth-Key set by --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
 	}
-	switch {
-	case r.maxRetries < 0:
-		r.maxRetries = 0
-	case r.maxRetries == 0:
-		r.maxRetries = DefaultMaxRetries
-	}
-	if r.maxWait <= 0 {
-		r.maxWait = DefaultMaxRetryWait
-	}
-	if r.backoff <= 0 {
-		r.backoff = DefaultRetryBackoff
-	}
-	return r
+	return g
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,45 +12,6 @@ import (
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
-
-type recorder struct {
-	inds     []ioc.Indicator
-	rejected []string
-	lists    []string
-	cursors  []string
-}
-
-func (r *recorder) Indicator(_ context.Context, ind ioc.Indicator) error {
-	r.inds = append(r.inds, ind)
-	return nil
-}
-func (r *recorder) Rejected(pos int64, reason string) {
-	r.rejected = append(r.rejected, fmt.Sprintf("%d: %s", pos, reason))
-}
-func (r *recorder) Checkpoint(_ context.Context, c string) error {
-	r.cursors = append(r.cursors, c)
-	return nil
-}
-func (r *recorder) ListComplete(source string) { r.lists = append(r.lists, source) }
-
-func (r *recorder) values(kind ioc.Kind) []string {
-	var vs []string
-	for _, ind := range r.inds {
-		if ind.Kind == kind {
-			vs = append(vs, ind.Value)
-		}
-	}
-	return vs
-}
-
-func read(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func checkRejected(t *testing.T, got, want []string) {
 	t.Helper()
@@ -114,19 +73,19 @@ func TestParseURLhaus(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var rec recorder
-			next, err := parseURLhaus(context.Background(), bytes.NewReader(read(t, "csv_recent.csv")), tc.after, tc.since, &rec)
+			var rec vendortest.Recorder
+			next, err := parseURLhaus(context.Background(), bytes.NewReader(vendortest.Testdata(t, "csv_recent.csv")), tc.after, tc.since, &rec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(rec.inds, tc.want) {
-				t.Errorf("indicators\n got %+v\nwant %+v", rec.inds, tc.want)
+			if !reflect.DeepEqual(rec.Indicators, tc.want) {
+				t.Errorf("indicators\n got %+v\nwant %+v", rec.Indicators, tc.want)
 			}
-			checkRejected(t, rec.rejected, tc.rejected)
+			checkRejected(t, rec.Rejections, tc.rejected)
 			if !reflect.DeepEqual(next, tc.next) {
 				t.Errorf("state %+v, want %+v", next, tc.next)
 			}
-			for _, ind := range rec.inds {
+			for _, ind := range rec.Indicators {
 				if strings.Contains(ind.Value, "urlhaus.abuse.ch") {
 					t.Errorf("urlhaus_link became an indicator: %s", ind.Value)
 				}
@@ -159,8 +118,8 @@ func TestParseSSLBL(t *testing.T) {
 		"the URLhaus list instead": {file: "csv_recent.csv", err: "no header naming the columns sha1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var rec recorder
-			err := ParseSSLBL(context.Background(), bytes.NewReader(read(t, tc.file)), &rec)
+			var rec vendortest.Recorder
+			err := ParseSSLBL(context.Background(), bytes.NewReader(vendortest.Testdata(t, tc.file)), &rec)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one saying %q", err, tc.err)
@@ -170,10 +129,10 @@ func TestParseSSLBL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(rec.inds, tc.want) {
-				t.Errorf("indicators\n got %+v\nwant %+v", rec.inds, tc.want)
+			if !reflect.DeepEqual(rec.Indicators, tc.want) {
+				t.Errorf("indicators\n got %+v\nwant %+v", rec.Indicators, tc.want)
 			}
-			checkRejected(t, rec.rejected, tc.rejected)
+			checkRejected(t, rec.Rejections, tc.rejected)
 		})
 	}
 }
@@ -251,11 +210,11 @@ func TestFetch(t *testing.T) {
 			if sl == nil {
 				sl = &vendortest.AbuseCh{}
 			}
-			u.Path, u.Body = vendortest.URLhausPath, read(t, "csv_recent.csv")
-			sl.Path, sl.Body = vendortest.SSLBLPath, read(t, "sslblacklist.csv")
+			u.Path, u.Body = vendortest.URLhausPath, vendortest.Testdata(t, "csv_recent.csv")
+			sl.Path, sl.Body = vendortest.SSLBLPath, vendortest.Testdata(t, "sslblacklist.csv")
 			srv.Handle(vendortest.URLhausHost, u)
 			srv.Handle(vendortest.SSLBLHost, sl)
-			var rec recorder
+			var rec vendortest.Recorder
 			cursor, err := source(srv, tc.key).Fetch(context.Background(), tc.cursor, time.Time{}, &rec)
 			switch {
 			case tc.unchanged:
@@ -275,20 +234,20 @@ func TestFetch(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), key) {
 				t.Errorf("the error quotes the key: %v", err)
 			}
-			if n := len(rec.values(ioc.URL)); n != tc.urls {
+			if n := len(rec.Values(ioc.URL)); n != tc.urls {
 				t.Errorf("%d URLs, want %d", n, tc.urls)
 			}
-			if n := len(rec.values(ioc.CertSHA1)); tc.certs >= 0 && n != tc.certs {
+			if n := len(rec.Values(ioc.CertSHA1)); tc.certs >= 0 && n != tc.certs {
 				t.Errorf("%d certificates, want %d", n, tc.certs)
 			}
-			if !reflect.DeepEqual(rec.lists, tc.lists) {
-				t.Errorf("lists completed %q, want %q", rec.lists, tc.lists)
+			if !reflect.DeepEqual(rec.Lists, tc.lists) {
+				t.Errorf("lists completed %q, want %q", rec.Lists, tc.lists)
 			}
 			if tc.urls > 0 {
 				// The URLhaus rows are checkpointed with what they moved
 				// the cursor to, whatever SSLBL does after.
-				if len(rec.cursors) == 0 || !strings.Contains(rec.cursors[0], `"added":"2026-11-02 12:01:07"`) {
-					t.Errorf("checkpoints %q, want the URLhaus rows' first", rec.cursors)
+				if len(rec.Checkpoints) == 0 || !strings.Contains(rec.Checkpoints[0], `"added":"2026-11-02 12:01:07"`) {
+					t.Errorf("checkpoints %q, want the URLhaus rows' first", rec.Checkpoints)
 				}
 				if !strings.Contains(cursor, `"added":"2026-11-02 12:01:07"`) {
 					t.Errorf("cursor %q", cursor)
@@ -310,22 +269,22 @@ func TestFetch(t *testing.T) {
 // a snapshot, are read and completed again.
 func TestFetchAgainAddsNoURL(t *testing.T) {
 	srv := vendortest.New(t)
-	srv.Handle(vendortest.URLhausHost, vendortest.NewURLhaus(read(t, "csv_recent.csv")))
-	srv.Handle(vendortest.SSLBLHost, vendortest.NewSSLBL(read(t, "sslblacklist.csv")))
+	srv.Handle(vendortest.URLhausHost, vendortest.NewURLhaus(vendortest.Testdata(t, "csv_recent.csv")))
+	srv.Handle(vendortest.SSLBLHost, vendortest.NewSSLBL(vendortest.Testdata(t, "sslblacklist.csv")))
 	s := source(srv, "")
-	var first recorder
+	var first vendortest.Recorder
 	cursor, err := s.Fetch(context.Background(), "", time.Time{}, &first)
-	if err != nil || len(first.values(ioc.URL)) != 4 {
-		t.Fatalf("first run: %v, %d URLs", err, len(first.values(ioc.URL)))
+	if err != nil || len(first.Values(ioc.URL)) != 4 {
+		t.Fatalf("first run: %v, %d URLs", err, len(first.Values(ioc.URL)))
 	}
-	var second recorder
+	var second vendortest.Recorder
 	if _, err := s.Fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
 		t.Fatal(err)
 	}
-	if urls := second.values(ioc.URL); len(urls) != 0 {
+	if urls := second.Values(ioc.URL); len(urls) != 0 {
 		t.Errorf("the second run read again %q", urls)
 	}
-	if len(second.values(ioc.CertSHA1)) != 4 || !reflect.DeepEqual(second.lists, []string{ListSSLBL}) {
-		t.Errorf("second run: %d certificates, lists %q", len(second.values(ioc.CertSHA1)), second.lists)
+	if len(second.Values(ioc.CertSHA1)) != 4 || !reflect.DeepEqual(second.Lists, []string{ListSSLBL}) {
+		t.Errorf("second run: %d certificates, lists %q", len(second.Values(ioc.CertSHA1)), second.Lists)
 	}
 }
