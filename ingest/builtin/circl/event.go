@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 

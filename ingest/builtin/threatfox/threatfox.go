@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tifeeds/tifeeds/ingest/builtin/internal/csvtable"
-	"github.com/tifeeds/tifeeds/ingest/builtin/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
