@@ -249,6 +249,7 @@ func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, 
 	sources.RegisterTAXII(ingest.TAXIIOptions{})
 	sources.RegisterFeedList(ingest.FeedListOptions{})
 	sources.RegisterBuiltins(bo)
+	sources.RegisterPremiumVendors(bo)
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log,
 		PremiumEndpointBase: premiumBase})
 	if err != nil {
