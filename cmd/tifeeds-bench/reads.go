@@ -16,7 +16,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -447,6 +449,18 @@ CROSS JOIN iocs i WHERE i.type = v.value ->> 0 AND i.value = v.value ->> 1`, str
 		}
 		return found, rows.Err()
 	}
+	if path := os.Getenv(lookupProfileEnv); path != "" {
+		if err := profile(path, func() error {
+			for range 10 {
+				if err := b.graphql(ctx, query, map[string]any{"v": values}, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	var s sideBySide
 	for range b.runs {
 		var found int
@@ -548,6 +562,23 @@ func (b *readBench) pages(ctx context.Context) (missed []string, err error) {
 		fmt.Printf("  page %-26s %7.1f ms  totalCount %8d  %s\n", c.name, m*1e3, totals[i], mark)
 	}
 	return missed, nil
+}
+
+// lookupProfileEnv, when set, names the file where a CPU profile of ten
+// lookupIocs calls (the last database's) is written.
+const lookupProfileEnv = "TIFEEDS_BENCH_LOOKUP_PROFILE"
+
+func profile(path string, fn func() error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return fn()
 }
 
 // runReads measures every read path on one database.
