@@ -147,9 +147,10 @@ type ComplexityRoot struct {
 	}
 
 	IocConnection struct {
-		Nodes      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
+		Nodes            func(childComplexity int) int
+		PageInfo         func(childComplexity int) int
+		TotalCount       func(childComplexity int) int
+		TotalCountCapped func(childComplexity int) int
 	}
 
 	IocLookup struct {
@@ -869,6 +870,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IocConnection.TotalCount(childComplexity), true
+	case "IocConnection.totalCountCapped":
+		if e.ComplexityRoot.IocConnection.TotalCountCapped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocConnection.TotalCountCapped(childComplexity), true
 
 	case "IocLookup.error":
 		if e.ComplexityRoot.IocLookup.Error == nil {
@@ -2336,7 +2343,13 @@ input IocOrder {
 }
 
 type IocConnection {
+  """
+  How many IoCs match the filter; under a filter, counting stops at a cap
+  (10,000 by default): then totalCountCapped is true and more match.
+  """
   totalCount: Int!
+  "True when totalCount is a lower bound (the cap), not the exact count."
+  totalCountCapped: Boolean!
   nodes: [Ioc!]!
   pageInfo: PageInfo!
 }
@@ -2685,6 +2698,8 @@ func (ec *executionContext) childFields_IocConnection(ctx context.Context, field
 	switch field.Name {
 	case "totalCount":
 		return ec.fieldContext_IocConnection_totalCount(ctx, field)
+	case "totalCountCapped":
+		return ec.fieldContext_IocConnection_totalCountCapped(ctx, field)
 	case "nodes":
 		return ec.fieldContext_IocConnection_nodes(ctx, field)
 	case "pageInfo":
@@ -5849,6 +5864,29 @@ func (ec *executionContext) _IocConnection_totalCount(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_IocConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("IocConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _IocConnection_totalCountCapped(ctx context.Context, field graphql.CollectedField, obj *model.IocConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocConnection_totalCountCapped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCountCapped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IocConnection_totalCountCapped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocConnection", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _IocConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.IocConnection) (ret graphql.Marshaler) {
@@ -12883,6 +12921,11 @@ func (ec *executionContext) _IocConnection(ctx context.Context, sel ast.Selectio
 			out.Values[i] = graphql.MarshalString("IocConnection")
 		case "totalCount":
 			out.Values[i] = ec._IocConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCountCapped":
+			out.Values[i] = ec._IocConnection_totalCountCapped(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -46,7 +46,7 @@ func (r *Resolver) iocs(ctx context.Context, filter *model.IocFilter, orderBy *m
 	if err != nil {
 		return nil, err
 	}
-	conn := &model.IocConnection{TotalCount: page.Total, Nodes: make([]*store.IoC, len(page.IoCs)),
+	conn := &model.IocConnection{TotalCount: page.Total, TotalCountCapped: page.TotalCapped, Nodes: make([]*store.IoC, len(page.IoCs)),
 		PageInfo: &model.PageInfo{HasNextPage: page.HasNextPage}}
 	for i := range page.IoCs {
 		conn.Nodes[i] = &page.IoCs[i]

@@ -57,14 +57,24 @@ type IoCOrder struct {
 
 // IoCPage is one page of IoCs and where the next starts.
 type IoCPage struct {
-	IoCs        []IoC
-	Total       int
+	IoCs  []IoC
+	Total int
+	// TotalCapped says Total is a lower bound: a filter matched more IoCs
+	// than the count cap (Store.IoCCountCap), and counting stopped there.
+	TotalCapped bool
 	EndCursor   string
 	HasNextPage bool
 }
 
 // MaxIoCPage is the largest page IoCs returns.
 const MaxIoCPage = 1000
+
+// DefaultIoCCountCap is where a filtered count of IoCs stops. Counting a
+// filter that matches most of a million IoCs costs a scan of them (a tag or
+// a feed has no count of its own), far more than the page it comes with;
+// counting up to 10,000 costs a few milliseconds, and past that an analyst
+// refines the filter rather than reads the number.
+const DefaultIoCCountCap = 10_000
 
 // iocCursor is the position after a row, in the order it was read in;
 // encoded as base64url JSON so clients treat it as opaque.
@@ -245,11 +255,18 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		}
 		page.Total = int(st.Count)
 	} else {
-		total, err := count.Count(ctx)
-		if err != nil {
+		limit := s.IoCCountCap
+		if limit <= 0 {
+			limit = DefaultIoCCountCap
+		}
+		// One more than the cap tells "more than" from "exactly".
+		capped := count.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
+		var total int
+		if err := s.DB.NewSelect().TableExpr("(?) AS matching", capped).ColumnExpr("count(*)").Scan(ctx, &total); err != nil {
 			return nil, fmt.Errorf("store: unable to count indicators: %w", err)
 		}
-		page.Total = int(total)
+		page.Total = min(total, limit)
+		page.TotalCapped = total > limit
 	}
 	if first == 0 {
 		return page, nil

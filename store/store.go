@@ -38,6 +38,9 @@ type Store struct {
 	// none (PostgreSQL, ":memory:").
 	stopCheckpointer func()
 
+	// IoCCountCap bounds the filtered totalCount of IoCs
+	// (DefaultIoCCountCap when zero); set it before the first request.
+	IoCCountCap int
 	// KeyUseFlush is how often recorded API-key use is written
 	// (DefaultKeyUseFlush when zero); set it before the first request.
 	KeyUseFlush time.Duration

@@ -66,16 +66,20 @@ func main() {
 	batch := flag.Int("batch", ingest.DefaultBatchSize, "BatchSink batch size")
 	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
 	runs := flag.Int("runs", 3, "measurements of each baseline and ingestion, interleaved; the medians are compared")
+	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both)`)
 	flag.Parse()
 	if *runs < 1 {
 		log.Fatal("tifeeds-bench: -runs must be at least 1")
 	}
-	if err := run(*rows, *bigMB, *batch, *runs, *dir); err != nil {
+	if *only != "" && *only != "ingest" && *only != "reads" {
+		log.Fatal(`tifeeds-bench: -only must be "ingest" or "reads"`)
+	}
+	if err := run(*rows, *bigMB, *batch, *runs, *dir, *only); err != nil {
 		log.Fatalf("tifeeds-bench: %v", err)
 	}
 }
 
-func run(rows, bigMB, batch, runs int, dir string) error {
+func run(rows, bigMB, batch, runs int, dir, only string) error {
 	ctx := context.Background()
 	if dir == "" {
 		d, err := os.MkdirTemp("", "tifeeds-bench-")
@@ -92,6 +96,31 @@ func run(rows, bigMB, batch, runs int, dir string) error {
 	}
 	fmt.Printf("TSV: %d rows, %.1f MB, batch size %d, %d interleaved runs of each side (medians compared)\n\n",
 		rows, float64(size)/1e6, batch, runs)
+	if only != "reads" {
+		if err := runIngest(ctx, dir, file, rows, bigMB, batch, runs); err != nil {
+			return err
+		}
+	}
+	if only != "ingest" {
+		if err := runReads(ctx, "SQLite", "sqlite:"+filepath.Join(dir, "reads.db"), file, batch, runs); err != nil {
+			return err
+		}
+		if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" {
+			dsn, drop, err := freshPostgres(ctx, admin)
+			if err != nil {
+				return err
+			}
+			defer drop()
+			if err := runReads(ctx, "PostgreSQL", dsn, file, batch, runs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runIngest compares TSV ingestion with the databases' bulk loaders.
+func runIngest(ctx context.Context, dir, file string, rows, bigMB, batch, runs int) error {
 
 	// SQLite.
 	var sqliteRuns []pair

@@ -112,9 +112,13 @@ type IntRange struct {
 }
 
 type IocConnection struct {
-	TotalCount int          `json:"totalCount"`
-	Nodes      []*store.IoC `json:"nodes"`
-	PageInfo   *PageInfo    `json:"pageInfo"`
+	// How many IoCs match the filter; under a filter, counting stops at a cap
+	// (10,000 by default): then totalCountCapped is true and more match.
+	TotalCount int `json:"totalCount"`
+	// True when totalCount is a lower bound (the cap), not the exact count.
+	TotalCountCapped bool         `json:"totalCountCapped"`
+	Nodes            []*store.IoC `json:"nodes"`
+	PageInfo         *PageInfo    `json:"pageInfo"`
 }
 
 type IocFilter struct {

@@ -1,0 +1,60 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// A filtered count stops at the cap and says so; under the cap, and without
+// a filter, it is exact.
+func TestIoCsCountCap(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		s.IoCCountCap = 3
+		feed := newFeed(t, s, "capped")
+		var inds []ioc.Indicator
+		for i := range 5 {
+			inds = append(inds, dom(fmt.Sprintf("d%d.example", i), "src", 10*i, "common"))
+		}
+		inds[4].Tags = []string{"common", "rare"}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day, Indicators: inds})
+		score := 20
+		for name, c := range map[string]struct {
+			filter      store.IoCFilter
+			total       int
+			capped      bool
+			pageEntries int
+		}{
+			"no filter":          {store.IoCFilter{}, 5, false, 2},
+			"tag over the cap":   {store.IoCFilter{Tag: "common"}, 3, true, 2},
+			"feed over the cap":  {store.IoCFilter{FeedID: feed}, 3, true, 2},
+			"type over the cap":  {store.IoCFilter{Types: []ioc.Kind{ioc.Domain}}, 3, true, 2},
+			"exactly the cap":    {store.IoCFilter{MinScore: &score}, 3, false, 2},
+			"under the cap":      {store.IoCFilter{Tag: "rare"}, 1, false, 1},
+			"nothing matches":    {store.IoCFilter{Search: "absent"}, 0, false, 0},
+			"search over cap":    {store.IoCFilter{Search: ".EXAMPLE"}, 3, true, 2},
+			"prefix, under cap":  {store.IoCFilter{ValuePrefix: "d1"}, 1, false, 1},
+			"first 0 still caps": {store.IoCFilter{Tag: "common"}, 3, true, 0},
+		} {
+			t.Run(name, func(t *testing.T) {
+				first := 2
+				if name == "first 0 still caps" {
+					first = 0
+				}
+				page, err := s.IoCs(ctx, c.filter, store.IoCOrder{}, first, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if page.Total != c.total || page.TotalCapped != c.capped || len(page.IoCs) != c.pageEntries {
+					t.Errorf("total %d capped %v, %d IoCs; want %d %v, %d", page.Total, page.TotalCapped, len(page.IoCs),
+						c.total, c.capped, c.pageEntries)
+				}
+			})
+		}
+	})
+}
