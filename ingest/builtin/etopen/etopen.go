@@ -119,8 +119,9 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 
 // archiveFailure tells why reading the archive failed: the run ending, the
 // connection (a download cut mid-way is a Connection Error) or the wire's
-// cap, then the decompressed cap, the sink, an error already classified,
-// and last a broken archive (bad gzip or tar, a short file): bad data.
+// cap, then the decompressed cap, and then as feedhttp.BodyFailure does:
+// the sink, an error already classified (a file over its cap), or a broken
+// archive (bad gzip or tar, a short file): bad data.
 func archiveFailure(ctx context.Context, g *feedhttp.Getter, wire, total *feedhttp.Body, err error) error {
 	if f := g.ReadFailure(ctx, "the archive", wire); f != nil {
 		return f
@@ -128,15 +129,7 @@ func archiveFailure(ctx context.Context, g *feedhttp.Getter, wire, total *feedht
 	if total != nil && total.Exceeded() {
 		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("etopen: the decompressed archive is over its cap of %d bytes", total.Max()))
 	}
-	var se *feedhttp.SinkError
-	var fe *ioc.FetchError
-	switch {
-	case errors.As(err, &se):
-		return se.Err
-	case errors.As(err, &fe):
-		return err
-	}
-	return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("etopen: the archive is broken: %w", err))
+	return g.BodyFailure(ctx, "the archive", wire, err)
 }
 
 // checksum reads the published md5 of the archive: 32 hex digits, maybe

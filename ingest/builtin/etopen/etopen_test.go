@@ -191,13 +191,13 @@ func TestFetchFailures(t *testing.T) {
 		"429 too long to wait": {h: &vendortest.ETOpen{Status: 429, RetryAfter: "3600"}, want: ioc.SurpassedQueryLimit, requests: 1},
 		// Issue 11: a connection made and then cut is a Connection Error.
 		"cut body":            {h: &vendortest.ETOpen{Cut: true}, want: ioc.ConnectionError, wantErr: "connection"},
-		"corrupt gzip":        {h: &vendortest.ETOpen{Archive: corrupt}, want: ioc.FetchingDataError, wantErr: "broken"},
+		"corrupt gzip":        {h: &vendortest.ETOpen{Archive: corrupt}, want: ioc.FetchingDataError, wantErr: "not in the expected format"},
 		"md5 differs":         {h: &vendortest.ETOpen{MD5: strings.Repeat("ab", 16)}, want: ioc.FetchingDataError, wantErr: "not the published"},
 		"md5 not a sum":       {h: &vendortest.ETOpen{MD5: "<html>"}, want: ioc.FetchingDataError, wantErr: "not an md5"},
 		"archive over cap":    {src: func(s *Source) { s.MaxArchive = 100 }, want: ioc.FetchingDataError, wantErr: "cap"},
 		"entry over cap":      {h: &vendortest.ETOpen{Archive: big}, src: func(s *Source) { s.MaxEntry = 1000 }, want: ioc.FetchingDataError, wantErr: "cap"},
 		"decompressed on cap": {h: &vendortest.ETOpen{Archive: big}, src: func(s *Source) { s.MaxTotal = 5000 }, want: ioc.FetchingDataError, wantErr: "cap"},
-		"not gzip":            {h: &vendortest.ETOpen{Archive: []byte("<html>maintenance</html>")}, want: ioc.FetchingDataError, wantErr: "broken"},
+		"not gzip":            {h: &vendortest.ETOpen{Archive: []byte("<html>maintenance</html>")}, want: ioc.FetchingDataError, wantErr: "not in the expected format"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.h == nil {
