@@ -60,15 +60,12 @@ type Source struct {
 
 	// MaxBytes caps the export; 0: DefaultMaxBytes.
 	MaxBytes int64
-	// MaxRetries is how many times a 429 or 5xx is repeated; 0:
-	// DefaultMaxRetries, negative: never.
-	MaxRetries int
-	// MaxRetryWait is the longest Retry-After waited out; a longer one
-	// fails the run at once. 0: DefaultMaxRetryWait.
-	MaxRetryWait time.Duration
-	// RetryBackoff is the wait when no Retry-After is given; 0:
-	// DefaultRetryBackoff.
-	RetryBackoff time.Duration
+	// The retry knobs, as abusech.Conn's: how many times a 429 or 5xx is
+	// repeated (negative: never), the longest Retry-After waited out (a
+	// longer one fails the run at once), the wait without one (n× for
+	// repeat n). 0: the Defaults.
+	MaxRetries                 int
+	MaxRetryWait, RetryBackoff time.Duration
 }
 
 // state is the cursor: the latest first_seen_utc read, the ioc_ids first
@@ -90,8 +87,7 @@ func (st state) String() string { return abusech.Cursor(st) }
 // the cursor moves, and is checkpointed, once the whole export is read.
 func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
 	st := parseState(cursor)
-	g := abusech.Conn{Client: s.Client, Key: s.Key, Now: s.Now,
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}.Getter("threatfox")
+	g := s.conn().Getter("threatfox")
 	next := st
 	v, unchanged, err := abusech.Download(ctx, g, URL, st.Export, feedhttp.Or(s.MaxBytes, DefaultMaxBytes),
 		"the export", sink, func(r io.Reader) (err error) {
@@ -208,4 +204,9 @@ func hashKind(v string) (ioc.Kind, bool) {
 		return ioc.SHA256, true
 	}
 	return "", false
+}
+
+func (s *Source) conn() abusech.Conn {
+	return abusech.Conn{Client: s.Client, Key: s.Key, Now: s.Now,
+		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}
 }

@@ -74,15 +74,12 @@ type Source struct {
 
 	// MaxURLhausBytes and MaxSSLBLBytes cap the bodies; 0: the Defaults.
 	MaxURLhausBytes, MaxSSLBLBytes int64
-	// MaxRetries is how many times a 429 or 5xx is repeated; 0:
-	// DefaultMaxRetries, negative: never.
-	MaxRetries int
-	// MaxRetryWait is the longest Retry-After waited out; a longer one
-	// fails the list at once. 0: DefaultMaxRetryWait.
-	MaxRetryWait time.Duration
-	// RetryBackoff is the wait when no Retry-After is given; 0:
-	// DefaultRetryBackoff.
-	RetryBackoff time.Duration
+	// The retry knobs, as abusech.Conn's: how many times a 429 or 5xx is
+	// repeated (negative: never), the longest Retry-After waited out (a
+	// longer one fails the list at once), the wait without one (n× for
+	// repeat n). 0: the Defaults.
+	MaxRetries                 int
+	MaxRetryWait, RetryBackoff time.Duration
 }
 
 // state is the cursor: where URLhaus was read up to, and the validators
@@ -108,14 +105,14 @@ func (st state) String() string { return abusech.Cursor(st) }
 func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
 	st := parseState(cursor)
 	var failed []error
-	unchangedU, err := s.fetchURLhaus(ctx, s.getter("urlhaus"), &st, since, sink)
+	unchangedU, err := s.fetchURLhaus(ctx, s.conn().Getter("urlhaus"), &st, since, sink)
 	if err != nil {
 		if !isFetchError(err) { // the run ends, or the sink failed
 			return st.String(), err
 		}
 		failed = append(failed, err)
 	}
-	unchangedS, err := s.fetchSSLBL(ctx, s.getter("sslbl"), &st, sink)
+	unchangedS, err := s.fetchSSLBL(ctx, s.conn().Getter("sslbl"), &st, sink)
 	if err != nil {
 		if !isFetchError(err) {
 			return st.String(), err
@@ -223,8 +220,7 @@ func cutSuffixFold(s, suffix string) (string, bool) {
 	return s, false
 }
 
-// getter sends abuse.ch's GETs for who.
-func (s *Source) getter(who string) *feedhttp.Getter {
+func (s *Source) conn() abusech.Conn {
 	return abusech.Conn{Client: s.Client, Key: s.Key, Now: s.Now,
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}.Getter(who)
+		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}
 }
