@@ -17,10 +17,10 @@ import (
 	"io"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -47,11 +47,12 @@ const (
 	// MaxRuleLen is the longest rule line kept. ET's longest (IP lists of
 	// a few hundred addresses) are under 16 KiB.
 	MaxRuleLen = 1 << 20
-	// DefaultMaxRetryWait caps how long one Retry-After is waited out.
-	DefaultMaxRetryWait = 2 * time.Minute
-	// maxRetries is how many answers 429/5xx with Retry-After are waited
-	// out in one run before it fails.
-	maxRetries = 2
+	// DefaultMaxRetries is how many times a 429 or 5xx is repeated in one
+	// request before the run fails.
+	DefaultMaxRetries = 2
+	// DefaultMaxRetryWait is the longest Retry-After waited out; a longer
+	// one fails the run at once, the next poll tries again.
+	DefaultMaxRetryWait = feedhttp.DefaultMaxRetryWait
 	// maxChecksum is the most of the .md5 answer read: a hex sum and a name.
 	maxChecksum = 4 << 10
 )
@@ -65,7 +66,9 @@ type Source struct {
 	MaxArchive   int64         // compressed bytes (DefaultMaxArchive)
 	MaxEntry     int64         // decompressed bytes per archive file (DefaultMaxEntry)
 	MaxTotal     int64         // decompressed bytes in all (DefaultMaxTotal)
+	MaxRetries   int           // repeats of a 429 or 5xx (DefaultMaxRetries; negative: none)
 	MaxRetryWait time.Duration // longest Retry-After waited out (DefaultMaxRetryWait)
+	RetryBackoff time.Duration // wait without a Retry-After, n× for repeat n (feedhttp.DefaultBackoff)
 }
 
 // Fetch reads the published checksum; when it equals cursor, it returns
@@ -74,34 +77,38 @@ type Source struct {
 // addresses of IP-only rules, says the list is complete, and returns the
 // checksum as the next cursor. since is unused: the archive is a snapshot.
 func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
-	sum, err := s.checksum(ctx)
+	maxRetries := s.MaxRetries
+	if maxRetries == 0 {
+		maxRetries = DefaultMaxRetries
+	}
+	g := &feedhttp.Getter{Who: "etopen", Client: s.Client, Now: s.Now, MaxRetries: maxRetries,
+		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait), Backoff: s.RetryBackoff}
+	sum, err := checksum(ctx, g)
 	if err != nil {
 		return cursor, err
 	}
 	if sum == cursor {
 		return cursor, ioc.ErrUnchanged
 	}
-	resp, err := s.get(ctx, ArchiveURL)
+	resp, err := g.Get(ctx, ArchiveURL, feedhttp.Validators{})
 	if err != nil {
 		return cursor, err
 	}
-	defer resp.Body.Close()
-	maxArchive := orDefault(s.MaxArchive, DefaultMaxArchive)
+	defer feedhttp.Close(resp)
+	maxArchive := feedhttp.Or(s.MaxArchive, DefaultMaxArchive)
 	if resp.ContentLength > maxArchive {
 		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("etopen: the archive is %d bytes, more than the cap of %d", resp.ContentLength, maxArchive))
 	}
 	hash := md5.New()
-	body := &cappedReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), left: maxArchive, what: "the archive"}
-	r := &ruleReader{sink: sink, maxEntry: orDefault(s.MaxEntry, DefaultMaxEntry), maxTotal: orDefault(s.MaxTotal, DefaultMaxTotal)}
-	if err := r.readArchive(ctx, io.TeeReader(body, hash)); err != nil {
-		if ctx.Err() != nil {
-			return cursor, ctx.Err()
-		}
-		return cursor, err
+	wire := feedhttp.NewBody(sink, resp, maxArchive)
+	r := &ruleReader{sink: sink, maxEntry: feedhttp.Or(s.MaxEntry, DefaultMaxEntry), maxTotal: feedhttp.Or(s.MaxTotal, DefaultMaxTotal)}
+	err = r.readArchive(ctx, io.TeeReader(wire, hash))
+	if err == nil {
+		// The rest of the stream (tar padding, gzip trailer) belongs to the sum.
+		_, err = io.Copy(hash, wire)
 	}
-	// The rest of the stream (tar padding, gzip trailer) belongs to the sum.
-	if _, err := io.Copy(hash, body); err != nil {
-		return cursor, r.readErr(err)
+	if err != nil {
+		return cursor, archiveFailure(ctx, g, wire, r.total, err)
 	}
 	if got := hex.EncodeToString(hash.Sum(nil)); got != sum {
 		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("etopen: the archive's md5 is %s, not the published %s", got, sum))
@@ -110,20 +117,34 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 	return sum, nil
 }
 
+// archiveFailure tells why reading the archive failed: the run ending, the
+// connection (a download cut mid-way is a Connection Error) or the wire's
+// cap, then the decompressed cap, and then as feedhttp.BodyFailure does:
+// the sink, an error already classified (a file over its cap), or a broken
+// archive (bad gzip or tar, a short file): bad data.
+func archiveFailure(ctx context.Context, g *feedhttp.Getter, wire, total *feedhttp.Body, err error) error {
+	if f := g.ReadFailure(ctx, "the archive", wire); f != nil {
+		return f
+	}
+	if total != nil && total.Exceeded() {
+		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("etopen: the decompressed archive is over its cap of %d bytes", total.Max()))
+	}
+	return g.BodyFailure(ctx, "the archive", wire, err)
+}
+
 // checksum reads the published md5 of the archive: 32 hex digits, maybe
 // followed by a file name as md5sum writes it.
-func (s *Source) checksum(ctx context.Context) (string, error) {
-	resp, err := s.get(ctx, ChecksumURL)
+func checksum(ctx context.Context, g *feedhttp.Getter) (string, error) {
+	resp, err := g.Get(ctx, ChecksumURL, feedhttp.Validators{})
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxChecksum))
+	defer feedhttp.Close(resp)
+	// A longer answer (an HTML page) is cut, and then is no sum.
+	body := feedhttp.Cap(io.LimitReader(resp.Body, maxChecksum), 0)
+	b, err := io.ReadAll(body)
 	if err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		return "", ioc.HTTPRequestFailure("etopen", err)
+		return "", g.BodyFailure(ctx, "the checksum", body, err)
 	}
 	fields := strings.Fields(string(b))
 	if len(fields) == 0 || len(fields[0]) != 32 {
@@ -136,134 +157,26 @@ func (s *Source) checksum(ctx context.Context) (string, error) {
 	return sum, nil
 }
 
-// get requests url, waiting out a bounded number of 429 and 5xx answers
-// that carry Retry-After; any other answer that is not a success fails.
-func (s *Source) get(ctx context.Context, url string) (*http.Response, error) {
-	client := s.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return nil, fmt.Errorf("etopen: %w", err)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, ioc.HTTPRequestFailure("etopen", err)
-		}
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-			if wait, ok := retryAfter(resp.Header.Get("Retry-After"), s.now()); ok && attempt < maxRetries {
-				io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-				resp.Body.Close()
-				t := time.NewTimer(min(wait, orDefault(s.MaxRetryWait, DefaultMaxRetryWait)))
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return nil, ctx.Err()
-				case <-t.C:
-				}
-				continue
-			}
-		}
-		if err := ioc.HTTPStatusFailure("etopen", resp); err != nil {
-			resp.Body.Close()
-			return nil, err
-		}
-		return resp, nil
-	}
-}
-
-func (s *Source) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(0, t.Sub(now)), true
-	}
-	return 0, false
-}
-
-func orDefault[T int64 | time.Duration](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
-}
-
-// cappedReader fails once more than left bytes are read.
-type cappedReader struct {
-	r    io.Reader
-	left int64
-	what string
-}
-
-var errCap = errors.New("etopen: over the cap")
-
-func (c *cappedReader) Read(b []byte) (int, error) {
-	if c.left <= 0 {
-		// One byte more tells a body of exactly the cap from a longer one.
-		var one [1]byte
-		if n, _ := c.r.Read(one[:]); n > 0 {
-			return 0, fmt.Errorf("%w: %s is larger than its cap", errCap, c.what)
-		}
-		return c.r.Read(b)
-	}
-	if int64(len(b)) > c.left {
-		b = b[:c.left]
-	}
-	n, err := c.r.Read(b)
-	c.left -= int64(n)
-	return n, err
-}
-
-// ruleReader walks the archive and hands its rules to the sink.
+// ruleReader walks the archive and hands its rules to the sink. Errors of
+// the sink come back as feedhttp.SinkError; errors of the stream as they
+// are, for archiveFailure to classify.
 type ruleReader struct {
 	sink               ioc.Sink
 	maxEntry, maxTotal int64
-	line               int64 // lines read so far in all files: the position of rejections
-}
-
-// readErr classifies an error met while reading the archive's stream.
-func (r *ruleReader) readErr(err error) error {
-	switch {
-	case errors.Is(err, errCap):
-		return ioc.Fail(ioc.FetchingDataError, err)
-	case errors.Is(err, gzip.ErrHeader), errors.Is(err, gzip.ErrChecksum), errors.Is(err, tar.ErrHeader),
-		errors.Is(err, io.ErrUnexpectedEOF):
-		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("etopen: the archive is broken or cut short: %w", err))
-	}
-	var fe *ioc.FetchError
-	if errors.As(err, &fe) {
-		return err
-	}
-	return ioc.HTTPRequestFailure("etopen", err)
+	total              *feedhttp.Body // the decompressed stream, once opened
+	line               int64          // lines read so far in all files: the position of rejections
 }
 
 func (r *ruleReader) readArchive(ctx context.Context, body io.Reader) error {
 	zr, err := gzip.NewReader(body)
 	if err != nil {
-		return r.readErr(err)
+		return err
 	}
 	// One member: what follows it is not part of the archive (and the
 	// caller still hashes it).
 	zr.Multistream(false)
-	total := &cappedReader{r: zr, left: r.maxTotal, what: "the decompressed archive"}
-	tr := tar.NewReader(total)
+	r.total = feedhttp.Cap(zr, r.maxTotal)
+	tr := tar.NewReader(r.total)
 	br := bufio.NewReaderSize(nil, 64<<10)
 	for {
 		hdr, err := tr.Next()
@@ -271,7 +184,7 @@ func (r *ruleReader) readArchive(ctx context.Context, body io.Reader) error {
 			break
 		}
 		if err != nil {
-			return r.readErr(err)
+			return err
 		}
 		if hdr.Typeflag != tar.TypeReg || !isRulesFile(hdr.Name) {
 			continue
@@ -285,10 +198,8 @@ func (r *ruleReader) readArchive(ctx context.Context, body io.Reader) error {
 		}
 	}
 	// Drain the gzip member so that its trailer (length, CRC) is checked.
-	if _, err := io.Copy(io.Discard, total); err != nil {
-		return r.readErr(err)
-	}
-	return nil
+	_, err = io.Copy(io.Discard, r.total)
+	return err
 }
 
 // isRulesFile reports whether name is a rules/*.rules file of the archive.
@@ -316,7 +227,7 @@ func (r *ruleReader) readRules(ctx context.Context, br *bufio.Reader) error {
 			continue
 		}
 		if err != nil && err != io.EOF {
-			return r.readErr(err)
+			return err
 		}
 		if len(chunk) == 0 && err == io.EOF && long == nil && !tooLong {
 			return nil
@@ -367,7 +278,7 @@ func (r *ruleReader) rule(ctx context.Context, line []byte) error {
 		Kind: ioc.Rule, Value: ioc.RuleValue(ru.sid), Source: List,
 		Score: ru.score, Tags: ru.tags, Text: ru.text,
 	}); err != nil {
-		return err
+		return &feedhttp.SinkError{Err: err}
 	}
 	if ru.proto != "ip" {
 		return nil
@@ -388,7 +299,7 @@ func (r *ruleReader) rule(ctx context.Context, line []byte) error {
 				continue
 			}
 			if err := r.sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: v, Source: List, Score: ru.score, Tags: ipTags}); err != nil {
-				return err
+				return &feedhttp.SinkError{Err: err}
 			}
 		}
 	}

@@ -21,24 +21,14 @@ import (
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
-// recorder is a sink that keeps what it is handed.
+// recorder is vendortest's Recorder that also keeps the download's
+// progress.
 type recorder struct {
-	inds       []ioc.Indicator
-	rejections []string
-	complete   []string
+	vendortest.Recorder
 	downloaded int64
 }
 
-func (r *recorder) Indicator(_ context.Context, ind ioc.Indicator) error {
-	r.inds = append(r.inds, ind)
-	return nil
-}
-func (r *recorder) Rejected(pos int64, reason string) {
-	r.rejections = append(r.rejections, fmt.Sprintf("%d: %s", pos, reason))
-}
-func (r *recorder) Checkpoint(context.Context, string) error { return nil }
-func (r *recorder) ListComplete(source string)               { r.complete = append(r.complete, source) }
-func (r *recorder) Downloaded(read, _ int64)                 { r.downloaded = read }
+func (r *recorder) Downloaded(read, _ int64) { r.downloaded = read }
 
 // testArchive packs testdata/archive as ET packs its rules.
 func testArchive(t *testing.T) []byte {
@@ -61,9 +51,16 @@ func testArchive(t *testing.T) []byte {
 }
 
 func serve(t *testing.T, h *vendortest.ETOpen) *Source {
+	src, _ := serveRequests(t, h)
+	return src
+}
+
+// serveRequests serves h and also returns how many requests it got.
+func serveRequests(t *testing.T, h *vendortest.ETOpen) (*Source, func() int) {
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.ETOpenHost, h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: 1}
+	src := &Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: time.Second, RetryBackoff: time.Millisecond}
+	return src, func() int { return len(srv.Requests()) }
 }
 
 func brief(ind ioc.Indicator) string {
@@ -94,7 +91,7 @@ func TestFetchArchive(t *testing.T) {
 		"rule sid:2100498 et-open 50 gpl attack_response,bad-unknown",
 	}
 	var briefs []string
-	for _, ind := range got.inds {
+	for _, ind := range got.Indicators {
 		briefs = append(briefs, brief(ind))
 	}
 	if !slices.Equal(briefs, want) {
@@ -106,16 +103,16 @@ func TestFetchArchive(t *testing.T) {
 		"skipped: the rule has no sid",
 		"skipped: not a rule (no options in parentheses)",
 	}
-	if len(got.rejections) != len(wantRejected) {
-		t.Errorf("rejections %q, want %d", got.rejections, len(wantRejected))
+	if len(got.Rejections) != len(wantRejected) {
+		t.Errorf("rejections %q, want %d", got.Rejections, len(wantRejected))
 	}
 	for _, w := range wantRejected {
-		if !slices.ContainsFunc(got.rejections, func(r string) bool { return strings.Contains(r, w) }) {
-			t.Errorf("no rejection %q in %q", w, got.rejections)
+		if !slices.ContainsFunc(got.Rejections, func(r string) bool { return strings.Contains(r, w) }) {
+			t.Errorf("no rejection %q in %q", w, got.Rejections)
 		}
 	}
 	texts := map[string]string{}
-	for _, ind := range got.inds {
+	for _, ind := range got.Indicators {
 		if ind.Kind == ioc.Rule {
 			texts[ind.Value] = ind.Text
 		} else if ind.Text != "" {
@@ -128,8 +125,8 @@ func TestFetchArchive(t *testing.T) {
 	if tx := texts["sid:2030005"]; tx != `alert tcp $HOME_NET any -> $EXTERNAL_NET any (msg:"ET POLICY Long Rule Split Over Two Lines"; flow:established; content:"LONG"; classtype:policy-violation; sid:2030005; rev:1;)` {
 		t.Errorf("continued rule's text = %q", tx)
 	}
-	if !slices.Equal(got.complete, []string{List}) {
-		t.Errorf("lists complete %q, want [%s]", got.complete, List)
+	if !slices.Equal(got.Lists, []string{List}) {
+		t.Errorf("lists complete %q, want [%s]", got.Lists, List)
 	}
 	if len(cursor) != 32 {
 		t.Errorf("cursor %q is not the md5", cursor)
@@ -144,8 +141,8 @@ func TestFetchArchive(t *testing.T) {
 	if !errors.Is(err, ioc.ErrUnchanged) || next != cursor {
 		t.Fatalf("unchanged run: %q, %v; want the cursor and ErrUnchanged", next, err)
 	}
-	if archive, _ := h.Gets(); archive != 1 || len(again.inds) != 0 || len(again.complete) != 0 {
-		t.Errorf("unchanged run: %d archive downloads, %d indicators, lists %q", archive, len(again.inds), again.complete)
+	if archive, _ := h.Gets(); archive != 1 || len(again.Indicators) != 0 || len(again.Lists) != 0 {
+		t.Errorf("unchanged run: %d archive downloads, %d indicators, lists %q", archive, len(again.Indicators), again.Lists)
 	}
 }
 
@@ -166,31 +163,41 @@ func TestFetchNewRevision(t *testing.T) {
 	if _, err := src.Fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
 		t.Fatal(err)
 	}
-	if len(second.inds) != 1 || second.inds[0].Value != first.inds[0].Value || !strings.Contains(second.inds[0].Text, "rev:2;") {
-		t.Errorf("new revision: %+v, want the same value %s with rev 2", second.inds, first.inds[0].Value)
+	if len(second.Indicators) != 1 || second.Indicators[0].Value != first.Indicators[0].Value || !strings.Contains(second.Indicators[0].Text, "rev:2;") {
+		t.Errorf("new revision: %+v, want the same value %s with rev 2", second.Indicators, first.Indicators[0].Value)
 	}
 }
 
 func TestFetchFailures(t *testing.T) {
 	archive := testArchive(t)
 	big := vendortest.TarGz(map[string]string{"rules/big.rules": strings.Repeat("# padding\n", 1000)})
+	// A corrupt archive whose published md5 is its own: the gzip stream,
+	// not the sum, finds it.
+	corrupt := slices.Clone(archive)
+	for i := len(corrupt) / 3; i < len(corrupt)/3+64; i++ {
+		corrupt[i] ^= 0x55
+	}
 	for name, tc := range map[string]struct {
-		h       *vendortest.ETOpen
-		src     func(*Source)
-		want    ioc.FailureKind
-		wantErr string
+		h        *vendortest.ETOpen
+		src      func(*Source)
+		want     ioc.FailureKind
+		wantErr  string
+		requests int // 0: not checked
 	}{
-		"401":                 {h: &vendortest.ETOpen{Status: 401}, want: ioc.InvalidCredentials},
-		"404":                 {h: &vendortest.ETOpen{Status: 404}, want: ioc.InvalidURL},
-		"500":                 {h: &vendortest.ETOpen{Status: 500}, want: ioc.FetchingDataError},
-		"429 persistent":      {h: &vendortest.ETOpen{Status: 429, RetryAfter: "1"}, want: ioc.SurpassedQueryLimit},
-		"cut body":            {h: &vendortest.ETOpen{Cut: true}, want: ioc.FetchingDataError, wantErr: "cut short"},
+		"401":                  {h: &vendortest.ETOpen{Status: 401}, want: ioc.InvalidCredentials, requests: 1},
+		"404":                  {h: &vendortest.ETOpen{Status: 404}, want: ioc.InvalidURL, requests: 1},
+		"persistent 500":       {h: &vendortest.ETOpen{Status: 500}, want: ioc.FetchingDataError, requests: 1 + DefaultMaxRetries},
+		"429 persistent":       {h: &vendortest.ETOpen{Status: 429, RetryAfter: "0"}, want: ioc.SurpassedQueryLimit, requests: 1 + DefaultMaxRetries},
+		"429 too long to wait": {h: &vendortest.ETOpen{Status: 429, RetryAfter: "3600"}, want: ioc.SurpassedQueryLimit, requests: 1},
+		// Issue 11: a connection made and then cut is a Connection Error.
+		"cut body":            {h: &vendortest.ETOpen{Cut: true}, want: ioc.ConnectionError, wantErr: "connection"},
+		"corrupt gzip":        {h: &vendortest.ETOpen{Archive: corrupt}, want: ioc.FetchingDataError, wantErr: "not in the expected format"},
 		"md5 differs":         {h: &vendortest.ETOpen{MD5: strings.Repeat("ab", 16)}, want: ioc.FetchingDataError, wantErr: "not the published"},
 		"md5 not a sum":       {h: &vendortest.ETOpen{MD5: "<html>"}, want: ioc.FetchingDataError, wantErr: "not an md5"},
 		"archive over cap":    {src: func(s *Source) { s.MaxArchive = 100 }, want: ioc.FetchingDataError, wantErr: "cap"},
 		"entry over cap":      {h: &vendortest.ETOpen{Archive: big}, src: func(s *Source) { s.MaxEntry = 1000 }, want: ioc.FetchingDataError, wantErr: "cap"},
 		"decompressed on cap": {h: &vendortest.ETOpen{Archive: big}, src: func(s *Source) { s.MaxTotal = 5000 }, want: ioc.FetchingDataError, wantErr: "cap"},
-		"not gzip":            {h: &vendortest.ETOpen{Archive: []byte("<html>maintenance</html>")}, want: ioc.FetchingDataError, wantErr: "broken"},
+		"not gzip":            {h: &vendortest.ETOpen{Archive: []byte("<html>maintenance</html>")}, want: ioc.FetchingDataError, wantErr: "not in the expected format"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.h == nil {
@@ -199,7 +206,7 @@ func TestFetchFailures(t *testing.T) {
 			if tc.h.Archive == nil {
 				tc.h.Archive = archive
 			}
-			src := serve(t, tc.h)
+			src, requests := serveRequests(t, tc.h)
 			if tc.src != nil {
 				tc.src(src)
 			}
@@ -214,10 +221,25 @@ func TestFetchFailures(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("error %q does not say %q", err, tc.wantErr)
 			}
-			if cursor != "before" || len(got.complete) != 0 {
-				t.Errorf("failed run moved the cursor to %q or completed %q", cursor, got.complete)
+			if cursor != "before" || len(got.Lists) != 0 {
+				t.Errorf("failed run moved the cursor to %q or completed %q", cursor, got.Lists)
+			}
+			if n := requests(); tc.requests != 0 && n != tc.requests {
+				t.Errorf("%d requests, want %d", n, tc.requests)
 			}
 		})
+	}
+}
+
+// TestFetchSinkFailure: an error of the sink (the run's limit, the store)
+// ends the run as it is, never classified as the archive's fault.
+func TestFetchSinkFailure(t *testing.T) {
+	src := serve(t, &vendortest.ETOpen{Archive: testArchive(t)})
+	stop := errors.New("the store is down")
+	got := recorder{Recorder: vendortest.Recorder{Fail: stop}}
+	cursor, err := src.Fetch(context.Background(), "before", time.Time{}, &got)
+	if err != stop || cursor != "before" || len(got.Lists) != 0 {
+		t.Fatalf("sink failure: %q, %v, lists %q; want the cursor, the sink's error as it is, no list", cursor, err, got.Lists)
 	}
 }
 
@@ -228,8 +250,8 @@ func TestFetchRetriesAfter(t *testing.T) {
 	if _, err := src.Fetch(context.Background(), "", time.Time{}, &got); err != nil {
 		t.Fatalf("two 503 with Retry-After: %v", err)
 	}
-	if len(got.complete) != 1 {
-		t.Errorf("lists complete %q", got.complete)
+	if len(got.Lists) != 1 {
+		t.Errorf("lists complete %q", got.Lists)
 	}
 }
 

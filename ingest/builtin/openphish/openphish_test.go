@@ -3,9 +3,8 @@ package openphish_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,37 +13,11 @@ import (
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
-// sink records what a source hands over.
-type sink struct {
-	inds     []ioc.Indicator
-	rejected []int64
-	lists    []string
-}
-
-func (s *sink) Indicator(_ context.Context, ind ioc.Indicator) error {
-	s.inds = append(s.inds, ind)
-	return nil
-}
-func (s *sink) Rejected(pos int64, _ string)             { s.rejected = append(s.rejected, pos) }
-func (s *sink) Checkpoint(context.Context, string) error { return nil }
-func (s *sink) ListComplete(source string)               { s.lists = append(s.lists, source) }
-func (s *sink) values() []string {
-	var out []string
-	for _, i := range s.inds {
-		out = append(out, i.Value)
-	}
-	return out
-}
-
 func serve(t *testing.T, file string) (*vendortest.Server, *vendortest.OpenPhish, *openphish.Source) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", file))
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := vendortest.New(t)
 	op := &vendortest.OpenPhish{}
-	op.Set(string(b))
+	op.Set(string(vendortest.Testdata(t, file)))
 	srv.Handle(vendortest.OpenPhishHost, op)
 	return srv, op, &openphish.Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: 50 * time.Millisecond}
 }
@@ -53,7 +26,7 @@ func TestParse(t *testing.T) {
 	for name, tc := range map[string]struct {
 		file     string
 		want     []string
-		rejected []int64
+		rejected []string
 	}{
 		// Trailing slashes and schemes are kept: each listed URL is its own
 		// indicator (REFERENCE.md B7 pitfalls); the host is lower-cased,
@@ -69,28 +42,33 @@ func TestParse(t *testing.T) {
 			"http://login.example.com/a",
 			"https://shop.example.com/pay",
 			"http://198.51.100.7:8080/wp-admin/x.php",
-		}, rejected: []int64{4}},
+		}, rejected: []string{"4: invalid indicator"}},
 		"empty list": {file: "empty.txt"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, src := serve(t, tc.file)
-			var s sink
+			var s vendortest.Recorder
 			if _, err := src.Fetch(context.Background(), "", time.Time{}, &s); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(s.values(), tc.want) {
-				t.Errorf("values\n got %q\nwant %q", s.values(), tc.want)
+			if got := s.Values(ioc.URL); !slices.Equal(got, tc.want) {
+				t.Errorf("values\n got %q\nwant %q", got, tc.want)
 			}
-			if !slices.Equal(s.rejected, tc.rejected) {
-				t.Errorf("rejected lines %v, want %v", s.rejected, tc.rejected)
+			if len(s.Rejections) != len(tc.rejected) {
+				t.Errorf("rejected %q, want %q", s.Rejections, tc.rejected)
 			}
-			for _, ind := range s.inds {
+			for i, r := range s.Rejections {
+				if i < len(tc.rejected) && !strings.HasPrefix(r, tc.rejected[i]) {
+					t.Errorf("rejection %q, want %q…", r, tc.rejected[i])
+				}
+			}
+			for _, ind := range s.Indicators {
 				if ind.Kind != ioc.URL || ind.Score != 80 || !slices.Equal(ind.Tags, []string{"phishing"}) || ind.Source != "openphish" {
 					t.Errorf("indicator %+v: want url, score 80, tag phishing, source openphish", ind)
 				}
 			}
-			if !slices.Equal(s.lists, []string{"openphish"}) {
-				t.Errorf("lists complete %v, want [openphish]", s.lists)
+			if !slices.Equal(s.Lists, []string{"openphish"}) {
+				t.Errorf("lists complete %v, want [openphish]", s.Lists)
 			}
 		})
 	}
@@ -101,30 +79,30 @@ func TestParse(t *testing.T) {
 // read again.
 func TestConditional(t *testing.T) {
 	srv, op, src := serve(t, "feed.txt")
-	var s sink
+	var s vendortest.Recorder
 	cur, err := src.Fetch(context.Background(), "", time.Time{}, &s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var again sink
+	var again vendortest.Recorder
 	cur2, err := src.Fetch(context.Background(), cur, time.Time{}, &again)
 	if !errors.Is(err, ioc.ErrUnchanged) || cur2 != cur {
 		t.Fatalf("unchanged list: %v, cursor %q, want ErrUnchanged and %q", err, cur2, cur)
 	}
-	if len(again.inds) != 0 || len(again.lists) != 0 || op.Served() != 1 {
-		t.Errorf("unchanged list: %d indicators, lists %v, served %d times", len(again.inds), again.lists, op.Served())
+	if len(again.Indicators) != 0 || len(again.Lists) != 0 || op.Served() != 1 {
+		t.Errorf("unchanged list: %d indicators, lists %v, served %d times", len(again.Indicators), again.Lists, op.Served())
 	}
 	reqs := srv.Requests()
 	if got := reqs[len(reqs)-1].Header.Get("If-None-Match"); got == "" {
 		t.Error("second request without If-None-Match")
 	}
 	op.Set("https://new.example.com/x\n")
-	var changed sink
+	var changed vendortest.Recorder
 	if _, err := src.Fetch(context.Background(), cur, time.Time{}, &changed); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(changed.values(), []string{"https://new.example.com/x"}) {
-		t.Errorf("changed list: %q", changed.values())
+	if got := changed.Values(ioc.URL); !slices.Equal(got, []string{"https://new.example.com/x"}) {
+		t.Errorf("changed list: %q", got)
 	}
 }
 
@@ -143,7 +121,8 @@ func TestFailures(t *testing.T) {
 		"one 429 is waited out": {status: 429, times: 1, retryAfter: "0"},
 		"one 503 is waited out": {status: 503, times: 1, retryAfter: "0"},
 		"persistent 500":        {status: 500, want: ioc.FetchingDataError},
-		"body cut mid-way":      {cut: true, want: ioc.FetchingDataError},
+		// Issue 11: a connection made and then cut is a Connection Error.
+		"body cut mid-way": {cut: true, want: ioc.ConnectionError},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, op, src := serve(t, "feed.txt")
@@ -151,19 +130,19 @@ func TestFailures(t *testing.T) {
 				op.Fail(tc.status, tc.times, tc.retryAfter)
 			}
 			op.SetCut(tc.cut)
-			var s sink
+			var s vendortest.Recorder
 			_, err := src.Fetch(context.Background(), "", time.Time{}, &s)
 			if tc.want == "" {
-				if err != nil || len(s.inds) != 5 {
-					t.Fatalf("got %v with %d indicators, want success with 5", err, len(s.inds))
+				if err != nil || len(s.Indicators) != 5 {
+					t.Fatalf("got %v with %d indicators, want success with 5", err, len(s.Indicators))
 				}
 				return
 			}
 			if err == nil || ioc.FailureOf(err) != tc.want {
 				t.Fatalf("got %v, want %s", err, tc.want)
 			}
-			if len(s.lists) != 0 {
-				t.Errorf("a failed read completed lists %v", s.lists)
+			if len(s.Lists) != 0 {
+				t.Errorf("a failed read completed lists %v", s.Lists)
 			}
 		})
 	}
@@ -172,9 +151,22 @@ func TestFailures(t *testing.T) {
 func TestTooLarge(t *testing.T) {
 	_, _, src := serve(t, "feed.txt")
 	src.MaxBytes = 40
-	var s sink
+	var s vendortest.Recorder
 	_, err := src.Fetch(context.Background(), "", time.Time{}, &s)
-	if ioc.FailureOf(err) != ioc.FetchingDataError || len(s.lists) != 0 {
-		t.Fatalf("over the cap: %v, lists %v; want Fetching Data Error and no list complete", err, s.lists)
+	if ioc.FailureOf(err) != ioc.FetchingDataError || !strings.Contains(err.Error(), "over its cap of 40 bytes") || len(s.Lists) != 0 {
+		t.Fatalf("over the cap: %v, lists %v; want Fetching Data Error naming the cap and no list complete", err, s.Lists)
+	}
+}
+
+// TestSinkFailure: an error of the sink (the run's limit, the store) ends
+// the run as it is, neither classified as the vendor's fault nor completing
+// the list.
+func TestSinkFailure(t *testing.T) {
+	_, _, src := serve(t, "feed.txt")
+	stop := errors.New("the store is down")
+	s := vendortest.Recorder{Fail: stop}
+	_, err := src.Fetch(context.Background(), "", time.Time{}, &s)
+	if err != stop || len(s.Lists) != 0 {
+		t.Fatalf("sink failure: %v, lists %v; want the sink's error as it is and no list complete", err, s.Lists)
 	}
 }

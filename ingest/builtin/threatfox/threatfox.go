@@ -5,18 +5,15 @@ package threatfox
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/internal/abusech"
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
@@ -42,15 +39,11 @@ const (
 	DefaultMaxBytes = 128 << 20
 )
 
-const dateLayout = "2006-01-02 15:04:05"
-
-// Defaults of the retry knobs of Source.
+// Defaults of the retry knobs of Source: abuse.ch's.
 const (
-	DefaultMaxRetries   = feedhttp.DefaultMaxRetries
-	DefaultMaxRetryWait = 5 * time.Minute
-	// DefaultRetryBackoff is the first wait before repeating a 429 or 5xx
-	// that gave no usable Retry-After; the n-th repeat waits n times it.
-	DefaultRetryBackoff = 30 * time.Second
+	DefaultMaxRetries   = abusech.DefaultMaxRetries
+	DefaultMaxRetryWait = abusech.DefaultMaxRetryWait
+	DefaultRetryBackoff = abusech.DefaultRetryBackoff
 )
 
 // Source reads ThreatFox. Every request goes through Client (the server's
@@ -67,15 +60,12 @@ type Source struct {
 
 	// MaxBytes caps the export; 0: DefaultMaxBytes.
 	MaxBytes int64
-	// MaxRetries is how many times a 429 or 5xx is repeated; 0:
-	// DefaultMaxRetries, negative: never.
-	MaxRetries int
-	// MaxRetryWait is the longest Retry-After waited out; a longer one
-	// fails the run at once. 0: DefaultMaxRetryWait.
-	MaxRetryWait time.Duration
-	// RetryBackoff is the wait when no Retry-After is given; 0:
-	// DefaultRetryBackoff.
-	RetryBackoff time.Duration
+	// The retry knobs, as abusech.Conn's: how many times a 429 or 5xx is
+	// repeated (negative: never), the longest Retry-After waited out (a
+	// longer one fails the run at once), the wait without one (n× for
+	// repeat n). 0: the Defaults.
+	MaxRetries                 int
+	MaxRetryWait, RetryBackoff time.Duration
 }
 
 // state is the cursor: the latest first_seen_utc read, the ioc_ids first
@@ -87,18 +77,9 @@ type state struct {
 	Export feedhttp.Validators `json:"export"`
 }
 
-func parseState(cursor string) state {
-	var st state
-	if json.Unmarshal([]byte(cursor), &st) != nil {
-		return state{}
-	}
-	return st
-}
+func parseState(cursor string) state { return abusech.ParseCursor[state](cursor) }
 
-func (st state) String() string {
-	b, _ := json.Marshal(st)
-	return string(b)
-}
+func (st state) String() string { return abusech.Cursor(st) }
 
 // Fetch reads the rows first seen after the cursor (on the first run,
 // since bounds them) and hands their indicators to sink. The export lists
@@ -106,90 +87,37 @@ func (st state) String() string {
 // the cursor moves, and is checkpointed, once the whole export is read.
 func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
 	st := parseState(cursor)
-	g := s.getter("threatfox")
-	resp, err := g.Get(ctx, URL, st.Export)
-	if err != nil {
+	g := s.conn().Getter("threatfox")
+	next := st
+	v, unchanged, err := abusech.Download(ctx, g, URL, st.Export, feedhttp.Or(s.MaxBytes, DefaultMaxBytes),
+		"the export", sink, func(r io.Reader) (err error) {
+			next, err = parse(ctx, r, st, since, sink)
+			return err
+		})
+	switch {
+	case err != nil:
 		return cursor, err
-	}
-	defer feedhttp.Close(resp)
-	if resp.StatusCode == http.StatusNotModified {
+	case unchanged:
 		return cursor, ioc.ErrUnchanged
 	}
-	wire := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxBytes, DefaultMaxBytes))
-	next, err := parse(ctx, wire, st, since, sink)
-	if err != nil {
-		return cursor, g.BodyFailure(ctx, "the export", wire, err)
-	}
-	next.Export = feedhttp.ValidatorsOf(resp)
+	next.Export = v
 	if err := sink.Checkpoint(ctx, next.String()); err != nil {
 		return cursor, err
 	}
 	return next.String(), nil
 }
 
+// export is ThreatFox's.
+var export = abusech.Export{Who: "threatfox", File: "the export", ID: "ioc_id", Time: "first_seen_utc",
+	Columns: []string{"ioc_value", "ioc_type"}}
+
 // parse reads a ThreatFox CSV export and hands sink the indicators of the
 // rows first seen after after's cursor (with none, since bounds them),
 // returning the state moved past them.
 func parse(ctx context.Context, r io.Reader, after state, since time.Time, sink ioc.Sink) (state, error) {
-	t, err := csvtable.Open(r, "first_seen_utc", "ioc_id", "ioc_value", "ioc_type")
-	if err != nil {
-		return after, badFormat("unable to read the export's header: %w", err)
-	}
-	var from time.Time
-	if after.Seen != "" {
-		if from, err = time.Parse(dateLayout, after.Seen); err != nil {
-			after.Seen, after.IDs = "", nil
-		}
-	}
-	next := after
-	for {
-		rec, line, err := t.Next()
-		if err == io.EOF {
-			return next, nil
-		}
-		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
-			sink.Rejected(line, "not a CSV record: "+pe.Err.Error())
-			continue
-		}
-		if err != nil {
-			return after, badFormat("unable to read the export's rows: %w", err)
-		}
-		id, seen := t.Get(rec, "ioc_id"), t.Get(rec, "first_seen_utc")
-		at, perr := time.Parse(dateLayout, strings.TrimSuffix(seen, " UTC"))
-		switch {
-		case id == "":
-			sink.Rejected(line, "no ioc_id")
-			continue
-		case perr != nil:
-			sink.Rejected(line, fmt.Sprintf("first_seen_utc %q is not a date", seen))
-			continue
-		case after.Seen != "" && (at.Before(from) || at.Equal(from) && slices.Contains(after.IDs, id)):
-			continue // read by an earlier run
-		case after.Seen == "" && !since.IsZero() && at.Before(since):
-			continue // before the backfill window
-		}
-		ind, reason := indicator(t, rec)
-		if reason != "" {
-			sink.Rejected(line, reason)
-			continue
-		}
-		if err := sink.Indicator(ctx, ind); err != nil {
-			return after, &feedhttp.SinkError{Err: err}
-		}
-		next.advance(at, id)
-	}
-}
-
-// advance moves the cursor to a row first seen at at with id.
-func (st *state) advance(at time.Time, id string) {
-	stamp := at.UTC().Format(dateLayout)
-	cur, err := time.Parse(dateLayout, st.Seen)
-	switch {
-	case st.Seen == "" || err != nil || at.After(cur):
-		st.Seen, st.IDs = stamp, []string{id}
-	case at.Equal(cur) && !slices.Contains(st.IDs, id):
-		st.IDs = append(slices.Clip(st.IDs), id)
-	}
+	m, err := export.Read(ctx, r, abusech.Mark{At: after.Seen, IDs: after.IDs}, since, sink, indicator)
+	after.Seen, after.IDs = m.At, m.IDs
+	return after, err
 }
 
 // indicator maps one row, or says why it is not used. Only ioc_value
@@ -235,7 +163,7 @@ func indicator(t *csvtable.Table, rec []string) (ioc.Indicator, string) {
 	if b, _ := strconv.ParseBool(t.Get(rec, "is_compromised")); b {
 		score = min(score, CompromisedScore)
 	}
-	tg := tags(t.Get(rec, "malware_printable"), t.Get(rec, "fk_malware"), t.Get(rec, "malware_alias"),
+	tg := abusech.Tags(t.Get(rec, "malware_printable"), t.Get(rec, "fk_malware"), t.Get(rec, "malware_alias"),
 		t.Get(rec, "threat_type"), t.Get(rec, "tags"))
 	if port != "" {
 		tg = append(tg, "port:"+port)
@@ -278,42 +206,7 @@ func hashKind(v string) (ioc.Kind, bool) {
 	return "", false
 }
 
-// tags splits comma-separated lists of tags into lower-case tags, without
-// duplicates and without abuse.ch's literal "None".
-func tags(lists ...string) []string {
-	var out []string
-	for _, l := range lists {
-		for _, t := range strings.Split(l, ",") {
-			t = strings.ToLower(strings.Join(strings.Fields(t), " "))
-			if t == "" || t == "none" || slices.Contains(out, t) {
-				continue
-			}
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-func badFormat(format string, a ...any) error {
-	return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("threatfox: "+format, a...))
-}
-
-// getter sends abuse.ch's GETs for who, with the Auth-Key when one is set.
-func (s *Source) getter(who string) *feedhttp.Getter {
-	g := &feedhttp.Getter{
-		Who:          who,
-		Client:       s.Client,
-		Header:       http.Header{"User-Agent": {"tifeeds"}},
-		Secret:       s.Key,
-		Now:          s.Now,
-		MaxRetries:   s.MaxRetries,
-		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait),
-		Backoff:      feedhttp.Or(s.RetryBackoff, DefaultRetryBackoff),
-		Credentials:  "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)",
-	}
-	if s.Key != "" {
-		g.Header.Set("Auth-Key", s.Key)
-		g.Credentials = "abuse.ch refused the Auth-Key set by --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
-	}
-	return g
+func (s *Source) conn() abusech.Conn {
+	return abusech.Conn{Client: s.Client, Key: s.Key, Now: s.Now,
+		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}
 }

@@ -7,16 +7,14 @@ package urlhaus
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/internal/abusech"
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
@@ -54,15 +52,11 @@ const (
 	DefaultMaxSSLBLBytes   = 32 << 20
 )
 
-const dateLayout = "2006-01-02 15:04:05"
-
-// Defaults of the retry knobs of Source.
+// Defaults of the retry knobs of Source: abuse.ch's.
 const (
-	DefaultMaxRetries   = feedhttp.DefaultMaxRetries
-	DefaultMaxRetryWait = 5 * time.Minute
-	// DefaultRetryBackoff is the first wait before repeating a 429 or 5xx
-	// that gave no usable Retry-After; the n-th repeat waits n times it.
-	DefaultRetryBackoff = 30 * time.Second
+	DefaultMaxRetries   = abusech.DefaultMaxRetries
+	DefaultMaxRetryWait = abusech.DefaultMaxRetryWait
+	DefaultRetryBackoff = abusech.DefaultRetryBackoff
 )
 
 // Source reads URLhaus and SSLBL. Every request goes through Client (the
@@ -80,15 +74,12 @@ type Source struct {
 
 	// MaxURLhausBytes and MaxSSLBLBytes cap the bodies; 0: the Defaults.
 	MaxURLhausBytes, MaxSSLBLBytes int64
-	// MaxRetries is how many times a 429 or 5xx is repeated; 0:
-	// DefaultMaxRetries, negative: never.
-	MaxRetries int
-	// MaxRetryWait is the longest Retry-After waited out; a longer one
-	// fails the list at once. 0: DefaultMaxRetryWait.
-	MaxRetryWait time.Duration
-	// RetryBackoff is the wait when no Retry-After is given; 0:
-	// DefaultRetryBackoff.
-	RetryBackoff time.Duration
+	// The retry knobs, as abusech.Conn's: how many times a 429 or 5xx is
+	// repeated (negative: never), the longest Retry-After waited out (a
+	// longer one fails the list at once), the wait without one (n× for
+	// repeat n). 0: the Defaults.
+	MaxRetries                 int
+	MaxRetryWait, RetryBackoff time.Duration
 }
 
 // state is the cursor: where URLhaus was read up to, and the validators
@@ -102,18 +93,9 @@ type state struct {
 	SSLBL   feedhttp.Validators `json:"sslbl"`
 }
 
-func parseState(cursor string) state {
-	var st state
-	if json.Unmarshal([]byte(cursor), &st) != nil {
-		return state{}
-	}
-	return st
-}
+func parseState(cursor string) state { return abusech.ParseCursor[state](cursor) }
 
-func (st state) String() string {
-	b, _ := json.Marshal(st)
-	return string(b)
-}
+func (st state) String() string { return abusech.Cursor(st) }
 
 // Fetch reads the URLhaus rows added after the cursor (on the first run,
 // those added since since), checkpointing after them, then the whole SSLBL
@@ -123,14 +105,14 @@ func (st state) String() string {
 func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
 	st := parseState(cursor)
 	var failed []error
-	unchangedU, err := s.fetchURLhaus(ctx, s.getter("urlhaus"), &st, since, sink)
+	unchangedU, err := s.fetchURLhaus(ctx, s.conn().Getter("urlhaus"), &st, since, sink)
 	if err != nil {
 		if !isFetchError(err) { // the run ends, or the sink failed
 			return st.String(), err
 		}
 		failed = append(failed, err)
 	}
-	unchangedS, err := s.fetchSSLBL(ctx, s.getter("sslbl"), &st, sink)
+	unchangedS, err := s.fetchSSLBL(ctx, s.conn().Getter("sslbl"), &st, sink)
 	if err != nil {
 		if !isFetchError(err) {
 			return st.String(), err
@@ -155,147 +137,70 @@ func isFetchError(err error) bool {
 
 // fetchURLhaus reads csv_recent and moves st past what it handed over.
 func (s *Source) fetchURLhaus(ctx context.Context, g *feedhttp.Getter, st *state, since time.Time, sink ioc.Sink) (unchanged bool, err error) {
-	resp, err := g.Get(ctx, URLhausURL, st.URLhaus)
-	if err != nil {
-		return false, err
+	next := *st
+	v, unchanged, err := abusech.Download(ctx, g, URLhausURL, st.URLhaus, feedhttp.Or(s.MaxURLhausBytes, DefaultMaxURLhausBytes),
+		"the list", sink, func(r io.Reader) (err error) {
+			next, err = parseURLhaus(ctx, r, *st, since, sink)
+			return err
+		})
+	if err != nil || unchanged {
+		return unchanged, err
 	}
-	defer feedhttp.Close(resp)
-	if resp.StatusCode == http.StatusNotModified {
-		return true, nil
-	}
-	wire := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxURLhausBytes, DefaultMaxURLhausBytes))
-	next, err := parseURLhaus(ctx, wire, *st, since, sink)
-	if err != nil {
-		return false, g.BodyFailure(ctx, "the list", wire, err)
-	}
-	next.URLhaus = feedhttp.ValidatorsOf(resp)
+	next.URLhaus = v
 	*st = next
 	// csv_recent lists the newest first, so no row before the last is a
 	// point the next run could resume from: checkpoint the whole file.
 	return false, sink.Checkpoint(ctx, st.String())
 }
 
+// csvRecent is URLhaus' export.
+var csvRecent = abusech.Export{Who: "urlhaus", File: "csv_recent", ID: "id", Time: "dateadded", Columns: []string{"url"}}
+
 // parseURLhaus reads a URLhaus CSV download and hands a URL indicator to
 // sink for each row added after after's cursor (when it has none, since
 // bounds the rows), returning the state moved past the rows read.
 func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time, sink ioc.Sink) (state, error) {
-	t, err := csvtable.Open(r, "id", "dateadded", "url")
-	if err != nil {
-		return after, badFormat("urlhaus", "unable to read the csv_recent header: %w", err)
-	}
-	var from time.Time
-	if after.Added != "" {
-		from, err = time.Parse(dateLayout, after.Added)
-		if err != nil {
-			after.Added, after.IDs = "", nil
-		}
-	}
-	next := after
-	for {
-		rec, line, err := t.Next()
-		if err == io.EOF {
-			return next, nil
-		}
-		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
-			sink.Rejected(line, "not a CSV record: "+pe.Err.Error())
-			continue
-		}
-		if err != nil {
-			return after, badFormat("urlhaus", "unable to read the csv_recent rows: %w", err)
-		}
-		id, added := t.Get(rec, "id"), t.Get(rec, "dateadded")
-		at, perr := time.Parse(dateLayout, strings.TrimSuffix(added, " UTC"))
-		switch {
-		case id == "":
-			sink.Rejected(line, "no id")
-			continue
-		case perr != nil:
-			sink.Rejected(line, fmt.Sprintf("dateadded %q is not a date", added))
-			continue
-		case after.Added != "" && (at.Before(from) || at.Equal(from) && slices.Contains(after.IDs, id)):
-			continue // read by an earlier run
-		case after.Added == "" && !since.IsZero() && at.Before(since):
-			continue // before the backfill window
-		}
-		v, err := ioc.Normalize(ioc.URL, t.Get(rec, "url"))
-		if err != nil {
-			sink.Rejected(line, err.Error())
-			continue
-		}
-		score := ScoreOffline
-		if strings.EqualFold(t.Get(rec, "url_status"), "online") {
-			score = ScoreOnline
-		}
-		ind := ioc.Indicator{Kind: ioc.URL, Value: v, Source: ListURLhaus, Score: score,
-			Tags: tags(t.Get(rec, "threat"), t.Get(rec, "tags"))}
-		if err := sink.Indicator(ctx, ind); err != nil {
-			return after, &feedhttp.SinkError{Err: err}
-		}
-		next.advance(at, id)
-	}
-}
-
-// advance moves the cursor to a row added at at with id.
-func (st *state) advance(at time.Time, id string) {
-	stamp := at.UTC().Format(dateLayout)
-	cur, err := time.Parse(dateLayout, st.Added)
-	switch {
-	case st.Added == "" || err != nil || at.After(cur):
-		st.Added, st.IDs = stamp, []string{id}
-	case at.Equal(cur) && !slices.Contains(st.IDs, id):
-		st.IDs = append(slices.Clip(st.IDs), id)
-	}
+	m, err := csvRecent.Read(ctx, r, abusech.Mark{At: after.Added, IDs: after.IDs}, since, sink,
+		func(t *csvtable.Table, rec []string) (ioc.Indicator, string) {
+			v, err := ioc.Normalize(ioc.URL, t.Get(rec, "url"))
+			if err != nil {
+				return ioc.Indicator{}, err.Error()
+			}
+			score := ScoreOffline
+			if strings.EqualFold(t.Get(rec, "url_status"), "online") {
+				score = ScoreOnline
+			}
+			return ioc.Indicator{Kind: ioc.URL, Value: v, Source: ListURLhaus, Score: score,
+				Tags: abusech.Tags(t.Get(rec, "threat"), t.Get(rec, "tags"))}, ""
+		})
+	after.Added, after.IDs = m.At, m.IDs
+	return after, err
 }
 
 // fetchSSLBL reads the whole SSLBL list and completes it.
 func (s *Source) fetchSSLBL(ctx context.Context, g *feedhttp.Getter, st *state, sink ioc.Sink) (unchanged bool, err error) {
-	resp, err := g.Get(ctx, SSLBLURL, st.SSLBL)
-	if err != nil {
-		return false, err
-	}
-	defer feedhttp.Close(resp)
-	if resp.StatusCode == http.StatusNotModified {
-		return true, nil
-	}
-	wire := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxSSLBLBytes, DefaultMaxSSLBLBytes))
-	if err := ParseSSLBL(ctx, wire, sink); err != nil {
-		return false, g.BodyFailure(ctx, "the list", wire, err)
+	v, unchanged, err := abusech.Download(ctx, g, SSLBLURL, st.SSLBL, feedhttp.Or(s.MaxSSLBLBytes, DefaultMaxSSLBLBytes),
+		"the list", sink, func(r io.Reader) error { return ParseSSLBL(ctx, r, sink) })
+	if err != nil || unchanged {
+		return unchanged, err
 	}
 	ioc.ListComplete(sink, ListSSLBL)
-	st.SSLBL = feedhttp.ValidatorsOf(resp)
+	st.SSLBL = v
 	return false, sink.Checkpoint(ctx, st.String())
 }
 
 // ParseSSLBL reads sslblacklist.csv and hands a certificate fingerprint
 // indicator to sink for each row.
 func ParseSSLBL(ctx context.Context, r io.Reader, sink ioc.Sink) error {
-	t, err := csvtable.Open(r, "sha1")
-	if err != nil {
-		return badFormat("sslbl", "unable to read the sslblacklist.csv header: %w", err)
-	}
-	for {
-		rec, line, err := t.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
-			sink.Rejected(line, "not a CSV record: "+pe.Err.Error())
-			continue
-		}
-		if err != nil {
-			return badFormat("sslbl", "unable to read the sslblacklist.csv rows: %w", err)
-		}
+	return abusech.Rows(r, "sslbl", "sslblacklist.csv", []string{"sha1"}, sink, func(t *csvtable.Table, rec []string, line int64) error {
 		v, err := ioc.Normalize(ioc.CertSHA1, t.Get(rec, "sha1"))
 		if err != nil {
 			sink.Rejected(line, err.Error())
-			continue
+			return nil
 		}
-		ind := ioc.Indicator{Kind: ioc.CertSHA1, Value: v, Source: ListSSLBL, Score: ScoreCert,
-			Tags: tags(reasonTag(t.Get(rec, "listingreason")))}
-		if err := sink.Indicator(ctx, ind); err != nil {
-			return &feedhttp.SinkError{Err: err}
-		}
-	}
+		return abusech.Hand(ctx, sink, ioc.Indicator{Kind: ioc.CertSHA1, Value: v, Source: ListSSLBL, Score: ScoreCert,
+			Tags: abusech.Tags(reasonTag(t.Get(rec, "listingreason")))})
+	})
 }
 
 // reasonTag turns a listing reason ("Rhadamanthys C&C", "CobaltStrike
@@ -315,42 +220,7 @@ func cutSuffixFold(s, suffix string) (string, bool) {
 	return s, false
 }
 
-// tags splits comma-separated lists of tags into lower-case tags, without
-// duplicates and without abuse.ch's literal "None".
-func tags(lists ...string) []string {
-	var out []string
-	for _, l := range lists {
-		for _, t := range strings.Split(l, ",") {
-			t = strings.ToLower(strings.Join(strings.Fields(t), " "))
-			if t == "" || t == "none" || slices.Contains(out, t) {
-				continue
-			}
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-func badFormat(list, format string, a ...any) error {
-	return ioc.Fail(ioc.FetchingDataError, fmt.Errorf(list+": "+format, a...))
-}
-
-// getter sends abuse.ch's GETs for who, with the Auth-Key when one is set.
-func (s *Source) getter(who string) *feedhttp.Getter {
-	g := &feedhttp.Getter{
-		Who:          who,
-		Client:       s.Client,
-		Header:       http.Header{"User-Agent": {"tifeeds"}},
-		Secret:       s.Key,
-		Now:          s.Now,
-		MaxRetries:   s.MaxRetries,
-		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait),
-		Backoff:      feedhttp.Or(s.RetryBackoff, DefaultRetryBackoff),
-		Credentials:  "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)",
-	}
-	if s.Key != "" {
-		g.Header.Set("Auth-Key", s.Key)
-		g.Credentials = "abuse.ch refused the Auth-Key set by --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)"
-	}
-	return g
+func (s *Source) conn() abusech.Conn {
+	return abusech.Conn{Client: s.Client, Key: s.Key, Now: s.Now,
+		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}
 }
