@@ -230,6 +230,7 @@ export const IocsQuery = graphql(`
   query Iocs($filter: IocFilter, $orderBy: IocOrder, $first: Int, $after: String) {
     iocs(filter: $filter, orderBy: $orderBy, first: $first, after: $after) {
       totalCount
+      totalCountCapped
       nodes {
         id
         type

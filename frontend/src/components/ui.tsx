@@ -259,6 +259,8 @@ export function ErrorBox({ error, onRetry }: { error: string; onRetry?: () => vo
 /** Pager is cursor pagination: the cursors of the pages before this one form a stack. */
 export function Pager(props: {
   total: number;
+  /** totalCapped: the server stopped counting at total; more match. */
+  totalCapped?: boolean;
   pageIndex: number;
   pageSize: number;
   hasNext: boolean;
@@ -268,11 +270,13 @@ export function Pager(props: {
   noun: string;
 }) {
   const from = props.total === 0 ? 0 : props.pageIndex * props.pageSize + 1;
-  const to = Math.min(props.total, (props.pageIndex + 1) * props.pageSize);
+  const end = (props.pageIndex + 1) * props.pageSize;
+  const to = props.totalCapped ? end : Math.min(props.total, end);
   return (
     <nav className="pager" aria-label="Pagination">
       <span>
-        {from}–{to} of {props.total.toLocaleString('en-US')} {props.noun}
+        {from}–{to} of {props.total.toLocaleString('en-US')}
+        {props.totalCapped ? '+' : ''} {props.noun}
       </span>
       {props.onPageSize && (
         <label className="inline-label">
@@ -297,7 +301,11 @@ export function Pager(props: {
 /** CursorPager is the Pager of a connection paged by useCursorPages; resizable offers a choice of rows per page. */
 export function CursorPager(props: {
   pages: CursorPaging;
-  connection: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor?: string | null } };
+  connection: {
+    totalCount: number;
+    totalCountCapped?: boolean;
+    pageInfo: { hasNextPage: boolean; endCursor?: string | null };
+  };
   noun: string;
   resizable?: boolean;
 }) {
@@ -305,6 +313,7 @@ export function CursorPager(props: {
   return (
     <Pager
       total={c.totalCount}
+      totalCapped={c.totalCountCapped}
       pageIndex={pages.pageIndex}
       pageSize={pages.pageSize}
       hasNext={c.pageInfo.hasNextPage}
