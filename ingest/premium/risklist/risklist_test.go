@@ -39,7 +39,7 @@ func (s *sink) Indicator(_ context.Context, ind ioc.Indicator) error {
 	}
 	return nil
 }
-func (s *sink) Rejected(_ int64, reason string)                 { s.rejected = append(s.rejected, reason) }
+func (s *sink) Rejected(_ int64, reason string)                   { s.rejected = append(s.rejected, reason) }
 func (s *sink) Checkpoint(_ context.Context, cursor string) error { s.cursor = cursor; return nil }
 func (s *sink) ListCompleteSince(source string, since time.Time) {
 	if s.complete == nil {
