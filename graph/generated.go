@@ -103,17 +103,20 @@ type ComplexityRoot struct {
 	}
 
 	FeedRun struct {
-		EndedAt     func(childComplexity int) int
-		ErrorDetail func(childComplexity int) int
-		ErrorKind   func(childComplexity int) int
-		FeedID      func(childComplexity int) int
-		Fetched     func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Note        func(childComplexity int) int
-		Rejected    func(childComplexity int) int
-		Rejections  func(childComplexity int) int
-		StartedAt   func(childComplexity int) int
-		Stored      func(childComplexity int) int
+		BacklogTotal       func(childComplexity int) int
+		BacklogWritten     func(childComplexity int) int
+		EndedAt            func(childComplexity int) int
+		ErrorDetail        func(childComplexity int) int
+		ErrorKind          func(childComplexity int) int
+		ExpectedCompletion func(childComplexity int) int
+		FeedID             func(childComplexity int) int
+		Fetched            func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		Note               func(childComplexity int) int
+		Rejected           func(childComplexity int) int
+		Rejections         func(childComplexity int) int
+		StartedAt          func(childComplexity int) int
+		Stored             func(childComplexity int) int
 	}
 
 	FeedRunProgress struct {
@@ -656,6 +659,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FeedFacet.Values(childComplexity), true
 
+	case "FeedRun.backlogTotal":
+		if e.ComplexityRoot.FeedRun.BacklogTotal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRun.BacklogTotal(childComplexity), true
+	case "FeedRun.backlogWritten":
+		if e.ComplexityRoot.FeedRun.BacklogWritten == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRun.BacklogWritten(childComplexity), true
 	case "FeedRun.endedAt":
 		if e.ComplexityRoot.FeedRun.EndedAt == nil {
 			break
@@ -674,6 +689,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FeedRun.ErrorKind(childComplexity), true
+	case "FeedRun.expectedCompletion":
+		if e.ComplexityRoot.FeedRun.ExpectedCompletion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedRun.ExpectedCompletion(childComplexity), true
 	case "FeedRun.feedId":
 		if e.ComplexityRoot.FeedRun.FeedID == nil {
 			break
@@ -2068,6 +2089,15 @@ type FeedRun {
   errorKind: String!
   errorDetail: String!
   note: String!
+  """
+  Kinds written at a constant rate (RISK_LIST): rows of the feed's current
+  lists written after this run, over it and the runs before; 0 for the others.
+  """
+  backlogWritten: Int!
+  "Kinds written at a constant rate: rows the feed's current lists hold in all (as far as read); 0 for the others."
+  backlogTotal: Int!
+  "Kinds written at a constant rate: when the rest is expected in, at the configured rate; null once all is written and for the others."
+  expectedCompletion: Time
 }
 
 type Rejection {
@@ -2630,6 +2660,12 @@ func (ec *executionContext) childFields_FeedRun(ctx context.Context, field graph
 		return ec.fieldContext_FeedRun_errorDetail(ctx, field)
 	case "note":
 		return ec.fieldContext_FeedRun_note(ctx, field)
+	case "backlogWritten":
+		return ec.fieldContext_FeedRun_backlogWritten(ctx, field)
+	case "backlogTotal":
+		return ec.fieldContext_FeedRun_backlogTotal(ctx, field)
+	case "expectedCompletion":
+		return ec.fieldContext_FeedRun_expectedCompletion(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FeedRun", field.Name)
 }
@@ -5349,6 +5385,75 @@ func (ec *executionContext) _FeedRun_note(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_FeedRun_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FeedRun", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRun_backlogWritten(ctx context.Context, field graphql.CollectedField, obj *store.FeedRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRun_backlogWritten(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BacklogWritten, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRun_backlogWritten(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRun", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRun_backlogTotal(ctx context.Context, field graphql.CollectedField, obj *store.FeedRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRun_backlogTotal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BacklogTotal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRun_backlogTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRun", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FeedRun_expectedCompletion(ctx context.Context, field graphql.CollectedField, obj *store.FeedRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedRun_expectedCompletion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpectedCompletion, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FeedRun_expectedCompletion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedRun", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _FeedRunProgress_feedId(ctx context.Context, field graphql.CollectedField, obj *model.FeedRunProgress) (ret graphql.Marshaler) {
@@ -12614,6 +12719,21 @@ func (ec *executionContext) _FeedRun(ctx context.Context, sel ast.SelectionSet, 
 		case "note":
 			out.Values[i] = ec._FeedRun_note(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "backlogWritten":
+			out.Values[i] = ec._FeedRun_backlogWritten(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "backlogTotal":
+			out.Values[i] = ec._FeedRun_backlogTotal(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expectedCompletion":
+			out.Values[i] = ec._FeedRun_expectedCompletion(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

@@ -64,6 +64,9 @@ type BuiltinOptions struct {
 	Client *http.Client
 	Keys   BuiltinKeys
 	Now    func() time.Time // nil: time.Now
+	// WriteRate is the constant rate, in indicators per hour, of the
+	// premium kinds that declare one (RISK_LIST); 0: DefaultWriteRate.
+	WriteRate float64
 }
 
 // builtinSources binds each built-in kind to its package's source: one

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/premium/gti"
+	"github.com/tifeeds/tifeeds/ingest/premium/risklist"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -26,7 +28,14 @@ type PremiumFetch func(ctx context.Context, cursor string, since time.Time, sink
 // premiumVendorSources binds each premium kind read from a fixed vendor
 // API to its package's source: one line per kind. (The dark-web TAXII
 // and feed-list kinds read URLs the user types and register themselves.)
-var premiumVendorSources = map[premium.Kind]func(e PremiumEnv) PremiumFetch{}
+var premiumVendorSources = map[premium.Kind]func(e PremiumEnv) PremiumFetch{
+	premium.ThreatIntelAPI: func(e PremiumEnv) PremiumFetch {
+		return (&gti.Source{Client: e.Client, Secret: e.Config.Password, Now: e.Now}).Fetch
+	},
+	premium.RiskList: func(e PremiumEnv) PremiumFetch {
+		return (&risklist.Source{Client: e.Client, Secret: e.Config.Password, Now: e.Now}).Fetch
+	},
+}
 
 // RegisterPremiumVendors adds every premium vendor kind this build has a
 // source for. o.Client is the vendor client; nil: the registry's client.
@@ -47,7 +56,15 @@ func (r *Registry) RegisterPremiumVendor(kind premium.Kind, o BuiltinOptions, ne
 	if now == nil {
 		now = time.Now
 	}
+	var rate float64
+	if spec, ok := premium.Lookup(kind); ok && spec.ConstantRate {
+		rate = o.WriteRate
+		if rate <= 0 {
+			rate = DefaultWriteRate
+		}
+	}
 	r.Register(string(kind), Category{
+		Rate: rate,
 		New: func(cfg SourceConfig) (Source, error) {
 			fetch := newFetch(PremiumEnv{Client: client, Config: cfg, Now: now})
 			return SourceFunc(func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {

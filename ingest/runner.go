@@ -644,6 +644,7 @@ type outcome struct {
 	detail  string
 	note    string
 	message string // the feed's status message after the run
+	backlog *backlog
 }
 
 // execute is one run: record, fetch, record, publish.
@@ -667,6 +668,9 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	// The detail is stored, shown and logged: the URLs it quotes lose their
 	// query tokens and user information whichever error put them there.
 	run.ErrorKind, run.ErrorDetail, run.Note = out.kind, ioc.MaskURLs(out.detail), out.note
+	if b := out.backlog; b != nil {
+		run.BacklogWritten, run.BacklogTotal, run.ExpectedCompletion = b.written, b.total, b.expected
+	}
 	after, err := r.recordEnd(log, run, out.message)
 	if errors.Is(err, store.ErrRunClosed) {
 		// Another instance closed the run, taking this one for gone (its
@@ -756,6 +760,13 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	// its indicators are new.
 	req.Limit = cat.RunLimit
 	note := func() string { return runLimitNote(cat.RunLimit) }
+	pace := newConstantRate(cat.Rate, r.interval(f))
+	if pace != nil {
+		if req.Limit == 0 || pace.share < req.Limit {
+			req.Limit = pace.share
+			note = pace.note
+		}
+	}
 	var addLimit int64
 	var resumeAt time.Time
 	if cat.DailyLimit > 0 {
@@ -800,12 +811,12 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	})
 	lists := &completeLists{}
 	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping, lists: lists,
-		downloaded: r.downloadProgress(f.ID, run.ID, sink)})
+		downloaded: r.downloadProgress(f.ID, run.ID, sink), pace: pace})
 	unchanged := errors.Is(err, ioc.ErrUnchanged)
 	if unchanged {
 		err = nil
 	}
-	limitHit := errors.Is(err, ErrLimitReached)
+	limitHit := errors.Is(err, ErrLimitReached) || pace != nil && errors.Is(err, ioc.ErrPaceReached)
 	if capped := (*RunCapped)(nil); errors.As(err, &capped) {
 		limitHit, note = true, func() string { return capped.Note }
 		endNote = func(RunStats) string { return capped.Note }
@@ -825,31 +836,50 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		settleErr = sink.Settle(ctx)
 	}
 	stats := sink.Stats()
+	bl := pace.backlog(r.opts.Now())
 	if limitHit || (err == nil && stats.LimitReached) {
-		o := outcome{message: f.SuccessMessage()}
+		o := outcome{message: f.SuccessMessage(), backlog: bl}
 		if cursor != "" { // the limit was used up before the end of the source
 			o.note = endNote(stats)
 		}
+		// The lists read to their end before the limit was reached are
+		// complete all the same (a source never names one it read in part).
+		o.note = joinNotes(o.note, r.expireLists(ctx, f, run, lists))
 		return stats, o
 	}
 	if err == nil {
-		o := outcome{message: f.SuccessMessage()}
+		o := outcome{message: f.SuccessMessage(), backlog: bl}
 		switch {
 		case unchanged:
 			o.note = noteUnchanged
 		case !stats.LimitReached:
 			// Complete and successful: the snapshot lists read whole lose
 			// what they no longer hold.
-			o.note = r.expireLists(ctx, f, run, lists.list())
+			o.note = r.expireLists(ctx, f, run, lists)
 		}
 		return stats, o
 	}
 	o := failedOutcome(ctx, err, fail)
+	o.backlog = bl
 	if settleErr != nil && o.message != store.MessageDisabled {
 		r.log.Error("Unable to write what came before the run's last checkpoint", "feed_id", f.ID, "run_id", run.ID, "error", ioc.MaskURLs(settleErr.Error()))
 		o.detail += "; what came before the last checkpoint was not written either (" + settleErr.Error() + "): the next run fetches it again"
+	} else if partial := (*ioc.PartialFailure)(nil); errors.As(err, &partial) && o.kind != store.MessageStopped {
+		// The sub-requests that worked were stored; the lists among them
+		// read whole expire what they dropped, as in a successful run.
+		o.note = r.expireLists(ctx, f, run, lists)
 	}
 	return stats, o
+}
+
+func joinNotes(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // failedOutcome says how a run that failed with err ends: stopped by
@@ -887,6 +917,24 @@ type safeSink struct {
 	stopping   *atomic.Bool
 	lists      *completeLists // snapshot lists read whole; see snapshot.go
 	downloaded func(read, total int64)
+	pace       *constantRate // nil unless the kind writes at a constant rate
+}
+
+// Indicator hands ind on. For a constant-rate kind the limit of the run is
+// its share of the rate: the source is told so by ioc.ErrPaceReached.
+func (s *safeSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
+	err := s.Sink.Indicator(ctx, ind)
+	if s.pace != nil && errors.Is(err, ErrLimitReached) {
+		return fmt.Errorf("%w: %w", ioc.ErrPaceReached, err)
+	}
+	return err
+}
+
+// Backlog records how far a constant-rate source is (ioc.BacklogSink).
+func (s *safeSink) Backlog(written, total int64) {
+	if s.pace != nil {
+		s.pace.report(written, total)
+	}
 }
 
 // Downloaded reports a download's progress (ioc.ProgressSink).

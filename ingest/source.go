@@ -79,6 +79,12 @@ type Category struct {
 	// RunLimit is the most indicators one run (poll) may bring in; 0 for no
 	// limit.
 	RunLimit int64
+	// Rate, when positive, makes the kind's writes constant-rate: each
+	// poll stores at most Rate indicators per hour of the feed's polling
+	// interval, and the source goes on from its cursor at the next poll
+	// (see constantRate in runner.go). The source honours ioc.ErrPaceReached
+	// and reports its progress with ioc.Backlog.
+	Rate float64
 }
 
 // Registry maps a feed's category (custom feeds) or kind (built-in and

@@ -154,6 +154,13 @@ type FeedRun struct {
 	ErrorKind   string      `bun:"error_kind,notnull"`
 	ErrorDetail string      `bun:"error_detail,notnull"`
 	Note        string      `bun:"note,notnull"`
+	// The progress of a kind written at a constant rate (RISK_LIST) after
+	// the run: rows of its current lists written so far (over this run and
+	// the ones before) of their total, and when the rest is expected in;
+	// zero and nil for the other kinds.
+	BacklogWritten     int64      `bun:"backlog_written,notnull"`
+	BacklogTotal       int64      `bun:"backlog_total,notnull"`
+	ExpectedCompletion *time.Time `bun:"expected_completion"`
 }
 
 // Rejection is one input record a run could not use.
@@ -740,7 +747,8 @@ func (s *Store) FinishRun(ctx context.Context, run *FeedRun, message string) (*F
 		}
 		out = f
 		res, err := tx.NewUpdate().Model(run).WherePK().Where("ended_at IS NULL").
-			Column("ended_at", "fetched", "stored", "added", "rejected", "rejections", "error_kind", "error_detail", "note").
+			Column("ended_at", "fetched", "stored", "added", "rejected", "rejections", "error_kind", "error_detail", "note",
+				"backlog_written", "backlog_total", "expected_completion").
 			Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("store: unable to finish run %d: %w", run.ID, err)

@@ -80,6 +80,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"comma-separated origins (https://host[:port]) the dashboard is reached at, when a reverse proxy rewrites Host (TIFEEDS_ALLOWED_ORIGINS)")
 	mirror := fs.String("feed-mirror", envDefault("TIFEEDS_FEED_MIRROR", ""),
 		"send every request of the built-in feeds and premium vendor clients to <URL>/<host><path>?<query>, for an egress mirror or tests (TIFEEDS_FEED_MIRROR)")
+	writeRate := fs.Float64("risk-list-rate", envFloat("TIFEEDS_RISK_LIST_RATE", ingest.DefaultWriteRate),
+		"indicators per hour at which a risk-list feed writes its lists, spread over its polls; the default writes 1,000,000 in six days (TIFEEDS_RISK_LIST_RATE)")
 	// The keys' flags have no default: --help would print it. The
 	// environment is read after parsing.
 	keyFlags := map[builtin.Key]*string{}
@@ -175,7 +177,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("Vendor requests go to the feed mirror", "mirror", ioc.MaskURL(*mirror))
 	}
 	runner, err := startRunner(ctx, st, *dsn, *premiumBase, feedClient, bus, log,
-		ingest.BuiltinOptions{Client: vendorClient, Keys: keys})
+		ingest.BuiltinOptions{Client: vendorClient, Keys: keys, WriteRate: *writeRate})
 	if err != nil {
 		return err
 	}
@@ -188,6 +190,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err = srv.ListenAndServe(ctx)
 	log.Info("Stopped")
 	return err
+}
+
+// envFloat reads a number from the environment; unset, empty or not a
+// positive number is def (the flag's parsing then reports nothing wrong:
+// a bad value falls back, said in the log by the runner's default).
+func envFloat(name string, def float64) float64 {
+	if f, err := strconv.ParseFloat(envDefault(name, ""), 64); err == nil && f > 0 {
+		return f
+	}
+	return def
 }
 
 // envBool reads a boolean environment variable; unset or empty is false.

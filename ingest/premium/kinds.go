@@ -93,6 +93,9 @@ type Spec struct {
 	PerPoll int64
 	// MaxBytes bounds a downloaded input file; 0 for the source's default.
 	MaxBytes int64
+	// ConstantRate says that the kind's writes are spread at the server's
+	// constant rate (the runner's Category.Rate), resuming across polls.
+	ConstantRate bool
 }
 
 // defaultRetention is the retention of kinds whose retention the user
@@ -139,7 +142,7 @@ var specs = []Spec{
 		Editable:         []Field{APIKey, PollingFrequency},
 		RequiredToEnable: []Field{APIKey},
 		Polling:          pollingRange, FixedRetention: 14,
-		DefaultPolling: 24, DefaultRetention: 14, MaxFeeds: 1,
+		DefaultPolling: 24, DefaultRetention: 14, MaxFeeds: 1, ConstantRate: true,
 	},
 	{
 		Kind: FeedList, Title: "Feed-list Platform",

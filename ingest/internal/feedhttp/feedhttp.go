@@ -123,8 +123,19 @@ type Getter struct {
 // is returned as an error wrapping ctx.Err(). The caller closes the body,
 // with Close.
 func (g *Getter) Get(ctx context.Context, u string, cond Validators) (*http.Response, error) {
+	return g.do(ctx, http.MethodGet, u, cond)
+}
+
+// Head sends HEAD u, retried and classified as Get does: for a vendor
+// that tells a list's version by its headers only (Recorded Future's
+// ETag), so that an unchanged list is not downloaded.
+func (g *Getter) Head(ctx context.Context, u string) (*http.Response, error) {
+	return g.do(ctx, http.MethodHead, u, Validators{})
+}
+
+func (g *Getter) do(ctx context.Context, method, u string, cond Validators) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		req, err := http.NewRequestWithContext(ctx, method, u, nil)
 		if err != nil {
 			return nil, ioc.Fail(ioc.InvalidURL, fmt.Errorf("%s: unable to build the request for %s: %w", g.Who, g.Shown(u), g.maskErr(err)))
 		}
@@ -146,7 +157,7 @@ func (g *Getter) Get(ctx context.Context, u string, cond Validators) (*http.Resp
 		wait, retry := g.retryWait(resp, attempt)
 		if !retry {
 			defer resp.Body.Close()
-			return nil, g.statusFailure(u, resp, attempt)
+			return nil, g.statusFailure(method, u, resp, attempt)
 		}
 		Close(resp)
 		if err := g.sleep(ctx, wait); err != nil {
@@ -174,7 +185,7 @@ func (g *Getter) retryWait(resp *http.Response, attempt int) (time.Duration, boo
 
 // statusFailure classifies a non-2xx answer: 402 (abuse.ch) and 509
 // (PhishTank) are quota answers like 429.
-func (g *Getter) statusFailure(u string, resp *http.Response, tries int) error {
+func (g *Getter) statusFailure(method, u string, resp *http.Response, tries int) error {
 	err := ioc.HTTPStatusFailure(g.Who, resp)
 	kind := ioc.FailureOf(err)
 	if c := resp.StatusCode; c == http.StatusPaymentRequired || c == 509 {
@@ -184,7 +195,7 @@ func (g *Getter) statusFailure(u string, resp *http.Response, tries int) error {
 	if errors.As(err, &fe) {
 		err = fe.Err
 	}
-	detail := "GET " + g.Shown(u)
+	detail := method + " " + g.Shown(u)
 	if tries > 1 {
 		detail += fmt.Sprintf(", %d times", tries)
 	}

@@ -1,0 +1,397 @@
+// Package risklist reads Recorded Future's entity risk lists (the RISK_LIST
+// premium kind): four snapshot lists (ip, domain, url, hash), each a gzip
+// CSV whose EvidenceDetails cell holds JSON. A list is downloaded only when
+// its ETag (asked with HEAD) changed or its pass is not finished, and is
+// written at the constant rate the runner sets: the source keeps, per list,
+// how many rows of the current pass were handed over, skips them on the
+// next poll and stops at ioc.ErrPaceReached.
+package risklist
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// Host is Recorded Future's API host.
+const Host = "api.recordedfuture.com"
+
+// Lists are the entity lists read, in order, with the kind of their values
+// (the hash list's kind is decided per row by the hash's length).
+var Lists = []string{"ip", "domain", "url", "hash"}
+
+// Defaults of the caps.
+const (
+	// DefaultMaxBytes caps a compressed download: RF's largest default
+	// list (ip) is some tens of MB gzipped.
+	DefaultMaxBytes = 1 << 30
+	// DefaultMaxRawBytes caps a list once decompressed, against a
+	// decompression bomb: EvidenceDetails make rows of a few KB.
+	DefaultMaxRawBytes = 16 << 30
+	// checkpointEvery is how many rows go between two checkpoints, so
+	// that an interrupted poll resumes close to where it stopped.
+	checkpointEvery = 1000
+)
+
+// Source reads the four risk lists. Every request goes through Client (the
+// server's egress policy and feed mirror); the URLs are the vendor's own.
+type Source struct {
+	Client *http.Client
+	Secret string // the API token, sent as X-RFToken
+	Now    func() time.Time
+	// Knobs for tests; zero values are safe defaults.
+	MaxBytes, MaxRawBytes int64
+	MaxRetries            int
+	MaxRetryWait          time.Duration
+	Sleep                 func(ctx context.Context, d time.Duration) error
+}
+
+// URL is the address of an entity's risk list.
+func URL(list string) string {
+	return "https://" + Host + "/v2/" + list + "/risklist?format=csv%2Fsplunk&gzip=true&list=default"
+}
+
+// SourceName is the Indicator.Source of a list's values.
+func SourceName(list string) string { return "rf-" + list }
+
+// Cursor is the source's state, kept as JSON.
+type Cursor struct {
+	Lists map[string]*ListState `json:"lists"`
+}
+
+// ListState is where one list's pass stands.
+type ListState struct {
+	// ETag of the version read last.
+	ETag string `json:"etag,omitempty"`
+	// Row is how many data rows of the pass were handed over (or
+	// rejected): the next poll goes on after them.
+	Row int64 `json:"row"`
+	// Total is the rows of the version read last, once read to its end.
+	Total int64 `json:"total,omitempty"`
+	// Done says that the pass wrote the whole list: the next poll
+	// downloads it only when its ETag changed.
+	Done bool `json:"done,omitempty"`
+	// PassStart is when the pass began; values of the list last seen
+	// before it are expired when the pass ends.
+	PassStart time.Time `json:"pass_start"`
+	// Mixed says that the list changed during the pass: it then read no
+	// one version whole, so it expires nothing (the 14-day retention
+	// removes what it dropped).
+	Mixed bool `json:"mixed,omitempty"`
+}
+
+func parseCursor(s string) Cursor {
+	var c Cursor
+	if json.Unmarshal([]byte(s), &c) != nil || c.Lists == nil {
+		c.Lists = map[string]*ListState{}
+	}
+	return c
+}
+
+func (c Cursor) String() string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// backlog is the rows written of the rows known, over every list.
+func (c Cursor) backlog() (written, total int64) {
+	for _, st := range c.Lists {
+		if st.Done {
+			written += st.Total
+			total += st.Total
+			continue
+		}
+		written += st.Row
+		total += max(st.Total, st.Row)
+	}
+	return written, total
+}
+
+// Fetch reads the lists that changed or whose pass is not done, in order,
+// and returns the cursor. A list that fails does not stop the others: the
+// run then ends with an *ioc.PartialFailure naming it. When every list is
+// done and unchanged it returns ioc.ErrUnchanged.
+func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc.Sink) (string, error) {
+	if s.Secret == "" {
+		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("risklist: no API key is set: set the feed's API key"))
+	}
+	cur := parseCursor(cursor)
+	var failed []ioc.SubFailure
+	downloaded := false
+	for _, list := range Lists {
+		st := cur.Lists[list]
+		if st == nil {
+			st = &ListState{}
+			cur.Lists[list] = st
+		}
+		read, err := s.list(ctx, list, st, cur, sink)
+		downloaded = downloaded || read
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, ioc.ErrPaceReached) {
+			// This poll's share is written; the lists after it wait.
+			written, total := cur.backlog()
+			ioc.Backlog(sink, written, total)
+			return cur.String(), err
+		}
+		if ctx.Err() != nil || isSinkErr(err) {
+			return cur.String(), err
+		}
+		failed = append(failed, ioc.SubFailure{Name: "risk list " + list, Err: err})
+	}
+	written, total := cur.backlog()
+	ioc.Backlog(sink, written, total)
+	out := cur.String()
+	if len(failed) > 0 {
+		// The lists that worked are kept: their cursor goes with the data.
+		if err := sink.Checkpoint(ctx, out); err != nil {
+			return out, err
+		}
+		return out, ioc.Partial(failed)
+	}
+	if !downloaded {
+		return out, ioc.ErrUnchanged
+	}
+	return out, nil
+}
+
+// sinkErr marks an error of the sink, passed on as it is.
+type sinkErr struct{ error }
+
+func (e sinkErr) Unwrap() error { return e.error }
+
+func isSinkErr(err error) bool {
+	var se sinkErr
+	return errors.As(err, &se)
+}
+
+// list reads one list if needed and says whether it downloaded it.
+func (s *Source) list(ctx context.Context, list string, st *ListState, cur Cursor, sink ioc.Sink) (bool, error) {
+	g := &feedhttp.Getter{Who: "risklist " + list, Client: s.Client, Now: s.Now, Secret: s.Secret,
+		Header:      http.Header{"X-RFToken": {s.Secret}, "User-Agent": {"tifeeds"}},
+		Credentials: "check the feed's API key", MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	u := URL(list)
+	head, err := g.Head(ctx, u)
+	if err != nil {
+		return false, err
+	}
+	feedhttp.Close(head)
+	etag := head.Header.Get("ETag")
+	if st.Done && etag != "" && etag == st.ETag {
+		return false, nil // unchanged since its pass ended
+	}
+	now := s.now()
+	switch {
+	case st.Done || st.PassStart.IsZero():
+		*st = ListState{ETag: etag, PassStart: now}
+	case etag != st.ETag:
+		// A new version mid-pass: go on at the same row of it.
+		st.ETag, st.Mixed, st.Total = etag, true, 0
+	}
+	resp, err := g.Get(ctx, u, feedhttp.Validators{})
+	if err != nil {
+		return false, err
+	}
+	defer feedhttp.Close(resp)
+	if e := resp.Header.Get("ETag"); e != "" {
+		st.ETag = e
+	}
+	body := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxBytes, DefaultMaxBytes))
+	raw, err := decompress(body, feedhttp.Or(s.MaxRawBytes, DefaultMaxRawBytes))
+	if err != nil {
+		return true, g.BodyFailure(ctx, "the list", body, err)
+	}
+	err = s.parse(ctx, list, raw, st, cur, sink)
+	if err != nil && !errors.Is(err, ioc.ErrPaceReached) && !isSinkErr(err) {
+		if f := g.ReadFailure(ctx, "the list", body); f != nil {
+			return true, f
+		}
+		if f := g.ReadFailure(ctx, "the decompressed list", raw); f != nil {
+			return true, f
+		}
+		return true, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("risklist %s: the list is not in the expected format: %w", list, err))
+	}
+	return true, err
+}
+
+// decompress gunzips r when it is gzip (RF sends gzip=true lists as a
+// gzip body, without Content-Encoding), else reads it as it is.
+func decompress(r io.Reader, max int64) (*feedhttp.Body, error) {
+	br := bufio.NewReader(r)
+	magic, err := br.Peek(2)
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, err
+		}
+		return feedhttp.Cap(zr, max), nil
+	}
+	return feedhttp.Cap(br, max), nil
+}
+
+// parse reads the CSV: the rows of the pass already handed over are
+// skipped; the others are handed over until the sink says the poll's share
+// is written. It reads on to the end to learn the list's size when it does
+// not know it.
+func (s *Source) parse(ctx context.Context, list string, r io.Reader, st *ListState, cur Cursor, sink ioc.Sink) error {
+	t, err := csvtable.Open(r, "name", "risk", "evidencedetails")
+	if err != nil {
+		return err
+	}
+	validUntil := s.now().Add(Retention)
+	var row int64
+	paused := false
+	for {
+		rec, line, err := t.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil && !isParseError(err) {
+			return err
+		}
+		row++
+		if row <= st.Row {
+			continue
+		}
+		if paused {
+			continue // only counting
+		}
+		if err != nil {
+			sink.Rejected(line, "not a CSV record: "+err.Error())
+		} else if ind, reason := indicator(t, rec, list, validUntil); reason != "" {
+			sink.Rejected(line, reason)
+		} else if err := sink.Indicator(ctx, ind); err != nil {
+			if !errors.Is(err, ioc.ErrPaceReached) {
+				return sinkErr{err}
+			}
+			st.Row = row
+			if cerr := sink.Checkpoint(ctx, cur.String()); cerr != nil {
+				return sinkErr{cerr}
+			}
+			if st.Total > 0 {
+				return err // the size is known: no need to read on
+			}
+			paused = true
+			continue
+		}
+		st.Row = row
+		if row%checkpointEvery == 0 {
+			if err := sink.Checkpoint(ctx, cur.String()); err != nil {
+				return sinkErr{err}
+			}
+		}
+	}
+	st.Total = row
+	if paused {
+		// The size learnt goes with the cursor: the next polls of this
+		// version need not read past their share.
+		if err := sink.Checkpoint(ctx, cur.String()); err != nil {
+			return sinkErr{err}
+		}
+		return ioc.ErrPaceReached
+	}
+	st.Row, st.Done = row, true
+	if !st.Mixed {
+		ioc.ListCompleteSince(sink, SourceName(list), st.PassStart)
+	}
+	if err := sink.Checkpoint(ctx, cur.String()); err != nil {
+		return sinkErr{err}
+	}
+	return nil
+}
+
+// Retention is the spec's fixed retention of risk-list values, from the
+// last list that held them.
+const Retention = 14 * 24 * time.Hour
+
+// evidence is the JSON of the EvidenceDetails cell.
+type evidence struct {
+	EvidenceDetails []struct {
+		Rule string `json:"Rule"`
+	} `json:"EvidenceDetails"`
+}
+
+// indicator maps one row; reason is set when it is rejected.
+func indicator(t *csvtable.Table, rec []string, list string, validUntil time.Time) (ioc.Indicator, string) {
+	name := t.Get(rec, "name")
+	if name == "" {
+		return ioc.Indicator{}, "no Name"
+	}
+	var kind ioc.Kind
+	switch list {
+	case "ip":
+		kind = ioc.IP
+	case "domain":
+		kind = ioc.Domain
+	case "url":
+		kind = ioc.URL
+	case "hash":
+		// The hash's length decides, whatever Algorithm says.
+		switch len(name) {
+		case 32:
+			kind = ioc.MD5
+		case 40:
+			kind = ioc.SHA1
+		case 64:
+			kind = ioc.SHA256
+		default:
+			algo := t.Get(rec, "algorithm")
+			if algo == "" {
+				algo = strconv.Itoa(len(name)) + "-character"
+			}
+			return ioc.Indicator{}, "skipped: a " + algo + " hash is not a kind tifeeds keeps"
+		}
+	}
+	value, err := ioc.Normalize(kind, name)
+	if err != nil {
+		return ioc.Indicator{}, fmt.Sprintf("skipped: %q is not a usable %s: %v", name, kind, err)
+	}
+	risk, err := strconv.Atoi(t.Get(rec, "risk"))
+	if err != nil || risk < 0 || risk > 100 {
+		return ioc.Indicator{}, fmt.Sprintf("bad Risk %q", t.Get(rec, "risk"))
+	}
+	var tags []string
+	if cell := t.Get(rec, "evidencedetails"); cell != "" {
+		var ev evidence
+		if err := json.Unmarshal([]byte(cell), &ev); err != nil {
+			return ioc.Indicator{}, "EvidenceDetails is not JSON: " + err.Error()
+		}
+		for _, d := range ev.EvidenceDetails {
+			if tag := strings.ToLower(strings.TrimSpace(d.Rule)); tag != "" && !slices.Contains(tags, tag) {
+				tags = append(tags, tag)
+			}
+		}
+	}
+	return ioc.Indicator{Kind: kind, Value: value, Source: SourceName(list), Score: risk, Tags: tags,
+		ValidUntil: validUntil}, ""
+}
+
+func (s *Source) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func isParseError(err error) bool {
+	var pe *csv.ParseError
+	return errors.As(err, &pe)
+}

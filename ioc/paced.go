@@ -1,0 +1,108 @@
+package ioc
+
+import (
+	"errors"
+	"strings"
+	"time"
+)
+
+// ErrPaceReached is what the sink of a source written at a constant rate
+// (RISK_LIST) returns, wrapped, once the share of the current poll is used
+// up. The indicator that got it WAS stored: the source checkpoints a cursor
+// just after it, stops handing over and returns the error; the next poll
+// goes on from that cursor.
+var ErrPaceReached = errors.New("the share of this poll is written; the rest comes with the next polls")
+
+// BacklogSink is what the sink of a source written at a constant rate also
+// does: it learns how far the source is through its current lists.
+type BacklogSink interface {
+	Backlog(written, total int64)
+}
+
+// Backlog tells sink, when it is a BacklogSink, that of the total rows of
+// the lists the source is writing at a constant rate, written are written
+// (over this poll and the ones before). The run shows it with the expected
+// completion.
+func Backlog(sink Sink, written, total int64) {
+	if bs, ok := sink.(BacklogSink); ok {
+		bs.Backlog(written, total)
+	}
+}
+
+// ListSinceSink is what the sink of a snapshot source also does when the
+// complete contents of a list may be handed over across several runs.
+type ListSinceSink interface {
+	ListCompleteSince(source string, since time.Time)
+}
+
+// ListCompleteSince is ListComplete for a list whose complete contents
+// were handed over by the runs since the time given (the first of them
+// started the pass over the list): what the feed has of the list that was
+// last seen before since is expired. A sink that cannot tell falls back to
+// ListComplete (the current run's start), which expires too much only if
+// the pass took several runs: such a source needs a ListSinceSink.
+func ListCompleteSince(sink Sink, source string, since time.Time) {
+	if ls, ok := sink.(ListSinceSink); ok {
+		ls.ListCompleteSince(source, since)
+		return
+	}
+	ListComplete(sink, source)
+}
+
+// SubFailure is one failed sub-request of a source that reads several
+// (one risk list, one threat list).
+type SubFailure struct {
+	Name string // the sub-request as the user knows it: "risk list hash"
+	Err  error
+}
+
+// PartialFailure is the error of a fetch some of whose sub-requests failed
+// while the others were read, handed over and checkpointed: the run ends
+// with the failure's status (the kind of the first failed sub-request) and
+// a detail naming each failed one, and still keeps what the others brought
+// (the source checkpoints its cursor, with the failed ones not moved on,
+// before it returns). The lists the others read completely still expire
+// what they dropped: the unit of a snapshot is the list.
+type PartialFailure struct {
+	Failed []SubFailure
+}
+
+// Partial returns a *PartialFailure of failed, or nil when it is empty.
+func Partial(failed []SubFailure) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	return &PartialFailure{Failed: failed}
+}
+
+func (e *PartialFailure) Error() string {
+	var b strings.Builder
+	for i, f := range e.Failed {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(f.Name)
+		b.WriteString(" failed: ")
+		b.WriteString(f.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns every sub-request's error, so that FailureOf gives the
+// kind of the first one and errors.Is finds a cancelled run.
+func (e *PartialFailure) Unwrap() []error {
+	errs := make([]error, len(e.Failed))
+	for i, f := range e.Failed {
+		errs[i] = f.Err
+	}
+	return errs
+}
+
+// Names lists the failed sub-requests.
+func (e *PartialFailure) Names() []string {
+	names := make([]string, len(e.Failed))
+	for i, f := range e.Failed {
+		names[i] = f.Name
+	}
+	return names
+}
