@@ -328,7 +328,7 @@ func TestBuiltinOpenPhishE2E(t *testing.T) {
 				{"401", 401, false, "Invalid Credentials"},
 				{"429", 429, false, "Surpassed Query Limit"},
 				{"503", 503, false, "Fetching Data Error"},
-				{"cut body", 0, true, "Fetching Data Error"},
+				{"cut body", 0, true, "Connection Error"}, // a connection made, then cut (issue 11)
 			} {
 				op.Fail(tc.status, 0, "3600") // longer than the source waits
 				op.SetCut(tc.cut)
