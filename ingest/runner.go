@@ -744,7 +744,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		return fail(err)
 	}
 	now := r.opts.Now().UTC()
-	req := FetchRequest{Cursor: f.Cursor}
+	req := FetchRequest{Cursor: f.Cursor, Started: run.StartedAt}
 	if f.BackfillDays > 0 {
 		req.Since = now.AddDate(0, 0, -f.BackfillDays)
 	}
