@@ -112,6 +112,13 @@ func (s *SOCRadar) Set(collection string, doc []byte) {
 	s.Lists[collection] = doc
 }
 
+// SetKey changes the API key accepted (a key rotated upstream).
+func (s *SOCRadar) SetKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Key = key
+}
+
 // Fail makes the next n answers status (n <= 0: every answer until
 // Fail(0, 0, "")), with Retry-After retryAfter when it is not empty.
 func (s *SOCRadar) Fail(status, n int, retryAfter string) {
