@@ -260,8 +260,8 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 			defer openGate(gate)
 			var f *store.Feed
 			if tc.premium {
-				obj := func(i int) string { return fmt.Sprintf(`{"type":"ip","value":"192.0.2.%d"},`, i) }
-				srv := newSlowServer(t, "["+obj(1), obj(2)+`{"type":"ip","value":"192.0.2.3"}]`, gate)
+				obj := func(i int) string { return fmt.Sprintf(`{"feed":"192.0.2.%d","feed_type":"ip"},`, i) }
+				srv := newSlowServer(t, "["+obj(1), obj(2)+`{"feed":"192.0.2.3","feed_type":"ip"}]`, gate)
 				a.reg.RegisterFeedList(FeedListOptions{})
 				b.reg.RegisterFeedList(FeedListOptions{})
 				var err error

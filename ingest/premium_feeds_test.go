@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -311,25 +312,32 @@ func TestDarkWebTAXIIPremiumFeed(t *testing.T) {
 	})
 }
 
-// TestFeedListFeedRuns enables a feed-list feed and runs it against a local
-// platform: a poll stops at the per-poll limit and the next goes on.
+// TestFeedListFeedRuns enables a feed-list feed and runs it against a
+// SOCRadar-like platform: a poll stops at the per-poll limit and the next
+// goes on; the walk's end expires only what the document no longer holds,
+// never what the walk's first poll brought; a cursor of the earlier format
+// restarts the walk.
 func TestFeedListFeedRuns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		doc := `{"indicators": [` +
-			`{"type": "ip", "value": "192.0.2.1", "score": 70, "tags": ["c2"]},` +
-			`{"type": "domain", "value": "Evil.Example."},` +
-			`{"type": "ip", "value": "not an ip"},` +
-			`{"type": "url", "value": "https://evil.example/x"},` +
-			`{"type": "md5", "value": "d41d8cd98f00b204e9800998ecf8427e"}]}`
+		doc := `{"is_success": true, "data": [` +
+			`{"feed": "192.0.2.1", "feed_type": "ip", "maintainer_name": "SOCRadar", "extra_info": {"score": 70}},` +
+			`{"feed": "Evil.Example.", "feed_type": "hostname"},` +
+			`{"feed": "not an ip", "feed_type": "ip"},` +
+			`{"feed": "https://evil.example/x", "feed_type": "url"},` +
+			`{"feed": "d41d8cd98f00b204e9800998ecf8427e", "feed_type": "hash"}]}`
+		var mu sync.Mutex
 		mux := http.NewServeMux()
 		mux.HandleFunc("/v2/retail.json", func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Query().Get("key") != "fl-key" || r.URL.Query().Get("v") != "2" {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			io.WriteString(w, doc)
 		})
+		setDoc := func(d string) { mu.Lock(); doc = d; mu.Unlock() }
 		srv := httptest.NewServer(mux)
 		defer srv.Close()
 		h := newHarness(t, st, TSVOptions{})
@@ -346,15 +354,46 @@ func TestFeedListFeedRuns(t *testing.T) {
 		run := h.lastRun(f.ID)
 		got := h.feed(f.ID)
 		if run.ErrorKind != "" || run.Stored != 3 || run.Rejected != 1 || !strings.Contains(run.Note, "per poll") ||
-			got.StatusMessage != store.MessageSuccess || got.Cursor != "object:4" {
+			got.StatusMessage != store.MessageSuccess || !strings.Contains(got.Cursor, `"objects":4`) {
 			t.Fatalf("first poll: %+v; feed %q cursor %q", run, got.StatusMessage, got.Cursor)
 		}
+		live := func() int {
+			return h.count("SELECT COUNT(*) FROM sightings WHERE feed_id = ? AND expires_at > ?", f.ID, h.clock.Now().UnixMicro())
+		}
+		h.clock.Add(time.Hour)
 		run = h.runNow(f.ID)
 		if run.ErrorKind != "" || run.Stored != 1 || h.feed(f.ID).Cursor != "" {
 			t.Fatalf("second poll: %+v, cursor %q", run, h.feed(f.ID).Cursor)
 		}
-		if n := h.count("SELECT COUNT(*) FROM iocs"); n != 4 {
-			t.Errorf("%d IoCs stored, want 4", n)
+		// The walk's end expires nothing its first poll brought.
+		if n := live(); n != 4 {
+			t.Errorf("%d live sightings after the walk, want 4 (note %q)", n, run.Note)
+		}
+		checkConsistent(t, st)
+
+		// The next walk reads a document without the url: it expires.
+		setDoc(`[{"feed": "192.0.2.1", "feed_type": "ip"}, {"feed": "evil.example", "feed_type": "domain"},` +
+			`{"feed": "d41d8cd98f00b204e9800998ecf8427e", "feed_type": "md5"}, {"feed": "192.0.2.2", "feed_type": "ip"}]`)
+		h.clock.Add(time.Hour)
+		h.runNow(f.ID)
+		h.clock.Add(time.Hour)
+		run = h.runNow(f.ID)
+		if n := live(); run.ErrorKind != "" || n != 4 || !strings.Contains(run.Note, "1 IoCs no longer listed expired") {
+			t.Errorf("after the second walk: %d live sightings, run %+v", n, run)
+		}
+		if n := h.count("SELECT COUNT(*) FROM iocs WHERE value = ?", "https://evil.example/x"); n != 0 {
+			t.Errorf("the dropped url is still stored")
+		}
+
+		// A cursor the earlier version left (an object count) restarts the
+		// walk rather than failing the run.
+		if _, err := st.DB.ExecContext(ctx, "UPDATE feeds SET cursor = 'object:2' WHERE id = ?", f.ID); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Add(time.Hour)
+		run = h.runNow(f.ID)
+		if run.ErrorKind != "" || run.Stored != 3 || !strings.Contains(h.feed(f.ID).Cursor, `"objects":3`) {
+			t.Fatalf("from an old cursor: %+v, cursor %q", run, h.feed(f.ID).Cursor)
 		}
 		checkConsistent(t, st)
 
@@ -379,7 +418,7 @@ func TestResetWhileRunningElsewhere(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		gate := make(chan struct{})
-		obj := func(i int) string { return fmt.Sprintf(`{"type":"ip","value":"192.0.2.%d"},`, i) }
+		obj := func(i int) string { return fmt.Sprintf(`{"feed":"192.0.2.%d","feed_type":"ip"},`, i) }
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, `[`)
 			for i := 1; i <= 7; i++ {
@@ -390,7 +429,7 @@ func TestResetWhileRunningElsewhere(t *testing.T) {
 			for i := 8; i <= 20; i++ {
 				io.WriteString(w, obj(i))
 			}
-			io.WriteString(w, `{"type":"ip","value":"192.0.2.99"}]`)
+			io.WriteString(w, `{"feed":"192.0.2.99","feed_type":"ip"}]`)
 		}))
 		defer srv.Close()
 		defer func() {
@@ -445,13 +484,13 @@ func TestResetWhileRunningElsewhere(t *testing.T) {
 	})
 }
 
-// A source cut to 200 bytes inside a character is stored as valid UTF-8 on
-// both databases (PostgreSQL refuses invalid UTF-8).
+// A maintainer cut to 200 bytes inside a character is stored as valid
+// UTF-8 on both databases (PostgreSQL refuses invalid UTF-8).
 func TestFeedListLongSource(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		src := strings.Repeat("a", 199) + "é"
-		doc := fmt.Sprintf(`[{"type":"ip","value":"192.0.2.1","source":%q},{"type":"ip","value":"192.0.2.2"}]`, src)
+		maintainer := strings.Repeat("a", 199) + "é"
+		doc := fmt.Sprintf(`[{"feed":"192.0.2.1","feed_type":"ip","maintainer_name":%q},{"feed":"192.0.2.2","feed_type":"ip"}]`, maintainer)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, doc) }))
 		defer srv.Close()
 		h := newHarness(t, st, TSVOptions{})
@@ -469,11 +508,11 @@ func TestFeedListLongSource(t *testing.T) {
 			t.Fatalf("run = %+v", run)
 		}
 		var stored string
-		if err := st.DB.QueryRowContext(ctx, "SELECT source FROM sightings WHERE source LIKE 'aaa%'").Scan(&stored); err != nil {
+		if err := st.DB.QueryRowContext(ctx, "SELECT CAST(tags AS TEXT) FROM sightings WHERE CAST(tags AS TEXT) LIKE '%aaa%'").Scan(&stored); err != nil {
 			t.Fatal(err)
 		}
-		if !utf8.ValidString(stored) || stored != strings.Repeat("a", 199)+"…" {
-			t.Errorf("stored source %q", stored)
+		if !utf8.ValidString(stored) || !strings.Contains(stored, strings.Repeat("a", 199)+"…") || strings.Contains(stored, "é") {
+			t.Errorf("stored tags %q", stored)
 		}
 	})
 }

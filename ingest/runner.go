@@ -748,7 +748,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		return fail(err)
 	}
 	now := r.opts.Now().UTC()
-	req := FetchRequest{Cursor: f.Cursor}
+	req := FetchRequest{Cursor: f.Cursor, Started: run.StartedAt}
 	if f.BackfillDays > 0 {
 		req.Since = now.AddDate(0, 0, -f.BackfillDays)
 	}
@@ -844,7 +844,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		}
 		// The lists read to their end before the limit was reached are
 		// complete all the same (a source never names one it read in part).
-		o.note = joinNotes(o.note, r.expireLists(ctx, f, run, lists))
+		o.note = joinNotes(o.note, r.expireLists(ctx, f, run, lists.list()))
 		return stats, o
 	}
 	if err == nil {
@@ -855,7 +855,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		case !stats.LimitReached:
 			// Complete and successful: the snapshot lists read whole lose
 			// what they no longer hold.
-			o.note = r.expireLists(ctx, f, run, lists)
+			o.note = r.expireLists(ctx, f, run, lists.list())
 		}
 		return stats, o
 	}
@@ -867,7 +867,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 	} else if partial := (*ioc.PartialFailure)(nil); errors.As(err, &partial) && o.kind != store.MessageStopped {
 		// The sub-requests that worked were stored; the lists among them
 		// read whole expire what they dropped, as in a successful run.
-		o.note = r.expireLists(ctx, f, run, lists)
+		o.note = r.expireLists(ctx, f, run, lists.list())
 	}
 	return stats, o
 }

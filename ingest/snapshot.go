@@ -15,43 +15,37 @@ import (
 const noteUnchanged = "the list has not changed since the last run"
 
 // completeLists gathers the snapshot lists a run read to their end
-// (ioc.ListSink), to expire after the run succeeds what they no longer hold,
-// each with the time its pass began when that was before the run
-// (ioc.ListSinceSink: a list written at a constant rate over several runs).
+// (ioc.ListSink, ioc.ListSinceSink), to expire after the run succeeds what
+// they no longer hold.
 type completeLists struct {
 	mu    sync.Mutex
-	names []string
-	since map[string]time.Time
+	lists []completeList
+}
+
+// completeList is a list read to its end: by this run alone (since zero),
+// or by the runs since since (a list read over several polls).
+type completeList struct {
+	name  string
+	since time.Time
 }
 
 func (l *completeLists) add(source string, since time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !slices.Contains(l.names, source) {
-		l.names = append(l.names, source)
-	}
-	if !since.IsZero() {
-		if l.since == nil {
-			l.since = map[string]time.Time{}
+	for i, c := range l.lists {
+		if c.name == source {
+			// Read whole twice in one run: the later reading holds.
+			l.lists[i].since = since
+			return
 		}
-		l.since[source] = since
 	}
+	l.lists = append(l.lists, completeList{name: source, since: since})
 }
 
-func (l *completeLists) list() []string {
+func (l *completeLists) list() []completeList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.names)
-}
-
-// cutoff is when the pass over list began: its since, or the run's start.
-func (l *completeLists) cutoff(list string, runStart time.Time) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t, ok := l.since[list]; ok && t.Before(runStart) {
-		return t
-	}
-	return runStart
+	return slices.Clone(l.lists)
 }
 
 // ListComplete records a list the source read whole (ioc.ListSink).
@@ -61,8 +55,8 @@ func (s *safeSink) ListComplete(source string) {
 	}
 }
 
-// ListCompleteSince records a list whose pass, begun at since, the source
-// ended (ioc.ListSinceSink).
+// ListCompleteSince records a list the runs since since read whole
+// (ioc.ListSinceSink).
 func (s *safeSink) ListCompleteSince(source string, since time.Time) {
 	if s.lists != nil {
 		s.lists.add(source, since)
@@ -70,14 +64,20 @@ func (s *safeSink) ListCompleteSince(source string, since time.Time) {
 }
 
 // expireLists expires, after a complete successful run of f that started
-// with run, the sightings of each list named that the run (or, for a list
-// written over several runs, its pass) did not see. It returns a note for
-// the run: how many went, or why they did not.
-func (r *Runner) expireLists(ctx context.Context, f *store.Feed, run *store.FeedRun, lists *completeLists) string {
+// with run, the sightings of each list named that the run did not see (or,
+// for a list read over several runs, that none of them saw). It returns a
+// note for the run: how many went, or why they did not.
+func (r *Runner) expireLists(ctx context.Context, f *store.Feed, run *store.FeedRun, lists []completeList) string {
 	var total int64
-	names := lists.list()
-	for _, list := range names {
-		n, err := r.st.ExpireUnseen(ctx, f.ID, list, lists.cutoff(list, run.StartedAt))
+	var names []string
+	for _, l := range lists {
+		list := l.name
+		names = append(names, list)
+		since := run.StartedAt
+		if !l.since.IsZero() && l.since.Before(since) {
+			since = l.since // what the walk's earlier runs handed over stays
+		}
+		n, err := r.st.ExpireUnseen(ctx, f.ID, list, since)
 		total += n
 		if err != nil {
 			r.log.Error("Unable to expire what a snapshot list dropped", "feed_id", f.ID, "run_id", run.ID, "list", list, "error", err)

@@ -28,6 +28,10 @@ type FetchRequest struct {
 	// Limit is the most indicators the run may hand over; 0 for no limit.
 	// A source that honours it stops with ErrLimitReached and a cursor.
 	Limit int64
+	// Started is when the run started, on the runner's clock: a snapshot
+	// source that reads one list over several runs keeps the first run's
+	// in its cursor and names it to ioc.ListCompleteSince at the end.
+	Started time.Time
 }
 
 // Source is one feed's way of fetching: it streams indicators into sink,
@@ -209,5 +213,13 @@ func (s *limitSink) Downloaded(read, total int64) {
 func (s *limitSink) ListComplete(source string) {
 	if !s.reached {
 		ioc.ListComplete(s.Sink, source)
+	}
+}
+
+// ListCompleteSince passes on that a list read over several runs was read
+// to its end, unless the limit cut this run short.
+func (s *limitSink) ListCompleteSince(source string, since time.Time) {
+	if !s.reached {
+		ioc.ListCompleteSince(s.Sink, source, since)
 	}
 }

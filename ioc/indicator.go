@@ -91,6 +91,27 @@ func ListComplete(sink Sink, source string) {
 	}
 }
 
+// ListSinceSink is what a sink of a snapshot source that reads one list
+// over several runs also does (a list bigger than one poll's cap, resumed
+// from a cursor). Once the last run of such a walk has handed over the end
+// of the list, ListCompleteSince names it with since, the start of the
+// walk's first run (FetchRequest.Started of that run, kept in the cursor):
+// the feed's sightings from that source not handed over since then are
+// expired after the run succeeds.
+type ListSinceSink interface {
+	ListCompleteSince(source string, since time.Time)
+}
+
+// ListCompleteSince tells sink, when it is a ListSinceSink, that the list
+// named source was read to its end by the runs since since. A sink that
+// cannot take it is told nothing: ListComplete would expire what the
+// walk's earlier runs handed over.
+func ListCompleteSince(sink Sink, source string, since time.Time) {
+	if ls, ok := sink.(ListSinceSink); ok {
+		ls.ListCompleteSince(source, since)
+	}
+}
+
 // ErrUnchanged is what a source returns, with its cursor, when every list
 // it reads is unchanged since the cursor (ETag, Last-Modified, a published
 // checksum): nothing was downloaded, the run succeeds and says so, and

@@ -3,7 +3,6 @@ package ioc
 import (
 	"errors"
 	"strings"
-	"time"
 )
 
 // ErrPaceReached is what the sink of a source written at a constant rate
@@ -27,26 +26,6 @@ func Backlog(sink Sink, written, total int64) {
 	if bs, ok := sink.(BacklogSink); ok {
 		bs.Backlog(written, total)
 	}
-}
-
-// ListSinceSink is what the sink of a snapshot source also does when the
-// complete contents of a list may be handed over across several runs.
-type ListSinceSink interface {
-	ListCompleteSince(source string, since time.Time)
-}
-
-// ListCompleteSince is ListComplete for a list whose complete contents
-// were handed over by the runs since the time given (the first of them
-// started the pass over the list): what the feed has of the list that was
-// last seen before since is expired. A sink that cannot tell falls back to
-// ListComplete (the current run's start), which expires too much only if
-// the pass took several runs: such a source needs a ListSinceSink.
-func ListCompleteSince(sink Sink, source string, since time.Time) {
-	if ls, ok := sink.(ListSinceSink); ok {
-		ls.ListCompleteSince(source, since)
-		return
-	}
-	ListComplete(sink, source)
 }
 
 // SubFailure is one failed sub-request of a source that reads several

@@ -2,10 +2,15 @@ package premium
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,11 +19,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
 // ErrLimitReached ends a feed-list fetch that handed over its limit; the
-// returned cursor resumes after the last object handed over.
+// returned cursor resumes after the last object read.
 var ErrLimitReached = errors.New("premium: limit of indicators per poll reached")
 
 // Defaults of a FeedListSource's zero fields.
@@ -28,142 +34,206 @@ const (
 	defaultScore     = 90 // the spec's score for a source that does not tune it
 )
 
-// FeedListSource fetches one feed of the feed-list platform: a JSON document
-// at the feed's endpoint, read as a stream (never held whole), either an
-// array of indicator objects or an object whose "indicators" member is one:
+// FeedListSource fetches one feed of the feed-list platform (SOCRadar's
+// threat-intelligence feed lists): the document at the feed's endpoint,
+// {base}/<feed_collection_id>.json?key=<api_key>&v=2, read as a stream
+// (never held whole). It is a JSON array of feed objects, or an object whose
+// "data" member is one:
 //
-//	{"indicators": [{"type": "ip", "value": "192.0.2.7", "score": 80,
-//	  "source": "botnet_c2", "tags": ["c2"], "valid_until": "2026-12-31T00:00:00Z"}]}
+//	[{"feed": "203.0.113.7", "feed_type": "ip", "first_seen_date": "2026-01-01 10:00:00",
+//	  "latest_seen_date": "2026-01-02 10:00:00", "maintainer_name": "SOCRadar",
+//	  "extra_info": {"score": 80, "seen_count": 3}}]
 //
-// type is one of url, ip, domain, md5, sha1, sha256 (the TSV names
-// md5-hash, sha1-hash and sha256-hash are accepted too); value is required;
-// score (0 to 100) defaults to 90, source to the feed collection's id;
-// tags and valid_until are optional. Other members are ignored. Objects that
-// do not conform are counted as rejected with their position, not fatal.
+// feed_type ip/ipv4/ipv6, domain/hostname, url, md5/sha1/sha256/hash (a
+// hash's length decides its kind); the score is extra_info.score (0 to 100,
+// 90 when absent); the maintainer, lower-cased, is the tag; the list's name
+// (the indicators' Source) is the collection id. The dates and seen_count
+// are not kept: a sighting's first and last seen are tifeeds' own, and the
+// snapshot decides what is live. Objects that do not conform are counted
+// as rejected with their position, not fatal.
+//
+// Each poll downloads the whole document (the platform has no increments).
+// It is a snapshot: what a complete reading no longer holds expires. A
+// document with more indicators than one poll may bring in (limit) is read
+// over several polls, a walk: each poll skips the objects the walk has read
+// and hands over the next ones, and the cursor keeps where the walk is, when
+// its first poll started and a SHA-256 of the objects read so far. The poll
+// that reads the end names the list complete since the walk's start, so that
+// what earlier polls of the walk handed over stays. When the objects before
+// the resume point are not those the walk read (the document changed
+// under it), the walk still goes on to the end but expires nothing: an
+// object that moved ahead of the resume point would be expired while
+// listed; the next walk starts afresh.
 type FeedListSource struct {
-	Endpoint string        // with its key
-	Client   *http.Client  // nil: the egress policy's defaults (private destinations refused)
+	Endpoint string // with its key
+	// Client is the egress client: the endpoint is typed by the user and is
+	// never mirrored. nil: the egress policy's defaults (private
+	// destinations refused).
+	Client   *http.Client
 	Timeout  time.Duration // whole request, body included; FeedListTimeout when 0
-	MaxBytes int64         // the document must be under it; 100 MB when 0
+	MaxBytes int64         // the document may be up to it; 100 MB when 0
+
+	// Retries of a 429 or 5xx (feedhttp.Getter's knobs; 0: its defaults).
+	MaxRetries   int
+	MaxRetryWait time.Duration
+	RetryBackoff time.Duration
 }
 
-// Fetch reads the document into sink. A run that stops at limit (0: none)
-// checkpoints a cursor, "object:N", from which the next run goes on; a run
-// that reads the document to its end returns the empty cursor, since each
-// poll reads the whole document afresh.
-func (s *FeedListSource) Fetch(ctx context.Context, cursor string, limit int64, sink ioc.Sink) (string, error) {
-	skip, err := parseObjectCursor(cursor)
-	if err != nil {
-		skip = 0 // a cursor of another version: read from the start
+// feedWalk is the cursor of a walk in progress, as JSON; the empty cursor
+// is no walk: the next poll reads from the start.
+type feedWalk struct {
+	// Version tells this format from the "object:N" of the earlier one,
+	// which restarts the walk.
+	Version int `json:"v"`
+	// Started is the start of the walk's first poll (the runner's clock).
+	Started time.Time `json:"started"`
+	// Objects is how many objects of the array the walk has read.
+	Objects int64 `json:"objects"`
+	// Digest is the SHA-256 of those objects' bytes, in order.
+	Digest string `json:"digest"`
+	// Changed: the document changed during the walk; it expires nothing.
+	Changed bool `json:"changed,omitempty"`
+}
+
+const walkVersion = 2
+
+func parseWalk(cursor string) (feedWalk, bool) {
+	var w feedWalk
+	if cursor == "" || json.Unmarshal([]byte(cursor), &w) != nil || w.Version != walkVersion ||
+		w.Objects <= 0 || w.Started.IsZero() {
+		return feedWalk{}, false
+	}
+	return w, true
+}
+
+func (w feedWalk) String() string {
+	b, _ := json.Marshal(w)
+	return string(b)
+}
+
+// Fetch reads the document into sink. started is when the run started (on
+// the clock of the runner, which expires by it). A run that stops at limit
+// (0: none) checkpoints the walk's cursor and returns it with
+// ErrLimitReached; a run that reads the document to its end returns the
+// empty cursor. A cursor in another format (the earlier "object:N")
+// starts a new walk.
+func (s *FeedListSource) Fetch(ctx context.Context, cursor string, started time.Time, limit int64, sink ioc.Sink) (string, error) {
+	walk, resumed := parseWalk(cursor)
+	if !resumed {
+		walk = feedWalk{Version: walkVersion, Started: started.UTC()}
 	}
 	ep, err := ParseEndpoint(s.Endpoint, "")
 	if err != nil {
-		return cursor, ioc.Fail(ioc.InvalidURL, fmt.Errorf("premium: feed-list endpoint %w", err))
+		return cursor, ioc.Fail(ioc.InvalidURL, fmt.Errorf("feed list: the API endpoint %w", err))
 	}
-	timeout := cmpOr(s.Timeout, FeedListTimeout)
-	maxBytes := cmpOr(s.MaxBytes, feedListMaxBytes)
-	reqCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, s.Endpoint, nil)
-	if err != nil {
-		return cursor, ioc.Fail(ioc.InvalidURL, fmt.Errorf("premium: unable to make a request for the endpoint: %w", err))
-	}
-	req.Header.Set("Accept", "application/json")
 	client := s.Client
 	if client == nil {
 		client = defaultClient()
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return cursor, ctx.Err()
+	g := &feedhttp.Getter{Who: "feed list " + ep.CollectionID, Client: client, Secret: ep.Key,
+		Header:      http.Header{"Accept": {"application/json"}},
+		Credentials: "check the API key in the feed's API Endpoint",
+		MaxRetries:  s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Backoff: s.RetryBackoff}
+	timeout := cmpOr(s.Timeout, FeedListTimeout)
+	maxBytes := cmpOr(s.MaxBytes, feedListMaxBytes)
+	reqCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	timedOut := func() error {
+		if ctx.Err() == nil && reqCtx.Err() != nil {
+			return ioc.Fail(ioc.ConnectionError, fmt.Errorf("%s: the feed document did not arrive within %s", g.Who, timeout))
 		}
-		if reqCtx.Err() != nil {
-			err = fmt.Errorf("no answer within %s: %w", timeout, err)
-		}
-		return cursor, ioc.HTTPRequestFailure("premium", err)
+		return nil
 	}
-	defer resp.Body.Close()
-	if err := ioc.HTTPStatusFailure("premium", resp); err != nil {
+	resp, err := g.Get(reqCtx, s.Endpoint, feedhttp.Validators{})
+	if err != nil {
+		if terr := timedOut(); terr != nil {
+			return cursor, terr
+		}
 		return cursor, err
 	}
-	if resp.ContentLength >= maxBytes {
-		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("premium: the feed document must be under %d MB", maxBytes>>20))
+	defer feedhttp.Close(resp)
+	if resp.ContentLength > maxBytes {
+		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("%s: the feed document is %d bytes, over the cap of %d MB",
+			g.Who, resp.ContentLength, maxBytes>>20))
 	}
-	body := &cappedReader{r: ioc.ProgressReader(sink, resp.Body, resp.ContentLength), left: maxBytes - 1} // the document must be under maxBytes
-	r := &docReader{dec: json.NewDecoder(body), sink: sink, source: ep.CollectionID,
-		skip: skip, limit: limit}
+	body := feedhttp.NewBody(sink, resp, maxBytes)
+	r := &docReader{dec: json.NewDecoder(body), sink: sink, source: ep.CollectionID, limit: limit,
+		skip: walk.Objects, digest: walk.Digest, sum: sha256.New()}
 	err = r.read(ctx)
 	if err == nil {
 		// Nothing but white space may follow the document.
 		if _, terr := r.dec.Token(); !errors.Is(terr, io.EOF) {
-			err = ioc.Fail(ioc.FetchingDataError, errors.New("premium: data after the end of the feed document"))
+			err = ioc.Fail(ioc.FetchingDataError, errors.New("feed list: data after the end of the feed document"))
 		}
 	}
 	switch {
 	case errors.Is(err, ErrLimitReached):
-		next := objectCursor(r.pos)
-		if cerr := sink.Checkpoint(ctx, next); cerr != nil {
+		next := feedWalk{Version: walkVersion, Started: walk.Started, Objects: r.pos,
+			Digest: hex.EncodeToString(r.sum.Sum(nil)), Changed: walk.Changed || r.changed}
+		if cerr := sink.Checkpoint(ctx, next.String()); cerr != nil {
 			return cursor, cerr
 		}
-		return next, err
-	case err == nil:
-		return "", nil
-	case ctx.Err() != nil:
-		return cursor, ctx.Err()
-	case body.over:
-		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("premium: the feed document must be under %d MB", maxBytes>>20))
-	case reqCtx.Err() != nil:
-		return cursor, ioc.Fail(ioc.ConnectionError, fmt.Errorf("premium: the feed document did not arrive within %s", timeout))
-	case body.err != nil:
-		// The connection failed while the document was read.
-		return cursor, ioc.HTTPRequestFailure("premium", fmt.Errorf("the feed document broke off: %w", body.err))
+		return next.String(), err
+	case err != nil:
+		if terr := timedOut(); terr != nil {
+			return cursor, terr
+		}
+		if body.Exceeded() {
+			return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("%s: the feed document is over the cap of %d MB", g.Who, maxBytes>>20))
+		}
+		return cursor, g.BodyFailure(ctx, "the feed document", body, err)
 	}
-	var fe *ioc.FetchError
-	if errors.As(err, &fe) {
-		return cursor, err
+	// The end of the document: the list is complete, unless it changed
+	// under a walk of several polls or ended before the walk's position.
+	switch {
+	case r.pos < walk.Objects || walk.Changed || r.changed:
+	case resumed:
+		ioc.ListCompleteSince(sink, ep.CollectionID, walk.Started)
+	default:
+		ioc.ListComplete(sink, ep.CollectionID)
 	}
-	// A sink's error (the store) is not the source's fault.
-	if r.sinkErr {
-		return cursor, err
-	}
-	return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("premium: the feed document broke off: %w", err))
+	return "", nil
 }
 
-// docReader walks the JSON document token by token, decoding one indicator
+// docReader walks the JSON document token by token, decoding one feed
 // object at a time.
 type docReader struct {
 	dec     *json.Decoder
 	sink    ioc.Sink
 	source  string
-	skip    int64 // objects a previous run handed over already
 	limit   int64
-	pos     int64 // objects read so far, from 1
+	skip    int64     // objects the walk's earlier polls read
+	digest  string    // their SHA-256, from the cursor
+	sum     hash.Hash // of the objects read so far
+	changed bool      // the objects skipped are not those the walk read
+	pos     int64     // objects read so far, from 1
 	handed  int64
-	sinkErr bool
 }
 
 func (r *docReader) read(ctx context.Context) error {
 	tok, err := r.dec.Token()
 	if err != nil {
-		return notJSON(err)
+		return err
 	}
 	switch tok {
 	case json.Delim('['):
 		return r.readArray(ctx)
 	case json.Delim('{'):
 	default:
-		return ioc.Fail(ioc.FetchingDataError, errors.New("premium: the feed document is neither an array nor an object"))
+		return ioc.Fail(ioc.FetchingDataError, errors.New("feed list: the feed document is neither an array nor an object"))
 	}
 	found := false
+	var message string
 	for r.dec.More() {
 		key, err := r.dec.Token()
 		if err != nil {
-			return notJSON(err)
+			return err
 		}
-		if key == "indicators" {
-			if tok, err := r.dec.Token(); err != nil || tok != json.Delim('[') {
-				return ioc.Fail(ioc.FetchingDataError, errors.New(`premium: "indicators" is not an array`))
+		if key == "data" && !found {
+			if tok, err := r.dec.Token(); err != nil {
+				return err
+			} else if tok != json.Delim('[') {
+				return ioc.Fail(ioc.FetchingDataError, errors.New(`feed list: "data" is not an array`))
 			}
 			found = true
 			if err := r.readArray(ctx); err != nil {
@@ -171,16 +241,23 @@ func (r *docReader) read(ctx context.Context) error {
 			}
 			continue
 		}
-		var skipped json.RawMessage
-		if err := r.dec.Decode(&skipped); err != nil {
-			return notJSON(err)
+		var member json.RawMessage
+		if err := r.dec.Decode(&member); err != nil {
+			return err
+		}
+		if key == "message" {
+			_ = json.Unmarshal(member, &message)
 		}
 	}
-	if !found {
-		return ioc.Fail(ioc.FetchingDataError, errors.New(`premium: the feed document has no "indicators" array`))
-	}
 	if _, err := r.dec.Token(); err != nil { // the closing '}'
-		return notJSON(err)
+		return err
+	}
+	if !found {
+		err := errors.New(`feed list: the feed document has no "data" array`)
+		if message != "" {
+			err = fmt.Errorf(`feed list: the feed document has no "data" array; the platform says %q`, clip(message))
+		}
+		return ioc.Fail(ioc.FetchingDataError, err)
 	}
 	return nil
 }
@@ -188,28 +265,25 @@ func (r *docReader) read(ctx context.Context) error {
 // readArray reads the objects of an array whose '[' has been read.
 func (r *docReader) readArray(ctx context.Context) error {
 	for r.dec.More() {
-		var obj feedObject
-		err := r.dec.Decode(&obj)
+		var raw json.RawMessage
+		if err := r.dec.Decode(&raw); err != nil {
+			return err
+		}
 		r.pos++
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return notJSON(err)
-		}
+		r.sum.Write(raw)
 		if r.pos <= r.skip {
+			if r.pos == r.skip && hex.EncodeToString(r.sum.Sum(nil)) != r.digest {
+				r.changed = true
+			}
 			continue
 		}
-		if err != nil { // a member of the wrong JSON type: this object only
-			r.sink.Rejected(r.pos, "not an indicator object: "+clip(err.Error()))
-			continue
-		}
-		ind, reason := obj.indicator(r.source)
+		ind, reason := feedIndicator(raw, r.source)
 		if reason != "" {
 			r.sink.Rejected(r.pos, reason)
 			continue
 		}
 		if err := r.sink.Indicator(ctx, ind); err != nil {
-			r.sinkErr = true
-			return err
+			return &feedhttp.SinkError{Err: err}
 		}
 		r.handed++
 		if r.limit > 0 && r.handed >= r.limit && r.dec.More() {
@@ -217,66 +291,115 @@ func (r *docReader) readArray(ctx context.Context) error {
 		}
 	}
 	if _, err := r.dec.Token(); err != nil { // the closing ']'
-		return notJSON(err)
+		return err
 	}
 	return nil
 }
 
+// feedObject is one object of a feed list.
 type feedObject struct {
-	Type       string   `json:"type"`
-	Value      string   `json:"value"`
-	Score      *int     `json:"score"`
-	Source     string   `json:"source"`
-	Tags       []string `json:"tags"`
-	ValidUntil string   `json:"valid_until"`
+	Feed       string          `json:"feed"`
+	FeedType   string          `json:"feed_type"`
+	Maintainer string          `json:"maintainer_name"`
+	ExtraInfo  json.RawMessage `json:"extra_info"`
 }
 
+// feedKinds maps feed_type to a kind; hash types are decided by length.
 var feedKinds = map[string]ioc.Kind{
-	"url": ioc.URL, "ip": ioc.IP, "domain": ioc.Domain, "md5": ioc.MD5, "sha1": ioc.SHA1, "sha256": ioc.SHA256,
-	"md5-hash": ioc.MD5, "sha1-hash": ioc.SHA1, "sha256-hash": ioc.SHA256,
+	"ip": ioc.IP, "ipv4": ioc.IP, "ipv6": ioc.IP, "domain": ioc.Domain, "hostname": ioc.Domain, "url": ioc.URL,
+	"md5": ioc.MD5, "sha1": ioc.SHA1, "sha256": ioc.SHA256, "hash": ioc.MD5,
 }
 
-// indicator checks the object and returns it as an indicator, or the
-// reason it is rejected.
-func (o feedObject) indicator(collection string) (ioc.Indicator, string) {
-	kind, ok := feedKinds[strings.ToLower(strings.TrimSpace(o.Type))]
+// hashKinds are the hash kinds by the length of their hex value.
+var hashKinds = map[int]ioc.Kind{32: ioc.MD5, 40: ioc.SHA1, 64: ioc.SHA256}
+
+// feedIndicator maps one feed object to an indicator, or says why it is
+// rejected.
+func feedIndicator(raw json.RawMessage, collection string) (ioc.Indicator, string) {
+	var o feedObject
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return ioc.Indicator{}, "not a feed object: " + clip(err.Error())
+	}
+	typ := strings.ToLower(strings.TrimSpace(o.FeedType))
+	kind, ok := feedKinds[typ]
 	if !ok {
-		return ioc.Indicator{}, fmt.Sprintf("unknown type %q (want url, ip, domain, md5, sha1 or sha256)", clip(o.Type))
+		if typ == "" {
+			return ioc.Indicator{}, "no feed_type"
+		}
+		return ioc.Indicator{}, fmt.Sprintf("skipped: feed_type %q is not a kind tifeeds keeps", clip(o.FeedType))
 	}
-	value, err := ioc.Normalize(kind, o.Value)
+	rawValue := strings.TrimSpace(o.Feed)
+	if rawValue == "" {
+		return ioc.Indicator{}, "no feed value"
+	}
+	var port string
+	switch kind {
+	case ioc.MD5, ioc.SHA1, ioc.SHA256:
+		if kind, ok = hashKinds[len(rawValue)]; !ok {
+			return ioc.Indicator{}, fmt.Sprintf("%s: a hash of %d characters is not an md5, sha1 or sha256", typ, len(rawValue))
+		}
+	case ioc.IP:
+		rawValue, port = splitPort(rawValue)
+	}
+	value, err := ioc.Normalize(kind, rawValue)
 	if err != nil {
-		return ioc.Indicator{}, clip(err.Error())
+		return ioc.Indicator{}, fmt.Sprintf("%s: %s", typ, clip(err.Error()))
 	}
-	ind := ioc.Indicator{Kind: kind, Value: value, Score: defaultScore, Source: collection}
-	if o.Score != nil {
-		if *o.Score < 0 || *o.Score > 100 {
-			return ioc.Indicator{}, fmt.Sprintf("score %d is not between 0 and 100", *o.Score)
-		}
-		ind.Score = *o.Score
+	score, reason := feedScore(o.ExtraInfo)
+	if reason != "" {
+		return ioc.Indicator{}, reason
 	}
-	if src := strings.TrimSpace(o.Source); src != "" {
-		ind.Source = clip(src)
+	ind := ioc.Indicator{Kind: kind, Value: value, Score: score, Source: collection}
+	if m := strings.ToLower(strings.TrimSpace(o.Maintainer)); m != "" && m != "none" {
+		ind.Tags = append(ind.Tags, clip(m))
 	}
-	for _, t := range o.Tags {
-		if t = strings.TrimSpace(t); t != "" {
-			ind.Tags = append(ind.Tags, clip(t))
-		}
-	}
-	if o.ValidUntil != "" {
-		until, err := time.Parse(time.RFC3339, o.ValidUntil)
-		if err != nil {
-			return ioc.Indicator{}, fmt.Sprintf("valid_until %q is not an RFC 3339 time", clip(o.ValidUntil))
-		}
-		ind.ValidUntil = until.UTC()
+	if port != "" {
+		ind.Tags = append(ind.Tags, "port:"+port)
 	}
 	return ind, ""
 }
 
-func notJSON(err error) error {
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
+// feedScore reads extra_info.score: a number or a numeric string from 0 to
+// 100 (a fraction is rounded); absent or null, the default.
+func feedScore(extra json.RawMessage) (int, string) {
+	var info struct {
+		Score json.RawMessage `json:"score"`
 	}
-	return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("premium: the feed document is not valid JSON: %w", err))
+	if len(extra) == 0 || string(extra) == "null" {
+		return defaultScore, ""
+	}
+	if err := json.Unmarshal(extra, &info); err != nil {
+		return 0, "extra_info is not an object"
+	}
+	s := strings.Trim(strings.TrimSpace(string(info.Score)), `"`)
+	if s == "" || s == "null" {
+		return defaultScore, ""
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, fmt.Sprintf("extra_info.score %s is not a number", clip(string(info.Score)))
+	}
+	if f < 0 || f > 100 {
+		return 0, fmt.Sprintf("extra_info.score %s is not between 0 and 100", clip(s))
+	}
+	return int(math.Round(f)), ""
+}
+
+// splitPort splits "203.0.113.5:443" or "[2001:db8::5]:443" into the
+// address and the port; a value that is an address already is returned
+// whole (a bare IPv6 address cannot carry a port without brackets).
+func splitPort(v string) (addr, port string) {
+	if net.ParseIP(v) != nil {
+		return v, ""
+	}
+	host, p, err := net.SplitHostPort(v)
+	if err != nil || net.ParseIP(host) == nil {
+		return v, ""
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return v, ""
+	}
+	return host, p
 }
 
 // clip shortens s to at most 200 bytes, on a character boundary (a value
@@ -294,50 +417,12 @@ func clip(s string) string {
 	return s[:n] + "…"
 }
 
-func objectCursor(n int64) string { return "object:" + strconv.FormatInt(n, 10) }
-
-func parseObjectCursor(c string) (int64, error) {
-	if c == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(strings.TrimPrefix(c, "object:"), 10, 64)
-	if err != nil || n < 0 || !strings.HasPrefix(c, "object:") {
-		return 0, fmt.Errorf("premium: %q is not a feed-list cursor", c)
-	}
-	return n, nil
-}
-
 func cmpOr[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
 		return def
 	}
 	return v
-}
-
-// cappedReader fails once more than left bytes have been read; err keeps
-// the first error of the body other than its end.
-type cappedReader struct {
-	r    io.Reader
-	left int64
-	over bool
-	err  error
-}
-
-func (c *cappedReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		c.over = true
-		return 0, errors.New("premium: document too large")
-	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	if err != nil && err != io.EOF && c.err == nil {
-		c.err = err
-	}
-	return n, err
 }
 
 // defaultClient is the client of a FeedListSource without one.

@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ioc"
 )
@@ -23,6 +25,7 @@ type recordingSink struct {
 	indicators  []ioc.Indicator
 	rejected    []string // "position: reason"
 	checkpoints []string
+	lists       []string // "name" (ListComplete) or "name since <RFC 3339>"
 }
 
 func (s *recordingSink) Indicator(_ context.Context, ind ioc.Indicator) error {
@@ -39,143 +42,290 @@ func (s *recordingSink) Checkpoint(_ context.Context, cursor string) error {
 	return nil
 }
 
-// feedListServer serves body at /v2/<id>.json for the key "k1".
-func feedListServer(t *testing.T, status int, body string) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("key") != "k1" {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		if r.URL.Path != "/v2/finance.json" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		fmt.Fprint(w, body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+func (s *recordingSink) ListComplete(source string) { s.lists = append(s.lists, source) }
+
+func (s *recordingSink) ListCompleteSince(source string, since time.Time) {
+	s.lists = append(s.lists, source+" since "+since.Format(time.RFC3339))
 }
 
-const feedDoc = `{"feed": {"name": "finance", "items": [1, 2]},
- "indicators": [
-  {"type": "ip", "value": "192.0.2.7", "score": 80, "source": "botnet_c2", "tags": ["c2", " "]},
-  {"type": "DOMAIN", "value": "Bad.Example.COM."},
-  {"type": "sha256-hash", "value": "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855", "valid_until": "2030-01-02T03:04:05Z"},
-  {"type": "ip", "value": "300.1.1.1"},
-  {"type": "mutex", "value": "x"},
-  {"type": "url", "value": "HTTP://Example.org/a", "score": 101},
-  {"type": "ip", "value": 7},
-  {"type": "url", "value": "https://example.net/x", "valid_until": "tomorrow"},
-  {"type": "md5", "value": "d41d8cd98f00b204e9800998ecf8427e", "score": 0}
- ],
- "generated": "2026-11-21"}`
-
-func TestFeedListSource(t *testing.T) {
-	srv := feedListServer(t, 200, feedDoc)
-	src := &FeedListSource{Client: loopback, Endpoint: srv.URL + "/v2/finance.json?key=k1&v=2"}
-	sink := &recordingSink{}
-	cursor, err := src.Fetch(context.Background(), "", 0, sink)
-	if err != nil || cursor != "" {
-		t.Fatalf("fetch: cursor %q, %v", cursor, err)
-	}
+func (s *recordingSink) lines() []string {
 	var got []string
-	for _, ind := range sink.indicators {
+	for _, ind := range s.indicators {
 		got = append(got, fmt.Sprintf("%s %s %d %s %v", ind.Kind, ind.Value, ind.Score, ind.Source, ind.Tags))
 	}
-	want := []string{
-		"ip 192.0.2.7 80 botnet_c2 [c2]",
-		"domain bad.example.com 90 finance []",
-		"sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 90 finance []",
-		"md5 d41d8cd98f00b204e9800998ecf8427e 0 finance []",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("indicators:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if u := sink.indicators[2].ValidUntil; u.Format("2006-01-02T15:04:05Z07:00") != "2030-01-02T03:04:05Z" {
-		t.Errorf("valid_until = %v", u)
-	}
-	wantRejected := []string{"4: ", "5: unknown type", "6: score 101", "7: not an indicator object", "8: valid_until"}
-	if len(sink.rejected) != len(wantRejected) {
-		t.Fatalf("rejected = %q", sink.rejected)
-	}
-	for i, w := range wantRejected {
-		if !strings.HasPrefix(sink.rejected[i], w) {
-			t.Errorf("rejection %d = %q, want it to start with %q", i, sink.rejected[i], w)
-		}
-	}
+	return got
 }
 
-func TestFeedListSourceLimitAndResume(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("[")
-	for i := 1; i <= 7; i++ {
-		if i > 1 {
-			b.WriteString(",")
-		}
-		if i == 3 {
-			b.WriteString(`{"type": "ip", "value": "bad"}`)
-			continue
-		}
-		fmt.Fprintf(&b, `{"type": "ip", "value": "198.51.100.%d"}`, i)
-	}
-	b.WriteString("]")
-	srv := feedListServer(t, 200, b.String())
-	src := &FeedListSource{Client: loopback, Endpoint: srv.URL + "/v2/finance.json?key=k1&v=2"}
-
-	first := &recordingSink{}
-	cursor, err := src.Fetch(context.Background(), "", 3, first)
-	if !errors.Is(err, ErrLimitReached) || cursor != "object:4" || len(first.indicators) != 3 ||
-		len(first.checkpoints) != 1 || first.checkpoints[0] != "object:4" {
-		t.Fatalf("first poll: cursor %q, %v, %d indicators, checkpoints %q", cursor, err, len(first.indicators), first.checkpoints)
-	}
-	second := &recordingSink{}
-	cursor, err = src.Fetch(context.Background(), cursor, 3, second)
-	if err != nil || cursor != "" || len(second.indicators) != 3 || second.indicators[0].Value != "198.51.100.5" ||
-		len(second.rejected) != 0 {
-		t.Fatalf("second poll: cursor %q, %v, %+v, rejected %q", cursor, err, second.indicators, second.rejected)
-	}
+// socradar serves the vendortest SOCRadar simulator on loopback, with the
+// key "k1secret".
+func socradar(t *testing.T) (*vendortest.SOCRadar, *httptest.Server) {
+	sim := &vendortest.SOCRadar{Key: "k1secret"}
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	return sim, srv
 }
 
-func TestFeedListSourceFailures(t *testing.T) {
-	big := "[" + strings.Repeat(`{"type": "ip", "value": "192.0.2.1"},`, 100) + `{"type": "ip", "value": "192.0.2.1"}]`
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestFeedListDocuments(t *testing.T) {
 	for name, tc := range map[string]struct {
-		status   int
-		body     string
+		file     string
+		want     []string
+		rejected []string // prefixes, in order
+		lists    []string
+	}{
+		"array": {
+			file: "feedlist_array.json",
+			want: []string{
+				"ip 203.0.113.7 80 finance [socradar]",
+				"ip 2001:db8::7 90 finance [socradar]",
+				"ip 198.51.100.9 90 finance [abuse tracker port:8443]",
+				"domain bad.example.com 65 finance []",
+				"domain phish.example.net 90 finance []",
+				"url http://example.org/login?a=1 56 finance [socradar]",
+				"md5 d41d8cd98f00b204e9800998ecf8427e 0 finance [socradar]",
+				"sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709 90 finance [socradar]",
+				"sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 90 finance [socradar]",
+				"ip 203.0.113.11 90 finance [socradar]",
+			},
+			rejected: []string{
+				"10: sha1: a hash of 6 characters",
+				"11: ip: ",
+				`12: skipped: feed_type "cidr" is not a kind tifeeds keeps`,
+				"13: extra_info.score 150 is not between 0 and 100",
+				"14: not a feed object",
+				"15: not a feed object",
+				"16: no feed_type",
+				"17: no feed value",
+			},
+			lists: []string{"finance"},
+		},
+		"wrapped in data": {
+			file:  "feedlist_wrapped.json",
+			want:  []string{"domain ransom.example.com 95 finance [socradar]", "ip 192.0.2.44 75 finance [socradar]"},
+			lists: []string{"finance"},
+		},
+		"empty list": {file: "feedlist_empty.json", lists: []string{"finance"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sim, srv := socradar(t)
+			sim.Set("finance", vendortest.Testdata(t, tc.file))
+			src := &FeedListSource{Client: loopback, Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+			sink := &recordingSink{}
+			cursor, err := src.Fetch(context.Background(), "", t0, 0, sink)
+			if err != nil || cursor != "" {
+				t.Fatalf("fetch: cursor %q, %v", cursor, err)
+			}
+			if got := sink.lines(); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("indicators:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if len(sink.rejected) != len(tc.rejected) {
+				t.Fatalf("rejected = %q", sink.rejected)
+			}
+			for i, w := range tc.rejected {
+				if !strings.HasPrefix(sink.rejected[i], w) {
+					t.Errorf("rejection %d = %q, want it to start with %q", i, sink.rejected[i], w)
+				}
+			}
+			if fmt.Sprint(sink.lists) != fmt.Sprint(tc.lists) {
+				t.Errorf("lists complete = %q, want %q", sink.lists, tc.lists)
+			}
+		})
+	}
+}
+
+// TestFeedListWalk reads a document bigger than the per-poll limit over
+// several polls: each goes on where the last stopped, and only the poll
+// that reads the end names the list complete, since the walk's first poll,
+// and only when the document did not change under the walk.
+func TestFeedListWalk(t *testing.T) {
+	doc := func(first, n int) []byte { return vendortest.SOCRadarDocument(vendortest.SOCRadarIPs(first, n), false) }
+	t1, t2, t3 := t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(3*time.Hour)
+	for name, tc := range map[string]struct {
+		second    []byte // the document the second and third polls read
+		cursor    string // the cursor of the first poll; "" to run it
+		want      int    // indicators handed by all polls
+		wantLists []string
+	}{
+		"unchanged": {second: doc(0, 7), want: 7, wantLists: []string{"finance since " + t0.Format(time.RFC3339)}},
+		// An item ahead of the resume point dropped: the rest shifted, so
+		// one object is not read this walk, and the walk expires nothing.
+		"changed ahead": {second: vendortest.SOCRadarDocument(append(vendortest.SOCRadarIPs(0, 1), vendortest.SOCRadarIPs(2, 5)...), false),
+			want: 6},
+		// Items appended after the resume point are read, and the walk is
+		// complete: the objects before it are those it read.
+		"grown after": {second: doc(0, 9), want: 9, wantLists: []string{"finance since " + t0.Format(time.RFC3339)}},
+		// The document shrank under the resume point.
+		"shrunk": {second: doc(0, 2), want: 3},
+		// A cursor of the earlier format starts a new walk at once.
+		"old cursor": {cursor: "object:4", second: doc(0, 7), want: 7,
+			wantLists: []string{"finance since " + t1.Format(time.RFC3339)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sim, srv := socradar(t)
+			sim.Set("finance", doc(0, 7))
+			src := &FeedListSource{Client: loopback, Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+			all := &recordingSink{}
+			cursor := tc.cursor
+			if cursor == "" {
+				first := &recordingSink{}
+				var err error
+				cursor, err = src.Fetch(context.Background(), "", t0, 3, first)
+				if !errors.Is(err, ErrLimitReached) || len(first.indicators) != 3 || len(first.checkpoints) != 1 ||
+					first.checkpoints[0] != cursor || len(first.lists) != 0 {
+					t.Fatalf("first poll: cursor %q, %v, %d indicators, checkpoints %q, lists %q", cursor, err,
+						len(first.indicators), first.checkpoints, first.lists)
+				}
+				all.indicators = append(all.indicators, first.indicators...)
+			}
+			sim.Set("finance", tc.second)
+			for i, started := range []time.Time{t1, t2, t3} {
+				sink := &recordingSink{}
+				next, err := src.Fetch(context.Background(), cursor, started, 3, sink)
+				all.indicators = append(all.indicators, sink.indicators...)
+				all.lists = append(all.lists, sink.lists...)
+				if errors.Is(err, ErrLimitReached) {
+					if next == cursor || next == "" {
+						t.Fatalf("poll %d: cursor %q did not move", i+2, next)
+					}
+					cursor = next
+					continue
+				}
+				if err != nil || next != "" {
+					t.Fatalf("poll %d: cursor %q, %v", i+2, next, err)
+				}
+				break
+			}
+			seen := map[string]bool{}
+			for _, ind := range all.indicators {
+				seen[ind.Value] = true
+			}
+			if len(seen) != tc.want {
+				t.Errorf("%d distinct indicators over the walk, want %d: %q", len(seen), tc.want, all.lines())
+			}
+			if fmt.Sprint(all.lists) != fmt.Sprint(tc.wantLists) {
+				t.Errorf("lists complete = %q, want %q", all.lists, tc.wantLists)
+			}
+		})
+	}
+}
+
+// A limit met on the last object ends the walk: nothing follows.
+func TestFeedListLimitAtTheEnd(t *testing.T) {
+	sim, srv := socradar(t)
+	sim.Set("finance", vendortest.SOCRadarDocument(vendortest.SOCRadarIPs(0, 3), true))
+	src := &FeedListSource{Client: loopback, Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+	sink := &recordingSink{}
+	cursor, err := src.Fetch(context.Background(), "", t0, 3, sink)
+	if err != nil || cursor != "" || len(sink.indicators) != 3 || fmt.Sprint(sink.lists) != "[finance]" {
+		t.Fatalf("cursor %q, %v, %d indicators, lists %q", cursor, err, len(sink.indicators), sink.lists)
+	}
+}
+
+func TestFeedListFailures(t *testing.T) {
+	good := vendortest.SOCRadarDocument(vendortest.SOCRadarIPs(0, 50), false)
+	capped := int64(len(good) + 100)
+	for name, tc := range map[string]struct {
+		setup    func(s *vendortest.SOCRadar)
 		endpoint func(base string) string
 		maxBytes int64
 		kind     ioc.FailureKind
 		detail   string
+		ok       bool // the run succeeds after all
 	}{
-		"wrong key":               {status: 200, body: "[]", endpoint: func(b string) string { return b + "/v2/finance.json?key=nope&v=2" }, kind: ioc.InvalidCredentials},
-		"unknown feed":            {status: 200, body: "[]", endpoint: func(b string) string { return b + "/v2/other.json?key=k1&v=2" }, kind: ioc.InvalidURL},
-		"rate limited":            {status: 429, body: "", kind: ioc.SurpassedQueryLimit},
-		"server error":            {status: 502, body: "", kind: ioc.FetchingDataError},
-		"not JSON":                {status: 200, body: "<html>", kind: ioc.FetchingDataError, detail: "not valid JSON"},
-		"cut off":                 {status: 200, body: `{"indicators": [{"type": "ip", "value": "192.0.2.1"}, {"ty`, kind: ioc.FetchingDataError, detail: "not valid JSON"},
-		"no indicators":           {status: 200, body: `{"feed": "x"}`, kind: ioc.FetchingDataError, detail: `no "indicators"`},
-		"a scalar":                {status: 200, body: `"x"`, kind: ioc.FetchingDataError, detail: "neither an array nor an object"},
-		"too large":               {status: 200, body: big, maxBytes: 1000, kind: ioc.FetchingDataError, detail: "must be under"},
-		"data after the document": {status: 200, body: `[{"type": "ip", "value": "192.0.2.1"}] trailing`, kind: ioc.FetchingDataError, detail: "data after the end"},
-		"exactly the cap":         {status: 200, body: big, maxBytes: int64(len(big)), kind: ioc.FetchingDataError, detail: "must be under"},
-		"connection refused":      {endpoint: func(string) string { return "http://127.0.0.1:1/v2/finance.json?key=k1&v=2" }, kind: ioc.FailedToConnect},
+		"wrong key": {endpoint: func(b string) string { return vendortest.SOCRadarEndpoint(b, "finance", "nope") },
+			kind: ioc.InvalidCredentials, detail: "check the API key"},
+		"forbidden":        {setup: func(s *vendortest.SOCRadar) { s.Fail(403, 0, "") }, kind: ioc.InvalidCredentials, detail: "403"},
+		"unknown feed":     {endpoint: func(b string) string { return vendortest.SOCRadarEndpoint(b, "other", "k1secret") }, kind: ioc.InvalidURL},
+		"rate limited":     {setup: func(s *vendortest.SOCRadar) { s.Fail(429, 0, "0") }, kind: ioc.SurpassedQueryLimit, detail: "4 times"},
+		"throttled once":   {setup: func(s *vendortest.SOCRadar) { s.Fail(429, 1, "0") }, ok: true},
+		"long retry-after": {setup: func(s *vendortest.SOCRadar) { s.Fail(503, 0, "86400") }, kind: ioc.FetchingDataError, detail: "503"},
+		"server error":     {setup: func(s *vendortest.SOCRadar) { s.Fail(502, 0, "0") }, kind: ioc.FetchingDataError, detail: "502"},
+		"cut mid-body":     {setup: func(s *vendortest.SOCRadar) { s.SetBody(true, 0, 0) }, kind: ioc.ConnectionError},
+		"announced too big": {setup: func(s *vendortest.SOCRadar) { s.SetBody(false, capped+1, 0) }, maxBytes: capped,
+			kind: ioc.FetchingDataError, detail: "over the cap of"},
+		"grows too big": {setup: func(s *vendortest.SOCRadar) { s.SetBody(false, 0, 101) }, maxBytes: capped,
+			kind: ioc.FetchingDataError, detail: "over the cap of"},
+		"exactly the cap": {setup: func(s *vendortest.SOCRadar) { s.SetBody(false, 0, 100) }, maxBytes: capped, ok: true},
+		"not JSON":        {setup: func(s *vendortest.SOCRadar) { s.Set("finance", []byte("<html>")) }, kind: ioc.FetchingDataError, detail: "not in the expected format"},
+		"ends early": {setup: func(s *vendortest.SOCRadar) { s.Set("finance", good[:len(good)/2]) },
+			kind: ioc.FetchingDataError, detail: "not in the expected format"},
+		"no data": {setup: func(s *vendortest.SOCRadar) {
+			s.Set("finance", []byte(`{"is_success": false, "message": "Feed list is being prepared"}`))
+		}, kind: ioc.FetchingDataError, detail: `the platform says "Feed list is being prepared"`},
+		"data not an array": {setup: func(s *vendortest.SOCRadar) { s.Set("finance", []byte(`{"data": {"a": 1}}`)) },
+			kind: ioc.FetchingDataError, detail: `"data" is not an array`},
+		"a scalar": {setup: func(s *vendortest.SOCRadar) { s.Set("finance", []byte(`"x"`)) },
+			kind: ioc.FetchingDataError, detail: "neither an array nor an object"},
+		"data after the document": {setup: func(s *vendortest.SOCRadar) { s.Set("finance", append(good[:len(good):len(good)], " x"...)) },
+			kind: ioc.FetchingDataError, detail: "data after the end"},
+		"bad endpoint": {endpoint: func(b string) string { return b + "/feed.json?key=k1secret" }, kind: ioc.InvalidURL, detail: "v=2"},
+		"connection refused": {endpoint: func(string) string {
+			return vendortest.SOCRadarEndpoint("http://127.0.0.1:1", "finance", "k1secret")
+		}, kind: ioc.FailedToConnect},
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := feedListServer(t, tc.status, tc.body)
-			endpoint := srv.URL + "/v2/finance.json?key=k1&v=2"
+			sim, srv := socradar(t)
+			sim.Set("finance", good)
+			if tc.setup != nil {
+				tc.setup(sim)
+			}
+			endpoint := vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")
 			if tc.endpoint != nil {
 				endpoint = tc.endpoint(srv.URL)
 			}
-			src := &FeedListSource{Client: loopback, Endpoint: endpoint, MaxBytes: tc.maxBytes}
-			_, err := src.Fetch(context.Background(), "", 0, &recordingSink{})
+			src := &FeedListSource{Client: loopback, Endpoint: endpoint, MaxBytes: tc.maxBytes, RetryBackoff: time.Millisecond}
+			sink := &recordingSink{}
+			_, err := src.Fetch(context.Background(), "", t0, 0, sink)
+			if tc.ok {
+				if err != nil || len(sink.indicators) != 50 {
+					t.Fatalf("err = %v, %d indicators", err, len(sink.indicators))
+				}
+				return
+			}
 			if ioc.FailureOf(err) != tc.kind || !strings.Contains(fmt.Sprint(err), tc.detail) {
 				t.Fatalf("err = %v, want %s containing %q", err, tc.kind, tc.detail)
 			}
-			if strings.Contains(err.Error(), "k1") {
+			if strings.Contains(err.Error(), "k1secret") || strings.Contains(err.Error(), "nope") {
 				t.Errorf("the error shows the API key: %v", err)
 			}
+			if len(sink.lists) != 0 {
+				t.Errorf("a failed run named lists complete: %q", sink.lists)
+			}
 		})
+	}
+}
+
+// Without a client of its own the source refuses loopback, and the error
+// does not show the key.
+func TestFeedListSourceDefaultClient(t *testing.T) {
+	_, srv := socradar(t)
+	_, err := (&FeedListSource{Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}).
+		Fetch(context.Background(), "", t0, 0, &recordingSink{})
+	if ioc.FailureOf(err) != ioc.InvalidURL || !strings.Contains(fmt.Sprint(err), egress.Setting) {
+		t.Fatalf("err = %v, want Invalid URL naming %s", err, egress.Setting)
+	}
+	if strings.Contains(err.Error(), "k1secret") {
+		t.Errorf("the error shows the API key: %v", err)
+	}
+}
+
+// A server that sends nothing in time is a Connection Error naming the
+// timeout.
+func TestFeedListTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("["))
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	src := &FeedListSource{Client: loopback, Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret"),
+		Timeout: 200 * time.Millisecond}
+	_, err := src.Fetch(context.Background(), "", t0, 0, &recordingSink{})
+	if ioc.FailureOf(err) != ioc.ConnectionError || !strings.Contains(fmt.Sprint(err), "did not arrive within") {
+		t.Fatalf("err = %v", err)
 	}
 }
 
@@ -190,37 +340,6 @@ func TestClip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := clip(tc.in); got != tc.want || !utf8.ValidString(got) {
 				t.Errorf("clip = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestFeedListSourceConnection: a document cut by a failed connection is a
-// Connection Error (a document that ends early but cleanly is bad JSON);
-// without a client of its own the source refuses loopback, and neither
-// error shows the key.
-func TestFeedListSourceConnection(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "100000")
-		fmt.Fprint(w, `{"indicators": [{"type": "ip", "value": "192.0.2.1"},`)
-	}))
-	defer srv.Close()
-	endpoint := srv.URL + "/v2/finance.json?key=k1secret&v=2"
-	for name, tc := range map[string]struct {
-		client *http.Client
-		kind   ioc.FailureKind
-		detail string
-	}{
-		"cut mid-body":     {client: loopback, kind: ioc.ConnectionError, detail: "broke off"},
-		"refused loopback": {kind: ioc.InvalidURL, detail: egress.Setting},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := (&FeedListSource{Client: tc.client, Endpoint: endpoint}).Fetch(context.Background(), "", 0, &recordingSink{})
-			if ioc.FailureOf(err) != tc.kind || !strings.Contains(fmt.Sprint(err), tc.detail) {
-				t.Fatalf("err = %v, want %s containing %q", err, tc.kind, tc.detail)
-			}
-			if strings.Contains(err.Error(), "k1secret") {
-				t.Errorf("the error shows the API key: %v", err)
 			}
 		})
 	}
