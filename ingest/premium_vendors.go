@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/premium/threatstream"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -26,7 +27,11 @@ type PremiumFetch func(ctx context.Context, cursor string, since time.Time, sink
 // premiumVendorSources binds each premium kind read from a fixed vendor
 // API to its package's source: one line per kind. (The dark-web TAXII
 // and feed-list kinds read URLs the user types and register themselves.)
-var premiumVendorSources = map[premium.Kind]func(e PremiumEnv) PremiumFetch{}
+var premiumVendorSources = map[premium.Kind]func(e PremiumEnv) PremiumFetch{
+	premium.ThreatPlatform: func(e PremiumEnv) PremiumFetch {
+		return (&threatstream.Source{Client: e.Client, Username: e.Config.Username, Secret: e.Config.Password, Now: e.Now}).Fetch
+	},
+}
 
 // RegisterPremiumVendors adds every premium vendor kind this build has a
 // source for. o.Client is the vendor client; nil: the registry's client.
