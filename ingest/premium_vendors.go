@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/premium/falcon"
 	"github.com/tifeeds/tifeeds/ingest/premium/threatstream"
 	"github.com/tifeeds/tifeeds/ioc"
 )
@@ -31,6 +32,9 @@ var premiumVendorSources = map[premium.Kind]func(e PremiumEnv) PremiumFetch{
 	premium.ThreatPlatform: func(e PremiumEnv) PremiumFetch {
 		return (&threatstream.Source{Client: e.Client, Username: e.Config.Username, Secret: e.Config.Password, Now: e.Now}).Fetch
 	},
+	premium.EndpointProtection: func(e PremiumEnv) PremiumFetch {
+		return (&falcon.Source{Client: e.Client, Username: e.Config.Username, Secret: e.Config.Password, Now: e.Now}).Fetch
+	},
 }
 
 // RegisterPremiumVendors adds every premium vendor kind this build has a
@@ -52,6 +56,10 @@ func (r *Registry) RegisterPremiumVendor(kind premium.Kind, o BuiltinOptions, ne
 	if now == nil {
 		now = time.Now
 	}
+	// The kind's per-poll bound (50,000 for the endpoint-protection kind)
+	// is the runner's limit: the sink refuses what is over it, and the
+	// source, checkpointed, goes on from there at the next poll.
+	spec, _ := premium.Lookup(kind)
 	r.Register(string(kind), Category{
 		New: func(cfg SourceConfig) (Source, error) {
 			fetch := newFetch(PremiumEnv{Client: client, Config: cfg, Now: now})
@@ -59,5 +67,6 @@ func (r *Registry) RegisterPremiumVendor(kind premium.Kind, o BuiltinOptions, ne
 				return fetch(ctx, req.Cursor, req.Since, sink)
 			}), nil
 		},
+		RunLimit: spec.PerPoll,
 	})
 }
