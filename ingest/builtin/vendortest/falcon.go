@@ -47,7 +47,8 @@ type Falcon struct {
 	FailTimes       int
 	RetryAfter      string
 	TokenFailStatus int
-	// CutPage, when set, cuts the body of that GET (1-based) half-way.
+	// CutPage, when set, cuts the body of that GET (1-based, counted as
+	// Gets counts) half-way.
 	CutPage int
 
 	mu        sync.Mutex
@@ -72,6 +73,13 @@ func (f *Falcon) Throttled() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.throttled
+}
+
+// Gets is how many GETs got past the token check: CutPage counts them.
+func (f *Falcon) Gets() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets
 }
 
 // ExpireTokens ends every token handed out so far: the next call with one

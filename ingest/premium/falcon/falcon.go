@@ -161,6 +161,7 @@ func (w *walk) page(ctx context.Context) (bool, error) {
 	b := feedhttp.NewBody(w.sink, resp, feedhttp.Or(w.src.MaxPageBytes, DefaultMaxPageBytes))
 	dec := json.NewDecoder(b)
 	var rows, fresh int
+	total := -1 // meta.pagination.total: the rows from the marker on
 	sawResources := false
 	err = func() error {
 		if err := expect(dec, '{'); err != nil {
@@ -204,6 +205,18 @@ func (w *walk) page(ctx context.Context) (bool, error) {
 				if err := expect(dec, ']'); err != nil {
 					return err
 				}
+			case "meta":
+				var m struct {
+					Pagination struct {
+						Total *int `json:"total"`
+					} `json:"pagination"`
+				}
+				if err := dec.Decode(&m); err != nil {
+					return err
+				}
+				if m.Pagination.Total != nil {
+					total = *m.Pagination.Total
+				}
 			default:
 				if err := skip(dec); err != nil {
 					return err
@@ -221,7 +234,9 @@ func (w *walk) page(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, w.g.BodyFailure(ctx, shown, b, err)
 	}
-	return fresh > 0 && rows >= size, nil
+	// The API may give fewer rows than asked: the total says whether more
+	// follow (OpenCTI read only the first page of each run that way).
+	return fresh > 0 && (rows >= size || total > rows), nil
 }
 
 // get sends GET u with a token, fetching one first when there is none or

@@ -376,3 +376,16 @@ func TestFetchStopsAtTheSinkLimit(t *testing.T) {
 		t.Errorf("checkpoints %q", cps)
 	}
 }
+
+// TestFetchVendorPagesSmallerThanAsked: a vendor that gives fewer rows
+// than the limit asked is read on, by its total, to the end.
+func TestFetchVendorPagesSmallerThanAsked(t *testing.T) {
+	h := handler(t)
+	h.PageSize = 4
+	src, _ := newSource(t, h)
+	var rec vendortest.Recorder
+	cursor, err := src.Fetch(context.Background(), "", since, &rec)
+	if err != nil || cursor != lastMarker || len(rec.Checkpoints) != 11 {
+		t.Fatalf("error %v cursor %q, %d rows, want all 11", err, cursor, len(rec.Checkpoints))
+	}
+}
