@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/premium/falcon"
 	"github.com/tifeeds/tifeeds/ingest/premium/gti"
 	"github.com/tifeeds/tifeeds/ingest/premium/risklist"
+	"github.com/tifeeds/tifeeds/ingest/premium/threatstream"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -35,6 +37,12 @@ var premiumVendorSources = map[premium.Kind]func(e PremiumEnv) PremiumFetch{
 	premium.RiskList: func(e PremiumEnv) PremiumFetch {
 		return (&risklist.Source{Client: e.Client, Secret: e.Config.Password, Now: e.Now}).Fetch
 	},
+	premium.ThreatPlatform: func(e PremiumEnv) PremiumFetch {
+		return (&threatstream.Source{Client: e.Client, Username: e.Config.Username, Secret: e.Config.Password, Now: e.Now}).Fetch
+	},
+	premium.EndpointProtection: func(e PremiumEnv) PremiumFetch {
+		return (&falcon.Source{Client: e.Client, Username: e.Config.Username, Secret: e.Config.Password, Now: e.Now}).Fetch
+	},
 }
 
 // RegisterPremiumVendors adds every premium vendor kind this build has a
@@ -56,8 +64,12 @@ func (r *Registry) RegisterPremiumVendor(kind premium.Kind, o BuiltinOptions, ne
 	if now == nil {
 		now = time.Now
 	}
+	// The kind's per-poll bound (50,000 for the endpoint-protection kind)
+	// is the runner's limit: the sink refuses what is over it, and the
+	// source, checkpointed, goes on from there at the next poll.
+	spec, _ := premium.Lookup(kind)
 	var rate float64
-	if spec, ok := premium.Lookup(kind); ok && spec.ConstantRate {
+	if spec.ConstantRate {
 		rate = o.WriteRate
 		if rate <= 0 {
 			rate = DefaultWriteRate
@@ -71,5 +83,6 @@ func (r *Registry) RegisterPremiumVendor(kind premium.Kind, o BuiltinOptions, ne
 				return fetch(ctx, req.Cursor, req.Since, sink)
 			}), nil
 		},
+		RunLimit: spec.PerPoll,
 	})
 }
