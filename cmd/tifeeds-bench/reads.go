@@ -332,6 +332,11 @@ func (b *readBench) tenantGET(ctx context.Context, clients int, d time.Duration)
 		return err
 	}
 	defer stopBare()
+	if path := os.Getenv(tenantProfileEnv); path != "" {
+		if err := profile(path, func() error { _, err := b.hammer(ctx, b.url, "/connect/api/v1/tenants/"+b.tenant, clients, d); return err }); err != nil {
+			return err
+		}
+	}
 	var s sideBySide
 	for range b.runs {
 		bare, err := b.hammer(ctx, bareURL, path, clients, d)
@@ -594,6 +599,10 @@ func (b *readBench) pages(ctx context.Context) (missed []string, err error) {
 // lookupProfileEnv, when set, names the file where a CPU profile of ten
 // lookupIocs calls (the last database's) is written.
 const lookupProfileEnv = "TIFEEDS_BENCH_LOOKUP_PROFILE"
+
+// tenantProfileEnv, when set, names the file where a CPU profile of one
+// tenant GET run (clients and server together) is written.
+const tenantProfileEnv = "TIFEEDS_BENCH_TENANT_PROFILE"
 
 func profile(path string, fn func() error) error {
 	f, err := os.Create(path)
