@@ -333,7 +333,10 @@ func (b *readBench) tenantGET(ctx context.Context, clients int, d time.Duration)
 	}
 	defer stopBare()
 	if path := os.Getenv(tenantProfileEnv); path != "" {
-		if err := profile(path, func() error { _, err := b.hammer(ctx, b.url, "/connect/api/v1/tenants/"+b.tenant, clients, d); return err }); err != nil {
+		if err := profile(path, func() error {
+			_, err := b.hammer(ctx, b.url, "/connect/api/v1/tenants/"+b.tenant, clients, d)
+			return err
+		}); err != nil {
 			return err
 		}
 	}
