@@ -38,6 +38,7 @@ func (s *Server) graphqlHandler() http.Handler {
 	srv.AddTransport(transport.POST{})
 	srv.Use(extension.Introspection{})
 	graph.UseLimits(srv)
+	graph.UseFastLookups(srv, s.resolver)
 	srv.SetErrorPresenter(graph.ErrorPresenter)
 	srv.AroundOperations(s.checkSocketOperation)
 

@@ -58,3 +58,59 @@ func TestIoCsCountCap(t *testing.T) {
 		}
 	})
 }
+
+// A feed filter answers the same IoCs whether the feed holds most IoCs (read
+// by probing each IoC) or few of them (read from the feed's index), in
+// every page of every order.
+func TestIoCsByFeedDenseAndSparse(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		s.IoCCountCap = 2
+		big, small := newFeed(t, s, "big"), newFeed(t, s, "small")
+		var all, few []ioc.Indicator
+		for i := range 40 {
+			all = append(all, dom(fmt.Sprintf("d%02d.example", i), "src", (i*37)%101, "t"))
+		}
+		for _, i := range []int{3, 17, 31} {
+			few = append(few, all[i])
+		}
+		apply(t, s, store.Batch{FeedID: big, Now: t0, Retention: 10 * day, Indicators: all})
+		apply(t, s, store.Batch{FeedID: small, Now: t0, Retention: 10 * day, Indicators: few})
+		for name, c := range map[string]struct {
+			feed int64
+			want int
+		}{"most IoCs": {big, 40}, "few IoCs": {small, 3}} {
+			for _, o := range []store.IoCOrder{{}, {Field: store.IoCOrderScore, Desc: true}, {Field: store.IoCOrderValue}} {
+				t.Run(fmt.Sprintf("%s %s %v", name, o.Field, o.Desc), func(t *testing.T) {
+					seen := map[string]bool{}
+					after := ""
+					for {
+						page, err := s.IoCs(ctx, store.IoCFilter{FeedID: c.feed}, o, 7, after)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if page.Total != 2 || !page.TotalCapped {
+							t.Errorf("total %d capped %v, want 2 true", page.Total, page.TotalCapped)
+						}
+						for _, r := range page.IoCs {
+							if seen[r.Value] {
+								t.Errorf("%s twice", r.Value)
+							}
+							seen[r.Value] = true
+						}
+						if !page.HasNextPage {
+							break
+						}
+						after = page.EndCursor
+					}
+					if len(seen) != c.want {
+						t.Errorf("%d IoCs, want %d", len(seen), c.want)
+					}
+					if c.feed == small && !(seen["d03.example"] && seen["d17.example"] && seen["d31.example"]) {
+						t.Errorf("small feed answered %v", seen)
+					}
+				})
+			}
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
@@ -45,6 +46,10 @@ type Store struct {
 	// (DefaultKeyUseFlush when zero); set it before the first request.
 	KeyUseFlush time.Duration
 	keyUses     keyUses
+
+	// tenantSQL is Tenant's statement, built once (tenantSQLOnce).
+	tenantSQLOnce sync.Once
+	tenantSQL     string
 }
 
 // Open connects to the database named by dsn: "sqlite:<path>" (":memory:"
@@ -83,7 +88,7 @@ func openSQLite(path string) (*Store, error) {
 	}
 	// _txlock=immediate takes the write lock at BEGIN, so two writers queue on
 	// the busy timeout instead of failing with SQLITE_BUSY on lock upgrade.
-	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=64"
 	sqldb := sql.OpenDB(newSQLiteConnector(dsn))
 	// SQLite allows one writer at a time. A single connection serialises
 	// writers in Go instead of in lock retries, and keeps ":memory:" one

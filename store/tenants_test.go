@@ -387,3 +387,47 @@ func TestTenantGroupConcurrency(t *testing.T) {
 		}
 	})
 }
+
+// TestTenantReadMatchesList checks that the one-tenant read (its own
+// statement) answers what the list answers: group name, users counted,
+// and not found for an unknown id.
+func TestTenantReadMatchesList(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		var ids []string
+		for i, users := range []int{2, 1, 0} {
+			tn, err := st.CreateTenant(ctx, store.TenantInput{Name: store.Some(fmt.Sprintf("t%d", i))}, store.TenantRules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, tn.ID)
+			for u := range users {
+				if _, err := st.CreateUser(ctx, fmt.Sprintf("u%d-%d", i, u), "password1", store.ScopeTenant, &tn.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if _, err := st.CreateTenantGroup(ctx, store.TenantGroupInput{Name: store.Some("Gold"), Tenants: store.Some(ids[:1])}); err != nil {
+			t.Fatal(err)
+		}
+		list, err := st.Tenants(ctx, store.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range list {
+			got, err := st.Tenant(ctx, want.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.UserNum != []int{2, 1, 0}[i] || got.GroupName != want.GroupName || got.UserNum != want.UserNum || got.Name != want.Name {
+				t.Errorf("tenant %d = %+v, list has %+v", i, got, want)
+			}
+		}
+		if list[0].GroupName != "Gold" {
+			t.Errorf("group name %q", list[0].GroupName)
+		}
+		if _, err := st.Tenant(ctx, "no-such-tenant"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unknown tenant: %v", err)
+		}
+	})
+}

@@ -67,7 +67,17 @@ func main() {
 	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
 	runs := flag.Int("runs", 3, "measurements of each baseline and ingestion, interleaved; the medians are compared")
 	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both)`)
+	parts := flag.String("parts", "exports,tenant,lookup,pages", "read paths to measure, comma-separated")
+	dbs := flag.String("dbs", "sqlite,postgres", "databases whose read paths are measured (postgres needs TIFEEDS_TEST_POSTGRES)")
 	flag.Parse()
+	readParts = map[string]bool{}
+	for _, p := range strings.Split(*parts, ",") {
+		readParts[strings.TrimSpace(p)] = true
+	}
+	readDBs = map[string]bool{}
+	for _, d := range strings.Split(*dbs, ",") {
+		readDBs[strings.TrimSpace(d)] = true
+	}
 	if *runs < 1 {
 		log.Fatal("tifeeds-bench: -runs must be at least 1")
 	}
@@ -102,10 +112,12 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 		}
 	}
 	if only != "ingest" {
-		if err := runReads(ctx, "SQLite", "sqlite:"+filepath.Join(dir, "reads.db"), file, batch, runs); err != nil {
-			return err
+		if readDBs["sqlite"] {
+			if err := runReads(ctx, "SQLite", "sqlite:"+filepath.Join(dir, "reads.db"), file, batch, runs); err != nil {
+				return err
+			}
 		}
-		if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" {
+		if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" && readDBs["postgres"] {
 			dsn, drop, err := freshPostgres(ctx, admin)
 			if err != nil {
 				return err

