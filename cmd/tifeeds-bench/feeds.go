@@ -7,11 +7,14 @@ package main
 // child reading it through the feed mirror as `serve --feed-mirror` does.
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net/http"
@@ -20,7 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest"
@@ -53,7 +55,7 @@ type feedResult struct {
 	Stored   int64   `json:"stored"`
 	Rejected int64   `json:"rejected"`
 	Seconds  float64 `json:"seconds"`
-	MaxRSS   int64   `json:"-"`
+	MaxRSS   int64   `json:"max_rss"` // bytes: the child's VmHWM
 }
 
 // benchFeeds ingests the big lists of the built-in feeds into SQLite and,
@@ -97,9 +99,18 @@ func benchFeeds(ctx context.Context, dir string) error {
 		lists = append(lists, list{builtin.PhishingURLDatabase, fmt.Sprintf("PhishTank online-valid.json, %d records", n), cw.n})
 	}
 	if n := *etOpenRules; n > 0 {
-		files, size := etOpenArchive(n)
-		hosts[vendortest.ETOpenHost] = &vendortest.ETOpen{Archive: vendortest.TarGz(files)}
-		lists = append(lists, list{builtin.IDSRules, fmt.Sprintf("ET Open archive, %d rules in %d files", n, len(files)), size})
+		path := filepath.Join(dir, "emerging.rules.tar.gz")
+		files, size, err := writeETOpenArchive(path, n)
+		if err != nil {
+			return err
+		}
+		archive, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		hosts[vendortest.ETOpenHost] = &vendortest.ETOpen{Archive: archive}
+		lists = append(lists, list{builtin.IDSRules, fmt.Sprintf("ET Open archive, %d rules in %d files, %.1f MB compressed",
+			n, files, float64(len(archive))/1e6), size})
 	}
 
 	dbs := []struct{ name, dsn string }{{"SQLite", ""}}
@@ -138,15 +149,30 @@ type countWriter struct{ n int64 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
-// etOpenArchive builds n rules in ET's layout, rules/<name>.rules files
-// of 10,000 rules each; one rule in ten is an IP rule naming two addresses
+// writeETOpenArchive writes a tar.gz of n rules in ET's layout,
+// rules/<name>.rules files of 10,000 rules each, file by file: the parent's
+// own peak RSS stays small (see feedChild for why that matters). One rule
+// in ten is an IP rule naming two addresses
 // (each an IP indicator beside its RULE one), from 2001:db8::/32.
-func etOpenArchive(n int) (map[string]string, int64) {
-	files := map[string]string{}
-	var size int64
+func writeETOpenArchive(path string, n int) (files int, size int64, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
 	var b strings.Builder
 	flush := func(i int) {
-		files[fmt.Sprintf("rules/emerging-bench-%03d.rules", i/10_000)] = b.String()
+		if err != nil {
+			return
+		}
+		hdr := &tar.Header{Name: fmt.Sprintf("rules/emerging-bench-%03d.rules", i/10_000), Mode: 0o644,
+			Size: int64(b.Len()), Typeflag: tar.TypeReg, ModTime: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)}
+		if err = tw.WriteHeader(hdr); err == nil {
+			_, err = io.WriteString(tw, b.String())
+		}
+		files++
 		size += int64(b.Len())
 		b.Reset()
 	}
@@ -166,7 +192,16 @@ func etOpenArchive(n int) (map[string]string, int64) {
 	if b.Len() > 0 {
 		flush(n - 1)
 	}
-	return files, size
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := tw.Close(); err != nil {
+		return 0, 0, err
+	}
+	if err := zw.Close(); err != nil {
+		return 0, 0, err
+	}
+	return files, size, f.Close()
 }
 
 // feedChildRun runs the feed of kind in a child process and reads its peak
@@ -185,9 +220,6 @@ func feedChildRun(dsn, dir, mirror string, kind builtin.Kind) (feedResult, error
 	var r feedResult
 	if err := json.Unmarshal(out, &r); err != nil {
 		return r, fmt.Errorf("feed child output %q: %w", out, err)
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
 	return r, nil
 }
@@ -248,12 +280,38 @@ func feedChild(args []string) error {
 			if run.ErrorKind != "" {
 				return fmt.Errorf("the run failed: %s: %s", run.ErrorKind, run.ErrorDetail)
 			}
+			hwm, err := peakRSS()
+			if err != nil {
+				return err
+			}
 			return json.NewEncoder(os.Stdout).Encode(feedResult{Stored: run.Stored, Rejected: run.Rejected,
-				Seconds: run.EndedAt.Sub(run.StartedAt).Seconds()})
+				Seconds: run.EndedAt.Sub(run.StartedAt).Seconds(), MaxRSS: hwm})
 		}
 		if time.Now().After(deadline) {
 			return errors.New("no run ended in time")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// peakRSS returns this process's peak resident set (VmHWM). The parent's
+// rusage Maxrss of a child is not used: Go starts children with vfork,
+// and Linux carries the parent's peak RSS into the child's maxrss across
+// exec, so a parent that once held a big list would raise every child's
+// figure. VmHWM belongs to the child's own address space.
+func peakRSS() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+				return 0, fmt.Errorf("VmHWM %q: %w", v, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
 }
