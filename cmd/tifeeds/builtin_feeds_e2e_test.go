@@ -37,6 +37,8 @@ type vendorSim struct {
 	// fail answers status (with Retry-After: 0, so that the source's own
 	// retries take no time) to every request; 0 stops failing.
 	fail func(status int)
+	// throttleOnce answers the next request 429 with Retry-After: 0.
+	throttleOnce func()
 	// cut cuts the bodies half-way, changing the validators (ETag, md5, a
 	// new event) so that the source downloads them, or restores both.
 	cut func(on bool)
@@ -153,8 +155,9 @@ var kindCases = []kindE2E{
 				change: func() {
 					o.Pulses = append(o.Pulses, otxPulse("p3", now.Add(-time.Hour), nil, nil, "hostname new.example.org"))
 				},
-				fail: func(status int) { o.FailStatus, o.RetryAfter = status, "0" },
-				cut:  func(on bool) { o.CutPage = map[bool]int{true: 1}[on] },
+				fail:         func(status int) { o.FailStatus, o.FailTimes, o.RetryAfter = status, 0, "0" },
+				throttleOnce: func() { o.FailStatus, o.FailTimes, o.RetryAfter = 429, 1, "0" },
+				cut:          func(on bool) { o.CutPage = map[bool]int{true: 1}[on] },
 			}
 		},
 		statuses: map[int]string{401: "Invalid Credentials", 403: "Invalid Credentials", 429: "Surpassed Query Limit"},
@@ -185,7 +188,8 @@ var kindCases = []kindE2E{
 					c.Manifest = mustJSON(map[string]any{m1["uuid"].(string): m1, m2["uuid"].(string): m2, m3["uuid"].(string): m3})
 					c.Events[m3["uuid"].(string)] = e3
 				},
-				fail: func(status int) { c.FailStatus, c.RetryAfter = status, "0" },
+				fail:         func(status int) { c.FailStatus, c.FailTimes, c.RetryAfter = status, 0, "0" },
+				throttleOnce: func() { c.FailStatus, c.FailTimes, c.RetryAfter = 429, 1, "0" },
 				cut: func(on bool) {
 					// A new event, cut: the ones read before are not read again.
 					m4, e4 := circlEvent("5f1c2a3b-0000-4000-8000-00000000e2e4", now.Add(-30*time.Minute), 2, "hostname true cut.example.org")
@@ -224,8 +228,9 @@ var kindCases = []kindE2E{
 				change: func() {
 					e.IPRep = []byte(`{"203.0.113.30": {"CnC": "127"}, "2001:db8::30": {"Bot": "110"}, "198.51.100.33": {"Spam": "64"}}`)
 				},
-				fail: func(status int) { e.FailStatus, e.RetryAfter = status, "0" },
-				cut:  func(on bool) { e.CutList = map[bool]string{true: "iprepdata.json"}[on] },
+				fail:         func(status int) { e.FailStatus, e.FailTimes, e.RetryAfter = status, 0, "0" },
+				throttleOnce: func() { e.FailStatus, e.FailTimes, e.RetryAfter = 429, 1, "0" },
+				cut:          func(on bool) { e.CutList = map[bool]string{true: "iprepdata.json"}[on] },
 			}
 		},
 		expired:  1,
@@ -259,7 +264,10 @@ var kindCases = []kindE2E{
 						})
 					})
 				},
-				fail: func(status int) { h.Set(func(h *vendortest.ETOpen) { h.Status, h.RetryAfter = status, "0" }) },
+				fail: func(status int) {
+					h.Set(func(h *vendortest.ETOpen) { h.Status, h.StatusTimes, h.RetryAfter = status, 0, "0" })
+				},
+				throttleOnce: func() { h.Set(func(h *vendortest.ETOpen) { h.Status, h.StatusTimes, h.RetryAfter = 429, 1, "0" }) },
 				cut: func(on bool) {
 					h.Set(func(h *vendortest.ETOpen) {
 						h.Cut, h.MD5 = on, map[bool]string{true: "0123456789abcdef0123456789abcdef"}[on]
@@ -295,7 +303,8 @@ var kindCases = []kindE2E{
 						phishTankRecord(9000004, "https://new.example.org/m", "Microsoft"),
 					})
 				},
-				fail: func(status int) { p.Status, p.RetryAfter = status, "0" },
+				fail:         func(status int) { p.Status, p.StatusTimes, p.RetryAfter = status, 0, "0" },
+				throttleOnce: func() { p.Status, p.StatusTimes, p.RetryAfter = 429, p.Requests()+1, "0" },
 				cut: func(on bool) {
 					p.CutAt, p.ETag = map[bool]int{true: 100}[on], map[bool]string{true: `"cut"`, false: `"v2"`}[on]
 				},
@@ -337,7 +346,12 @@ var kindCases = []kindE2E{
 				},
 				fail: func(status int) {
 					for _, a := range []*vendortest.AbuseCh{u, s} {
-						a.Status, a.RetryAfter = status, "0"
+						a.Status, a.StatusTimes, a.RetryAfter = status, 0, "0"
+					}
+				},
+				throttleOnce: func() {
+					for _, a := range []*vendortest.AbuseCh{u, s} {
+						a.Status, a.StatusTimes, a.RetryAfter = 429, a.Requests()+1, "0"
 					}
 				},
 				cut: func(on bool) {
@@ -364,9 +378,10 @@ var kindCases = []kindE2E{
 			o := &vendortest.OpenPhish{}
 			o.Set("http://login.example.com/Owa/\nhttps://bank.example.net/step4.html\n")
 			return vendorSim{
-				hosts:  map[string]http.Handler{vendortest.OpenPhishHost: o},
-				change: func() { o.Set("https://bank.example.net/step4.html\nhttps://new.example.org/p\n") },
-				fail:   func(status int) { o.Fail(status, 0, "0") },
+				hosts:        map[string]http.Handler{vendortest.OpenPhishHost: o},
+				change:       func() { o.Set("https://bank.example.net/step4.html\nhttps://new.example.org/p\n") },
+				fail:         func(status int) { o.Fail(status, 0, "0") },
+				throttleOnce: func() { o.Fail(429, 1, "0") },
 				cut: func(on bool) {
 					o.SetCut(on)
 					o.Set(string(o.Body)) // a new ETag
@@ -402,8 +417,9 @@ var kindCases = []kindE2E{
 				change: func() {
 					t.Body = threatFoxCSV(append([]string{row(now.Add(-time.Minute), "1793317", "[2001:db8::5]:8443", "ip:port", "80", "False", "CobaltStrike")}, rows...)...)
 				},
-				fail: func(status int) { t.Status, t.RetryAfter = status, "0" },
-				cut:  func(on bool) { t.CutAt = map[bool]int{true: 300}[on] },
+				fail:         func(status int) { t.Status, t.StatusTimes, t.RetryAfter = status, 0, "0" },
+				throttleOnce: func() { t.Status, t.StatusTimes, t.RetryAfter = 429, t.Requests()+1, "0" },
+				cut:          func(on bool) { t.CutAt = map[bool]int{true: 300}[on] },
 			}
 		},
 		statuses: map[int]string{401: "Invalid Credentials", 402: "Surpassed Query Limit", 429: "Surpassed Query Limit"},
@@ -479,6 +495,16 @@ func testKindE2E(t *testing.T, dsn string, tc kindE2E) {
 	if f.StatusMessage != "Running" || f.LastRun.Stored != 0 || !slices.Equal(e.values(f.ID), tc.second) {
 		t.Fatalf("unchanged vendor: %s %+v, %q", f.StatusMessage, f.LastRun, e.values(f.ID))
 	}
+
+	// One 429 with Retry-After is waited out: the run succeeds, having
+	// asked again.
+	asked := len(srv.Requests())
+	v.throttleOnce()
+	f = e.runNow(kind)
+	if f.StatusMessage != "Running" || !slices.Equal(e.values(f.ID), tc.second) || len(srv.Requests()) < asked+2 {
+		t.Fatalf("one 429: %s %+v, %q, %d requests", f.StatusMessage, f.LastRun, e.values(f.ID), len(srv.Requests())-asked)
+	}
+	v.fail(0)
 
 	// Failures: the status says which, and nothing expires.
 	type failure struct {
