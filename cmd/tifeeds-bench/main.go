@@ -178,7 +178,7 @@ func runIngest(ctx context.Context, dir, file string, rows, bigMB, batch, runs i
 		fmt.Printf("Large file: %.1f MB, %d rows into SQLite in %.1f s (%.0f IoCs/s); peak RSS %.1f MB (target < 150 MB)\n",
 			float64(size)/1e6, ing.Stored, ing.Seconds, float64(ing.Stored)/ing.Seconds, mb(ing.MaxRSS))
 	}
-	return nil
+	return benchFeeds(ctx, dir)
 }
 
 // pair is one measurement of a baseline and of the ingestion after it.

@@ -59,7 +59,17 @@ export default async function globalSetup() {
 
   // The TSV feed: a plain file on loopback, counting how often it is fetched.
   let fetches = 0;
+  // The vendor hosts the feed mirror was asked for (/<host>/<path>), so that
+  // a test can tell every built-in feed went through it.
+  const mirrored = new Set<string>();
   const tsv = createServer((req, res) => {
+    if (req.url === '/__mirror/hosts') {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify([...mirrored].sort()));
+      return;
+    }
+    const host = /^\/([a-z0-9.-]+\.[a-z]{2,})\//.exec(req.url ?? '')?.[1];
+    if (host) mirrored.add(host);
     if (req.url?.startsWith('/feed.tsv')) {
       fetches++;
       res.writeHead(200, { 'Content-Type': 'text/tab-separated-values; charset=utf-8' });
@@ -118,6 +128,7 @@ export default async function globalSetup() {
 
   process.env.TIFEEDS_E2E_URL = url;
   process.env.TIFEEDS_E2E_TSV_URL = `http://127.0.0.1:${tsvPort}/feed.tsv`;
+  process.env.TIFEEDS_E2E_MIRROR_URL = `http://127.0.0.1:${tsvPort}`;
   process.env.TIFEEDS_E2E_LOG = logFile;
 
   return async () => {
