@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -154,7 +155,7 @@ func (s *Source) manifest(ctx context.Context, from position, sink ioc.Sink) ([]
 	dec := json.NewDecoder(b)
 	var events []event
 	err = func() error {
-		if err := expect(dec, '{'); err != nil {
+		if err := jsonstream.Expect(dec, '{'); err != nil {
 			return err
 		}
 		for n := int64(1); dec.More(); n++ {
@@ -176,7 +177,7 @@ func (s *Source) manifest(ctx context.Context, from position, sink ioc.Sink) ([]
 				events = append(events, ev)
 			}
 		}
-		return expect(dec, '}')
+		return jsonstream.Expect(dec, '}')
 	}()
 	if err != nil {
 		return nil, g.BodyFailure(ctx, manifestURL, b, err)
@@ -250,37 +251,6 @@ func (f *flexBool) UnmarshalJSON(b []byte) error {
 		*f = false
 	}
 	return nil
-}
-
-func expect(dec *json.Decoder, d json.Delim) error {
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if t != d {
-		return fmt.Errorf("found %v where %v was expected", t, d)
-	}
-	return nil
-}
-
-// skip reads past one value without holding it.
-func skip(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 func (s *Source) getter() *feedhttp.Getter {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -52,7 +53,7 @@ func (r *reader) event(ctx context.Context, ev event, n int64) error {
 	b := feedhttp.NewBody(r.sink, resp, feedhttp.Or(r.src.MaxEventBytes, DefaultMaxEventBytes))
 	dec := json.NewDecoder(b)
 	err = func() error {
-		if err := expect(dec, '{'); err != nil {
+		if err := jsonstream.Expect(dec, '{'); err != nil {
 			return err
 		}
 		found := false
@@ -62,7 +63,7 @@ func (r *reader) event(ctx context.Context, ev event, n int64) error {
 				return err
 			}
 			if key != "Event" {
-				if err := skip(dec); err != nil {
+				if err := jsonstream.Skip(dec); err != nil {
 					return err
 				}
 				continue
@@ -75,7 +76,7 @@ func (r *reader) event(ctx context.Context, ev event, n int64) error {
 		if !found {
 			return errNotEvent
 		}
-		return expect(dec, '}')
+		return jsonstream.Expect(dec, '}')
 	}()
 	if err != nil {
 		return g.BodyFailure(ctx, u, b, err)
@@ -84,7 +85,7 @@ func (r *reader) event(ctx context.Context, ev event, n int64) error {
 }
 
 func (r *reader) eventBody(ctx context.Context, dec *json.Decoder, ev *event) error {
-	if err := expect(dec, '{'); err != nil {
+	if err := jsonstream.Expect(dec, '{'); err != nil {
 		return err
 	}
 	for dec.More() {
@@ -106,7 +107,7 @@ func (r *reader) eventBody(ctx context.Context, dec *json.Decoder, ev *event) er
 			}
 			ev.tags = tagNames(tags)
 		case "Attribute", "Object":
-			if err := expect(dec, '['); err != nil {
+			if err := jsonstream.Expect(dec, '['); err != nil {
 				return err
 			}
 			for dec.More() {
@@ -133,16 +134,16 @@ func (r *reader) eventBody(ctx context.Context, dec *json.Decoder, ev *event) er
 					}
 				}
 			}
-			if err := expect(dec, ']'); err != nil {
+			if err := jsonstream.Expect(dec, ']'); err != nil {
 				return err
 			}
 		default:
-			if err := skip(dec); err != nil {
+			if err := jsonstream.Skip(dec); err != nil {
 				return err
 			}
 		}
 	}
-	return expect(dec, '}')
+	return jsonstream.Expect(dec, '}')
 }
 
 // attribute hands over a, when it is marked for detection: the others are

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -150,7 +151,7 @@ func (s *Source) read(ctx context.Context, g *feedhttp.Getter, l list, prev feed
 // readJSON reads {"<value>": {"<category>": "<score>", ...}, ...}.
 func (s *Source) readJSON(ctx context.Context, l list, b *feedhttp.Body, sink ioc.Sink) error {
 	dec := json.NewDecoder(b)
-	if err := expect(dec, '{'); err != nil {
+	if err := jsonstream.Expect(dec, '{'); err != nil {
 		return err
 	}
 	for n := int64(1); dec.More(); n++ {
@@ -197,7 +198,7 @@ func (s *Source) readJSON(ctx context.Context, l list, b *feedhttp.Body, sink io
 			return &feedhttp.SinkError{Err: err}
 		}
 	}
-	return expect(dec, '}')
+	return jsonstream.Expect(dec, '}')
 }
 
 // readLines reads one IP address a line; # starts a comment.
@@ -227,15 +228,4 @@ func (s *Source) readLines(ctx context.Context, l list, b *feedhttp.Body, sink i
 		}
 	}
 	return sc.Err()
-}
-
-func expect(dec *json.Decoder, d json.Delim) error {
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if t != d {
-		return fmt.Errorf("found %v where %v was expected", t, d)
-	}
-	return nil
 }

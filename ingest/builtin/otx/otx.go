@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -194,7 +195,7 @@ func (s *Source) page(ctx context.Context, g *feedhttp.Getter, w *walk, sink ioc
 	dec := json.NewDecoder(b)
 	var next *string
 	err = func() error {
-		if err := expect(dec, '{'); err != nil {
+		if err := jsonstream.Expect(dec, '{'); err != nil {
 			return err
 		}
 		for dec.More() {
@@ -204,7 +205,7 @@ func (s *Source) page(ctx context.Context, g *feedhttp.Getter, w *walk, sink ioc
 			}
 			switch key {
 			case "results":
-				if err := expect(dec, '['); err != nil {
+				if err := jsonstream.Expect(dec, '['); err != nil {
 					return err
 				}
 				for dec.More() {
@@ -216,7 +217,7 @@ func (s *Source) page(ctx context.Context, g *feedhttp.Getter, w *walk, sink ioc
 						return &feedhttp.SinkError{Err: err}
 					}
 				}
-				if err := expect(dec, ']'); err != nil {
+				if err := jsonstream.Expect(dec, ']'); err != nil {
 					return err
 				}
 			case "next":
@@ -224,12 +225,12 @@ func (s *Source) page(ctx context.Context, g *feedhttp.Getter, w *walk, sink ioc
 					return err
 				}
 			default:
-				if err := skip(dec); err != nil {
+				if err := jsonstream.Skip(dec); err != nil {
 					return err
 				}
 			}
 		}
-		return expect(dec, '}')
+		return jsonstream.Expect(dec, '}')
 	}()
 	if err != nil {
 		return "", g.BodyFailure(ctx, shown, b, err)
@@ -241,37 +242,6 @@ func (s *Source) page(ctx context.Context, g *feedhttp.Getter, w *walk, sink ioc
 		return "", ioc.Fail(ioc.FetchingDataError, fmt.Errorf("otx: the next link of %s is not on %s", shown, host))
 	}
 	return *next, nil
-}
-
-func expect(dec *json.Decoder, d json.Delim) error {
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if t != d {
-		return fmt.Errorf("found %v where %v was expected", t, d)
-	}
-	return nil
-}
-
-// skip reads past one value without holding it.
-func skip(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 func parseTime(s string) (time.Time, error) {

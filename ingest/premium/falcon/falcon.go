@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -164,7 +165,7 @@ func (w *walk) page(ctx context.Context) (bool, error) {
 	total := -1 // meta.pagination.total: the rows from the marker on
 	sawResources := false
 	err = func() error {
-		if err := expect(dec, '{'); err != nil {
+		if err := jsonstream.Expect(dec, '{'); err != nil {
 			return err
 		}
 		for dec.More() {
@@ -202,7 +203,7 @@ func (w *walk) page(ctx context.Context) (bool, error) {
 						return &feedhttp.SinkError{Err: err}
 					}
 				}
-				if err := expect(dec, ']'); err != nil {
+				if err := jsonstream.Expect(dec, ']'); err != nil {
 					return err
 				}
 			case "meta":
@@ -218,12 +219,12 @@ func (w *walk) page(ctx context.Context) (bool, error) {
 					total = *m.Pagination.Total
 				}
 			default:
-				if err := skip(dec); err != nil {
+				if err := jsonstream.Skip(dec); err != nil {
 					return err
 				}
 			}
 		}
-		if err := expect(dec, '}'); err != nil {
+		if err := jsonstream.Expect(dec, '}'); err != nil {
 			return err
 		}
 		if !sawResources {
@@ -473,35 +474,4 @@ func truncate(s string) string {
 		return string(r[:80]) + "…"
 	}
 	return s
-}
-
-func expect(dec *json.Decoder, d json.Delim) error {
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if t != d {
-		return fmt.Errorf("found %v where %v was expected", t, d)
-	}
-	return nil
-}
-
-// skip reads past one value without holding it.
-func skip(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }

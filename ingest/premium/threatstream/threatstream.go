@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -157,7 +158,7 @@ func (w *walk) page(ctx context.Context, u string) (string, error) {
 	var next *string
 	sawObjects := false
 	err = func() error {
-		if err := expect(dec, '{'); err != nil {
+		if err := jsonstream.Expect(dec, '{'); err != nil {
 			return err
 		}
 		for dec.More() {
@@ -168,7 +169,7 @@ func (w *walk) page(ctx context.Context, u string) (string, error) {
 			switch key {
 			case "objects":
 				sawObjects = true
-				if err := expect(dec, '['); err != nil {
+				if err := jsonstream.Expect(dec, '['); err != nil {
 					return err
 				}
 				for dec.More() {
@@ -181,7 +182,7 @@ func (w *walk) page(ctx context.Context, u string) (string, error) {
 						return &feedhttp.SinkError{Err: err}
 					}
 				}
-				if err := expect(dec, ']'); err != nil {
+				if err := jsonstream.Expect(dec, ']'); err != nil {
 					return err
 				}
 			case "meta":
@@ -193,12 +194,12 @@ func (w *walk) page(ctx context.Context, u string) (string, error) {
 				}
 				next = m.Next
 			default:
-				if err := skip(dec); err != nil {
+				if err := jsonstream.Skip(dec); err != nil {
 					return err
 				}
 			}
 		}
-		if err := expect(dec, '}'); err != nil {
+		if err := jsonstream.Expect(dec, '}'); err != nil {
 			return err
 		}
 		if !sawObjects {
@@ -387,35 +388,4 @@ func truncate(s string) string {
 		return string(r[:80]) + "…"
 	}
 	return s
-}
-
-func expect(dec *json.Decoder, d json.Delim) error {
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if t != d {
-		return fmt.Errorf("found %v where %v was expected", t, d)
-	}
-	return nil
-}
-
-// skip reads past one value without holding it.
-func skip(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
