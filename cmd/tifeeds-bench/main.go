@@ -110,6 +110,9 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 		if err := runIngest(ctx, dir, file, rows, bigMB, batch, runs); err != nil {
 			return err
 		}
+		if err := benchPremium(ctx, dir); err != nil {
+			return err
+		}
 	}
 	if only != "ingest" {
 		if readDBs["sqlite"] {

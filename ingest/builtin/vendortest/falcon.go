@@ -51,6 +51,13 @@ type Falcon struct {
 	// Gets counts) half-way.
 	CutPage int
 
+	// Generated, when positive, replaces Indicators with that many
+	// indicators made as they are served: Generate(n) is the n-th
+	// (FalconIndicator, say), its _marker growing with n. CutPage does not
+	// apply to them.
+	Generated int
+	Generate  func(n int) []byte
+
 	mu        sync.Mutex
 	tokens    map[string]time.Time
 	issued    int
@@ -226,6 +233,10 @@ func (f *Falcon) indicators(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.PageSize > 0 {
 		limit = min(limit, f.PageSize)
+	}
+	if f.Generated > 0 {
+		f.serveGenerated(w, from, limit)
+		return
 	}
 	type entry struct {
 		raw    json.RawMessage

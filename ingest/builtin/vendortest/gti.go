@@ -1,6 +1,7 @@
 package vendortest
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +15,10 @@ const GTIHost = "www.virustotal.com"
 // and hour, 404 for an hour with none, and failures on demand per list.
 // Safe for concurrent use.
 type GTI struct {
+	// Generate, when set, gives the body of a package that SetPackage did
+	// not set (GTIPackage, say), or nil for an hour with none.
+	Generate func(list, hour string) io.WriterTo
+
 	mu       sync.Mutex
 	key      string
 	packages map[string]string // "<list>/<hour>" -> body
@@ -80,6 +85,14 @@ func (g *GTI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, found := g.packages[key]
+	if !found && g.Generate != nil {
+		_, hour, _ := strings.Cut(key, "/")
+		if wt := g.Generate(list, hour); wt != nil {
+			w.Header().Set("Content-Type", "application/json")
+			wt.WriteTo(w)
+			return
+		}
+	}
 	if !found {
 		w.WriteHeader(http.StatusNotFound)
 		w.Write([]byte(`{"error":{"code":"NotFoundError"}}`))

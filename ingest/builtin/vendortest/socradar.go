@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -98,6 +99,10 @@ type SOCRadar struct {
 	// bytes of white space after its opening '[': a document that grows
 	// past a cap while read.
 	Pad int64
+	// Generate, when set for a collection that Lists does not hold, writes
+	// its document as it is sent (WriteSOCRadarDocument, say), without a
+	// Content-Length; Cut, Declare and Pad do not apply to it.
+	Generate map[string]func(w io.Writer) error
 
 	served int
 }
@@ -153,6 +158,8 @@ func (s *SOCRadar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, ok := strings.CutPrefix(r.URL.Path, SOCRadarFeedListPath)
 	collection, isJSON := strings.CutSuffix(name, ".json")
 	doc, known := s.Lists[collection]
+	gen := s.Generate[collection]
+	known = known || gen != nil
 	switch {
 	case r.Method != http.MethodGet:
 		socradarError(w, http.StatusMethodNotAllowed, "Method not allowed")
@@ -183,6 +190,10 @@ func (s *SOCRadar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.served++
 	w.Header().Set("Content-Type", "application/json")
+	if doc == nil && gen != nil {
+		gen(w)
+		return
+	}
 	switch {
 	case s.Declare > 0:
 		w.Header().Set("Content-Length", strconv.FormatInt(s.Declare, 10))

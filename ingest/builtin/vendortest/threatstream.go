@@ -36,6 +36,13 @@ type ThreatStream struct {
 	// the request's offset) half-way, after promising its full length.
 	CutPage int
 
+	// Generated, when positive, replaces Objects with that many objects
+	// made as they are served: Generate(n) is the object of update_id n+1
+	// (ThreatStreamObject, say), modified after any modified_ts__gt a
+	// client asks. CutPage does not apply to them.
+	Generated int
+	Generate  func(n int) []byte
+
 	mu     sync.Mutex
 	failed int
 }
@@ -80,6 +87,10 @@ func (ts *ThreatStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"message": "bad modified_ts__gt"}`, http.StatusBadRequest)
 			return
 		}
+	}
+	if ts.Generated > 0 {
+		ts.serveGenerated(w, q, limit, offset, gt)
+		return
 	}
 	type entry struct {
 		raw json.RawMessage
