@@ -1,15 +1,17 @@
 import { describe, expect, test } from 'vitest';
-import { builtinGlyph, needsLine } from './builtinFeeds';
+import { builtinIconPath, builtinIconPaths, needsLine } from './builtinFeeds';
 
-describe('builtinGlyph', () => {
-  const cases: Record<string, [string | null, string]> = {
-    known: ['fish', '🎣'],
-    unknown: ['nonesuch', '●'],
-    none: [null, '●'],
-  };
-  for (const [name, [icon, want]] of Object.entries(cases)) {
-    test(name, () => expect(builtinGlyph(icon)).toBe(want));
-  }
+describe('builtinIconPath', () => {
+  test('every icon the server names has its own drawing', () => {
+    const names = ['exchange', 'landmark', 'gauge', 'shield', 'database', 'certificate', 'fish', 'radar'];
+    const paths = names.map((n) => builtinIconPath(n));
+    expect(new Set(paths).size).toBe(names.length);
+    for (const p of paths) expect(p).toMatch(/^M[\d.]/);
+  });
+  test('an unknown or missing name gets the neutral ring', () => {
+    expect(builtinIconPath('nonesuch')).toBe(builtinIconPath(null));
+    expect(builtinIconPaths.nonesuch).toBeUndefined();
+  });
 });
 
 describe('needsLine', () => {

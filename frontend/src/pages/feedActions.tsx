@@ -1,4 +1,4 @@
-import { builtinGlyph } from '../lib/builtinFeeds';
+import { builtinIconPath } from '../lib/builtinFeeds';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import {
@@ -165,7 +165,9 @@ export function FeedIcon({ feed }: { feed: Pick<FeedRowFragment, 'type' | 'categ
   if (feed.type === 'BUILTIN') {
     return (
       <span className="feed-icon feed-icon-builtin" role="img" aria-label={`${feed.name} icon`} data-icon={feed.icon ?? ''} title={feed.name}>
-        {builtinGlyph(feed.icon)}
+        <svg viewBox="0 0 24 24" width="18" height="18" fill="none" stroke="currentColor" strokeWidth="1.8" strokeLinecap="round" strokeLinejoin="round" aria-hidden="true">
+          <path d={builtinIconPath(feed.icon)} />
+        </svg>
       </span>
     );
   }
