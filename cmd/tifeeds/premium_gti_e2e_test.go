@@ -95,7 +95,9 @@ func TestPremiumGTIE2E(t *testing.T) {
 			}
 			// Retention is the feed's: 30 days.
 			var exp struct {
-				Iocs struct{ Nodes []struct{ ExpirationDate time.Time } }
+				Iocs struct {
+					Nodes []struct{ ExpirationDate time.Time }
+				}
 			}
 			if msg := e.gql(`query($f: ID) { iocs(filter: {feedId: $f}, first: 10) { nodes { expirationDate } } }`,
 				map[string]any{"f": f.ID}, &exp); msg != "" {
@@ -189,4 +191,3 @@ func TestPremiumGTIE2E(t *testing.T) {
 		})
 	}
 }
-
