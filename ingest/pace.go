@@ -3,6 +3,7 @@ package ingest
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -78,9 +79,14 @@ type backlog struct {
 	expected       *time.Time // nil once everything is written
 }
 
+// formatRate shows a rate as the user set it: whole numbers whole, small
+// rates with their digits (0.125, not 0.1), large ones to one decimal.
 func formatRate(r float64) string {
-	if r == math.Trunc(r) {
+	switch {
+	case r == math.Trunc(r):
 		return fmt.Sprintf("%.0f", r)
+	case r < 10:
+		return strconv.FormatFloat(r, 'g', 3, 64)
 	}
 	return fmt.Sprintf("%.1f", r)
 }

@@ -108,6 +108,9 @@ export const FeedRunsQuery = graphql(`
       errorKind
       errorDetail
       note
+      backlogWritten
+      backlogTotal
+      expectedCompletion
     }
   }
 `);
@@ -439,6 +442,8 @@ export const FeedRunProgressSubscription = graphql(`
       rejected
       done
       errorKind
+      downloaded
+      downloadTotal
     }
   }
 `);

@@ -8,6 +8,7 @@ import type { FeedQuery as FeedResult, FeedRunProgressSubscription as ProgressEv
 import { errorMessage } from '../lib/errors';
 import { days, feedTypeLabel, formatDateTime, formatRelative, hours } from '../lib/format';
 import { request } from '../lib/graphql';
+import { backlogText, downloadText, latestBacklog } from '../lib/progress';
 import { liveConnection, subscribe } from '../lib/live';
 import { EnabledSwitch, FeedIcon, useFeedConfirmations, useFeedMutations } from './feedActions';
 import { FeedForm } from './FeedForm';
@@ -69,7 +70,11 @@ export function FeedDetailPage() {
   // A run is in progress while the newest run has no end; its counters come
   // live from feedRunProgress, or from the run record until the first event.
   const open = runs.data?.feedRuns[0] && !runs.data.feedRuns[0].endedAt ? runs.data.feedRuns[0] : null;
-  const running = progress ?? (open ? { fetched: open.fetched, stored: open.stored, rejected: open.rejected } : null);
+  const running = progress ?? (open ? { fetched: open.fetched, stored: open.stored, rejected: open.rejected, downloaded: 0, downloadTotal: null } : null);
+  const download = running ? downloadText(running.downloaded, running.downloadTotal) : null;
+  // Constant-rate kinds: how far the feed is through its lists, as its last run left it.
+  const backlogRun = latestBacklog(runs.data?.feedRuns ?? []);
+  const backlog = backlogRun ? backlogText(backlogRun) : null;
   return (
     <section className="page" aria-labelledby="feed-title">
       <p className="crumbs">
@@ -175,6 +180,12 @@ export function FeedDetailPage() {
             <dd>{f.description}</dd>
           </div>
         )}
+        {backlog && (
+          <div className="wide">
+            <dt>Backlog</dt>
+            <dd data-testid="feed-backlog">{backlog}</dd>
+          </div>
+        )}
         <div>
           <dt>Resumes from</dt>
           <dd className="mono">{f.cursor || 'the start'}</dd>
@@ -189,6 +200,11 @@ export function FeedDetailPage() {
               {running.fetched.toLocaleString('en-US')} fetched · {running.stored.toLocaleString('en-US')} stored · {running.rejected.toLocaleString('en-US')} rejected
             </span>
           </div>
+          {download && (
+            <p className="muted small" data-testid="run-download">
+              {download}
+            </p>
+          )}
           <div
             className="progress-bar"
             role="progressbar"
@@ -223,6 +239,8 @@ export function FeedDetailPage() {
 
 function RunTable({ runs }: { runs: FeedRunsResult['feedRuns'] }) {
   const [open, setOpen] = useState<string | null>(null);
+  // The backlog column is for the kinds written at a constant rate only.
+  const paced = runs.some((r) => r.backlogTotal > 0);
   return (
     <div className="table-wrap">
       <table className="data-table" aria-label="Runs">
@@ -233,6 +251,7 @@ function RunTable({ runs }: { runs: FeedRunsResult['feedRuns'] }) {
             <th className="num">Fetched</th>
             <th className="num">Stored</th>
             <th className="num">Rejected</th>
+            {paced && <th>Backlog</th>}
             <th>Outcome</th>
           </tr>
         </thead>
@@ -248,6 +267,11 @@ function RunTable({ runs }: { runs: FeedRunsResult['feedRuns'] }) {
                 <td data-label="Fetched" className="num">{r.fetched.toLocaleString('en-US')}</td>
                 <td data-label="Stored" className="num">{r.stored.toLocaleString('en-US')}</td>
                 <td data-label="Rejected" className="num">{r.rejected.toLocaleString('en-US')}</td>
+                {paced && (
+                  <td data-label="Backlog" className="small" data-testid="run-backlog">
+                    {backlogText(r, new Date(r.endedAt ?? Date.now())) ?? '—'}
+                  </td>
+                )}
                 <td data-label="Outcome">
                   <span className={failed ? 'pill pill-error' : running ? 'pill pill-info' : 'pill pill-ok'}>
                     {failed ? r.errorKind : running ? 'Running' : 'Success'}
@@ -261,7 +285,7 @@ function RunTable({ runs }: { runs: FeedRunsResult['feedRuns'] }) {
               </tr>,
               open === r.id && (
                 <tr key={`${r.id}-detail`} className="detail-row">
-                  <td colSpan={6}>
+                  <td colSpan={paced ? 7 : 6}>
                     {r.errorDetail && (
                       <p>
                         <strong>Error:</strong> {r.errorDetail}

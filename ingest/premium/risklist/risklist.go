@@ -71,6 +71,10 @@ func SourceName(list string) string { return "rf-" + list }
 // Cursor is the source's state, kept as JSON.
 type Cursor struct {
 	Lists map[string]*ListState `json:"lists"`
+	// Next is the list the last poll was writing when its share ran out:
+	// the next poll starts there and goes round the others, so that a
+	// list that changes often cannot hold the ones after it back for good.
+	Next string `json:"next,omitempty"`
 }
 
 // ListState is where one list's pass stands.
@@ -132,28 +136,37 @@ func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc
 	cur := parseCursor(cursor)
 	var failed []ioc.SubFailure
 	downloaded := false
-	for _, list := range Lists {
+	order := rotate(Lists, cur.Next)
+	for i, list := range order {
 		st := cur.Lists[list]
 		if st == nil {
 			st = &ListState{}
 			cur.Lists[list] = st
 		}
+		cur.Next = list
 		read, err := s.list(ctx, list, st, cur, sink)
 		downloaded = downloaded || read
 		if err == nil {
 			continue
 		}
 		if errors.Is(err, ioc.ErrPaceReached) {
-			// This poll's share is written; the lists after it wait.
+			// This poll's share is written; the lists after it wait. Those
+			// never read are sized now, so that the progress counts them.
+			s.size(ctx, order[i+1:], cur, sink)
 			written, total := cur.backlog()
 			ioc.Backlog(sink, written, total)
-			return cur.String(), err
+			out := cur.String()
+			if cerr := sink.Checkpoint(ctx, out); cerr != nil {
+				return out, cerr
+			}
+			return out, err
 		}
 		if ctx.Err() != nil || isSinkErr(err) {
 			return cur.String(), err
 		}
 		failed = append(failed, ioc.SubFailure{Name: "risk list " + list, Err: err})
 	}
+	cur.Next = ""
 	written, total := cur.backlog()
 	ioc.Backlog(sink, written, total)
 	out := cur.String()
@@ -170,6 +183,67 @@ func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc
 	return out, nil
 }
 
+// rotate returns lists starting at first (when it is one of them).
+func rotate(lists []string, first string) []string {
+	i := max(slices.Index(lists, first), 0)
+	return slices.Concat(lists[i:], lists[:i])
+}
+
+// size learns the row count of each of lists that was never read, without
+// handing anything over, so that the progress of a first pass counts every
+// list rather than the ones reached so far. It costs one download of each
+// such list, once; a list that fails is left unsized (its turn says why).
+// The count is kept with the list's ETag and used when its pass starts on
+// the same version.
+func (s *Source) size(ctx context.Context, lists []string, cur Cursor, sink ioc.Sink) {
+	for _, list := range lists {
+		st := cur.Lists[list]
+		if st == nil {
+			st = &ListState{}
+			cur.Lists[list] = st
+		}
+		if st.Done || !st.PassStart.IsZero() || st.Total > 0 || ctx.Err() != nil {
+			continue
+		}
+		g := s.getter(list)
+		resp, err := g.Get(ctx, URL(list), feedhttp.Validators{})
+		if err != nil {
+			continue
+		}
+		body := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxBytes, DefaultMaxBytes))
+		n, err := countRows(body, feedhttp.Or(s.MaxRawBytes, DefaultMaxRawBytes))
+		etag := resp.Header.Get("ETag")
+		feedhttp.Close(resp)
+		if err != nil || etag == "" {
+			continue
+		}
+		st.ETag, st.Total = etag, n
+	}
+}
+
+// countRows counts the data rows of a list.
+func countRows(r io.Reader, maxRaw int64) (int64, error) {
+	raw, err := decompress(r, maxRaw)
+	if err != nil {
+		return 0, err
+	}
+	t, err := csvtable.Open(raw, "name", "risk", "evidencedetails")
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for {
+		_, _, err := t.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil && !isParseError(err) {
+			return 0, err
+		}
+		n++
+	}
+}
+
 // sinkErr marks an error of the sink, passed on as it is.
 type sinkErr struct{ error }
 
@@ -182,9 +256,7 @@ func isSinkErr(err error) bool {
 
 // list reads one list if needed and says whether it downloaded it.
 func (s *Source) list(ctx context.Context, list string, st *ListState, cur Cursor, sink ioc.Sink) (bool, error) {
-	g := &feedhttp.Getter{Who: "risklist " + list, Client: s.Client, Now: s.Now, Secret: s.Secret,
-		Header:      http.Header{"X-RFToken": {s.Secret}, "User-Agent": {"tifeeds"}},
-		Credentials: "check the feed's API key", MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	g := s.getter(list)
 	u := URL(list)
 	head, err := g.Head(ctx, u)
 	if err != nil {
@@ -198,7 +270,12 @@ func (s *Source) list(ctx context.Context, list string, st *ListState, cur Curso
 	now := s.now()
 	switch {
 	case st.Done || st.PassStart.IsZero():
+		sized := !st.Done && etag != "" && etag == st.ETag
+		total := st.Total
 		*st = ListState{ETag: etag, PassStart: now}
+		if sized {
+			st.Total = total // sized by an earlier poll (see size)
+		}
 	case etag != st.ETag:
 		// A new version mid-pass: go on at the same row of it.
 		st.ETag, st.Mixed, st.Total = etag, true, 0
@@ -227,6 +304,12 @@ func (s *Source) list(ctx context.Context, list string, st *ListState, cur Curso
 		return true, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("risklist %s: the list is not in the expected format: %w", list, err))
 	}
 	return true, err
+}
+
+func (s *Source) getter(list string) *feedhttp.Getter {
+	return &feedhttp.Getter{Who: "risklist " + list, Client: s.Client, Now: s.Now, Secret: s.Secret,
+		Header:      http.Header{"X-RFToken": {s.Secret}, "User-Agent": {"tifeeds"}},
+		Credentials: "check the feed's API key", MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
 }
 
 // decompress gunzips r when it is gzip (RF sends gzip=true lists as a
@@ -258,6 +341,7 @@ func (s *Source) parse(ctx context.Context, list string, r io.Reader, st *ListSt
 	}
 	validUntil := s.now().Add(Retention)
 	var row int64
+	var paced error // the sink's ErrPaceReached, once this poll's share is used
 	paused := false
 	for {
 		rec, line, err := t.Next()
@@ -282,12 +366,13 @@ func (s *Source) parse(ctx context.Context, list string, r io.Reader, st *ListSt
 			if !errors.Is(err, ioc.ErrPaceReached) {
 				return sinkErr{err}
 			}
-			st.Row = row
-			if cerr := sink.Checkpoint(ctx, cur.String()); cerr != nil {
-				return sinkErr{cerr}
-			}
-			if st.Total > 0 {
-				return err // the size is known: no need to read on
+			st.Row, paced = row, err
+			if st.Total > 0 && row < st.Total {
+				// The size is known: no need to read on.
+				if cerr := sink.Checkpoint(ctx, cur.String()); cerr != nil {
+					return sinkErr{cerr}
+				}
+				return err
 			}
 			paused = true
 			continue
@@ -300,14 +385,16 @@ func (s *Source) parse(ctx context.Context, list string, r io.Reader, st *ListSt
 		}
 	}
 	st.Total = row
-	if paused {
+	if paused && st.Row < row {
 		// The size learnt goes with the cursor: the next polls of this
 		// version need not read past their share.
 		if err := sink.Checkpoint(ctx, cur.String()); err != nil {
 			return sinkErr{err}
 		}
-		return ioc.ErrPaceReached
+		return paced
 	}
+	// Written to the end (the share may have ended on its last row: the
+	// list is complete all the same, not downloaded again to learn it).
 	st.Row, st.Done = row, true
 	if !st.Mixed {
 		ioc.ListCompleteSince(sink, SourceName(list), st.PassStart)
@@ -315,7 +402,7 @@ func (s *Source) parse(ctx context.Context, list string, r io.Reader, st *ListSt
 	if err := sink.Checkpoint(ctx, cur.String()); err != nil {
 		return sinkErr{err}
 	}
-	return nil
+	return paced
 }
 
 // Retention is the spec's fixed retention of risk-list values, from the

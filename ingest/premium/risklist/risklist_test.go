@@ -167,11 +167,52 @@ func TestFetchConstantRate(t *testing.T) {
 	if since, ok := polls[1].complete["rf-ip"]; !ok || !since.Equal(start) {
 		t.Errorf("ip list complete %v at %v, want at the pass start %v", ok, since, start)
 	}
-	if polls[0].written != 2 || polls[0].total != 5 {
-		t.Errorf("backlog after the first poll = %d/%d, want 2/5", polls[0].written, polls[0].total)
+	// The lists not reached yet are sized: the total counts every list.
+	if polls[0].written != 2 || polls[0].total != 12 {
+		t.Errorf("backlog after the first poll = %d/%d, want 2/12", polls[0].written, polls[0].total)
 	}
 	if last := polls[4]; last.written != 12 || last.total != 12 || len(last.complete) != 1 {
 		t.Errorf("backlog after the fifth poll = %d/%d, complete %v", last.written, last.total, last.complete)
+	}
+}
+
+// TestFetchRotation: a list that changes before every poll does not hold
+// the ones after it back: each poll starts with the list the last one was
+// writing and goes round, so with a share of 2 every list is written whole
+// within five polls (the ip list, changed mid-pass, expires nothing); a
+// share that ends on a list's last row completes it.
+func TestFetchRotation(t *testing.T) {
+	rf, src := newVendor(t)
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	src.Now = func() time.Time { return clock }
+	complete := map[string]int{} // list -> the poll that completed it first
+	cursor := ""
+	var handed [][]string
+	for poll := 1; poll <= 5; poll++ {
+		s := &sink{share: 2}
+		c, err := src.Fetch(context.Background(), cursor, time.Time{}, s)
+		if err != nil && !errors.Is(err, ioc.ErrPaceReached) {
+			t.Fatalf("poll %d: %v", poll, err)
+		}
+		cursor = c
+		handed = append(handed, values(s.inds))
+		for l := range s.complete {
+			if complete[l] == 0 {
+				complete[l] = poll
+			}
+		}
+		rf.SetList("ip", readFile(t, "ip.csv")) // a new version of the ip list each time
+		clock = clock.Add(time.Hour)
+	}
+	// The ip list changed during its pass: it expires nothing (0).
+	want := map[string]int{"rf-ip": 0, "rf-domain": 3, "rf-url": 3, "rf-hash": 5}
+	for l, p := range want {
+		if complete[l] != p {
+			t.Errorf("%s complete at poll %d, want %d (handed per poll %q)", l, complete[l], p, handed)
+		}
+	}
+	if !strings.Contains(cursor, `"next":"ip"`) {
+		t.Errorf("after the hash list the next poll starts again at ip: %s", cursor)
 	}
 }
 
