@@ -152,4 +152,3 @@ func TestIoCsByTagAndSearchSparseAndDense(t *testing.T) {
 		}
 	})
 }
-
