@@ -28,8 +28,6 @@ type IoCFilter struct {
 	Tag         string
 	// feedDense picks the EXISTS form of FeedID (IoCs sets it on SQLite).
 	feedDense bool
-	// tagSparse picks the ioc_tags form of Tag (IoCs sets it on SQLite).
-	tagSparse bool
 	// searchIDs, when searchSparse, are every IoC Search matches (IoCs
 	// sets them when there are at most the count cap of them).
 	searchIDs     []int64
@@ -163,14 +161,6 @@ func (s *Store) feedIsDense(ctx context.Context, feedID int64) (bool, error) {
 	return s.atLeastMeet(ctx, "SELECT count(*) FROM (SELECT 1 FROM sightings WHERE feed_id = ? LIMIT ?)", feedID)
 }
 
-// tagIsDense is feedIsDense for a tag on SQLite, sized on ioc_tags: a rare
-// tag is read from ioc_tags (its IoCs listed first, a range of the primary
-// key), a common one by testing each IoC's tags in the page's order, which
-// stops with the page and the capped count.
-func (s *Store) tagIsDense(ctx context.Context, tag string) (bool, error) {
-	return s.atLeastMeet(ctx, "SELECT count(*) FROM (SELECT 1 FROM ioc_tags WHERE tag = ? LIMIT ?)", tag)
-}
-
 // atLeastMeet says whether countSQL, a count of the rows matching arg with
 // a LIMIT, reaches sqrt(3 * count cap * IoC count) (see feedIsDense).
 func (s *Store) atLeastMeet(ctx context.Context, countSQL string, arg any) (bool, error) {
@@ -293,9 +283,7 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 		}
 	}
 	if f.Tag != "" {
-		if f.tagSparse {
-			q = q.Where("iocs.id IN (SELECT t.ioc_id FROM ioc_tags t WHERE t.tag = ?)", f.Tag)
-		} else if s.Dialect == Postgres {
+		if s.Dialect == Postgres {
 			q = q.Where("iocs.tags @> ?::jsonb", jsonTags([]string{f.Tag}))
 		} else {
 			q = q.Where("EXISTS (SELECT 1 FROM json_each(iocs.tags) j WHERE j.value = ?)", f.Tag)
@@ -343,13 +331,6 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 			return nil, err
 		}
 		f.feedDense = dense
-	}
-	if f.Tag != "" && s.Dialect == SQLite {
-		dense, err := s.tagIsDense(ctx, f.Tag)
-		if err != nil {
-			return nil, err
-		}
-		f.tagSparse = !dense
 	}
 	if f.Search != "" {
 		var err error
