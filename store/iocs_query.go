@@ -27,7 +27,11 @@ type IoCFilter struct {
 	FeedID      int64
 	Tag         string
 	// feedDense picks the EXISTS form of FeedID (IoCs sets it on SQLite).
-	feedDense     bool
+	feedDense bool
+	// searchIDs, when searchSparse, are every IoC Search matches (IoCs
+	// sets them when there are at most the count cap of them).
+	searchIDs     []int64
+	searchSparse  bool
 	MinScore      *int
 	ExpiresBefore *time.Time
 	ExpiresAfter  *time.Time
@@ -154,20 +158,62 @@ func likeEscape(s string) string {
 // Counting the feed stops at that size (a range of its index). PostgreSQL
 // plans a semi-join by its statistics and needs no help.
 func (s *Store) feedIsDense(ctx context.Context, feedID int64) (bool, error) {
+	return s.atLeastMeet(ctx, "SELECT count(*) FROM (SELECT 1 FROM sightings WHERE feed_id = ? LIMIT ?)", feedID)
+}
+
+// atLeastMeet says whether countSQL, a count of the rows matching arg with
+// a LIMIT, reaches sqrt(3 * count cap * IoC count) (see feedIsDense).
+func (s *Store) atLeastMeet(ctx context.Context, countSQL string, arg any) (bool, error) {
 	st, err := s.IoCStats(ctx)
 	if err != nil {
 		return false, err
 	}
-	limit := s.IoCCountCap
-	if limit <= 0 {
-		limit = DefaultIoCCountCap
-	}
-	meet := int64(math.Sqrt(3 * float64(limit) * float64(st.Count)))
+	meet := int64(math.Sqrt(3 * float64(s.countCap()) * float64(st.Count)))
 	var n int64
-	if err := s.DB.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM sightings WHERE feed_id = ? LIMIT ?)", feedID, meet).Scan(&n); err != nil {
-		return false, fmt.Errorf("store: unable to size feed %d: %w", feedID, err)
+	if err := s.DB.QueryRowContext(ctx, countSQL, arg, meet).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: unable to size a filter: %w", err)
 	}
 	return n >= meet, nil
+}
+
+func (s *Store) countCap() int {
+	if s.IoCCountCap <= 0 {
+		return DefaultIoCCountCap
+	}
+	return s.IoCCountCap
+}
+
+// searchOp is the case-insensitive LIKE of the dialect (SQLite's LIKE
+// folds ASCII).
+func (s *Store) searchOp() string {
+	if s.Dialect == Postgres {
+		return "ILIKE"
+	}
+	return "LIKE"
+}
+
+// searchMatches returns the ids of every IoC whose value, or rule text,
+// contains search, in one pass over the values (SQLite reads the narrow
+// (value, id) index), when there are at most limit of them; sparse is false
+// when there are more. A sparse search otherwise costs two such passes,
+// the capped count and the page each scanning every IoC for its few
+// matches; a dense one stops early either way. Not an index: a trigram
+// index (FTS5, pg_trgm) would answer in milliseconds but triples SQLite's
+// ingestion and adds 8 s per 1,000,000 IoCs to PostgreSQL's
+// (docs/benchmarks.md).
+func (s *Store) searchMatches(ctx context.Context, search string, limit int) (ids []int64, sparse bool, err error) {
+	op := s.searchOp()
+	pattern := "%" + likeEscape(search) + "%"
+	q := s.DB.NewRaw(`SELECT id FROM iocs WHERE value `+op+` ? ESCAPE '\'
+UNION SELECT t.ioc_id FROM ioc_texts t JOIN iocs r ON r.id = t.ioc_id WHERE r.type = ? AND t.text `+op+` ? ESCAPE '\'
+LIMIT ?`, pattern, string(ioc.Rule), pattern, limit+1)
+	if err := q.Scan(ctx, &ids); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, false, fmt.Errorf("store: unable to search indicators: %w", err)
+	}
+	if len(ids) > limit {
+		return nil, false, nil
+	}
+	return ids, true, nil
 }
 
 // applyIoCFilter adds f's conditions to q; ok is false when f can match
@@ -211,11 +257,13 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 		// on both databases; no valid UTF-8 string sorts after U+10FFFF.
 		q = q.Where("iocs.value >= ? AND iocs.value < ?", f.ValuePrefix, f.ValuePrefix+"\U0010FFFF")
 	}
-	if f.Search != "" {
-		op := "LIKE" // case-insensitive for ASCII on SQLite
-		if s.Dialect == Postgres {
-			op = "ILIKE"
+	if f.Search != "" && f.searchSparse {
+		if len(f.searchIDs) == 0 {
+			return q, false, nil
 		}
+		q = q.Where("iocs.id IN (?)", bun.In(f.searchIDs))
+	} else if f.Search != "" {
+		op := s.searchOp()
 		pattern := "%" + likeEscape(f.Search) + "%"
 		// A rule is also found by its text (ioc_texts holds only rules').
 		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
@@ -284,6 +332,12 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		}
 		f.feedDense = dense
 	}
+	if f.Search != "" {
+		var err error
+		if f.searchIDs, f.searchSparse, err = s.searchMatches(ctx, f.Search, s.countCap()); err != nil {
+			return nil, err
+		}
+	}
 	count, ok, err := s.applyIoCFilter(s.DB.NewSelect().Model((*IoC)(nil)), f)
 	if err != nil || !ok {
 		return page, err
@@ -297,10 +351,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		}
 		page.Total = int(st.Count)
 	} else {
-		limit := s.IoCCountCap
-		if limit <= 0 {
-			limit = DefaultIoCCountCap
-		}
+		limit := s.countCap()
 		// One more than the cap tells "more than" from "exactly".
 		capped := count.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
 		var total int
