@@ -193,8 +193,8 @@ func (s *Store) searchOp() string {
 }
 
 // searchMatches returns the ids of every IoC whose value, or rule text,
-// contains search, in one pass over the values (SQLite reads the narrow
-// (value, id) index), when there are at most limit of them; sparse is false
+// contains search, in one pass over the values, when there are at most
+// limit of them; sparse is false
 // when there are more. A sparse search otherwise costs two such passes,
 // the capped count and the page each scanning every IoC for its few
 // matches; a dense one stops early either way. Not an index: a trigram

@@ -20,16 +20,11 @@ CREATE TABLE ioc_stats (
 	changed_at BIGINT NOT NULL,
 	ioc_count BIGINT NOT NULL
 )`,
-			`INSERT INTO ioc_stats (id, version, changed_at, ioc_count) SELECT 1, 1, 0, count(*) FROM iocs`,
-			// The orders IoC pages offer, keyset on id (expires_at has
-			// iocs_expires_idx). Each costs ingestion one B-tree write per
-			// new IoC, and per changed score or last_seen.
-			`CREATE INDEX iocs_value_idx ON iocs (value, id)`,
-			`CREATE INDEX iocs_type_idx ON iocs (type, id)`,
-			`CREATE INDEX iocs_score_idx ON iocs (score, id)`,
-			`CREATE INDEX iocs_last_seen_idx ON iocs (last_seen, id)`)
+			`INSERT INTO ioc_stats (id, version, changed_at, ioc_count) SELECT 1, 1, 0, count(*) FROM iocs`)
+		// No index per page order (value, type, score, last_seen): four more
+		// B-trees written per new IoC took SQLite ingestion from 0.57 to 0.29
+		// of sqlite3 .import (docs/decisions.md, "Read paths").
 	}, func(ctx context.Context, db *bun.DB) error {
-		return exec(ctx, db, `DROP INDEX iocs_last_seen_idx`, `DROP INDEX iocs_score_idx`, `DROP INDEX iocs_type_idx`,
-			`DROP INDEX iocs_value_idx`, `DROP TABLE ioc_stats`)
+		return exec(ctx, db, `DROP TABLE ioc_stats`)
 	})
 }
