@@ -1,4 +1,7 @@
-import { expect, type Page } from '@playwright/test';
+import { expect, type Locator, type Page } from '@playwright/test';
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const adminUser = 'admin';
 export const adminPassword = 'e2e-Admin-Passw0rd';
@@ -45,4 +48,24 @@ export async function login(page: Page): Promise<void> {
 export async function openCreate(page: Page, entry: 'Custom feed' | 'Premium feed'): Promise<void> {
   await page.getByText('+ Create', { exact: true }).click();
   await page.getByRole('group', { name: 'Create feed' }).getByRole('button', { name: entry }).click();
+}
+
+/**
+ * screenshotDir is where the tests write their screenshots: test-results/
+ * (ignored by git) unless TIFEEDS_SCREENSHOTS names another directory, as
+ * `make screenshots` does with docs/screenshots to update the README's on
+ * purpose. A plain test run so never changes a committed file.
+ */
+export function screenshotDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  return resolve(here, '..', process.env.TIFEEDS_SCREENSHOTS || 'test-results/screenshots');
+}
+
+/** screenshot saves what target shows as <screenshotDir>/<name>.png. */
+export async function screenshot(target: Page | Locator, name: string): Promise<void> {
+  const dir = screenshotDir();
+  mkdirSync(dir, { recursive: true });
+  const path = resolve(dir, `${name}.png`);
+  if ('goto' in target) await target.screenshot({ path, fullPage: false });
+  else await target.screenshot({ path });
 }

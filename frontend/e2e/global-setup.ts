@@ -2,6 +2,7 @@
 // fresh SQLite database, and a local TSV feed server. Both live on loopback
 // for the whole run and are stopped by the returned teardown.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
@@ -46,7 +47,22 @@ async function waitHealthy(url: string, proc: ChildProcess, logFile: string): Pr
   throw new Error(`tifeeds serve did not become healthy at ${url}; its log:\n${readFileSync(logFile, 'utf8')}`);
 }
 
+/**
+ * treeState is what git says of the working tree (status and the content of
+ * every change), or null outside a git checkout. The run compares it before
+ * and after: a browser test must not change a committed file (the README's
+ * screenshots are retaken on purpose by `make screenshots` only).
+ */
+function treeState(): string | null {
+  const git = (...args: string[]) => spawnSync('git', args, { cwd: repoRoot, encoding: 'utf8', maxBuffer: 256 << 20 });
+  const status = git('status', '--porcelain=v1', '--untracked-files=all');
+  if (status.status !== 0) return null;
+  const diff = git('diff', 'HEAD', '--binary', '--no-ext-diff');
+  return createHash('sha256').update(status.stdout).update(diff.stdout ?? '').digest('hex') + '\n' + status.stdout;
+}
+
 export default async function globalSetup() {
+  const treeBefore = process.env.TIFEEDS_SCREENSHOTS ? null : treeState();
   const tmp = mkdtempSync(join(tmpdir(), 'tifeeds-e2e-'));
   const bin = process.env.TIFEEDS_E2E_BIN ?? join(tmp, 'tifeeds');
   if (!process.env.TIFEEDS_E2E_BIN) {
@@ -139,6 +155,15 @@ export default async function globalSetup() {
       console.log(`e2e: kept ${tmp} (TSV fetched ${fetches} times)`);
     } else {
       rmSync(tmp, { recursive: true, force: true });
+    }
+    if (treeBefore !== null) {
+      const treeAfter = treeState();
+      if (treeAfter !== null && treeAfter !== treeBefore) {
+        throw new Error(
+          `the browser tests changed the working tree (git status before:\n${treeBefore.split('\n').slice(1).join('\n') || '(clean)\n'}after:\n` +
+            `${treeAfter.split('\n').slice(1).join('\n')}); they must write only under ignored paths such as test-results/`,
+        );
+      }
     }
   };
 }
