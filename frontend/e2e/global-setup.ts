@@ -9,7 +9,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adminPassword, adminUser, slowRows, tsvRows } from './fixtures';
+import { adminAPIKey, adminGraphQL, adminPassword, adminUser, slowRows, sortRows, tenantName, tenantPassword, tenantUser, tsvRows } from './fixtures';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../..');
@@ -45,6 +45,22 @@ async function waitHealthy(url: string, proc: ChildProcess, logFile: string): Pr
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`tifeeds serve did not become healthy at ${url}; its log:\n${readFileSync(logFile, 'utf8')}`);
+}
+
+/** createTenantUser creates the e2e tenant through the API and its user with the CLI; it returns the tenant's id. */
+async function createTenantUser(url: string, bin: string, db: string, cwd: string, dataDir: string): Promise<string> {
+  const { createTenant } = await adminGraphQL<{ createTenant: { id: string } }>(
+    url,
+    'mutation ($input: TenantInput!) { createTenant(input: $input) { id } }',
+    { input: { name: tenantName, contactEmail: 'soc@initech.example' } },
+  );
+  const created = spawnSync(
+    bin,
+    ['users', 'create', '--db', db, '--username', tenantUser, '--password', tenantPassword, '--scope', 'tenant', '--tenant', createTenant.id],
+    { cwd, encoding: 'utf8', env: { ...process.env, TIFEEDS_DATA_DIR: dataDir } },
+  );
+  if (created.status !== 0) throw new Error(`tifeeds users create failed: ${created.stderr}`);
+  return createTenant.id;
 }
 
 /**
@@ -92,6 +108,12 @@ export default async function globalSetup() {
       res.end(tsvRows.map((r) => r.join('\t')).join('\n') + '\n');
       return;
     }
+    if (req.url?.startsWith('/sort.tsv')) {
+      fetches++;
+      res.writeHead(200, { 'Content-Type': 'text/tab-separated-values; charset=utf-8' });
+      res.end(sortRows.map(([type, value, score]) => `${type}\t${value}\tsort_src\t${score}`).join('\n') + '\n');
+      return;
+    }
     if (req.url?.startsWith('/slow.tsv')) {
       // A feed that takes a few seconds, so a run can be watched in progress.
       fetches++;
@@ -131,7 +153,7 @@ export default async function globalSetup() {
       ...process.env,
       TIFEEDS_ADMIN_USER: adminUser,
       TIFEEDS_ADMIN_PASSWORD: adminPassword,
-      TIFEEDS_ADMIN_API_KEY: 'tif_e2e_key_0123456789abcdefghijklmnopqrstuvwxyz',
+      TIFEEDS_ADMIN_API_KEY: adminAPIKey,
       TIFEEDS_DATA_DIR: dataDir,
       TIFEEDS_LOG_LEVEL: 'debug',
       // The test feed server is on loopback, which feeds may not reach by default.
@@ -142,8 +164,20 @@ export default async function globalSetup() {
   });
   await waitHealthy(url, proc, logFile);
 
+  // A tenant-scoped user, for the tests of what each role sees: the tenant
+  // through the API, the user with the CLI (no API creates users).
+  let tenantId: string;
+  try {
+    tenantId = await createTenantUser(url, bin, `sqlite:${join(tmp, 't.db')}`, tmp, dataDir);
+  } catch (err) {
+    proc.kill('SIGTERM');
+    tsv.close();
+    throw err;
+  }
+
   process.env.TIFEEDS_E2E_URL = url;
   process.env.TIFEEDS_E2E_TSV_URL = `http://127.0.0.1:${tsvPort}/feed.tsv`;
+  process.env.TIFEEDS_E2E_TENANT_ID = tenantId;
   process.env.TIFEEDS_E2E_MIRROR_URL = `http://127.0.0.1:${tsvPort}`;
   process.env.TIFEEDS_E2E_LOG = logFile;
 
