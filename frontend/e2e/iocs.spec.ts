@@ -64,17 +64,19 @@ test.describe.serial('the IoCs table', () => {
     await header('Value').getByRole('button').click();
     await expect.poll(values).toEqual([...byValue].reverse());
 
-    // Type: the kinds come grouped, and the other way round on the second click.
-    const kinds = () => table().locator('tbody td[data-label="Type"]').allInnerTexts();
+    // Type: the kinds come grouped (each in one run of rows), and in the
+    // reverse order of runs on the second click.
+    const runs = async () => {
+      const k = await table().locator('tbody td[data-label="Type"]').allInnerTexts();
+      return k.filter((x, i) => i === 0 || k[i - 1] !== x);
+    };
     await header('Type').getByRole('button').click();
     await expect(header('Type')).toHaveAttribute('aria-sort', 'ascending');
-    await expect.poll(async () => new Set(await kinds()).size).toBe(5);
-    const asc = await kinds();
-    const groups = asc.filter((k, i) => i === 0 || asc[i - 1] !== k);
-    expect(groups, 'each kind in one run').toHaveLength(5);
+    await expect.poll(async () => (await runs()).length, { message: 'each kind in one run' }).toBe(5);
+    const groups = await runs();
     await header('Type').getByRole('button').click();
     await expect(header('Type')).toHaveAttribute('aria-sort', 'descending');
-    await expect.poll(async () => (await kinds()).filter((k, i, a) => i === 0 || a[i - 1] !== k)).toEqual([...groups].reverse());
+    await expect.poll(runs).toEqual([...groups].reverse());
 
     // Expiry: latest first, then soonest; the order survives a reload.
     await header('Expiration Date').getByRole('button').click();
