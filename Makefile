@@ -12,7 +12,7 @@ export CGO_ENABLED := 1
 # Node is optional for building: without it the binary embeds a placeholder page.
 HAVE_NODE := $(shell command -v npm >/dev/null 2>&1 && echo yes)
 
-.PHONY: run build spa test test-go test-frontend generate check-generated bench lint
+.PHONY: run build spa test test-go test-frontend screenshots generate check-generated bench lint
 
 run: build
 	$(BIN) serve
@@ -36,6 +36,11 @@ test-go:
 
 test-frontend:
 	@if [ -f frontend/package.json ]; then $(MAKE) -C frontend test; else echo "no frontend yet"; fi
+
+# Retakes the README's screenshots (docs/screenshots) with the browser tests;
+# `make test` writes its own under frontend/test-results and changes nothing.
+screenshots:
+	$(MAKE) -C frontend screenshots
 
 generate:
 	$(GO) tool gqlgen generate

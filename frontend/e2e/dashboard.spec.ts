@@ -1,10 +1,7 @@
 import { expect, test, type Browser, type Page } from '@playwright/test';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { adminPassword, adminUser, baseURL, login, openCreate, slowRows, tsvURL } from './fixtures';
+import { readFileSync } from 'node:fs';
+import { adminPassword, adminUser, baseURL, login, openCreate, screenshot, slowRows, tsvURL } from './fixtures';
 
-const screenshots = resolve(dirname(fileURLToPath(import.meta.url)), '../../docs/screenshots');
 const feedName = 'TSV_acme_e2e';
 
 // Each group is a flow that builds on itself (a feed is created, then run,
@@ -154,8 +151,7 @@ test.describe.serial('feeds and indicators', () => {
 
     await dismissToasts();
     await page.mouse.move(0, 0);
-    mkdirSync(screenshots, { recursive: true });
-    await page.screenshot({ path: resolve(screenshots, 'feeds.png'), fullPage: false });
+    await screenshot(page, 'feeds');
   });
 
   test('bulk lookup tells known values from unknown and invalid ones', async () => {
@@ -183,8 +179,7 @@ test.describe.serial('feeds and indicators', () => {
     await expect(page.locator('tr[data-ioc-value="evil.example.com"]')).toBeVisible();
     await dismissToasts();
     await page.mouse.move(0, 0);
-    mkdirSync(screenshots, { recursive: true });
-    await page.screenshot({ path: resolve(screenshots, 'iocs.png'), fullPage: false });
+    await screenshot(page, 'iocs');
 
     await page.getByLabel('Search', { exact: true }).fill('203.0.113.7');
     await expect(page).toHaveURL(/q=203\.0\.113\.7/);
@@ -360,8 +355,7 @@ test.describe('feeds table functions', () => {
     await expect(page).not.toHaveURL(/statusMessage/);
 
     await page.mouse.move(0, 0);
-    mkdirSync(screenshots, { recursive: true });
-    await page.screenshot({ path: resolve(screenshots, 'feeds-filters.png'), fullPage: false });
+    await screenshot(page, 'feeds-filters');
   });
 });
 

@@ -2,13 +2,14 @@
 // fresh SQLite database, and a local TSV feed server. Both live on loopback
 // for the whole run and are stopped by the returned teardown.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adminPassword, adminUser, slowRows, tsvRows } from './fixtures';
+import { adminAPIKey, adminGraphQL, adminPassword, adminUser, slowRows, sortRows, tenantName, tenantPassword, tenantUser, tsvRows } from './fixtures';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../..');
@@ -46,7 +47,38 @@ async function waitHealthy(url: string, proc: ChildProcess, logFile: string): Pr
   throw new Error(`tifeeds serve did not become healthy at ${url}; its log:\n${readFileSync(logFile, 'utf8')}`);
 }
 
+/** createTenantUser creates the e2e tenant through the API and its user with the CLI; it returns the tenant's id. */
+async function createTenantUser(url: string, bin: string, db: string, cwd: string, dataDir: string): Promise<string> {
+  const { createTenant } = await adminGraphQL<{ createTenant: { id: string } }>(
+    url,
+    'mutation ($input: TenantInput!) { createTenant(input: $input) { id } }',
+    { input: { name: tenantName, contactEmail: 'soc@initech.example' } },
+  );
+  const created = spawnSync(
+    bin,
+    ['users', 'create', '--db', db, '--username', tenantUser, '--password', tenantPassword, '--scope', 'tenant', '--tenant', createTenant.id],
+    { cwd, encoding: 'utf8', env: { ...process.env, TIFEEDS_DATA_DIR: dataDir } },
+  );
+  if (created.status !== 0) throw new Error(`tifeeds users create failed: ${created.stderr}`);
+  return createTenant.id;
+}
+
+/**
+ * treeState is what git says of the working tree (status and the content of
+ * every change), or null outside a git checkout. The run compares it before
+ * and after: a browser test must not change a committed file (the README's
+ * screenshots are retaken on purpose by `make screenshots` only).
+ */
+function treeState(): string | null {
+  const git = (...args: string[]) => spawnSync('git', args, { cwd: repoRoot, encoding: 'utf8', maxBuffer: 256 << 20 });
+  const status = git('status', '--porcelain=v1', '--untracked-files=all');
+  if (status.status !== 0) return null;
+  const diff = git('diff', 'HEAD', '--binary', '--no-ext-diff');
+  return createHash('sha256').update(status.stdout).update(diff.stdout ?? '').digest('hex') + '\n' + status.stdout;
+}
+
 export default async function globalSetup() {
+  const treeBefore = process.env.TIFEEDS_SCREENSHOTS ? null : treeState();
   const tmp = mkdtempSync(join(tmpdir(), 'tifeeds-e2e-'));
   const bin = process.env.TIFEEDS_E2E_BIN ?? join(tmp, 'tifeeds');
   if (!process.env.TIFEEDS_E2E_BIN) {
@@ -74,6 +106,12 @@ export default async function globalSetup() {
       fetches++;
       res.writeHead(200, { 'Content-Type': 'text/tab-separated-values; charset=utf-8' });
       res.end(tsvRows.map((r) => r.join('\t')).join('\n') + '\n');
+      return;
+    }
+    if (req.url?.startsWith('/sort.tsv')) {
+      fetches++;
+      res.writeHead(200, { 'Content-Type': 'text/tab-separated-values; charset=utf-8' });
+      res.end(sortRows.map(([type, value, score]) => `${type}\t${value}\tsort_src\t${score}`).join('\n') + '\n');
       return;
     }
     if (req.url?.startsWith('/slow.tsv')) {
@@ -115,7 +153,7 @@ export default async function globalSetup() {
       ...process.env,
       TIFEEDS_ADMIN_USER: adminUser,
       TIFEEDS_ADMIN_PASSWORD: adminPassword,
-      TIFEEDS_ADMIN_API_KEY: 'tif_e2e_key_0123456789abcdefghijklmnopqrstuvwxyz',
+      TIFEEDS_ADMIN_API_KEY: adminAPIKey,
       TIFEEDS_DATA_DIR: dataDir,
       TIFEEDS_LOG_LEVEL: 'debug',
       // The test feed server is on loopback, which feeds may not reach by default.
@@ -126,8 +164,20 @@ export default async function globalSetup() {
   });
   await waitHealthy(url, proc, logFile);
 
+  // A tenant-scoped user, for the tests of what each role sees: the tenant
+  // through the API, the user with the CLI (no API creates users).
+  let tenantId: string;
+  try {
+    tenantId = await createTenantUser(url, bin, `sqlite:${join(tmp, 't.db')}`, tmp, dataDir);
+  } catch (err) {
+    proc.kill('SIGTERM');
+    tsv.close();
+    throw err;
+  }
+
   process.env.TIFEEDS_E2E_URL = url;
   process.env.TIFEEDS_E2E_TSV_URL = `http://127.0.0.1:${tsvPort}/feed.tsv`;
+  process.env.TIFEEDS_E2E_TENANT_ID = tenantId;
   process.env.TIFEEDS_E2E_MIRROR_URL = `http://127.0.0.1:${tsvPort}`;
   process.env.TIFEEDS_E2E_LOG = logFile;
 
@@ -139,6 +189,15 @@ export default async function globalSetup() {
       console.log(`e2e: kept ${tmp} (TSV fetched ${fetches} times)`);
     } else {
       rmSync(tmp, { recursive: true, force: true });
+    }
+    if (treeBefore !== null) {
+      const treeAfter = treeState();
+      if (treeAfter !== null && treeAfter !== treeBefore) {
+        throw new Error(
+          `the browser tests changed the working tree (git status before:\n${treeBefore.split('\n').slice(1).join('\n') || '(clean)\n'}after:\n` +
+            `${treeAfter.split('\n').slice(1).join('\n')}); they must write only under ignored paths such as test-results/`,
+        );
+      }
     }
   };
 }

@@ -1,10 +1,6 @@
 import { expect, test, type Page } from '@playwright/test';
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { baseURL, login, openCreate } from './fixtures';
+import { baseURL, login, openCreate, screenshot } from './fixtures';
 
-const screenshots = resolve(dirname(fileURLToPath(import.meta.url)), '../../docs/screenshots');
 
 // The premium feeds as `tifeeds serve` delivers them on first start: one per
 // kind but the feed-list platform, whose feeds the user creates.
@@ -91,8 +87,7 @@ test.describe.serial('premium feeds', () => {
     await expect(polling).toHaveAttribute('aria-invalid', 'true');
     await expect(field(dialog, /^API key/).locator('.field-error')).toHaveCount(0);
     await page.mouse.move(0, 0);
-    mkdirSync(screenshots, { recursive: true });
-    await dialog.screenshot({ path: resolve(screenshots, 'premium-feed.png') });
+    await screenshot(dialog, 'premium-feed');
 
     await polling.fill('6');
     await dialog.getByRole('button', { name: 'Save' }).click();

@@ -5,6 +5,7 @@ import { Spinner } from './components/ui';
 import { useToast } from './components/toast';
 import { errorMessage } from './lib/errors';
 import { closeLive } from './lib/live';
+import { allowedPath, homeFor, isRoot, pagesFor } from './lib/roles';
 import { FeedDetailPage } from './pages/FeedDetail';
 import { FeedsPage } from './pages/Feeds';
 import { IocsPage } from './pages/Iocs';
@@ -22,17 +23,21 @@ export function App() {
     const next = location.pathname + location.search;
     return <Navigate to={`/login${next !== '/' ? `?next=${encodeURIComponent(next)}` : ''}`} replace />;
   }
+  const home = homeFor(user.scope);
+  // A page the API would refuse this user is not rendered at all (it would
+  // only show FORBIDDEN errors): the address says it is not for them.
+  const rootOnly = (page: React.ReactNode) => (isRoot(user.scope) ? page : <NotAllowed home={home} />);
   return (
     <Shell>
       <Routes>
-        <Route path="/" element={<Navigate to="/feeds" replace />} />
-        <Route path="/login" element={<AfterLogin />} />
-        <Route path="/feeds" element={<FeedsPage />} />
-        <Route path="/feeds/:id" element={<FeedDetailPage />} />
+        <Route path="/" element={<Navigate to={home} replace />} />
+        <Route path="/login" element={<AfterLogin home={home} />} />
+        <Route path="/feeds" element={rootOnly(<FeedsPage />)} />
+        <Route path="/feeds/:id" element={rootOnly(<FeedDetailPage />)} />
         <Route path="/iocs" element={<IocsPage />} />
         <Route path="/tenants" element={<TenantsPage />} />
-        <Route path="/groups" element={<TenantGroupsPage />} />
-        <Route path="*" element={<NotFound />} />
+        <Route path="/groups" element={rootOnly(<TenantGroupsPage />)} />
+        <Route path="*" element={<NotFound home={home} />} />
       </Routes>
     </Shell>
   );
@@ -74,12 +79,7 @@ function Shell({ children }: { children: React.ReactNode }) {
       document.removeEventListener('keydown', onKey);
     };
   }, []);
-  const links = [
-    ['/feeds', 'Feeds'],
-    ['/iocs', 'IoCs'],
-    ['/tenants', 'Tenants'],
-    ['/groups', 'Tenant groups'],
-  ] as const;
+  const links = pagesFor(user?.scope).map((p) => [p.path, p.label] as const);
   return (
     <div className="shell">
       <a className="skip" href="#main">
@@ -125,19 +125,37 @@ function Shell({ children }: { children: React.ReactNode }) {
   );
 }
 
-/** AfterLogin sends a freshly signed-in user where they were going (same-site paths only). */
-function AfterLogin() {
+/**
+ * AfterLogin sends a freshly signed-in user where they were going (same-site
+ * paths they may open only), else to their home page.
+ */
+function AfterLogin({ home }: { home: string }) {
+  const { user } = useAuth();
   const [params] = useSearchParams();
   const next = params.get('next');
-  return <Navigate to={next && next.startsWith('/') && !next.startsWith('//') ? next : '/feeds'} replace />;
+  const ok = next && next.startsWith('/') && !next.startsWith('//') && allowedPath(user?.scope, new URL(next, 'http://x').pathname);
+  return <Navigate to={ok ? next : home} replace />;
 }
 
-function NotFound() {
+function NotFound({ home }: { home: string }) {
   return (
     <section className="page">
       <h1>Page not found</h1>
       <p>
-        There is nothing at this address. Go to the <NavLink to="/feeds">feeds</NavLink>.
+        There is nothing at this address. Go to the <NavLink to={home}>start page</NavLink>.
+      </p>
+    </section>
+  );
+}
+
+/** NotAllowed stands for a page the signed-in user's scope may not use. */
+function NotAllowed({ home }: { home: string }) {
+  return (
+    <section className="page" aria-labelledby="not-allowed-title">
+      <h1 id="not-allowed-title">Not available to your account</h1>
+      <p>
+        This page is for root users: feeds and tenant groups are managed by the service's operators. Go to the{' '}
+        <NavLink to={home}>start page</NavLink>.
       </p>
     </section>
   );

@@ -247,6 +247,8 @@ export const IocsQuery = graphql(`
             name
           }
         }
+        firstSeen
+        lastSeen
         expirationDate
       }
       pageInfo {

@@ -103,6 +103,8 @@ export function RecordTable<T extends { id: string }>(props: {
  * RecordsPage is a page listing records (tenants, groups) with New, and
  * per row Edit and Delete: form(record) edits one, form(undefined) creates
  * one, and Delete asks first. The page gives its columns but Actions.
+ * Without canEdit (a scope the API refuses writes) it is a plain list: no
+ * New, no Actions column.
  */
 export function RecordsPage<T extends { id: string; name: string }, D>(props: {
   id: string;
@@ -117,13 +119,16 @@ export function RecordsPage<T extends { id: string; name: string }, D>(props: {
   table: { label: string; columns: RecordColumn<T>[]; row: (record: T) => { [data: `data-${string}`]: string } };
   remove: ConfirmedDelete<T>;
   form: (record: T | undefined, onClose: () => void) => ReactNode;
+  canEdit: boolean;
 }) {
   const [editing, setEditing] = useState<T | 'new' | null>(null);
   const del = useConfirmedDelete(props.remove);
-  const columns: RecordColumn<T>[] = [
-    ...props.table.columns,
-    { header: 'Actions', cell: (r) => <EditDeleteActions name={r.name} onEdit={() => setEditing(r)} onDelete={() => del.ask(r)} /> },
-  ];
+  const columns: RecordColumn<T>[] = props.canEdit
+    ? [
+        ...props.table.columns,
+        { header: 'Actions', cell: (r) => <EditDeleteActions name={r.name} onEdit={() => setEditing(r)} onDelete={() => del.ask(r)} /> },
+      ]
+    : props.table.columns;
   const create = () => setEditing('new');
   return (
     <Page
@@ -131,9 +136,11 @@ export function RecordsPage<T extends { id: string; name: string }, D>(props: {
       title={props.title}
       description={props.description}
       actions={
-        <button type="button" className="btn btn-primary" onClick={create}>
-          {props.newLabel}
-        </button>
+        props.canEdit && (
+          <button type="button" className="btn btn-primary" onClick={create}>
+            {props.newLabel}
+          </button>
+        )
       }
     >
       <QueryView
@@ -143,15 +150,17 @@ export function RecordsPage<T extends { id: string; name: string }, D>(props: {
         empty={
           <EmptyState title={props.empty.title}>
             {props.empty.note && <p className="muted">{props.empty.note}</p>}
-            <button type="button" className="btn btn-primary" onClick={create}>
-              {props.empty.createLabel}
-            </button>
+            {props.canEdit && (
+              <button type="button" className="btn btn-primary" onClick={create}>
+                {props.empty.createLabel}
+              </button>
+            )}
           </EmptyState>
         }
       >
         {(d) => <RecordTable label={props.table.label} columns={columns} records={props.records(d)} row={props.table.row} />}
       </QueryView>
-      {editing && props.form(editing === 'new' ? undefined : editing, () => setEditing(null))}
+      {props.canEdit && editing && props.form(editing === 'new' ? undefined : editing, () => setEditing(null))}
       {del.dialog}
     </Page>
   );

@@ -1,5 +1,15 @@
 import { describe, expect, test } from 'vitest';
-import { emptyIocTableState, iocFilterInput, iocStateFromParams, iocStateToParams, scoreLevel, type IocTableState } from './iocFilters';
+import {
+  defaultIocSort,
+  emptyIocTableState,
+  iocFilterInput,
+  iocFilterProblems,
+  iocOrderInput,
+  iocStateFromParams,
+  iocStateToParams,
+  scoreLevel,
+  type IocTableState,
+} from './iocFilters';
 
 describe('iocFilterInput', () => {
   const cases: Record<string, { state: Partial<IocTableState>; want: ReturnType<typeof iocFilterInput> }> = {
@@ -25,13 +35,54 @@ describe('iocFilterInput', () => {
         expiresBefore: '2026-12-01T00:00:00.000Z',
       },
     },
-    'score is clamped to 0..100': { state: { minScore: '150' }, want: { minScore: 100 } },
-    'a non-integer score is ignored': { state: { minScore: '7.5' }, want: undefined },
-    'bad dates are ignored': { state: { expiresAfter: 'soon' }, want: undefined },
+    'a score out of range is left out, not clamped': { state: { minScore: '150', tag: 'x' }, want: { tag: 'x' } },
+    'a non-integer score is left out': { state: { minScore: '7.5' }, want: undefined },
+    'the edges of the score range filter': { state: { minScore: '100' }, want: { minScore: 100 } },
+    'bad dates are left out': { state: { expiresAfter: 'soon' }, want: undefined },
   };
   for (const [name, c] of Object.entries(cases)) {
     test(name, () => expect(iocFilterInput({ ...emptyIocTableState, ...c.state })).toEqual(c.want));
   }
+});
+
+describe('iocFilterProblems', () => {
+  const cases: Record<string, { state: Partial<IocTableState>; want: string[] }> = {
+    'nothing to say': { state: { minScore: '0', expiresAfter: '2026-11-01T00:00:00.000Z', expiresBefore: '2026-12-01T00:00:00.000Z' }, want: [] },
+    'score above 100': { state: { minScore: '150' }, want: ['minScore'] },
+    'score below 0': { state: { minScore: '-1' }, want: ['minScore'] },
+    'score not a whole number': { state: { minScore: '7.5' }, want: ['minScore'] },
+    'score not a number': { state: { minScore: 'high' }, want: ['minScore'] },
+    'a date that is not one': { state: { expiresAfter: 'soon' }, want: ['expiresAfter'] },
+    'an empty range': {
+      state: { expiresAfter: '2026-12-01T00:00:00.000Z', expiresBefore: '2026-11-01T00:00:00.000Z' },
+      want: ['expiresBefore'],
+    },
+  };
+  for (const [name, c] of Object.entries(cases)) {
+    test(name, () => expect(Object.keys(iocFilterProblems({ ...emptyIocTableState, ...c.state })).sort()).toEqual(c.want));
+  }
+  test('the message names the range and the value', () => {
+    expect(iocFilterProblems({ ...emptyIocTableState, minScore: '150' }).minScore).toBe(
+      'Min score must be a whole number from 0 to 100; 150 is not.',
+    );
+  });
+});
+
+describe('order', () => {
+  test('newest first by default, and the default is not written in the address', () => {
+    const s = iocStateFromParams(new URLSearchParams(''));
+    expect(s.sort).toEqual(defaultIocSort);
+    expect(iocOrderInput(s)).toEqual({ field: 'LAST_SEEN', direction: 'DESC' });
+    expect(iocStateToParams(s).has('sort')).toBe(false);
+  });
+  test('another order round-trips through the address', () => {
+    const p = iocStateToParams({ ...emptyIocTableState, sort: { field: 'SCORE', direction: 'ASC' } });
+    expect(p.get('sort')).toBe('SCORE:ASC');
+    expect(iocStateFromParams(p).sort).toEqual({ field: 'SCORE', direction: 'ASC' });
+  });
+  test('an unknown order falls back to the default', () => {
+    expect(iocStateFromParams(new URLSearchParams('sort=COLOUR:DESC')).sort).toEqual(defaultIocSort);
+  });
 });
 
 describe('URL parameters', () => {
@@ -44,6 +95,7 @@ describe('URL parameters', () => {
       minScore: '50',
       expiresAfter: '2026-11-01T00:00:00.000Z',
       expiresBefore: '',
+      sort: { field: 'EXPIRATION_DATE', direction: 'ASC' },
     };
     expect(iocStateFromParams(new URLSearchParams(iocStateToParams(s).toString()))).toEqual(s);
   });

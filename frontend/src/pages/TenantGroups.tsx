@@ -38,6 +38,7 @@ export function TenantGroupsPage() {
         invalidate: tenancyQueries,
       }}
       form={(g, onClose) => <GroupForm group={g} onClose={onClose} />}
+      canEdit
     />
   );
 }

@@ -8,15 +8,24 @@ import type { TenantFieldsFragment, TenantInput } from '../gql/graphql';
 import { fieldErrors, formError } from '../lib/errors';
 import { formatDateTime } from '../lib/format';
 import { request } from '../lib/graphql';
+import { isRoot } from '../lib/roles';
+import { useAuth } from '../auth';
 
-/** TenantsPage lists the MSSP's tenants, with create, edit and delete. */
+/** TenantsPage lists the MSSP's tenants, with create, edit and delete; a tenant user sees their own, read-only. */
 export function TenantsPage() {
+  const { user } = useAuth();
+  const root = isRoot(user?.scope);
   const q = useQuery({ queryKey: ['tenants'], queryFn: () => request(TenantsQuery) });
   return (
     <RecordsPage
       id="tenants"
       title="Tenants"
-      description="Customers served, with their contact, authentication and ingestion settings."
+      description={
+        root
+          ? 'Customers served, with their contact, authentication and ingestion settings.'
+          : 'Your tenant, with its contact, authentication and ingestion settings. Root users change them.'
+      }
+      canEdit={root}
       newLabel="+ New tenant"
       query={q}
       records={(d) => d.tenants}
