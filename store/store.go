@@ -209,8 +209,12 @@ func openPostgres(dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to open postgres: %w", err)
 	}
+	// As many idle as open: with more concurrent requests than idle slots,
+	// every query beyond them closed its connection after use and the next
+	// one dialled, authenticated and re-prepared anew (pgx caches
+	// statements per connection). Idle ones still close after 5 minutes.
 	sqldb.SetMaxOpenConns(16)
-	sqldb.SetMaxIdleConns(8)
+	sqldb.SetMaxIdleConns(16)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	return &Store{DB: bun.NewDB(sqldb, pgdialect.New()), Dialect: Postgres}, nil
 }
