@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -79,10 +78,9 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 func writeGraphQLResponse(w io.Writer, resp *graphql.Response) {
 	if len(resp.Errors) == 0 && resp.Label == "" && len(resp.Path) == 0 && resp.HasNext == nil &&
 		len(resp.Extensions) == 0 && len(resp.Data) > 0 {
-		out := make([]byte, 0, len(resp.Data)+len(`{"data":}`)+64)
-		out = append(out, `{"data":`...)
-		out = appendData(out, resp.Data)
-		w.Write(append(out, '}'))
+		io.WriteString(w, `{"data":`)
+		writeData(w, resp.Data)
+		io.WriteString(w, "}")
 		return
 	}
 	b, err := json.Marshal(resp)
@@ -93,28 +91,27 @@ func writeGraphQLResponse(w io.Writer, resp *graphql.Response) {
 	w.Write(b)
 }
 
-// appendData appends the compact JSON data with json.Marshal's escaping of
-// '<', '>', '&', U+2028 and U+2029. Outside strings JSON holds none of
-// them, so they are escaped wherever they are.
-func appendData(out, data []byte) []byte {
+// writeData writes the compact JSON data with json.Marshal's escaping of
+// '<', '>', '&', U+2028 and U+2029, straight to w: the answer is not copied
+// once more. Outside strings JSON holds none of them, so they are escaped
+// wherever they are.
+func writeData(w io.Writer, data []byte) {
 	const hex = "0123456789abcdef"
 	last := 0
 	for i := 0; i < len(data); i++ {
 		c := data[i]
 		switch {
 		case c == '<' || c == '>' || c == '&':
-			out = append(out, data[last:i]...)
-			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			w.Write(data[last:i])
+			w.Write([]byte{'\\', 'u', '0', '0', hex[c>>4], hex[c&0xF]})
 			last = i + 1
 		case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && data[i+2]&^1 == 0xA8:
 			// U+2028 or U+2029, which JavaScript reads as line ends.
-			if r, _ := utf8.DecodeRune(data[i:]); r == '\u2028' || r == '\u2029' {
-				out = append(out, data[last:i]...)
-				out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xF])
-				i += 2
-				last = i + 1
-			}
+			w.Write(data[last:i])
+			w.Write([]byte{'\\', 'u', '2', '0', '2', hex[data[i+2]-0xA0]})
+			i += 2
+			last = i + 1
 		}
 	}
-	return append(out, data[last:]...)
+	w.Write(data[last:])
 }
