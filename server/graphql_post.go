@@ -76,7 +76,7 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // writeGraphQLResponse writes resp as json.Marshal would, without
 // marshalling a response that holds data alone.
 func writeGraphQLResponse(w io.Writer, resp *graphql.Response) {
-	if len(resp.Errors) == 0 && resp.Label == "" && len(resp.Path) == 0 && resp.HasNext == nil &&
+	if resp != nil && len(resp.Errors) == 0 && resp.Label == "" && len(resp.Path) == 0 && resp.HasNext == nil &&
 		len(resp.Extensions) == 0 && len(resp.Data) > 0 {
 		io.WriteString(w, `{"data":`)
 		writeData(w, resp.Data)
