@@ -35,7 +35,7 @@ func (s *Server) graphqlHandler() http.Handler {
 		InitTimeout:           10 * time.Second,
 	})
 	srv.AddTransport(transport.Options{})
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(answerPOST{})
 	srv.Use(extension.Introspection{})
 	graph.UseLimits(srv)
 	graph.UseFastLookups(srv, s.resolver)

@@ -35,6 +35,11 @@ type Store struct {
 	DB      *bun.DB
 	Dialect Dialect
 
+	// reads is a pool of SQLite connections for reads that must not queue
+	// behind the one connection of DB (Tenant); nil when DB serves them
+	// (PostgreSQL, ":memory:").
+	reads *sql.DB
+
 	// stopCheckpointer ends the SQLite WAL checkpointer; nil when there is
 	// none (PostgreSQL, ":memory:").
 	stopCheckpointer func()
@@ -99,8 +104,28 @@ func openSQLite(path string) (*Store, error) {
 	s := &Store{DB: bun.NewDB(sqldb, sqlitedialect.New()), Dialect: SQLite}
 	if path != ":memory:" {
 		s.stopCheckpointer = startCheckpointer(dsn)
+		// WAL lets readers run beside each other and the writer; on the
+		// one connection, 16 clients getting a tenant queued for it (and
+		// behind any write transaction), a quarter of a bare handler's rate.
+		s.reads = sql.OpenDB(newSQLiteConnector(dsn))
+		s.reads.SetMaxOpenConns(sqliteReaders)
+		s.reads.SetMaxIdleConns(sqliteReaders)
+		s.reads.SetConnMaxIdleTime(5 * time.Minute)
 	}
 	return s, nil
+}
+
+// sqliteReaders bounds the SQLite read pool: the machine's cores are the
+// limit of what more connections give.
+const sqliteReaders = 4
+
+// readDB is the pool for reads outside any transaction that may run beside
+// the writer: they see what was committed when they start.
+func (s *Store) readDB() *sql.DB {
+	if s.reads != nil {
+		return s.reads
+	}
+	return s.DB.DB
 }
 
 // createPrivate creates the database file, and its directory, readable by
@@ -209,8 +234,12 @@ func openPostgres(dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to open postgres: %w", err)
 	}
+	// As many idle as open: with more concurrent requests than idle slots,
+	// every query beyond them closed its connection after use and the next
+	// one dialled, authenticated and re-prepared anew (pgx caches
+	// statements per connection). Idle ones still close after 5 minutes.
 	sqldb.SetMaxOpenConns(16)
-	sqldb.SetMaxIdleConns(8)
+	sqldb.SetMaxIdleConns(16)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	return &Store{DB: bun.NewDB(sqldb, pgdialect.New()), Dialect: Postgres}, nil
 }
@@ -221,6 +250,9 @@ func (s *Store) Close() error {
 	if s.stopCheckpointer != nil {
 		s.stopCheckpointer()
 		s.stopCheckpointer = nil
+	}
+	if s.reads != nil {
+		s.reads.Close()
 	}
 	return s.DB.Close()
 }

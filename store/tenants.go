@@ -431,7 +431,7 @@ func (s *Store) Tenant(ctx context.Context, id string) (*Tenant, error) {
 			Join("LEFT JOIN tenant_groups AS g ON g.id = t.group_id").
 			Where("t.id = ?", bun.Safe(mark)).String()
 	})
-	rows, err := s.DB.DB.QueryContext(ctx, s.tenantSQL, id)
+	rows, err := s.readDB().QueryContext(ctx, s.tenantSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to fetch tenant %s: %w", id, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -428,6 +429,43 @@ func TestTenantReadMatchesList(t *testing.T) {
 		}
 		if _, err := st.Tenant(ctx, "no-such-tenant"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("unknown tenant: %v", err)
+		}
+	})
+}
+
+// TestTenantReadBesideWriter checks that reading a tenant does not wait for
+// a write transaction: on SQLite it used to queue for the one connection
+// the transaction holds. The read sees what was committed.
+func TestTenantReadBesideWriter(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		tn, err := st.CreateTenant(ctx, store.TenantInput{Name: store.Some("Acme")}, store.TenantRules{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := st.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.NewUpdate().Table("tenants").Set("name = ?", "Renamed").Where("id = ?", tn.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Generous: the read takes microseconds; before, it waited forever.
+		readCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		got, err := st.Tenant(readCtx, tn.ID)
+		if err != nil {
+			t.Fatalf("tenant read during a write transaction: %v", err)
+		}
+		if got.Name != "Acme" {
+			t.Errorf("read %q during the transaction, want the committed %q", got.Name, "Acme")
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.Tenant(ctx, tn.ID); err != nil || got.Name != "Renamed" {
+			t.Errorf("after commit: %v, %v; want Renamed", got, err)
 		}
 	})
 }
