@@ -164,10 +164,27 @@ func (e *builtinE2E) runNow(kind string) e2eFeed {
 	if before.LastRun != nil {
 		prev = before.LastRun.ID
 	}
-	if msg := e.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": before.ID}, nil); msg != "" {
-		e.t.Fatal(msg)
+	ask := func() {
+		if msg := e.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": before.ID}, nil); msg != "" {
+			e.t.Fatal(msg)
+		}
 	}
+	askUntilStarted(ask, func() bool { f := e.feed(kind); return f.LastRun != nil && f.LastRun.ID != prev })
 	return e.waitRun(kind, prev)
+}
+
+// askUntilStarted asks for a run, and again while none has started: Run
+// now is a no-op while the runner still holds the feed, and the end of the
+// previous run is committed a moment before its lock is released.
+func askUntilStarted(ask func(), started func() bool) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		ask()
+		for again := time.Now().Add(time.Second); time.Now().Before(again); time.Sleep(20 * time.Millisecond) {
+			if started() {
+				return
+			}
+		}
+	}
 }
 
 type e2eIoC struct {

@@ -49,9 +49,12 @@ func (e *feedListE2E) runNow() feedListState {
 	if f := e.state(); f.LastRun != nil {
 		prev = f.LastRun.ID
 	}
-	if msg := e.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": e.id}, nil); msg != "" {
-		e.t.Fatal(msg)
+	ask := func() {
+		if msg := e.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": e.id}, nil); msg != "" {
+			e.t.Fatal(msg)
+		}
 	}
+	askUntilStarted(ask, func() bool { f := e.state(); return f.LastRun != nil && f.LastRun.ID != prev })
 	return e.waitRun(prev)
 }
 

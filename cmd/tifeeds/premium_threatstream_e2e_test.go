@@ -79,9 +79,11 @@ func (e premiumVendorE2E) runNow() e2eFeed {
 	if before.LastRun != nil {
 		prev = before.LastRun.ID
 	}
-	if msg := e.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": before.ID}, nil); msg != "" {
-		e.t.Fatal(msg)
-	}
+	askUntilStarted(func() {
+		if msg := e.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": before.ID}, nil); msg != "" {
+			e.t.Fatal(msg)
+		}
+	}, func() bool { f := e.feed(); return f.LastRun != nil && f.LastRun.ID != prev })
 	return e.waitRun(prev)
 }
 
