@@ -207,19 +207,26 @@ func writeETOpenArchive(path string, n int) (files int, size int64, err error) {
 // feedChildRun runs the feed of kind in a child process and reads its peak
 // RSS.
 func feedChildRun(dsn, dir, mirror string, kind builtin.Kind) (feedResult, error) {
+	return childResult[feedResult](feedChildArg, dsn, dir, mirror, string(kind))
+}
+
+// childResult runs this program again with args (a child's flag first) and
+// decodes the JSON result it prints: each measured ingestion runs in a
+// process of its own, so that its peak RSS is its own.
+func childResult[T any](args ...string) (T, error) {
+	var r T
 	self, err := os.Executable()
 	if err != nil {
-		return feedResult{}, err
+		return r, err
 	}
-	cmd := exec.Command(self, feedChildArg, dsn, dir, mirror, string(kind))
+	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return feedResult{}, fmt.Errorf("feed child: %w", err)
+		return r, fmt.Errorf("%s: %w", args[0], err)
 	}
-	var r feedResult
 	if err := json.Unmarshal(out, &r); err != nil {
-		return r, fmt.Errorf("feed child output %q: %w", out, err)
+		return r, fmt.Errorf("%s output %q: %w", args[0], out, err)
 	}
 	return r, nil
 }

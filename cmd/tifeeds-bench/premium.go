@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -235,25 +234,11 @@ func ptr[T any](v T) *T { return &v }
 
 // premiumChildRun runs job in a child process.
 func premiumChildRun(dsn, dir, mirror string, job premiumJob) (premiumResult, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return premiumResult{}, err
-	}
 	j, err := json.Marshal(job)
 	if err != nil {
 		return premiumResult{}, err
 	}
-	cmd := exec.Command(self, premiumChildArg, dsn, dir, mirror, string(j))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return premiumResult{}, fmt.Errorf("premium child: %w", err)
-	}
-	var r premiumResult
-	if err := json.Unmarshal(out, &r); err != nil {
-		return r, fmt.Errorf("premium child output %q: %w", out, err)
-	}
-	return r, nil
+	return childResult[premiumResult](premiumChildArg, dsn, dir, mirror, string(j))
 }
 
 // premiumChild configures the premium feed of the job's kind as a user
