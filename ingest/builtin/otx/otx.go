@@ -194,44 +194,20 @@ func (s *Source) page(ctx context.Context, g *feedhttp.Getter, w *walk, sink ioc
 	b := feedhttp.NewBody(sink, resp, feedhttp.Or(s.MaxPageBytes, DefaultMaxPageBytes))
 	dec := json.NewDecoder(b)
 	var next *string
-	err = func() error {
-		if err := jsonstream.Expect(dec, '{'); err != nil {
-			return err
+	err = jsonstream.Object(dec, func(key string) (bool, error) {
+		switch key {
+		case "results":
+			return true, jsonstream.Array(dec, func(p *pulse) error {
+				if err := s.pulse(ctx, w, p, sink); err != nil {
+					return &feedhttp.SinkError{Err: err}
+				}
+				return nil
+			})
+		case "next":
+			return true, dec.Decode(&next)
 		}
-		for dec.More() {
-			key, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			switch key {
-			case "results":
-				if err := jsonstream.Expect(dec, '['); err != nil {
-					return err
-				}
-				for dec.More() {
-					var p pulse
-					if err := dec.Decode(&p); err != nil {
-						return err
-					}
-					if err := s.pulse(ctx, w, &p, sink); err != nil {
-						return &feedhttp.SinkError{Err: err}
-					}
-				}
-				if err := jsonstream.Expect(dec, ']'); err != nil {
-					return err
-				}
-			case "next":
-				if err := dec.Decode(&next); err != nil {
-					return err
-				}
-			default:
-				if err := jsonstream.Skip(dec); err != nil {
-					return err
-				}
-			}
-		}
-		return jsonstream.Expect(dec, '}')
-	}()
+		return false, nil
+	})
 	if err != nil {
 		return "", g.BodyFailure(ctx, shown, b, err)
 	}

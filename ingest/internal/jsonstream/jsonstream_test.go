@@ -31,3 +31,27 @@ func TestSkipAndExpect(t *testing.T) {
 		t.Error("Skip accepted a cut value")
 	}
 }
+
+func TestObjectAndArray(t *testing.T) {
+	dec := json.NewDecoder(strings.NewReader(`{"skip": {"deep": [1, 2]}, "items": [{"n": 1}, {"n": 2}], "next": "x"}`))
+	var ns []int
+	var next string
+	err := Object(dec, func(key string) (bool, error) {
+		switch key {
+		case "items":
+			return true, Array(dec, func(v *struct{ N int }) error { ns = append(ns, v.N); return nil })
+		case "next":
+			return true, dec.Decode(&next)
+		}
+		return false, nil
+	})
+	if err != nil || len(ns) != 2 || ns[0] != 1 || ns[1] != 2 || next != "x" {
+		t.Fatalf("Object: %v, items %v, next %q", err, ns, next)
+	}
+	if err := Array(json.NewDecoder(strings.NewReader(`{}`)), func(*int) error { return nil }); err == nil {
+		t.Error("Array accepted an object")
+	}
+	if err := Object(json.NewDecoder(strings.NewReader(`{"a": 1`)), func(string) (bool, error) { return false, nil }); err == nil {
+		t.Error("Object accepted a cut object")
+	}
+}

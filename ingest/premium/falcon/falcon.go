@@ -164,74 +164,57 @@ func (w *walk) page(ctx context.Context) (bool, error) {
 	var rows, fresh int
 	total := -1 // meta.pagination.total: the rows from the marker on
 	sawResources := false
-	err = func() error {
-		if err := jsonstream.Expect(dec, '{'); err != nil {
-			return err
-		}
-		for dec.More() {
-			key, err := dec.Token()
-			if err != nil {
-				return err
+	err = jsonstream.Object(dec, func(key string) (bool, error) {
+		switch key {
+		case "resources":
+			sawResources = true
+			if t, err := dec.Token(); err != nil {
+				return true, err
+			} else if t == nil {
+				return true, nil // "resources": null, no rows
+			} else if t != json.Delim('[') {
+				return true, fmt.Errorf("found %v where [ was expected", t)
 			}
-			switch key {
-			case "resources":
-				sawResources = true
-				if t, err := dec.Token(); err != nil {
-					return err
-				} else if t == nil {
-					continue // "resources": null, no rows
-				} else if t != json.Delim('[') {
-					return fmt.Errorf("found %v where [ was expected", t)
+			for dec.More() {
+				var in indicator
+				if err := dec.Decode(&in); err != nil {
+					return true, err
 				}
-				for dec.More() {
-					var in indicator
-					if err := dec.Decode(&in); err != nil {
-						return err
-					}
-					rows++
-					if in.Marker == "" {
-						return errors.New("an indicator has no _marker")
-					}
-					// _marker:>= is inclusive: the row the cursor names was
-					// read by the run before.
-					if in.Marker < w.marker || in.Marker == w.marker && w.inclusive {
-						continue
-					}
-					fresh++
-					w.position++
-					if err := w.row(ctx, &in); err != nil {
-						return &feedhttp.SinkError{Err: err}
-					}
+				rows++
+				if in.Marker == "" {
+					return true, errors.New("an indicator has no _marker")
 				}
-				if err := jsonstream.Expect(dec, ']'); err != nil {
-					return err
+				// _marker:>= is inclusive: the row the cursor names was
+				// read by the run before.
+				if in.Marker < w.marker || in.Marker == w.marker && w.inclusive {
+					continue
 				}
-			case "meta":
-				var m struct {
-					Pagination struct {
-						Total *int `json:"total"`
-					} `json:"pagination"`
-				}
-				if err := dec.Decode(&m); err != nil {
-					return err
-				}
-				if m.Pagination.Total != nil {
-					total = *m.Pagination.Total
-				}
-			default:
-				if err := jsonstream.Skip(dec); err != nil {
-					return err
+				fresh++
+				w.position++
+				if err := w.row(ctx, &in); err != nil {
+					return true, &feedhttp.SinkError{Err: err}
 				}
 			}
+			return true, jsonstream.Expect(dec, ']')
+		case "meta":
+			var m struct {
+				Pagination struct {
+					Total *int `json:"total"`
+				} `json:"pagination"`
+			}
+			if err := dec.Decode(&m); err != nil {
+				return true, err
+			}
+			if m.Pagination.Total != nil {
+				total = *m.Pagination.Total
+			}
+			return true, nil
 		}
-		if err := jsonstream.Expect(dec, '}'); err != nil {
-			return err
-		}
-		if !sawResources {
-			return errors.New("the answer has no resources")
-		}
-		return nil
-	}()
+		return false, nil
+	})
+	if err == nil && !sawResources {
+		err = errors.New("the answer has no resources")
+	}
 	if err != nil {
 		return false, w.g.BodyFailure(ctx, shown, b, err)
 	}

@@ -157,56 +157,30 @@ func (w *walk) page(ctx context.Context, u string) (string, error) {
 	dec.UseNumber()
 	var next *string
 	sawObjects := false
-	err = func() error {
-		if err := jsonstream.Expect(dec, '{'); err != nil {
-			return err
-		}
-		for dec.More() {
-			key, err := dec.Token()
-			if err != nil {
-				return err
+	err = jsonstream.Object(dec, func(key string) (bool, error) {
+		switch key {
+		case "objects":
+			sawObjects = true
+			return true, jsonstream.Array(dec, func(o *object) error {
+				w.position++
+				if err := w.object(ctx, o); err != nil {
+					return &feedhttp.SinkError{Err: err}
+				}
+				return nil
+			})
+		case "meta":
+			var m struct {
+				Next *string `json:"next"`
 			}
-			switch key {
-			case "objects":
-				sawObjects = true
-				if err := jsonstream.Expect(dec, '['); err != nil {
-					return err
-				}
-				for dec.More() {
-					var o object
-					if err := dec.Decode(&o); err != nil {
-						return err
-					}
-					w.position++
-					if err := w.object(ctx, &o); err != nil {
-						return &feedhttp.SinkError{Err: err}
-					}
-				}
-				if err := jsonstream.Expect(dec, ']'); err != nil {
-					return err
-				}
-			case "meta":
-				var m struct {
-					Next *string `json:"next"`
-				}
-				if err := dec.Decode(&m); err != nil {
-					return err
-				}
-				next = m.Next
-			default:
-				if err := jsonstream.Skip(dec); err != nil {
-					return err
-				}
-			}
+			err := dec.Decode(&m)
+			next = m.Next
+			return true, err
 		}
-		if err := jsonstream.Expect(dec, '}'); err != nil {
-			return err
-		}
-		if !sawObjects {
-			return errors.New("the answer has no objects")
-		}
-		return nil
-	}()
+		return false, nil
+	})
+	if err == nil && !sawObjects {
+		err = errors.New("the answer has no objects")
+	}
 	if err != nil {
 		return "", w.g.BodyFailure(ctx, shown, b, err)
 	}
