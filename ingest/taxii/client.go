@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -153,14 +154,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	if c.Sleep != nil {
 		return c.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return feedhttp.Wait(ctx, d)
 }
 
 // get sends GET u with the TAXII headers and returns a 2xx response whose

@@ -276,6 +276,12 @@ func (g *Getter) sleep(ctx context.Context, d time.Duration) error {
 	if g.Sleep != nil {
 		return g.Sleep(ctx, d)
 	}
+	return Wait(ctx, d)
+}
+
+// Wait waits d, or until ctx ends: the wait of a source that honours a
+// Retry-After or a rate limit, which a disabled feed or a stop must cut.
+func Wait(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

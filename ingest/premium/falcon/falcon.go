@@ -356,14 +356,7 @@ func (w *walk) sleep(ctx context.Context, d time.Duration) error {
 	if w.src.Sleep != nil {
 		return w.src.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return feedhttp.Wait(ctx, d)
 }
 
 func (w *walk) client() *http.Client {
