@@ -210,6 +210,25 @@ func feedChildRun(dsn, dir, mirror string, kind builtin.Kind) (feedResult, error
 	return childResult[feedResult](feedChildArg, dsn, dir, mirror, string(kind))
 }
 
+// openChildStore opens and migrates a child's database, with the sealing
+// key its parent's run wrote in dir.
+func openChildStore(ctx context.Context, dsn, dir string) (*store.Store, *store.Secrets, error) {
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	secrets, err := store.LoadSecretsFile(filepath.Join(dir, "secret.key"))
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, secrets, nil
+}
+
 // childResult runs this program again with args (a child's flag first) and
 // decodes the JSON result it prints: each measured ingestion runs in a
 // process of its own, so that its peak RSS is its own.
@@ -241,18 +260,11 @@ func feedChild(args []string) error {
 	}
 	dsn, dir, mirror, kind := args[0], args[1], args[2], args[3]
 	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
+	st, secrets, err := openChildStore(ctx, dsn, dir)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	secrets, err := store.LoadSecretsFile(filepath.Join(dir, "secret.key"))
-	if err != nil {
-		return err
-	}
 	sources := ingest.NewRegistryWithClient(http.DefaultClient)
 	sources.RegisterBuiltins(ingest.BuiltinOptions{Client: vendortest.MirrorClient(mirror)})
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

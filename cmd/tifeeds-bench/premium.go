@@ -260,18 +260,11 @@ func premiumChild(args []string) error {
 		stop := watchHeap(path)
 		defer stop()
 	}
-	st, err := store.Open(ctx, dsn)
+	st, secrets, err := openChildStore(ctx, dsn, dir)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	secrets, err := store.LoadSecretsFile(filepath.Join(dir, "secret.key"))
-	if err != nil {
-		return err
-	}
 	// Loopback servers: the default client, not the egress policy's.
 	sources := ingest.NewRegistryWithClient(http.DefaultClient)
 	sources.RegisterTAXII(ingest.TAXIIOptions{})
