@@ -12,6 +12,7 @@ import (
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
 
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/server/openapi"
@@ -42,6 +43,33 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	// Every $ref resolves (the model build reports the ones that do not).
 	if _, err := doc.BuildV3Model(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenAPIExamplesMatchTheirSchemas: the examples a client generator or
+// a gateway's mock shows are ones the schemas accept.
+func TestOpenAPIExamplesMatchTheirSchemas(t *testing.T) {
+	var raw struct {
+		Components struct {
+			Schemas map[string]struct{ Examples []any }
+		}
+	}
+	if err := json.Unmarshal(openapi.Document, &raw); err != nil {
+		t.Fatal(err)
+	}
+	schemas := contract.model.Components.Schemas
+	seen := 0
+	for name, s := range raw.Components.Schemas {
+		for i, example := range s.Examples {
+			seen++
+			ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaObject(schemas.GetOrZero(name).Schema(), example)
+			if !ok {
+				t.Errorf("%s example %d: %v", name, i, describe("example", errs))
+			}
+		}
+	}
+	if seen < 5 {
+		t.Errorf("%d examples checked", seen)
 	}
 }
 
