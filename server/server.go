@@ -143,8 +143,17 @@ func (s *Server) routes() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", spaHandler())
-	return s.observe(s.recoverPanics(securityHeaders(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(mux)))))))
+	h := s.observe(s.recoverPanics(securityHeaders(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(mux)))))))
+	if wrapForTests != nil {
+		h = wrapForTests(h)
+	}
+	return h
 }
+
+// wrapForTests, when set (only ever by this package's tests, in an init),
+// wraps the root handler of every server New builds: there the tests check
+// each REST exchange against the OpenAPI document.
+var wrapForTests func(http.Handler) http.Handler
 
 func (s *Server) metricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})

@@ -294,6 +294,7 @@ func TestTenantsRESTErrors(t *testing.T) {
 		req, _ := http.NewRequest("POST", f.srv.URL+api+"/tenants/", io.MultiReader(strings.NewReader(big)))
 		req.ContentLength = -1
 		req.SetBasicAuth("admin", adminKey)
+		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
