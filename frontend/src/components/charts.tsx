@@ -27,9 +27,9 @@ export function formatCount(n: number): string {
 }
 
 /** ChartCard frames a chart: its title, the chart, and its figures as a table. */
-export function ChartCard(props: { id: string; title: string; description?: ReactNode; children: ReactNode }) {
+export function ChartCard(props: { id: string; title: string; description?: ReactNode; wide?: boolean; children: ReactNode }) {
   return (
-    <figure className="card chart-card" aria-labelledby={`${props.id}-title`} data-testid={`chart-${props.id}`}>
+    <figure className={`card chart-card${props.wide ? ' chart-card-wide' : ''}`} aria-labelledby={`${props.id}-title`} data-testid={`chart-${props.id}`}>
       <figcaption>
         <h2 id={`${props.id}-title`}>{props.title}</h2>
         {props.description && <p className="muted small">{props.description}</p>}

@@ -83,8 +83,17 @@ function Figures({ o }: { o: Figures }) {
             data={o.byFeed.map((f) => ({ key: f.feed.id, label: f.feed.name, value: f.count, to: iocsPage({ feed: f.feed.id }) }))}
           />
         </ChartCard>
+        <ChartCard id="top-tags" title="Top tags and malware families" description="The feeds store malware families, actors and threat types as tags.">
+          <BarList
+            title="Top tags and malware families"
+            unit="Indicators"
+            empty="No tagged indicators yet."
+            data={o.topTags.map((t) => ({ key: t.tag, label: t.tag, value: t.count, to: iocsPage({ tag: t.tag }) }))}
+          />
+        </ChartCard>
         <ChartCard
           id="per-day"
+          wide
           title="Added and expired per day"
           description="The last 30 days (UTC): sightings the runs added that were new to their feed, and indicators removed on expiry."
         >
@@ -111,14 +120,6 @@ function Figures({ o }: { o: Figures }) {
               };
             })}
             series={[{ name: 'Expiring', values: o.expiring.map((d) => d.count) }]}
-          />
-        </ChartCard>
-        <ChartCard id="top-tags" title="Top tags and malware families" description="The feeds store malware families, actors and threat types as tags.">
-          <BarList
-            title="Top tags and malware families"
-            unit="Indicators"
-            empty="No tagged indicators yet."
-            data={o.topTags.map((t) => ({ key: t.tag, label: t.tag, value: t.count, to: iocsPage({ tag: t.tag }) }))}
           />
         </ChartCard>
       </div>
