@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -111,112 +110,96 @@ func (s *Store) Overview(ctx context.Context, now time.Time) (*Overview, error) 
 }
 
 // ComputeOverview reads the overview from the tables, without the cache.
-// The scans of iocs run on the read pool (on SQLite they must not hold the
-// writer's one connection for the time they take at 1,000,000 IoCs), side
-// by side: the page waits for the slowest, not for their sum.
+// The scans of iocs run on the read pool: on SQLite they must not hold the
+// writer's one connection for the seconds they take at 1,000,000 IoCs.
 func (s *Store) ComputeOverview(ctx context.Context, now time.Time) (*Overview, error) {
 	now = now.UTC()
 	today := truncDay(now)
-	first := today.AddDate(0, 0, -(OverviewDays - 1))
-	o := &Overview{ComputedAt: now, Days: make([]DayCount, OverviewDays), Expiring: make([]DayCount, OverviewExpiringDays)}
-	for i := range o.Days {
-		o.Days[i].Day = first.AddDate(0, 0, i)
-	}
-	for i := range o.Expiring {
-		o.Expiring[i].Day = today.AddDate(0, 0, i)
-	}
+	o := &Overview{ComputedAt: now}
 	db := s.readDB()
+	err := scanRows(ctx, db, "SELECT type, count(*) FROM iocs GROUP BY type ORDER BY 2 DESC, 1", func(r *sql.Rows) error {
+		var c TypeCount
+		err := r.Scan(&c.Type, &c.Count)
+		o.ByType = append(o.ByType, c)
+		o.Total += c.Count
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to count indicators by type: %w", err)
+	}
+	err = scanRows(ctx, db, `SELECT feed_id, count(DISTINCT ioc_id) FROM sightings GROUP BY feed_id ORDER BY 2 DESC, 1`, func(r *sql.Rows) error {
+		var c FeedCount
+		err := r.Scan(&c.FeedID, &c.Count)
+		o.ByFeed = append(o.ByFeed, c)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to count indicators by feed: %w", err)
+	}
 	tags := `SELECT j.value, count(*) FROM iocs, json_each(iocs.tags) j GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1`
 	if s.Dialect == Postgres {
 		tags = `SELECT t, count(*) FROM iocs, jsonb_array_elements_text(iocs.tags) t GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1`
 	}
-	// Each part writes its own fields of o.
-	parts := []func() error{
-		func() error {
-			err := scanRows(ctx, db, "SELECT type, count(*) FROM iocs GROUP BY type ORDER BY 2 DESC, 1", func(r *sql.Rows) error {
-				var c TypeCount
-				err := r.Scan(&c.Type, &c.Count)
-				o.ByType = append(o.ByType, c)
-				o.Total += c.Count
-				return err
-			})
-			return wrapErr(err, "store: unable to count indicators by type")
-		},
-		func() error {
-			err := scanRows(ctx, db, `SELECT feed_id, count(DISTINCT ioc_id) FROM sightings GROUP BY feed_id ORDER BY 2 DESC, 1`, func(r *sql.Rows) error {
-				var c FeedCount
-				err := r.Scan(&c.FeedID, &c.Count)
-				o.ByFeed = append(o.ByFeed, c)
-				return err
-			})
-			return wrapErr(err, "store: unable to count indicators by feed")
-		},
-		func() error {
-			err := scanRows(ctx, db, tags, func(r *sql.Rows) error {
-				var c TagCount
-				err := r.Scan(&c.Tag, &c.Count)
-				o.TopTags = append(o.TopTags, c)
-				return err
-			}, OverviewTopTags)
-			return wrapErr(err, "store: unable to count indicators by tag")
-		},
-		func() error {
-			// A range of iocs_expires_idx: the count is read from the index.
-			err := scanRows(ctx, db, `SELECT expires_at / $1, count(*) FROM iocs WHERE expires_at > $2 AND expires_at < $3 GROUP BY 1`,
-				func(r *sql.Rows) error {
-					var day, n int64
-					if err := r.Scan(&day, &n); err != nil {
-						return err
-					}
-					if i := int(day - unixDay(today)); i >= 0 && i < OverviewExpiringDays {
-						o.Expiring[i].Expiring = n
-					}
-					return nil
-				}, int64(24*time.Hour/time.Microsecond), micros(now), micros(today.AddDate(0, 0, OverviewExpiringDays)))
-			return wrapErr(err, "store: unable to count the indicators expiring soon")
-		},
-		func() error {
-			var runs []FeedRun
-			if err := s.DB.NewSelect().Model(&runs).Column("started_at", "added").
-				Where("started_at >= ?", first).Where("added > 0").Scan(ctx); err != nil {
-				return fmt.Errorf("store: unable to read the runs of the last %d days: %w", OverviewDays, err)
-			}
-			for _, r := range runs {
-				if i := int(truncDay(r.StartedAt).Sub(first) / (24 * time.Hour)); i >= 0 && i < OverviewDays {
-					o.Days[i].Added += r.Added
-				}
-			}
-			err := scanRows(ctx, db, "SELECT day, expired FROM ioc_expiry_days WHERE day >= $1", func(r *sql.Rows) error {
-				var day, n int64
-				if err := r.Scan(&day, &n); err != nil {
-					return err
-				}
-				if i := int(day - unixDay(first)); i >= 0 && i < OverviewDays {
-					o.Days[i].Expired = n
-				}
-				return nil
-			}, unixDay(first))
-			return wrapErr(err, "store: unable to read the expired indicators per day")
-		},
+	err = scanRows(ctx, db, tags, func(r *sql.Rows) error {
+		var c TagCount
+		err := r.Scan(&c.Tag, &c.Count)
+		o.TopTags = append(o.TopTags, c)
+		return err
+	}, OverviewTopTags)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to count indicators by tag: %w", err)
 	}
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, part := range parts {
-		wg.Go(func() { errs[i] = part() })
+
+	first := today.AddDate(0, 0, -(OverviewDays - 1))
+	o.Days = make([]DayCount, OverviewDays)
+	for i := range o.Days {
+		o.Days[i].Day = first.AddDate(0, 0, i)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	dayIndex := func(t time.Time) int { return int(truncDay(t.UTC()).Sub(first) / (24 * time.Hour)) }
+	var runs []FeedRun
+	if err := s.DB.NewSelect().Model(&runs).Column("started_at", "added").
+		Where("started_at >= ?", first).Where("added > 0").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: unable to read the runs of the last %d days: %w", OverviewDays, err)
+	}
+	for _, r := range runs {
+		if i := dayIndex(r.StartedAt); i >= 0 && i < OverviewDays {
+			o.Days[i].Added += r.Added
+		}
+	}
+	err = scanRows(ctx, db, "SELECT day, expired FROM ioc_expiry_days WHERE day >= $1", func(r *sql.Rows) error {
+		var day, n int64
+		if err := r.Scan(&day, &n); err != nil {
+			return err
+		}
+		if i := int(day - unixDay(first)); i >= 0 && i < OverviewDays {
+			o.Days[i].Expired = n
+		}
+		return nil
+	}, unixDay(first))
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to read the expired indicators per day: %w", err)
+	}
+
+	o.Expiring = make([]DayCount, OverviewExpiringDays)
+	for i := range o.Expiring {
+		o.Expiring[i].Day = today.AddDate(0, 0, i)
+	}
+	// A range of iocs_expires_idx: the count is read from the index.
+	err = scanRows(ctx, db, `SELECT expires_at / $1, count(*) FROM iocs WHERE expires_at > $2 AND expires_at < $3 GROUP BY 1`,
+		func(r *sql.Rows) error {
+			var day, n int64
+			if err := r.Scan(&day, &n); err != nil {
+				return err
+			}
+			if i := int(day - unixDay(today)); i >= 0 && i < OverviewExpiringDays {
+				o.Expiring[i].Expiring = n
+			}
+			return nil
+		}, int64(24*time.Hour/time.Microsecond), micros(now), micros(today.AddDate(0, 0, OverviewExpiringDays)))
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to count the indicators expiring soon: %w", err)
 	}
 	return o, nil
-}
-
-// wrapErr prefixes err with what was being done; nil stays nil.
-func wrapErr(err error, doing string) error {
-	if err != nil {
-		return fmt.Errorf("%s: %w", doing, err)
-	}
-	return nil
 }
 
 // recordExpired adds n IoCs to what the sweeper removed on now's UTC day:
