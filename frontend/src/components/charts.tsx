@@ -1,7 +1,7 @@
 import { Group } from '@visx/group';
 import { scaleBand, scaleLinear } from '@visx/scale';
 import { Bar } from '@visx/shape';
-import type { ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode, type RefObject } from 'react';
 import { Link, useNavigate } from 'react-router';
 import '../charts.css';
 
@@ -26,6 +26,24 @@ export function formatCount(n: number): string {
   return fmt.format(n);
 }
 
+/**
+ * useWidth follows the width of the element ref points at, so that a chart
+ * is drawn at its real size (a scaled viewBox would scale its text too).
+ */
+function useWidth(ref: RefObject<HTMLElement | null>, fallback: number): number {
+  const [width, setWidth] = useState(fallback);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const measure = () => setWidth(Math.max(240, Math.floor(el.getBoundingClientRect().width)));
+    measure();
+    const ro = new ResizeObserver(measure);
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, [ref]);
+  return width;
+}
+
 /** ChartCard frames a chart: its title, the chart, and its figures as a table. */
 export function ChartCard(props: { id: string; title: string; description?: ReactNode; wide?: boolean; children: ReactNode }) {
   return (
@@ -42,9 +60,10 @@ export function ChartCard(props: { id: string; title: string; description?: Reac
 /** BarList draws horizontal bars, biggest first as given, and their table. */
 export function BarList(props: { title: string; data: ChartDatum[]; unit: string; empty: string }) {
   const navigate = useNavigate();
+  const box = useRef<HTMLDivElement>(null);
+  const width = useWidth(box, 520);
   const { data } = props;
   if (data.length === 0) return <p className="muted">{props.empty}</p>;
-  const width = 520;
   const labelWidth = 150;
   const row = 26;
   const height = data.length * row;
@@ -52,8 +71,8 @@ export function BarList(props: { title: string; data: ChartDatum[]; unit: string
   const y = scaleBand<string>({ domain: data.map((d) => d.key), range: [0, height], padding: 0.25 });
   const summary = `${props.title}: ${data.map((d) => `${d.label} ${formatCount(d.value)}`).join(', ')}.`;
   return (
-    <>
-      <svg className="chart" viewBox={`0 0 ${width} ${height}`} role="img" aria-label={summary} width="100%">
+    <div ref={box}>
+      <svg className="chart" viewBox={`0 0 ${width} ${height}`} width={width} height={height} role="img" aria-label={summary}>
         {data.map((d) => {
           const top = y(d.key) ?? 0;
           const w = Math.max(x(d.value), d.value > 0 ? 2 : 0);
@@ -79,7 +98,7 @@ export function BarList(props: { title: string; data: ChartDatum[]; unit: string
         })}
       </svg>
       <ChartTable caption={props.title} columns={[props.unit]} rows={data.map((d) => ({ key: d.key, label: d.label, to: d.to, values: [d.value] }))} />
-    </>
+    </div>
   );
 }
 
@@ -92,8 +111,9 @@ export interface DaySeries {
 /** DayBars draws one group of bars per day (one bar per series) and their table. */
 export function DayBars(props: { title: string; days: { key: string; label: string; short: string; to?: string }[]; series: DaySeries[] }) {
   const navigate = useNavigate();
+  const box = useRef<HTMLDivElement>(null);
+  const width = useWidth(box, 640);
   const { days, series } = props;
-  const width = 640;
   const height = 200;
   const margin = { top: 10, right: 10, bottom: 28, left: 48 };
   const innerW = width - margin.left - margin.right;
@@ -106,7 +126,7 @@ export function DayBars(props: { title: string; days: { key: string; label: stri
   const total = (s: DaySeries) => s.values.reduce((a, b) => a + b, 0);
   const summary = `${props.title}: ${series.map((s) => `${s.name} ${formatCount(total(s))} in all`).join(', ')}, from ${days[0]?.label} to ${days[days.length - 1]?.label}.`;
   return (
-    <>
+    <div ref={box}>
       {series.length > 1 && (
         <ul className="chart-legend" aria-hidden="true">
           {series.map((s, i) => (
@@ -117,7 +137,7 @@ export function DayBars(props: { title: string; days: { key: string; label: stri
           ))}
         </ul>
       )}
-      <svg className="chart" viewBox={`0 0 ${width} ${height}`} role="img" aria-label={summary} width="100%">
+      <svg className="chart" viewBox={`0 0 ${width} ${height}`} width={width} height={height} role="img" aria-label={summary}>
         <Group left={margin.left} top={margin.top}>
           {/* Axes drawn here: @visx/axis would add its text layout (~8 kB gzipped) for a few labels. */}
           {y.ticks(4).filter(Number.isInteger).map((t) => (
@@ -161,7 +181,7 @@ export function DayBars(props: { title: string; days: { key: string; label: stri
         columns={series.map((s) => s.name)}
         rows={days.map((d, i) => ({ key: d.key, label: d.label, to: d.to, values: series.map((s) => s.values[i] ?? 0) }))}
       />
-    </>
+    </div>
   );
 }
 
