@@ -126,8 +126,11 @@ test.describe.serial('the overview of a tenant-scoped user', () => {
       expect((await figures(page, 'by-feed'))['TSV_sort_e2e']).toBe(sortRows.length);
     }).toPass({ timeout: 20_000 });
     await expect(page.getByRole('heading', { name: 'Feed health' })).toHaveCount(0);
-    // Feed pages are root-only: the tenant's figures link to indicators only.
+    // Feed pages and the feed filter are root-only: the tenant's figures link to neither.
     await expect(page.locator('a[href^="/feeds"]')).toHaveCount(0);
+    await expect(page.getByTestId('chart-by-feed').getByRole('link')).toHaveCount(0);
+    await figures(page, 'by-type');
+    await expect(page.getByTestId('chart-by-type').getByRole('link', { name: 'Domain' })).toHaveAttribute('href', '/iocs?type=DOMAIN');
     await expectNoAxeViolations(page, 'on a tenant overview');
     expect(errors).toEqual([]);
     await page.context().close();

@@ -21,7 +21,7 @@ export function OverviewPage() {
   return (
     <Page id="overview" title="Overview" description="The indicators held, what the feeds brought in and what expires, at a glance.">
       <QueryView query={q} loading="Counting indicators…" isEmpty={() => false} empty={null}>
-        {(d) => <Figures o={d.overview} />}
+        {(d) => <Figures o={d.overview} root={root} />}
       </QueryView>
       {root && <FeedHealth />}
     </Page>
@@ -33,7 +33,7 @@ type Figures = OverviewData['overview'];
 const utcDay = (iso: string) => iso.slice(0, 10);
 const iocsPage = (params: Record<string, string>) => `/iocs?${new URLSearchParams(params)}`;
 
-function Figures({ o }: { o: Figures }) {
+function Figures({ o, root }: { o: Figures; root: boolean }) {
   const now = new Date();
   const in7days = new Date(now.getTime() + 7 * 86_400_000);
   const expiringTotal = o.expiring.reduce((a, d) => a + d.count, 0);
@@ -80,7 +80,8 @@ function Figures({ o }: { o: Figures }) {
             title="Indicators by feed"
             unit="Indicators"
             empty="No feed has brought indicators yet."
-            data={o.byFeed.map((f) => ({ key: f.feed.id, label: f.feed.name, value: f.count, to: iocsPage({ feed: f.feed.id }) }))}
+            // The IoCs page offers a tenant user no feed filter (feeds are root-only): one set by a link could not be seen or cleared.
+            data={o.byFeed.map((f) => ({ key: f.feed.id, label: f.feed.name, value: f.count, to: root ? iocsPage({ feed: f.feed.id }) : undefined }))}
           />
         </ChartCard>
         <ChartCard id="top-tags" title="Top tags and malware families" description="The feeds store malware families, actors and threat types as tags.">
