@@ -13,7 +13,8 @@ export default defineConfig({
   forbidOnly: !!process.env.CI,
   retries: 0,
   timeout: 60_000,
-  globalTimeout: 180_000,
+  // The whole run; axe on every page in both themes takes about half a minute of it.
+  globalTimeout: 300_000,
   expect: { timeout: 10_000 },
   reporter: [['list']],
   outputDir: 'test-results',

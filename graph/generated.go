@@ -35,6 +35,7 @@ type ResolverRoot interface {
 	FeedConnection() FeedConnectionResolver
 	Ioc() IocResolver
 	Mutation() MutationResolver
+	Overview() OverviewResolver
 	Query() QueryResolver
 	Sighting() SightingResolver
 	Subscription() SubscriptionResolver
@@ -54,6 +55,11 @@ type ComplexityRoot struct {
 		Name       func(childComplexity int) int
 		Prefix     func(childComplexity int) int
 		RevokedAt  func(childComplexity int) int
+	}
+
+	ExpiringDay struct {
+		Count func(childComplexity int) int
+		Day   func(childComplexity int) int
 	}
 
 	FacetValue struct {
@@ -100,6 +106,17 @@ type ComplexityRoot struct {
 	FeedFacet struct {
 		Column func(childComplexity int) int
 		Values func(childComplexity int) int
+	}
+
+	FeedHealth struct {
+		Feed    func(childComplexity int) int
+		NextRun func(childComplexity int) int
+		Running func(childComplexity int) int
+	}
+
+	FeedIocCount struct {
+		Count func(childComplexity int) int
+		Feed  func(childComplexity int) int
 	}
 
 	FeedRun struct {
@@ -165,6 +182,11 @@ type ComplexityRoot struct {
 		Value func(childComplexity int) int
 	}
 
+	IocTypeCount struct {
+		Count func(childComplexity int) int
+		Type  func(childComplexity int) int
+	}
+
 	Mutation struct {
 		CreateAPIKey      func(childComplexity int, name string, userID *string) int
 		CreateCustomFeed  func(childComplexity int, input model.CustomFeedInput) int
@@ -189,6 +211,23 @@ type ComplexityRoot struct {
 	NewApiKey struct {
 		APIKey func(childComplexity int) int
 		Key    func(childComplexity int) int
+	}
+
+	Overview struct {
+		ByFeed     func(childComplexity int) int
+		ByType     func(childComplexity int) int
+		ComputedAt func(childComplexity int) int
+		Days       func(childComplexity int) int
+		Expiring   func(childComplexity int) int
+		Feeds      func(childComplexity int) int
+		IocCount   func(childComplexity int) int
+		TopTags    func(childComplexity int) int
+	}
+
+	OverviewDay struct {
+		Added   func(childComplexity int) int
+		Day     func(childComplexity int) int
+		Expired func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -223,6 +262,7 @@ type ComplexityRoot struct {
 		Iocs             func(childComplexity int, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) int
 		LookupIocs       func(childComplexity int, values []string) int
 		Me               func(childComplexity int) int
+		Overview         func(childComplexity int) int
 		PremiumFeedKinds func(childComplexity int) int
 		Tenant           func(childComplexity int, id string) int
 		TenantGroup      func(childComplexity int, id string) int
@@ -270,6 +310,11 @@ type ComplexityRoot struct {
 	Subscription struct {
 		FeedRunProgress   func(childComplexity int, feedID *string) int
 		FeedStatusChanged func(childComplexity int, feedID *string) int
+	}
+
+	TagCount struct {
+		Count func(childComplexity int) int
+		Tag   func(childComplexity int) int
 	}
 
 	Tenant struct {
@@ -366,6 +411,9 @@ type MutationResolver interface {
 	UpdateTenantGroup(ctx context.Context, id string, input model.TenantGroupInput) (*store.TenantGroup, error)
 	DeleteTenantGroup(ctx context.Context, id string) (bool, error)
 }
+type OverviewResolver interface {
+	Feeds(ctx context.Context, obj *model.Overview) ([]*model.FeedHealth, error)
+}
 type QueryResolver interface {
 	Me(ctx context.Context) (*store.User, error)
 	APIKeys(ctx context.Context) ([]*store.APIKey, error)
@@ -381,6 +429,7 @@ type QueryResolver interface {
 	Tenant(ctx context.Context, id string) (*store.Tenant, error)
 	TenantGroups(ctx context.Context, limit *int, offset *int) ([]*store.TenantGroup, error)
 	TenantGroup(ctx context.Context, id string) (*store.TenantGroup, error)
+	Overview(ctx context.Context) (*model.Overview, error)
 }
 type SightingResolver interface {
 	Feed(ctx context.Context, obj *store.Sighting) (*store.Feed, error)
@@ -450,6 +499,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiKey.RevokedAt(childComplexity), true
+
+	case "ExpiringDay.count":
+		if e.ComplexityRoot.ExpiringDay.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ExpiringDay.Count(childComplexity), true
+	case "ExpiringDay.day":
+		if e.ComplexityRoot.ExpiringDay.Day == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ExpiringDay.Day(childComplexity), true
 
 	case "FacetValue.count":
 		if e.ComplexityRoot.FacetValue.Count == nil {
@@ -658,6 +720,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FeedFacet.Values(childComplexity), true
+
+	case "FeedHealth.feed":
+		if e.ComplexityRoot.FeedHealth.Feed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedHealth.Feed(childComplexity), true
+	case "FeedHealth.nextRun":
+		if e.ComplexityRoot.FeedHealth.NextRun == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedHealth.NextRun(childComplexity), true
+	case "FeedHealth.running":
+		if e.ComplexityRoot.FeedHealth.Running == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedHealth.Running(childComplexity), true
+
+	case "FeedIocCount.count":
+		if e.ComplexityRoot.FeedIocCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedIocCount.Count(childComplexity), true
+	case "FeedIocCount.feed":
+		if e.ComplexityRoot.FeedIocCount.Feed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedIocCount.Feed(childComplexity), true
 
 	case "FeedRun.backlogTotal":
 		if e.ComplexityRoot.FeedRun.BacklogTotal == nil {
@@ -935,6 +1029,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IocLookup.Value(childComplexity), true
 
+	case "IocTypeCount.count":
+		if e.ComplexityRoot.IocTypeCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocTypeCount.Count(childComplexity), true
+	case "IocTypeCount.type":
+		if e.ComplexityRoot.IocTypeCount.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocTypeCount.Type(childComplexity), true
+
 	case "Mutation.createApiKey":
 		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
 			break
@@ -1147,6 +1254,74 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NewApiKey.Key(childComplexity), true
 
+	case "Overview.byFeed":
+		if e.ComplexityRoot.Overview.ByFeed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Overview.ByFeed(childComplexity), true
+	case "Overview.byType":
+		if e.ComplexityRoot.Overview.ByType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Overview.ByType(childComplexity), true
+	case "Overview.computedAt":
+		if e.ComplexityRoot.Overview.ComputedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Overview.ComputedAt(childComplexity), true
+	case "Overview.days":
+		if e.ComplexityRoot.Overview.Days == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Overview.Days(childComplexity), true
+	case "Overview.expiring":
+		if e.ComplexityRoot.Overview.Expiring == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Overview.Expiring(childComplexity), true
+	case "Overview.feeds":
+		if e.ComplexityRoot.Overview.Feeds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Overview.Feeds(childComplexity), true
+	case "Overview.iocCount":
+		if e.ComplexityRoot.Overview.IocCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Overview.IocCount(childComplexity), true
+	case "Overview.topTags":
+		if e.ComplexityRoot.Overview.TopTags == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Overview.TopTags(childComplexity), true
+
+	case "OverviewDay.added":
+		if e.ComplexityRoot.OverviewDay.Added == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OverviewDay.Added(childComplexity), true
+	case "OverviewDay.day":
+		if e.ComplexityRoot.OverviewDay.Day == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OverviewDay.Day(childComplexity), true
+	case "OverviewDay.expired":
+		if e.ComplexityRoot.OverviewDay.Expired == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OverviewDay.Expired(childComplexity), true
+
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
 			break
@@ -1330,6 +1505,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Me(childComplexity), true
+	case "Query.overview":
+		if e.ComplexityRoot.Query.Overview == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Overview(childComplexity), true
 	case "Query.premiumFeedKinds":
 		if e.ComplexityRoot.Query.PremiumFeedKinds == nil {
 			break
@@ -1562,6 +1743,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.FeedStatusChanged(childComplexity, args["feedId"].(*string)), true
+
+	case "TagCount.count":
+		if e.ComplexityRoot.TagCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TagCount.Count(childComplexity), true
+	case "TagCount.tag":
+		if e.ComplexityRoot.TagCount.Tag == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TagCount.Tag(childComplexity), true
 
 	case "Tenant.address":
 		if e.ComplexityRoot.Tenant.Address == nil {
@@ -1928,6 +2122,12 @@ type Query {
   tenant(id: ID!): Tenant!
   tenantGroups(limit: Int, offset: Int): [TenantGroup!]!
   tenantGroup(id: ID!): TenantGroup!
+
+  """
+  The figures of the dashboard's Overview page. They are read again when the
+  indicators changed, at most once a minute while they keep changing.
+  """
+  overview: Overview!
 }
 
 type Mutation {
@@ -2518,6 +2718,70 @@ input TenantGroupInput {
   tenants: [ID!]
   logo: String
 }
+
+# ---- overview ----
+
+"""
+What the Overview page shows. The indicator figures cover the whole store,
+which every tenant shares; the feeds' health is root-only.
+"""
+type Overview {
+  "When the figures were read."
+  computedAt: Time!
+  iocCount: Int!
+  "Indicators per type, most first."
+  byType: [IocTypeCount!]!
+  "Indicators per feed (those it has a sighting of), most first."
+  byFeed: [FeedIocCount!]!
+  """
+  The last 30 UTC days, oldest first: what the runs added (sightings new to
+  their feed) and how many indicators expired (the sweeper removed them).
+  """
+  days: [OverviewDay!]!
+  "The 10 most frequent tags, most first; malware families are among them (feeds store them as tags)."
+  topTags: [TagCount!]!
+  "The next 7 UTC days, today first: how many indicators expire on each (today: from now on)."
+  expiring: [ExpiringDay!]!
+  "Every feed with its state, by name."
+  feeds: [FeedHealth!]! @hasScope(scope: ROOT)
+}
+
+type IocTypeCount {
+  type: IocType!
+  count: Int!
+}
+
+type FeedIocCount {
+  feed: Feed!
+  count: Int!
+}
+
+type OverviewDay {
+  "Midnight UTC of the day."
+  day: Time!
+  added: Int!
+  expired: Int!
+}
+
+type ExpiringDay {
+  "Midnight UTC of the day."
+  day: Time!
+  count: Int!
+}
+
+type TagCount {
+  tag: String!
+  count: Int!
+}
+
+"A feed at a glance."
+type FeedHealth {
+  feed: Feed!
+  "A run of the feed is going on."
+  running: Boolean!
+  "When its next scheduled run starts; null when none is scheduled (disabled)."
+  nextRun: Time
+}
 `, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -2542,6 +2806,16 @@ func (ec *executionContext) childFields_ApiKey(ctx context.Context, field graphq
 		return ec.fieldContext_ApiKey_revokedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApiKey", field.Name)
+}
+
+func (ec *executionContext) childFields_ExpiringDay(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "day":
+		return ec.fieldContext_ExpiringDay_day(ctx, field)
+	case "count":
+		return ec.fieldContext_ExpiringDay_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ExpiringDay", field.Name)
 }
 
 func (ec *executionContext) childFields_FacetValue(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2634,6 +2908,28 @@ func (ec *executionContext) childFields_FeedFacet(ctx context.Context, field gra
 		return ec.fieldContext_FeedFacet_values(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FeedFacet", field.Name)
+}
+
+func (ec *executionContext) childFields_FeedHealth(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "feed":
+		return ec.fieldContext_FeedHealth_feed(ctx, field)
+	case "running":
+		return ec.fieldContext_FeedHealth_running(ctx, field)
+	case "nextRun":
+		return ec.fieldContext_FeedHealth_nextRun(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FeedHealth", field.Name)
+}
+
+func (ec *executionContext) childFields_FeedIocCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "feed":
+		return ec.fieldContext_FeedIocCount_feed(ctx, field)
+	case "count":
+		return ec.fieldContext_FeedIocCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FeedIocCount", field.Name)
 }
 
 func (ec *executionContext) childFields_FeedRun(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2762,6 +3058,16 @@ func (ec *executionContext) childFields_IocLookup(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type IocLookup", field.Name)
 }
 
+func (ec *executionContext) childFields_IocTypeCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_IocTypeCount_type(ctx, field)
+	case "count":
+		return ec.fieldContext_IocTypeCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IocTypeCount", field.Name)
+}
+
 func (ec *executionContext) childFields_NewApiKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "apiKey":
@@ -2770,6 +3076,40 @@ func (ec *executionContext) childFields_NewApiKey(ctx context.Context, field gra
 		return ec.fieldContext_NewApiKey_key(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NewApiKey", field.Name)
+}
+
+func (ec *executionContext) childFields_Overview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "computedAt":
+		return ec.fieldContext_Overview_computedAt(ctx, field)
+	case "iocCount":
+		return ec.fieldContext_Overview_iocCount(ctx, field)
+	case "byType":
+		return ec.fieldContext_Overview_byType(ctx, field)
+	case "byFeed":
+		return ec.fieldContext_Overview_byFeed(ctx, field)
+	case "days":
+		return ec.fieldContext_Overview_days(ctx, field)
+	case "topTags":
+		return ec.fieldContext_Overview_topTags(ctx, field)
+	case "expiring":
+		return ec.fieldContext_Overview_expiring(ctx, field)
+	case "feeds":
+		return ec.fieldContext_Overview_feeds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Overview", field.Name)
+}
+
+func (ec *executionContext) childFields_OverviewDay(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "day":
+		return ec.fieldContext_OverviewDay_day(ctx, field)
+	case "added":
+		return ec.fieldContext_OverviewDay_added(ctx, field)
+	case "expired":
+		return ec.fieldContext_OverviewDay_expired(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OverviewDay", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2888,6 +3228,16 @@ func (ec *executionContext) childFields_SsoConfig(ctx context.Context, field gra
 		return ec.fieldContext_SsoConfig_ssoEntryPoint(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SsoConfig", field.Name)
+}
+
+func (ec *executionContext) childFields_TagCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "tag":
+		return ec.fieldContext_TagCount_tag(ctx, field)
+	case "count":
+		return ec.fieldContext_TagCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TagCount", field.Name)
 }
 
 func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3882,6 +4232,52 @@ func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_ApiKey_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _ExpiringDay_day(ctx context.Context, field graphql.CollectedField, obj *model.ExpiringDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ExpiringDay_day(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Day, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ExpiringDay_day(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ExpiringDay", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _ExpiringDay_count(ctx context.Context, field graphql.CollectedField, obj *model.ExpiringDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ExpiringDay_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ExpiringDay_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ExpiringDay", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _FacetValue_value(ctx context.Context, field graphql.CollectedField, obj *model.FacetValue) (ret graphql.Marshaler) {
@@ -5125,6 +5521,139 @@ func (ec *executionContext) fieldContext_FeedFacet_values(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _FeedHealth_feed(ctx context.Context, field graphql.CollectedField, obj *model.FeedHealth) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedHealth_feed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Feed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Feed) graphql.Marshaler {
+			return ec.marshalNFeed2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeed(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedHealth_feed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FeedHealth",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Feed(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FeedHealth_running(ctx context.Context, field graphql.CollectedField, obj *model.FeedHealth) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedHealth_running(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Running, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedHealth_running(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedHealth", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _FeedHealth_nextRun(ctx context.Context, field graphql.CollectedField, obj *model.FeedHealth) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedHealth_nextRun(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextRun, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FeedHealth_nextRun(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedHealth", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _FeedIocCount_feed(ctx context.Context, field graphql.CollectedField, obj *model.FeedIocCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedIocCount_feed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Feed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Feed) graphql.Marshaler {
+			return ec.marshalNFeed2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeed(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedIocCount_feed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FeedIocCount",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Feed(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FeedIocCount_count(ctx context.Context, field graphql.CollectedField, obj *model.FeedIocCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedIocCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedIocCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedIocCount", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _FeedRun_id(ctx context.Context, field graphql.CollectedField, obj *store.FeedRun) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6203,6 +6732,52 @@ func (ec *executionContext) _IocLookup_error(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_IocLookup_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("IocLookup", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _IocTypeCount_type(ctx context.Context, field graphql.CollectedField, obj *model.IocTypeCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocTypeCount_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ioc.Kind) graphql.Marshaler {
+			return ec.marshalNIocType2githubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IocTypeCount_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocTypeCount", field, false, false, errors.New("field of type IocType does not have child fields"))
+}
+
+func (ec *executionContext) _IocTypeCount_count(ctx context.Context, field graphql.CollectedField, obj *model.IocTypeCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocTypeCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IocTypeCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocTypeCount", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Mutation_createApiKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -7304,6 +7879,331 @@ func (ec *executionContext) fieldContext_NewApiKey_key(_ context.Context, field 
 	return graphql.NewScalarFieldContext("NewApiKey", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Overview_computedAt(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Overview_computedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ComputedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Overview_computedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Overview", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Overview_iocCount(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Overview_iocCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IocCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Overview_iocCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Overview", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Overview_byType(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Overview_byType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.IocTypeCount) graphql.Marshaler {
+			return ec.marshalNIocTypeCount2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocTypeCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Overview_byType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Overview",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IocTypeCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Overview_byFeed(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Overview_byFeed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByFeed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.FeedIocCount) graphql.Marshaler {
+			return ec.marshalNFeedIocCount2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedIocCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Overview_byFeed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Overview",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FeedIocCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Overview_days(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Overview_days(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Days, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.OverviewDay) graphql.Marshaler {
+			return ec.marshalNOverviewDay2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOverviewDayᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Overview_days(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Overview",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OverviewDay(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Overview_topTags(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Overview_topTags(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TopTags, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.TagCount) graphql.Marshaler {
+			return ec.marshalNTagCount2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTagCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Overview_topTags(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Overview",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TagCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Overview_expiring(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Overview_expiring(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Expiring, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ExpiringDay) graphql.Marshaler {
+			return ec.marshalNExpiringDay2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐExpiringDayᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Overview_expiring(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Overview",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ExpiringDay(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Overview_feeds(ctx context.Context, field graphql.CollectedField, obj *model.Overview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Overview_feeds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Overview().Feeds(ctx, obj)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal []*model.FeedHealth
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal []*model.FeedHealth
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, obj, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.FeedHealth) graphql.Marshaler {
+			return ec.marshalNFeedHealth2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Overview_feeds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Overview",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FeedHealth(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _OverviewDay_day(ctx context.Context, field graphql.CollectedField, obj *model.OverviewDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OverviewDay_day(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Day, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OverviewDay_day(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OverviewDay", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _OverviewDay_added(ctx context.Context, field graphql.CollectedField, obj *model.OverviewDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OverviewDay_added(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Added, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OverviewDay_added(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OverviewDay", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _OverviewDay_expired(ctx context.Context, field graphql.CollectedField, obj *model.OverviewDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OverviewDay_expired(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Expired, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OverviewDay_expired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OverviewDay", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8374,6 +9274,38 @@ func (ec *executionContext) fieldContext_Query_tenantGroup(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_overview(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_overview(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Overview(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Overview) graphql.Marshaler {
+			return ec.marshalNOverview2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOverview(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_overview(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Overview(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9142,6 +10074,52 @@ func (ec *executionContext) fieldContext_Subscription_feedRunProgress(ctx contex
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _TagCount_tag(ctx context.Context, field graphql.CollectedField, obj *model.TagCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TagCount_tag(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tag, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TagCount_tag(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TagCount", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TagCount_count(ctx context.Context, field graphql.CollectedField, obj *model.TagCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TagCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TagCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TagCount", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Tenant_id(ctx context.Context, field graphql.CollectedField, obj *store.Tenant) (ret graphql.Marshaler) {
@@ -11923,6 +12901,49 @@ func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+var expiringDayImplementors = []string{"ExpiringDay"}
+
+func (ec *executionContext) _ExpiringDay(ctx context.Context, sel ast.SelectionSet, obj *model.ExpiringDay) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, expiringDayImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ExpiringDay")
+		case "day":
+			out.Values[i] = ec._ExpiringDay_day(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._ExpiringDay_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var facetValueImplementors = []string{"FacetValue"}
 
 func (ec *executionContext) _FacetValue(ctx context.Context, sel ast.SelectionSet, obj *model.FacetValue) graphql.Marshaler {
@@ -12654,6 +13675,97 @@ func (ec *executionContext) _FeedFacet(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var feedHealthImplementors = []string{"FeedHealth"}
+
+func (ec *executionContext) _FeedHealth(ctx context.Context, sel ast.SelectionSet, obj *model.FeedHealth) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, feedHealthImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FeedHealth")
+		case "feed":
+			out.Values[i] = ec._FeedHealth_feed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "running":
+			out.Values[i] = ec._FeedHealth_running(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextRun":
+			out.Values[i] = ec._FeedHealth_nextRun(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var feedIocCountImplementors = []string{"FeedIocCount"}
+
+func (ec *executionContext) _FeedIocCount(ctx context.Context, sel ast.SelectionSet, obj *model.FeedIocCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, feedIocCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FeedIocCount")
+		case "feed":
+			out.Values[i] = ec._FeedIocCount_feed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._FeedIocCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var feedRunImplementors = []string{"FeedRun"}
 
 func (ec *executionContext) _FeedRun(ctx context.Context, sel ast.SelectionSet, obj *store.FeedRun) graphql.Marshaler {
@@ -13143,6 +14255,49 @@ func (ec *executionContext) _IocLookup(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var iocTypeCountImplementors = []string{"IocTypeCount"}
+
+func (ec *executionContext) _IocTypeCount(ctx context.Context, sel ast.SelectionSet, obj *model.IocTypeCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, iocTypeCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IocTypeCount")
+		case "type":
+			out.Values[i] = ec._IocTypeCount_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._IocTypeCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -13329,6 +14484,160 @@ func (ec *executionContext) _NewApiKey(ctx context.Context, sel ast.SelectionSet
 			}
 		case "key":
 			out.Values[i] = ec._NewApiKey_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var overviewImplementors = []string{"Overview"}
+
+func (ec *executionContext) _Overview(ctx context.Context, sel ast.SelectionSet, obj *model.Overview) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, overviewImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Overview")
+		case "computedAt":
+			out.Values[i] = ec._Overview_computedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "iocCount":
+			out.Values[i] = ec._Overview_iocCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "byType":
+			out.Values[i] = ec._Overview_byType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "byFeed":
+			out.Values[i] = ec._Overview_byFeed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "days":
+			out.Values[i] = ec._Overview_days(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "topTags":
+			out.Values[i] = ec._Overview_topTags(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "expiring":
+			out.Values[i] = ec._Overview_expiring(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "feeds":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Overview_feeds(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var overviewDayImplementors = []string{"OverviewDay"}
+
+func (ec *executionContext) _OverviewDay(ctx context.Context, sel ast.SelectionSet, obj *model.OverviewDay) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, overviewDayImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OverviewDay")
+		case "day":
+			out.Values[i] = ec._OverviewDay_day(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "added":
+			out.Values[i] = ec._OverviewDay_added(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expired":
+			out.Values[i] = ec._OverviewDay_expired(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13832,6 +15141,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "overview":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_overview(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -14172,6 +15503,49 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var tagCountImplementors = []string{"TagCount"}
+
+func (ec *executionContext) _TagCount(ctx context.Context, sel ast.SelectionSet, obj *model.TagCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, tagCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TagCount")
+		case "tag":
+			out.Values[i] = ec._TagCount_tag(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._TagCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
 }
 
 var tenantImplementors = []string{"Tenant"}
@@ -14976,6 +16350,32 @@ func (ec *executionContext) unmarshalNCustomFeedInput2githubᚗcomᚋtifeedsᚋt
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNExpiringDay2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐExpiringDayᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ExpiringDay) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNExpiringDay2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐExpiringDay(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNExpiringDay2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐExpiringDay(ctx context.Context, sel ast.SelectionSet, v *model.ExpiringDay) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ExpiringDay(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNFacetValue2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFacetValueᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.FacetValue) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -15072,6 +16472,58 @@ func (ec *executionContext) unmarshalNFeedFacetColumn2githubᚗcomᚋtifeedsᚋt
 
 func (ec *executionContext) marshalNFeedFacetColumn2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedFacetColumn(ctx context.Context, sel ast.SelectionSet, v model.FeedFacetColumn) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNFeedHealth2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.FeedHealth) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFeedHealth2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealth(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNFeedHealth2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealth(ctx context.Context, sel ast.SelectionSet, v *model.FeedHealth) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FeedHealth(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFeedIocCount2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedIocCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.FeedIocCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFeedIocCount2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedIocCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNFeedIocCount2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedIocCount(ctx context.Context, sel ast.SelectionSet, v *model.FeedIocCount) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FeedIocCount(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNFeedOrderField2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedOrderField(ctx context.Context, v any) (model.FeedOrderField, error) {
@@ -15400,6 +16852,32 @@ var (
 	}
 )
 
+func (ec *executionContext) marshalNIocTypeCount2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocTypeCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IocTypeCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIocTypeCount2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocTypeCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNIocTypeCount2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocTypeCount(ctx context.Context, sel ast.SelectionSet, v *model.IocTypeCount) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._IocTypeCount(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNNewApiKey2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNewAPIKey(ctx context.Context, sel ast.SelectionSet, v *model.NewAPIKey) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -15418,6 +16896,42 @@ func (ec *executionContext) unmarshalNOrderDirection2githubᚗcomᚋtifeedsᚋti
 
 func (ec *executionContext) marshalNOrderDirection2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, sel ast.SelectionSet, v model.OrderDirection) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNOverview2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOverview(ctx context.Context, sel ast.SelectionSet, v *model.Overview) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Overview(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNOverviewDay2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOverviewDayᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.OverviewDay) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNOverviewDay2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOverviewDay(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNOverviewDay2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOverviewDay(ctx context.Context, sel ast.SelectionSet, v *model.OverviewDay) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._OverviewDay(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
@@ -15659,6 +17173,32 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNTagCount2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTagCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TagCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTagCount2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTagCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTagCount2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTagCount(ctx context.Context, sel ast.SelectionSet, v *model.TagCount) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TagCount(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNTenant2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐTenantᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.Tenant) graphql.Marshaler {

@@ -144,6 +144,10 @@ func (r *mutationResolver) DeleteTenantGroup(ctx context.Context, id string) (bo
 	return r.deleteTenantGroup(ctx, id)
 }
 
+func (r *overviewResolver) Feeds(ctx context.Context, obj *model.Overview) ([]*model.FeedHealth, error) {
+	return r.overviewFeeds(ctx)
+}
+
 func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 	return r.me(ctx)
 }
@@ -200,6 +204,10 @@ func (r *queryResolver) TenantGroup(ctx context.Context, id string) (*store.Tena
 	return r.tenantGroup(ctx, id)
 }
 
+func (r *queryResolver) Overview(ctx context.Context) (*model.Overview, error) {
+	return r.Resolver.overview(ctx)
+}
+
 func (r *sightingResolver) Feed(ctx context.Context, obj *store.Sighting) (*store.Feed, error) {
 	return r.sightingFeed(ctx, obj)
 }
@@ -228,6 +236,8 @@ func (r *Resolver) Ioc() IocResolver { return &iocResolver{r} }
 
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
+func (r *Resolver) Overview() OverviewResolver { return &overviewResolver{r} }
+
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
 func (r *Resolver) Sighting() SightingResolver { return &sightingResolver{r} }
@@ -243,6 +253,7 @@ type (
 	feedConnectionResolver struct{ *Resolver }
 	iocResolver            struct{ *Resolver }
 	mutationResolver       struct{ *Resolver }
+	overviewResolver       struct{ *Resolver }
 	queryResolver          struct{ *Resolver }
 	sightingResolver       struct{ *Resolver }
 	subscriptionResolver   struct{ *Resolver }

@@ -12,9 +12,10 @@ import (
 // tenantVisible lists the only fields of root-configured types that a
 // tenant-scoped caller may reach: a feed is its id, name and type.
 var tenantVisible = map[string][]string{
-	"Feed":      {"id", "name", "type"},
-	"FeedRun":   nil,
-	"Rejection": nil,
+	"Feed":       {"id", "name", "type"},
+	"FeedRun":    nil,
+	"Rejection":  nil,
+	"FeedHealth": nil,
 }
 
 // TestFeedConfigurationIsRootOnlyWherever walks the schema from its roots

@@ -55,6 +55,9 @@ type Store struct {
 	// tenantSQL is Tenant's statement, built once (tenantSQLOnce).
 	tenantSQLOnce sync.Once
 	tenantSQL     string
+
+	// overview is Overview's last answer.
+	overview overviewCache
 }
 
 // Open connects to the database named by dsn: "sqlite:<path>" (":memory:"

@@ -178,6 +178,9 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 			return sightings, iocs, fmt.Errorf("store: unable to sweep expired indicators: %w", err)
 		}
 		if n < batchSize {
+			if err := s.recordExpired(ctx, now, iocs); err != nil {
+				return sightings, iocs, err
+			}
 			if err := s.recountIoCs(ctx); err != nil {
 				return sightings, iocs, fmt.Errorf("store: unable to re-count indicators: %w", err)
 			}

@@ -647,6 +647,11 @@ func runReads(ctx context.Context, name, dsn, file string, batch, runs int) erro
 			return err
 		}
 	}
+	if readParts["overview"] {
+		if err := b.overview(ctx); err != nil {
+			return err
+		}
+	}
 	if !readParts["pages"] {
 		return nil
 	}

@@ -159,3 +159,11 @@ export async function sortFeed(): Promise<string> {
     .toBe(sortRows.length);
   return feedId;
 }
+
+/** expectNoAxeViolations runs axe-core on what the page shows and fails on any violation, listing them. */
+export async function expectNoAxeViolations(page: Page, context = ''): Promise<void> {
+  const { default: AxeBuilder } = await import('@axe-core/playwright');
+  const results = await new AxeBuilder({ page }).analyze();
+  const found = results.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(' | ')}`);
+  expect(found, `axe violations ${context}`).toEqual([]);
+}

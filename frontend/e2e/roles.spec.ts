@@ -29,17 +29,17 @@ test.describe.serial('a tenant-scoped session', () => {
     await expect(page.locator('.error-box')).toHaveCount(0);
   };
 
-  test('signs in to the IoCs page, with only the pages a tenant may use', async () => {
+  test('signs in to the Overview page, with only the pages a tenant may use', async () => {
     await login(page, tenantUser, tenantPassword);
-    await expect(page).toHaveURL(/\/iocs$/);
+    await expect(page).toHaveURL(/\/overview$/);
     await expect(page.getByTestId('signed-in-user')).toContainText('tenant');
     const nav = page.getByRole('navigation', { name: 'Main' });
-    await expect(nav.getByRole('link')).toHaveText(['IoCs', 'Tenants']);
-    await expect(page.getByRole('table', { name: 'Indicators' })).toBeVisible();
+    await expect(nav.getByRole('link')).toHaveText(['Overview', 'IoCs', 'Tenants']);
+    await expect(page.getByRole('heading', { level: 1, name: 'Overview' })).toBeVisible();
     await noErrorShown();
-    // The start page is the IoCs page too.
+    // The start page is the Overview page too.
     await page.goto(`${baseURL()}/`);
-    await expect(page).toHaveURL(/\/iocs$/);
+    await expect(page).toHaveURL(/\/overview$/);
   });
 
   test('the IoCs page works without the root-only feed list', async () => {
@@ -77,7 +77,7 @@ test.describe.serial('a tenant-scoped session', () => {
       await noErrorShown();
     }
     await page.getByRole('link', { name: 'start page' }).click();
-    await expect(page).toHaveURL(/\/iocs$/);
+    await expect(page).toHaveURL(/\/overview$/);
   });
 
   test('a link to a root-only page opens the start page after sign-in', async () => {
@@ -87,8 +87,8 @@ test.describe.serial('a tenant-scoped session', () => {
     await page.getByLabel('Username').fill(tenantUser);
     await page.getByLabel('Password').fill(tenantPassword);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect(page).toHaveURL(/\/iocs$/);
-    await expect(page.getByRole('table', { name: 'Indicators' })).toBeVisible();
+    await expect(page).toHaveURL(/\/overview$/);
+    await expect(page.getByRole('heading', { level: 1, name: 'Overview' })).toBeVisible();
   });
 
   test('the dashboard never asked the API for what a tenant may not have', async () => {
@@ -106,10 +106,10 @@ test.describe.serial('a root session', () => {
 
   test('offers every page and the root-only buttons', async () => {
     await login(page);
-    await expect(page).toHaveURL(/\/feeds$/);
+    await expect(page).toHaveURL(/\/overview$/);
     await expect(page.getByTestId('signed-in-user')).toContainText(adminUser);
     const nav = page.getByRole('navigation', { name: 'Main' });
-    await expect(nav.getByRole('link')).toHaveText(['Feeds', 'IoCs', 'Tenants', 'Tenant groups']);
+    await expect(nav.getByRole('link')).toHaveText(['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups']);
     await nav.getByRole('link', { name: 'Tenants' }).click();
     await expect(page.getByRole('button', { name: '+ New tenant' })).toBeVisible();
     await expect(page.locator(`tr[data-tenant-name="${tenantName}"]`).getByRole('button', { name: `Edit ${tenantName}` })).toBeVisible();

@@ -6,9 +6,11 @@ import { useToast } from './components/toast';
 import { errorMessage } from './lib/errors';
 import { closeLive } from './lib/live';
 import { allowedPath, homeFor, isRoot, pagesFor } from './lib/roles';
+import { ThemeSelect } from './components/ThemeSelect';
 import { FeedDetailPage } from './pages/FeedDetail';
 import { FeedsPage } from './pages/Feeds';
 import { IocsPage } from './pages/Iocs';
+import { OverviewPage } from './pages/Overview';
 import { LoginPage } from './pages/Login';
 import { TenantGroupsPage } from './pages/TenantGroups';
 import { TenantsPage } from './pages/Tenants';
@@ -32,6 +34,7 @@ export function App() {
       <Routes>
         <Route path="/" element={<Navigate to={home} replace />} />
         <Route path="/login" element={<AfterLogin home={home} />} />
+        <Route path="/overview" element={<OverviewPage />} />
         <Route path="/feeds" element={rootOnly(<FeedsPage />)} />
         <Route path="/feeds/:id" element={rootOnly(<FeedDetailPage />)} />
         <Route path="/iocs" element={<IocsPage />} />
@@ -102,6 +105,7 @@ function Shell({ children }: { children: React.ReactNode }) {
           ))}
         </nav>
         <div className="user">
+          <ThemeSelect />
           <span className="user-name" data-testid="signed-in-user" title={`Scope: ${user?.scope.toLowerCase()}`}>
             {user?.username}
             <span className="badge">{user?.scope.toLowerCase()}</span>

@@ -474,3 +474,60 @@ export const LookupIocsQuery = graphql(`
     }
   }
 `);
+
+export const OverviewQuery = graphql(`
+  query Overview {
+    overview {
+      computedAt
+      iocCount
+      byType {
+        type
+        count
+      }
+      byFeed {
+        feed {
+          id
+          name
+          type
+        }
+        count
+      }
+      days {
+        day
+        added
+        expired
+      }
+      topTags {
+        tag
+        count
+      }
+      expiring {
+        day
+        count
+      }
+    }
+  }
+`);
+
+export const OverviewFeedsQuery = graphql(`
+  query OverviewFeeds {
+    overview {
+      feeds {
+        feed {
+          id
+          name
+          status
+          statusMessage
+          enabled
+          lastRun {
+            id
+            errorKind
+            errorDetail
+          }
+        }
+        running
+        nextRun
+      }
+    }
+  }
+`);

@@ -6,7 +6,12 @@ import { App } from './App';
 import { AuthProvider } from './auth';
 import { ToastProvider } from './components/toast';
 import { ApiError } from './lib/graphql';
+import { followSystemTheme } from './lib/theme';
 import './styles.css';
+import './theme.css';
+
+// Before the first render, so that a dark page never flashes light.
+followSystemTheme();
 
 const queryClient = new QueryClient({
   queryCache: new QueryCache(),

@@ -27,6 +27,12 @@ type CustomFeedInput struct {
 	Description  *string `json:"description,omitempty"`
 }
 
+type ExpiringDay struct {
+	// Midnight UTC of the day.
+	Day   time.Time `json:"day"`
+	Count int       `json:"count"`
+}
+
 type FacetValue struct {
 	// The value as the filter takes it (enums by name, booleans as true/false).
 	Value string `json:"value"`
@@ -60,6 +66,20 @@ type FeedFilter struct {
 	Description       []string         `json:"description,omitempty"`
 	LastIngestionFrom *time.Time       `json:"lastIngestionFrom,omitempty"`
 	LastIngestionTo   *time.Time       `json:"lastIngestionTo,omitempty"`
+}
+
+// A feed at a glance.
+type FeedHealth struct {
+	Feed *store.Feed `json:"feed"`
+	// A run of the feed is going on.
+	Running bool `json:"running"`
+	// When its next scheduled run starts; null when none is scheduled (disabled).
+	NextRun *time.Time `json:"nextRun,omitempty"`
+}
+
+type FeedIocCount struct {
+	Feed  *store.Feed `json:"feed"`
+	Count int         `json:"count"`
 }
 
 type FeedOrder struct {
@@ -155,6 +175,11 @@ type IocOrder struct {
 	Direction *OrderDirection `json:"direction,omitempty"`
 }
 
+type IocTypeCount struct {
+	Type  ioc.Kind `json:"type"`
+	Count int      `json:"count"`
+}
+
 type Mutation struct {
 }
 
@@ -162,6 +187,34 @@ type NewAPIKey struct {
 	APIKey *store.APIKey `json:"apiKey"`
 	// The key in clear: shown this once only.
 	Key string `json:"key"`
+}
+
+// What the Overview page shows. The indicator figures cover the whole store,
+// which every tenant shares; the feeds' health is root-only.
+type Overview struct {
+	// When the figures were read.
+	ComputedAt time.Time `json:"computedAt"`
+	IocCount   int       `json:"iocCount"`
+	// Indicators per type, most first.
+	ByType []*IocTypeCount `json:"byType"`
+	// Indicators per feed (those it has a sighting of), most first.
+	ByFeed []*FeedIocCount `json:"byFeed"`
+	// The last 30 UTC days, oldest first: what the runs added (sightings new to
+	// their feed) and how many indicators expired (the sweeper removed them).
+	Days []*OverviewDay `json:"days"`
+	// The 10 most frequent tags, most first; malware families are among them (feeds store them as tags).
+	TopTags []*TagCount `json:"topTags"`
+	// The next 7 UTC days, today first: how many indicators expire on each (today: from now on).
+	Expiring []*ExpiringDay `json:"expiring"`
+	// Every feed with its state, by name.
+	Feeds []*FeedHealth `json:"feeds"`
+}
+
+type OverviewDay struct {
+	// Midnight UTC of the day.
+	Day     time.Time `json:"day"`
+	Added   int       `json:"added"`
+	Expired int       `json:"expired"`
 }
 
 type PageInfo struct {
@@ -237,6 +290,11 @@ type SsoConfigInput struct {
 }
 
 type Subscription struct {
+}
+
+type TagCount struct {
+	Tag   string `json:"tag"`
+	Count int    `json:"count"`
 }
 
 // On update, a given tenants list replaces the membership.

@@ -5,16 +5,16 @@ describe('roles', () => {
   const cases: Record<string, { scope: 'ROOT' | 'TENANT'; pages: string[]; home: string; allowed: string[]; refused: string[] }> = {
     root: {
       scope: 'ROOT',
-      pages: ['Feeds', 'IoCs', 'Tenants', 'Tenant groups'],
-      home: '/feeds',
-      allowed: ['/feeds', '/feeds/12', '/groups', '/iocs', '/tenants'],
+      pages: ['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups'],
+      home: '/overview',
+      allowed: ['/overview', '/feeds', '/feeds/12', '/groups', '/iocs', '/tenants'],
       refused: [],
     },
     tenant: {
       scope: 'TENANT',
-      pages: ['IoCs', 'Tenants'],
-      home: '/iocs',
-      allowed: ['/iocs', '/tenants', '/feedsx', '/nowhere'],
+      pages: ['Overview', 'IoCs', 'Tenants'],
+      home: '/overview',
+      allowed: ['/overview', '/iocs', '/tenants', '/feedsx', '/nowhere'],
       refused: ['/feeds', '/feeds/12', '/groups', '/groups/3'],
     },
   };

@@ -10,6 +10,7 @@ export interface NavPage {
 
 /** navPages lists the main navigation in its order. */
 export const navPages: readonly NavPage[] = [
+  { path: '/overview', label: 'Overview', rootOnly: false },
   { path: '/feeds', label: 'Feeds', rootOnly: true },
   { path: '/iocs', label: 'IoCs', rootOnly: false },
   { path: '/tenants', label: 'Tenants', rootOnly: false },
@@ -28,7 +29,7 @@ export function pagesFor(scope: Scope | undefined): NavPage[] {
 
 /** homeFor is where a user of scope lands: the first page they may use. */
 export function homeFor(scope: Scope | undefined): string {
-  return pagesFor(scope)[0]?.path ?? '/iocs';
+  return pagesFor(scope)[0]?.path ?? '/overview';
 }
 
 /**

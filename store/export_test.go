@@ -1,0 +1,11 @@
+package store
+
+import "time"
+
+// SetOverviewCost sets what the cached overview cost to read, which bounds
+// how stale it may be served.
+func SetOverviewCost(s *Store, d time.Duration) {
+	s.overview.mu.Lock()
+	defer s.overview.mu.Unlock()
+	s.overview.cost = d
+}
