@@ -55,6 +55,7 @@ type Store struct {
 	// tenantSQL is Tenant's statement, built once (tenantSQLOnce).
 	tenantSQLOnce sync.Once
 	tenantSQL     string
+	tenantCache   tenantCache
 }
 
 // Open connects to the database named by dsn: "sqlite:<path>" (":memory:"
