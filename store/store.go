@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
@@ -56,6 +57,10 @@ type Store struct {
 	tenantSQLOnce sync.Once
 	tenantSQL     string
 	tenantCache   tenantCache
+
+	// pgFreshStreak: the last PostgreSQL batch found none of its IoCs
+	// stored, so the next copies its IoCs without looking (pgWriter.insertNew).
+	pgFreshStreak atomic.Bool
 }
 
 // Open connects to the database named by dsn: "sqlite:<path>" (":memory:"
