@@ -187,3 +187,74 @@ func TestIoCsByValueAcrossKinds(t *testing.T) {
 		}
 	})
 }
+
+// The type order walks kinds, each in id order: pages in both directions
+// give what ordering every IoC by (type, id) gives, whether a kind is read
+// through the (type, value) index or in id order (SQLite picks by count).
+func TestIoCsByTypeWalk(t *testing.T) {
+	for _, dense := range []int{1, 1_000_000} {
+		t.Run(fmt.Sprintf("dense=%d", dense), func(t *testing.T) { testIoCsByTypeWalk(t, dense) })
+	}
+}
+
+func testIoCsByTypeWalk(t *testing.T, dense int) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		was := *store.DenseKind
+		*store.DenseKind = dense
+		t.Cleanup(func() { *store.DenseKind = was })
+		ctx := context.Background()
+		feed := newFeed(t, s, fmt.Sprintf("f%d", dense))
+		// Three batches: each kind's ids are spread among the others'.
+		for b := range 3 {
+			inds := []ioc.Indicator{
+				{Kind: ioc.SHA1, Value: strings.Repeat(fmt.Sprint(b), 40), Source: "s", Score: 5},
+				{Kind: ioc.IP, Value: fmt.Sprintf("10.0.0.%d", b+1), Source: "s", Score: 5},
+				{Kind: ioc.URL, Value: fmt.Sprintf("http://a.example/%d", b), Source: "s", Score: 5},
+			}
+			for i := range 3 {
+				inds = append(inds, dom(fmt.Sprintf("d%d-%d.example", b, i), "s", 5))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(b) * time.Hour), Retention: day, Indicators: inds})
+		}
+		for _, desc := range []bool{false, true} {
+			dir := "ASC"
+			if desc {
+				dir = "DESC"
+			}
+			var want []int64
+			if err := s.DB.NewRaw("SELECT id FROM iocs ORDER BY type COLLATE \"C\" "+dir+", id "+dir).Scan(ctx, &want); err != nil {
+				if s.Dialect != store.SQLite {
+					t.Fatal(err)
+				}
+				if err := s.DB.NewRaw("SELECT id FROM iocs ORDER BY type "+dir+", id "+dir).Scan(ctx, &want); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, size := range []int{1, 2, 4, 100} {
+				t.Run(fmt.Sprintf("desc=%v size=%d", desc, size), func(t *testing.T) {
+					var got []int64
+					after := ""
+					for range 100 {
+						page, err := s.IoCs(ctx, store.IoCFilter{}, store.IoCOrder{Field: store.IoCOrderType, Desc: desc}, size, after)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if page.Total != 18 {
+							t.Errorf("total %d, want 18", page.Total)
+						}
+						for _, r := range page.IoCs {
+							got = append(got, r.ID)
+						}
+						if !page.HasNextPage {
+							break
+						}
+						after = page.EndCursor
+					}
+					if !slices.Equal(got, want) {
+						t.Errorf("pages gave ids %v, want %v", got, want)
+					}
+				})
+			}
+		}
+	})
+}
