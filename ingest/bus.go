@@ -17,6 +17,9 @@ type Event struct {
 	// Revocation is set on revocation events, which go to OnRevocation
 	// handlers, never to feed subscribers.
 	Revocation *Revocation
+	// TenantsChanged is set on events that say a tenant, tenant group or
+	// tenant's user changed; they go to OnTenantsChanged handlers only.
+	TenantsChanged bool `json:",omitempty"`
 	// Deleted is set on the event that says the feed was deleted.
 	Deleted bool
 }
@@ -63,6 +66,8 @@ type Bus struct {
 	relay func(Event)
 	// revoked are the OnRevocation handlers.
 	revoked map[int]func(Revocation)
+	// tenantsChanged are the OnTenantsChanged handlers.
+	tenantsChanged map[int]func()
 }
 
 type subscriber struct {
@@ -72,7 +77,7 @@ type subscriber struct {
 
 // NewBus returns an empty bus.
 func NewBus() *Bus {
-	return &Bus{subs: map[int]*subscriber{}, revoked: map[int]func(Revocation){}}
+	return &Bus{subs: map[int]*subscriber{}, revoked: map[int]func(Revocation){}, tenantsChanged: map[int]func(){}}
 }
 
 // Subscribe returns a channel of the events of feedID (every feed when it
@@ -145,6 +150,52 @@ func (b *Bus) deliverRevocation(r Revocation) (relay func(Event)) {
 	b.mu.Unlock()
 	for _, fn := range handlers {
 		fn(r)
+	}
+	return relay
+}
+
+// OnTenantsChanged calls fn on each tenant change published here or,
+// through a Fanout, on another instance (and when the Fanout may have
+// missed some), until the returned function is called. fn runs inside
+// Publish: it must not block.
+func (b *Bus) OnTenantsChanged(fn func()) (cancel func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.next
+	b.next++
+	b.tenantsChanged[id] = fn
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.tenantsChanged, id)
+	}
+}
+
+// PublishTenantsChanged announces that a tenant, a tenant group or a
+// tenant's user changed, to this process's handlers and to the other
+// instances, so that cached tenant answers are dropped. A nil bus does
+// nothing.
+func (b *Bus) PublishTenantsChanged() {
+	if b == nil {
+		return
+	}
+	if relay := b.deliverTenantsChanged(); relay != nil {
+		relay(Event{TenantsChanged: true})
+	}
+}
+
+// deliverTenantsChanged calls this process's handlers only, and returns
+// the relay to call.
+func (b *Bus) deliverTenantsChanged() (relay func(Event)) {
+	b.mu.Lock()
+	handlers := make([]func(), 0, len(b.tenantsChanged))
+	for _, fn := range b.tenantsChanged {
+		handlers = append(handlers, fn)
+	}
+	relay = b.relay
+	b.mu.Unlock()
+	for _, fn := range handlers {
+		fn()
 	}
 	return relay
 }

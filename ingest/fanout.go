@@ -41,6 +41,7 @@ const (
 	noticeProgress = "progress"
 	noticeRevoke   = "revoke"
 	noticeDeleted  = "deleted"
+	noticeTenants  = "tenants"
 )
 
 // notice is the NOTIFY payload. It stays far below PostgreSQL's 8000-byte
@@ -228,6 +229,9 @@ func encodeNotice(instance string, ev Event) ([]byte, error) {
 	if ev.Deleted {
 		n.Kind = noticeDeleted
 	}
+	if ev.TenantsChanged {
+		n.Kind = noticeTenants
+	}
 	return json.Marshal(n)
 }
 
@@ -236,7 +240,12 @@ func encodeNotice(instance string, ev Event) ([]byte, error) {
 func (f *Fanout) listen(ctx context.Context) {
 	backoff := f.opts.MinBackoff
 	for {
-		err := f.listenOnce(ctx, func() { backoff = f.opts.MinBackoff })
+		err := f.listenOnce(ctx, func() {
+			backoff = f.opts.MinBackoff
+			// Tenant changes notified while no listener was up are lost:
+			// what was cached meanwhile may be stale.
+			f.bus.deliverTenantsChanged()
+		})
 		if ctx.Err() != nil {
 			return
 		}
@@ -320,17 +329,21 @@ func (f *Fanout) connConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 // store has it now.
 func (f *Fanout) receive(ctx context.Context, payload string) {
 	var n notice
-	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.FeedID == 0 && n.Kind != noticeRevoke {
+	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.FeedID == 0 && n.Kind != noticeRevoke && n.Kind != noticeTenants {
 		f.log.Warn("Ignored a malformed feed event from another instance", "error", err, "payload", payload)
 		return
 	}
 	if n.Instance == f.instance {
 		return // delivered locally when it was published
 	}
-	if n.Kind == noticeRevoke {
+	switch n.Kind {
+	case noticeRevoke:
 		if n.Revoke != nil {
 			f.bus.deliverRevocation(*n.Revoke)
 		}
+		return
+	case noticeTenants:
+		f.bus.deliverTenantsChanged()
 		return
 	}
 	ev := Event{FeedID: n.FeedID}

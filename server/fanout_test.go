@@ -180,3 +180,110 @@ func TestStatusChangesReachOtherInstances(t *testing.T) {
 	}
 	wantStatus("the run on A succeed", func(s feedStatus) bool { return s.StatusMessage == "Success" && s.Enabled })
 }
+
+// TestTenantChangeReachesOtherInstances checks that a tenant GET on one
+// instance, answered from its cache, shows a change made on another at once
+// after the change's event: B keeps answers for an hour, so only the event
+// can drop them.
+func TestTenantChangeReachesOtherInstances(t *testing.T) {
+	dsn := storetest.NewPostgresDSN(t)
+	a, b := newInstance(t, dsn), newInstance(t, dsn)
+	b.store.SetTenantCacheTTL(time.Hour)
+	ctx := context.Background()
+	if _, err := a.store.EnsureAdmin(ctx, "admin", "admin-password", adminKey); err != nil {
+		t.Fatal(err)
+	}
+	r := a.do("POST", api+"/tenants", "admin", adminKey, `{"cust_name":"Acme"}`, nil)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create on A: %d %s", r.status, r.body)
+	}
+	var created struct{ Data tenantWire }
+	if err := json.Unmarshal(r.body, &created); err != nil {
+		t.Fatal(err)
+	}
+	id := created.Data.CustID
+	getOnB := func() tenantWire {
+		t.Helper()
+		r := b.do("GET", api+"/tenants/"+id, "admin", adminKey, "", nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET on B: %d %s", r.status, r.body)
+		}
+		var got struct{ Data tenantWire }
+		if err := json.Unmarshal(r.body, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Data
+	}
+	// waitOnB polls B until ok holds; false when it never did.
+	waitOnB := func(wait time.Duration, ok func(tenantWire) bool) bool {
+		deadline := time.Now().Add(wait)
+		for {
+			if ok(getOnB()) {
+				return true
+			}
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	patchOnA := func(body string) {
+		t.Helper()
+		if r := a.do("PATCH", api+"/tenants/"+id, "admin", adminKey, body, nil); r.status != http.StatusOK {
+			t.Fatalf("PATCH on A: %d %s", r.status, r.body)
+		}
+	}
+	// Wait until B hears A (its listener is up): probe with renames.
+	for try := 1; ; try++ {
+		name := "probe " + itoa(try)
+		patchOnA(`{"cust_name":"` + name + `"}`)
+		if waitOnB(500*time.Millisecond, func(w tenantWire) bool { return w.CustName == name }) {
+			break
+		}
+		if try == 20 {
+			t.Fatal("B saw none of 20 renames made on A")
+		}
+	}
+	// B caches the tenant as it is now; each change on A reaches it.
+	getOnB()
+	patchOnA(`{"cust_name":"Acme Renamed","contact":"Jane"}`)
+	if !waitOnB(10*time.Second, func(w tenantWire) bool { return w.CustName == "Acme Renamed" && w.Contact == "Jane" }) {
+		t.Fatalf("B still answers %+v 10 s after the rename on A", getOnB())
+	}
+	r = a.do("POST", api+"/tenant_groups", "admin", adminKey, `{"tgrp_name":"Gold","tenants":["`+id+`"]}`, nil)
+	if r.status != http.StatusCreated {
+		t.Fatalf("group on A: %d %s", r.status, r.body)
+	}
+	if !waitOnB(10*time.Second, func(w tenantWire) bool { return w.TgrpName == "Gold" }) {
+		t.Fatalf("B still answers %+v 10 s after the tenant joined a group on A", getOnB())
+	}
+	if _, err := a.store.CreateUser(ctx, "acme-user", "password1", store.ScopeTenant, &id); err != nil {
+		t.Fatal(err)
+	}
+	if !waitOnB(10*time.Second, func(w tenantWire) bool { return w.UserNum == 1 }) {
+		t.Fatalf("B still answers %+v 10 s after a user was added on A", getOnB())
+	}
+	if r := a.do("DELETE", api+"/tenants/"+id, "admin", adminKey, "", nil); r.status != http.StatusOK {
+		t.Fatalf("DELETE on A: %d %s", r.status, r.body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := b.do("GET", api+"/tenants/"+id, "admin", adminKey, "", nil)
+		if r.status == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B still answers %d 10 s after the tenant was deleted on A", r.status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// tenantWire is the part of the REST tenant the fanout test reads.
+type tenantWire struct {
+	CustID   string `json:"cust_id"`
+	CustName string `json:"cust_name"`
+	Contact  string `json:"contact"`
+	TgrpName string `json:"tgrp_name"`
+	UserNum  int    `json:"user_num"`
+}

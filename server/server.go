@@ -118,6 +118,10 @@ func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger
 	if resolver.Events != nil {
 		// For the server's lifetime, which is the bus's.
 		resolver.Events.OnRevocation(s.revoked)
+		// Cached tenant answers (store.Tenant) drop on every instance
+		// when one of them changes a tenant.
+		resolver.Events.OnTenantsChanged(st.ForgetTenants)
+		st.OnTenantWrite(resolver.Events.PublishTenantsChanged)
 	}
 	s.handler = s.routes()
 	return s

@@ -228,7 +228,7 @@ func (s *Store) ApplyPrepared(ctx context.Context, p *PreparedBatch) (BatchResul
 			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
 				return err
 			}
-			return apply(ctx, &pgWriter{tx: tx})
+			return apply(ctx, &pgWriter{tx: tx, freshStreak: &s.pgFreshStreak})
 		})
 	} else {
 		err = s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {

@@ -9,3 +9,6 @@ func SetOverviewCost(s *Store, d time.Duration) {
 	defer s.overview.mu.Unlock()
 	s.overview.cost = d
 }
+
+// DenseKind lets tests take pageByType's id-order path with few IoCs.
+var DenseKind = &denseKind

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,158 @@ func TestIoCsByTagAndSearchSparseAndDense(t *testing.T) {
 					}
 					if c.want == nil && len(seen) < 30 {
 						t.Errorf("answered %d IoCs, want at least 30", len(seen))
+					}
+				})
+			}
+		}
+	})
+}
+
+// The value order merges each kind's rows read in its index order: pages
+// walked in both directions give what ordering every matching row by
+// (value, id) gives, with a value held by two kinds (SHA1 and CERT_SHA1)
+// and under filters.
+func TestIoCsByValueAcrossKinds(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		hash := strings.Repeat("ab", 20)
+		inds := []ioc.Indicator{
+			{Kind: ioc.SHA1, Value: hash, Source: "s", Score: 5},
+			{Kind: ioc.CertSHA1, Value: hash, Source: "s", Score: 5},
+			{Kind: ioc.SHA1, Value: strings.Repeat("0", 40), Source: "s", Score: 5},
+			{Kind: ioc.IP, Value: "10.0.0.1", Source: "s", Score: 70},
+			{Kind: ioc.IP, Value: "9.9.9.9", Source: "s", Score: 5},
+			{Kind: ioc.URL, Value: "http://a.example/x", Source: "s", Score: 70},
+		}
+		for i := range 9 {
+			inds = append(inds, dom(fmt.Sprintf("%c%d.example", 'a'+i*3, i), "s", 10*i))
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
+		// A later batch: ids no longer follow values.
+		apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Hour), Retention: day, Indicators: []ioc.Indicator{
+			dom("b0.example", "s", 60), {Kind: ioc.MD5, Value: strings.Repeat("ab", 16), Source: "s", Score: 80}}})
+		for name, c := range map[string]struct {
+			filter store.IoCFilter
+			where  string
+		}{
+			"all":          {store.IoCFilter{}, "1 = 1"},
+			"min score":    {store.IoCFilter{MinScore: ptr(50)}, "score >= 50"},
+			"two types":    {store.IoCFilter{Types: []ioc.Kind{ioc.SHA1, ioc.CertSHA1}}, "type IN ('sha1', 'cert_sha1')"},
+			"value prefix": {store.IoCFilter{ValuePrefix: "ab"}, "value >= 'ab' AND value < 'ac'"},
+		} {
+			for _, desc := range []bool{false, true} {
+				dir := "ASC"
+				if desc {
+					dir = "DESC"
+				}
+				var want []int64
+				rows, err := s.DB.QueryContext(ctx, "SELECT id FROM iocs WHERE "+c.where+" ORDER BY value "+dir+", id "+dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rows.Next() {
+					var id int64
+					if err := rows.Scan(&id); err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, id)
+				}
+				rows.Close()
+				if len(want) < 2 {
+					t.Fatalf("%s: the filter matches %d IoCs; the test needs more", name, len(want))
+				}
+				for _, size := range []int{1, 2, 3, 100} {
+					t.Run(fmt.Sprintf("%s desc=%v size=%d", name, desc, size), func(t *testing.T) {
+						var got []int64
+						after := ""
+						for range 100 {
+							page, err := s.IoCs(ctx, c.filter, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size, after)
+							if err != nil {
+								t.Fatal(err)
+							}
+							for _, r := range page.IoCs {
+								got = append(got, r.ID)
+							}
+							if !page.HasNextPage {
+								break
+							}
+							after = page.EndCursor
+						}
+						if !slices.Equal(got, want) {
+							t.Errorf("pages gave ids %v, want %v", got, want)
+						}
+					})
+				}
+			}
+		}
+	})
+}
+
+// The type order walks kinds, each in id order: pages in both directions
+// give what ordering every IoC by (type, id) gives, whether a kind is read
+// through the (type, value) index or in id order (SQLite picks by count).
+func TestIoCsByTypeWalk(t *testing.T) {
+	for _, dense := range []int{1, 1_000_000} {
+		t.Run(fmt.Sprintf("dense=%d", dense), func(t *testing.T) { testIoCsByTypeWalk(t, dense) })
+	}
+}
+
+func testIoCsByTypeWalk(t *testing.T, dense int) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		was := *store.DenseKind
+		*store.DenseKind = dense
+		t.Cleanup(func() { *store.DenseKind = was })
+		ctx := context.Background()
+		feed := newFeed(t, s, fmt.Sprintf("f%d", dense))
+		// Three batches: each kind's ids are spread among the others'.
+		for b := range 3 {
+			inds := []ioc.Indicator{
+				{Kind: ioc.SHA1, Value: strings.Repeat(fmt.Sprint(b), 40), Source: "s", Score: 5},
+				{Kind: ioc.IP, Value: fmt.Sprintf("10.0.0.%d", b+1), Source: "s", Score: 5},
+				{Kind: ioc.URL, Value: fmt.Sprintf("http://a.example/%d", b), Source: "s", Score: 5},
+			}
+			for i := range 3 {
+				inds = append(inds, dom(fmt.Sprintf("d%d-%d.example", b, i), "s", 5))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(b) * time.Hour), Retention: day, Indicators: inds})
+		}
+		for _, desc := range []bool{false, true} {
+			dir := "ASC"
+			if desc {
+				dir = "DESC"
+			}
+			var want []int64
+			if err := s.DB.NewRaw("SELECT id FROM iocs ORDER BY type COLLATE \"C\" "+dir+", id "+dir).Scan(ctx, &want); err != nil {
+				if s.Dialect != store.SQLite {
+					t.Fatal(err)
+				}
+				if err := s.DB.NewRaw("SELECT id FROM iocs ORDER BY type "+dir+", id "+dir).Scan(ctx, &want); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, size := range []int{1, 2, 4, 100} {
+				t.Run(fmt.Sprintf("desc=%v size=%d", desc, size), func(t *testing.T) {
+					var got []int64
+					after := ""
+					for range 100 {
+						page, err := s.IoCs(ctx, store.IoCFilter{}, store.IoCOrder{Field: store.IoCOrderType, Desc: desc}, size, after)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if page.Total != 18 {
+							t.Errorf("total %d, want 18", page.Total)
+						}
+						for _, r := range page.IoCs {
+							got = append(got, r.ID)
+						}
+						if !page.HasNextPage {
+							break
+						}
+						after = page.EndCursor
+					}
+					if !slices.Equal(got, want) {
+						t.Errorf("pages gave ids %v, want %v", got, want)
 					}
 				})
 			}

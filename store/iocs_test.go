@@ -367,14 +367,58 @@ func TestSweepExpiredCatchesOrphans(t *testing.T) {
 		a, b := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b")
 		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: day, Indicators: []ioc.Indicator{dom("x.example", "s", 1), dom("y.example", "s", 1)}})
 		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 3 * day, Indicators: []ioc.Indicator{dom("y.example", "s", 1)}})
-		// Deleting feed b's row cascades to its sightings without
+		// Deleting feed b's sightings by hand (SQLite's cascade from the
+		// feed's row did it; PostgreSQL has no such key) skips the
 		// recomputing: y keeps a stale expiry of t0 + 3 days.
+		storetest.MustExec(t, s, "DELETE FROM sightings WHERE feed_id = ?", b)
 		storetest.MustExec(t, s, "DELETE FROM feeds WHERE id = ?", b)
 		if _, _, err := s.SweepExpired(ctx, t0.Add(4*day), 10); err != nil {
 			t.Fatal(err)
 		}
 		if n := count(t, s, "iocs"); n != 0 {
 			t.Errorf("iocs left = %d, want 0", n)
+		}
+	})
+}
+
+// TestBatchOfNewIoCsThenAKnownOne checks the batches after a run of new IoCs
+// (on PostgreSQL they copy without looking first): a batch holding a stored
+// IoC among new ones stores the new ones once, updates the stored one from
+// all its sightings, and the IoCs after it still get ids of their own.
+func TestBatchOfNewIoCsThenAKnownOne(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		a, b := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b")
+		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: day, Indicators: []ioc.Indicator{dom("x.example", "s", 10), dom("y.example", "s", 10)}})
+		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: day, Indicators: []ioc.Indicator{dom("z.example", "s", 10)}})
+		// w sorts before x: a copy without looking would store w, then
+		// fail on x.
+		res := apply(t, s, store.Batch{FeedID: b, Now: t0.Add(time.Hour), Retention: 3 * day,
+			Indicators: []ioc.Indicator{dom("w.example", "s", 90, "new"), dom("x.example", "s", 90, "seen-by-b"), dom("zz.example", "s", 20)}})
+		if res.Added != 3 || res.Stored != 3 {
+			t.Errorf("result %+v, want 3 added and stored (three sightings new to feed b)", res)
+		}
+		if n := count(t, s, "iocs"); n != 5 {
+			t.Errorf("%d IoCs, want 5", n)
+		}
+		if n := count(t, s, "sightings"); n != 6 {
+			t.Errorf("%d sightings, want 6", n)
+		}
+		x := getIoC(t, s, ioc.Domain, "x.example")
+		if x.Score != 90 || !slices.Equal(x.Tags, []string{"seen-by-b"}) || !x.ExpiresAt.Equal(t0.Add(time.Hour+3*day)) || !x.FirstSeen.Equal(t0) {
+			t.Errorf("x = score %d tags %v first %v expires %v; want the merge of both feeds' sightings", x.Score, x.Tags, x.FirstSeen, x.ExpiresAt)
+		}
+		ids := map[int64]string{}
+		for _, v := range []string{"w.example", "x.example", "y.example", "z.example", "zz.example"} {
+			i := getIoC(t, s, ioc.Domain, v)
+			if other, dup := ids[i.ID]; dup {
+				t.Errorf("%s and %s share id %d", v, other, i.ID)
+			}
+			ids[i.ID] = v
+		}
+		// And the next batch of new IoCs after it.
+		apply(t, s, store.Batch{FeedID: a, Now: t0.Add(2 * time.Hour), Retention: day, Indicators: []ioc.Indicator{dom("v.example", "s", 10), dom("zzz.example", "s", 10)}})
+		if n := count(t, s, "iocs"); n != 7 {
+			t.Errorf("%d IoCs after the last batch, want 7", n)
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
@@ -55,6 +56,11 @@ type Store struct {
 	// tenantSQL is Tenant's statement, built once (tenantSQLOnce).
 	tenantSQLOnce sync.Once
 	tenantSQL     string
+	tenantCache   tenantCache
+
+	// pgFreshStreak: the last PostgreSQL batch found none of its IoCs
+	// stored, so the next copies its IoCs without looking (pgWriter.insertNew).
+	pgFreshStreak atomic.Bool
 
 	// overview is Overview's last answer.
 	overview overviewCache

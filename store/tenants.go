@@ -415,8 +415,22 @@ func tenantIn(ctx context.Context, db bun.IDB, id string) (*Tenant, error) {
 // the id as a driver parameter: bun writes arguments into the text, which
 // made SQLite prepare the statement anew for every request (half the
 // request's CPU time); a constant text is prepared once per connection
-// (the SQLite statement cache, pgx's own cache).
+// (the SQLite statement cache, pgx's own cache). Answers are cached (see
+// tenantCache): the query was most of a tenant GET's cost.
 func (s *Store) Tenant(ctx context.Context, id string) (*Tenant, error) {
+	now := time.Now()
+	t, ok, gen := s.tenantCache.get(id, now)
+	if ok {
+		return t, nil
+	}
+	t, err := s.readTenant(ctx, id)
+	if err == nil {
+		s.tenantCache.put(t, gen, now)
+	}
+	return t, err
+}
+
+func (s *Store) readTenant(ctx context.Context, id string) (*Tenant, error) {
 	s.tenantSQLOnce.Do(func() {
 		mark := "?"
 		if s.Dialect == Postgres {
@@ -504,6 +518,7 @@ var tenantColumns = []string{"name", "contact", "contact_email", "contact_phone"
 
 // CreateTenant validates in and adds the tenant, assigning its id.
 func (s *Store) CreateTenant(ctx context.Context, in TenantInput, rules TenantRules) (*Tenant, error) {
+	defer s.tenantsWritten()
 	t := &Tenant{AuthenticationMethod: AuthSystemDefault}
 	if err := in.applyTo(t, rules); err != nil {
 		return nil, err
@@ -534,6 +549,7 @@ func (s *Store) CreateTenant(ctx context.Context, in TenantInput, rules TenantRu
 
 // PatchTenant changes the fields in gives; the name is required.
 func (s *Store) PatchTenant(ctx context.Context, id string, in TenantInput, rules TenantRules) (*Tenant, error) {
+	defer s.tenantsWritten()
 	var out *Tenant
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		t := new(Tenant)
@@ -566,6 +582,7 @@ var errTenantMoved = errors.New("store: tenant changed group during delete")
 // DeleteTenant deletes the tenant. When it was the last tenant of its group,
 // the group goes too, in the same transaction; its id is returned.
 func (s *Store) DeleteTenant(ctx context.Context, id string) (deletedGroupID string, err error) {
+	defer s.tenantsWritten()
 	for attempt := 0; ; attempt++ {
 		deletedGroupID, err = s.deleteTenantOnce(ctx, id)
 		if !errors.Is(err, errTenantMoved) || attempt == 4 {
@@ -774,6 +791,7 @@ func setMembers(ctx context.Context, tx bun.Tx, groupID string, ids []string, re
 
 // CreateTenantGroup validates in and adds the group with its tenants.
 func (s *Store) CreateTenantGroup(ctx context.Context, in TenantGroupInput) (*TenantGroup, error) {
+	defer s.tenantsWritten()
 	name, ids, err := in.validate(true)
 	if err != nil {
 		return nil, err
@@ -829,6 +847,7 @@ func (s *Store) lockGroup(ctx context.Context, tx bun.Tx, id string) (*TenantGro
 // PatchTenantGroup renames the group and changes the fields in gives; a
 // given Tenants replaces the membership.
 func (s *Store) PatchTenantGroup(ctx context.Context, id string, in TenantGroupInput) (*TenantGroup, error) {
+	defer s.tenantsWritten()
 	var out *TenantGroup
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		g, err := s.lockGroup(ctx, tx, id)
@@ -872,6 +891,7 @@ func (s *Store) PatchTenantGroup(ctx context.Context, id string, in TenantGroupI
 
 // DeleteTenantGroup deletes the group only: its tenants remain, ungrouped.
 func (s *Store) DeleteTenantGroup(ctx context.Context, id string) error {
+	defer s.tenantsWritten()
 	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := s.lockGroup(ctx, tx, id); err != nil {
 			return err

@@ -439,6 +439,7 @@ func TestTenantReadMatchesList(t *testing.T) {
 func TestTenantReadBesideWriter(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
+		st.SetTenantCacheTTL(0) // the database's read is under test
 		tn, err := st.CreateTenant(ctx, store.TenantInput{Name: store.Some("Acme")}, store.TenantRules{})
 		if err != nil {
 			t.Fatal(err)
@@ -466,6 +467,102 @@ func TestTenantReadBesideWriter(t *testing.T) {
 		}
 		if got, err := st.Tenant(ctx, tn.ID); err != nil || got.Name != "Renamed" {
 			t.Errorf("after commit: %v, %v; want Renamed", got, err)
+		}
+	})
+}
+
+// TestTenantCacheFollowsWrites checks that a cached tenant answer never
+// outlives a write through the store that changes it (the tenant, its
+// group's name, its users' count), and that a change the store did not make
+// shows once another instance's event (ForgetTenants) or the TTL drops it.
+func TestTenantCacheFollowsWrites(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		st.SetTenantCacheTTL(time.Hour) // only writes and events drop answers
+		writes := 0
+		st.OnTenantWrite(func() { writes++ })
+		tn := mustTenant(t, st, "Acme")
+		read := func() *store.Tenant {
+			t.Helper()
+			got, err := st.Tenant(ctx, tn.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		read().Name = "changed by a caller" // answers are copies
+		if got := read(); got.Name != "Acme" || got.UserNum != 0 || got.GroupName != "" {
+			t.Fatalf("first read: %+v", got)
+		}
+		if _, err := st.PatchTenant(ctx, tn.ID, store.TenantInput{Name: store.Some("Acme 2")}, store.TenantRules{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got.Name != "Acme 2" {
+			t.Errorf("after patch: name %q", got.Name)
+		}
+		if _, err := st.CreateUser(ctx, "acme-user", "password1", store.ScopeTenant, &tn.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got.UserNum != 1 {
+			t.Errorf("after a user was added: user_num %d", got.UserNum)
+		}
+		g, err := st.CreateTenantGroup(ctx, store.TenantGroupInput{Name: store.Some("Gold"), Tenants: store.Some([]string{tn.ID})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got.GroupName != "Gold" {
+			t.Errorf("after grouping: group %q", got.GroupName)
+		}
+		if _, err := st.PatchTenantGroup(ctx, g.ID, store.TenantGroupInput{Name: store.Some("Platinum")}); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got.GroupName != "Platinum" {
+			t.Errorf("after the group's rename: group %q", got.GroupName)
+		}
+		other := mustTenant(t, st, "Other")
+		if err := st.DeleteTenantGroup(ctx, g.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got.GroupName != "" {
+			t.Errorf("after the group's delete: group %q", got.GroupName)
+		}
+		if writes != 7 {
+			t.Errorf("%d writes announced, want 7 (tenant x3, user, group x3)", writes)
+		}
+
+		// A change outside the store (another instance, SQL) is not seen
+		// until the event arrives.
+		if _, err := st.DB.ExecContext(ctx, "UPDATE tenants SET name = ? WHERE id = ?", "Outside", tn.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got.Name != "Acme 2" {
+			t.Fatalf("the cache did not answer: %q", got.Name)
+		}
+		st.ForgetTenants()
+		if got := read(); got.Name != "Outside" {
+			t.Errorf("after ForgetTenants: name %q", got.Name)
+		}
+
+		// Without an event, the TTL bounds how long it is stale.
+		st.SetTenantCacheTTL(time.Millisecond)
+		st.ForgetTenants() // what was cached for an hour
+		read()
+		if _, err := st.DB.ExecContext(ctx, "UPDATE tenants SET name = ? WHERE id = ?", "Later", tn.ID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if got := read(); got.Name != "Later" {
+			t.Errorf("past the TTL: name %q", got.Name)
+		}
+
+		if _, err := st.DeleteTenant(ctx, other.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DeleteTenant(ctx, tn.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Tenant(ctx, tn.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("after delete: %v", err)
 		}
 	})
 }

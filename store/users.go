@@ -121,6 +121,9 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, scope
 		return nil, fmt.Errorf("store: unable to hash password: %w", err)
 	}
 	u := &User{Username: username, PasswordHash: string(hash), Scope: scope, TenantID: tenantID, CreatedAt: time.Now().UTC()}
+	if tenantID != nil {
+		defer s.tenantsWritten() // the tenant's user_num
+	}
 	if _, err := s.DB.NewInsert().Model(u).Exec(ctx); err != nil {
 		if isUniqueViolation(err) {
 			return nil, fmt.Errorf("store: user %q exists: %w", username, ErrConflict)

@@ -66,23 +66,23 @@ func main() {
 	batch := flag.Int("batch", ingest.DefaultBatchSize, "BatchSink batch size")
 	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
 	runs := flag.Int("runs", 3, "measurements of each baseline and ingestion, interleaved; the medians are compared")
-	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both)`)
+	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both); "tsv" for the TSV ingestion against the bulk loaders alone`)
 	parts := flag.String("parts", "exports,tenant,lookup,overview,pages", "read paths to measure, comma-separated")
-	dbs := flag.String("dbs", "sqlite,postgres", "databases whose read paths are measured (postgres needs TIFEEDS_TEST_POSTGRES)")
+	dbs := flag.String("dbs", "sqlite,postgres", "databases whose TSV ingestion and read paths are measured (postgres needs TIFEEDS_TEST_POSTGRES)")
 	flag.Parse()
 	readParts = map[string]bool{}
 	for _, p := range strings.Split(*parts, ",") {
 		readParts[strings.TrimSpace(p)] = true
 	}
-	readDBs = map[string]bool{}
+	benchDBs = map[string]bool{}
 	for _, d := range strings.Split(*dbs, ",") {
-		readDBs[strings.TrimSpace(d)] = true
+		benchDBs[strings.TrimSpace(d)] = true
 	}
 	if *runs < 1 {
 		log.Fatal("tifeeds-bench: -runs must be at least 1")
 	}
-	if *only != "" && *only != "ingest" && *only != "reads" {
-		log.Fatal(`tifeeds-bench: -only must be "ingest" or "reads"`)
+	if *only != "" && *only != "ingest" && *only != "tsv" && *only != "reads" {
+		log.Fatal(`tifeeds-bench: -only must be "ingest", "tsv" or "reads"`)
 	}
 	if err := run(*rows, *bigMB, *batch, *runs, *dir, *only); err != nil {
 		log.Fatalf("tifeeds-bench: %v", err)
@@ -106,6 +106,9 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 	}
 	fmt.Printf("TSV: %d rows, %.1f MB, batch size %d, %d interleaved runs of each side (medians compared)\n\n",
 		rows, float64(size)/1e6, batch, runs)
+	if only == "tsv" {
+		return runTSV(ctx, dir, file, rows, batch, runs)
+	}
 	if only != "reads" {
 		if err := runIngest(ctx, dir, file, rows, bigMB, batch, runs); err != nil {
 			return err
@@ -115,12 +118,12 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 		}
 	}
 	if only != "ingest" {
-		if readDBs["sqlite"] {
+		if benchDBs["sqlite"] {
 			if err := runReads(ctx, "SQLite", "sqlite:"+filepath.Join(dir, "reads.db"), file, batch, runs); err != nil {
 				return err
 			}
 		}
-		if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" && readDBs["postgres"] {
+		if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" && benchDBs["postgres"] {
 			dsn, drop, err := freshPostgres(ctx, admin)
 			if err != nil {
 				return err
@@ -134,37 +137,11 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 	return nil
 }
 
-// runIngest compares TSV ingestion with the databases' bulk loaders.
+// runIngest compares TSV ingestion with the databases' bulk loaders, then
+// measures the peak RSS of large inputs.
 func runIngest(ctx context.Context, dir, file string, rows, bigMB, batch, runs int) error {
-
-	// SQLite.
-	var sqliteRuns []pair
-	for range runs {
-		base, err := sqliteImport(ctx, dir, file, rows)
-		if err != nil {
-			return err
-		}
-		ing, err := ingestChild("sqlite:"+filepath.Join(dir, "ingest.db"), file, batch)
-		if err != nil {
-			return err
-		}
-		sqliteRuns = append(sqliteRuns, pair{base, ing})
-	}
-	report("SQLite", "sqlite3 .import", rows, sqliteRuns)
-
-	// PostgreSQL, each measurement in a database of its own.
-	if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" {
-		var pgRuns []pair
-		for range runs {
-			p, err := pgRun(ctx, admin, file, rows, batch)
-			if err != nil {
-				return err
-			}
-			pgRuns = append(pgRuns, p)
-		}
-		report("PostgreSQL", "COPY", rows, pgRuns)
-	} else {
-		fmt.Println("PostgreSQL: skipped (TIFEEDS_TEST_POSTGRES is not set; run through make bench)")
+	if err := runTSV(ctx, dir, file, rows, batch, runs); err != nil {
+		return err
 	}
 
 	// Peak RSS on a large file.
@@ -182,6 +159,50 @@ func runIngest(ctx context.Context, dir, file string, rows, bigMB, batch, runs i
 			float64(size)/1e6, ing.Stored, ing.Seconds, float64(ing.Stored)/ing.Seconds, mb(ing.MaxRSS))
 	}
 	return benchFeeds(ctx, dir)
+}
+
+// runTSV compares TSV ingestion with the bulk loaders of the -dbs databases.
+func runTSV(ctx context.Context, dir, file string, rows, batch, runs int) error {
+	if benchDBs["sqlite"] {
+		if err := runTSVSQLite(ctx, dir, file, rows, batch, runs); err != nil {
+			return err
+		}
+	}
+	if !benchDBs["postgres"] {
+		return nil
+	}
+	// PostgreSQL, each measurement in a database of its own.
+	if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" {
+		var pgRuns []pair
+		for range runs {
+			p, err := pgRun(ctx, admin, file, rows, batch)
+			if err != nil {
+				return err
+			}
+			pgRuns = append(pgRuns, p)
+		}
+		report("PostgreSQL", "COPY", rows, pgRuns)
+	} else {
+		fmt.Println("PostgreSQL: skipped (TIFEEDS_TEST_POSTGRES is not set; run through make bench)")
+	}
+	return nil
+}
+
+func runTSVSQLite(ctx context.Context, dir, file string, rows, batch, runs int) error {
+	var sqliteRuns []pair
+	for range runs {
+		base, err := sqliteImport(ctx, dir, file, rows)
+		if err != nil {
+			return err
+		}
+		ing, err := ingestChild("sqlite:"+filepath.Join(dir, "ingest.db"), file, batch)
+		if err != nil {
+			return err
+		}
+		sqliteRuns = append(sqliteRuns, pair{base, ing})
+	}
+	report("SQLite", "sqlite3 .import", rows, sqliteRuns)
+	return nil
 }
 
 // pair is one measurement of a baseline and of the ingestion after it.

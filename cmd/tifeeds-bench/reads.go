@@ -620,9 +620,9 @@ func profile(path string, fn func() error) error {
 	return fn()
 }
 
-// readParts and readDBs are the -parts and -dbs flags: which read paths are
-// measured, on which databases.
-var readParts, readDBs map[string]bool
+// readParts and benchDBs are the -parts and -dbs flags: which read paths are
+// measured, on which databases (benchDBs also picks the TSV ingestions).
+var readParts, benchDBs map[string]bool
 
 // runReads measures every read path on one database.
 func runReads(ctx context.Context, name, dsn, file string, batch, runs int) error {
