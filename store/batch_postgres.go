@@ -64,8 +64,8 @@ func (w *pgWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
 	if err := w.copyIoCs(ctx, aggs); err != nil {
 		return err
 	}
-	rows, err := w.tx.Query(ctx, `INSERT INTO iocs (type, value, score, tags, first_seen, last_seen, expires_at)
-SELECT type, value, score, tags, first_seen, last_seen, expires_at FROM tifeeds_iocs_in ORDER BY type, value
+	rows, err := w.tx.Query(ctx, `INSERT INTO iocs (type, value, score, tags, first_seen, last_seen, expires_at, changed_at)
+SELECT type, value, score, tags, first_seen, last_seen, expires_at, `+iocStampExpr+` FROM tifeeds_iocs_in ORDER BY type, value
 ON CONFLICT (type, value) DO NOTHING RETURNING id, type, value`)
 	if err != nil {
 		return err
@@ -152,10 +152,11 @@ func (w *pgWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error {
 	}
 	// An upsert on the unique key probes the index row by row, whatever
 	// the statistics say; these rows all exist.
-	_, err := w.tx.Exec(ctx, `INSERT INTO iocs (type, value, score, tags, first_seen, last_seen, expires_at)
-SELECT type, value, score, tags, first_seen, last_seen, expires_at FROM tifeeds_iocs_in ORDER BY type, value
+	_, err := w.tx.Exec(ctx, `INSERT INTO iocs (type, value, score, tags, first_seen, last_seen, expires_at, changed_at)
+SELECT type, value, score, tags, first_seen, last_seen, expires_at, `+iocStampExpr+` FROM tifeeds_iocs_in ORDER BY type, value
 ON CONFLICT (type, value) DO UPDATE SET score = excluded.score, tags = excluded.tags,
-first_seen = excluded.first_seen, last_seen = excluded.last_seen, expires_at = excluded.expires_at`)
+first_seen = excluded.first_seen, last_seen = excluded.last_seen, expires_at = excluded.expires_at,
+changed_at = excluded.changed_at`)
 	return err
 }
 

@@ -52,6 +52,7 @@ func (w *sqliteWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
 	ins.integer("first_seen", func(i int) int64 { return aggs[i].first })
 	ins.integer("last_seen", func(i int) int64 { return aggs[i].last })
 	ins.integer("expires_at", func(i int) int64 { return aggs[i].expires })
+	ins.literal("changed_at", iocStampExpr)
 	var inserted int64
 	err := ins.exec(ctx, w.tx.Tx, "INSERT INTO iocs ", " ON CONFLICT (type, value) DO NOTHING", func(r sql.Result) error {
 		n, err := r.RowsAffected()
@@ -283,7 +284,7 @@ FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.valu
 }
 
 func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error {
-	st, err := w.tx.Tx.PrepareContext(ctx, `UPDATE iocs SET score = ?, tags = ?, first_seen = ?, last_seen = ?, expires_at = ? WHERE id = ?`)
+	st, err := w.tx.Tx.PrepareContext(ctx, `UPDATE iocs SET score = ?, tags = ?, first_seen = ?, last_seen = ?, expires_at = ?, changed_at = ` + iocStampExpr + ` WHERE id = ?`)
 	if err != nil {
 		return err
 	}
