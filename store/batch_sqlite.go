@@ -284,7 +284,7 @@ FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.valu
 }
 
 func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error {
-	st, err := w.tx.Tx.PrepareContext(ctx, `UPDATE iocs SET score = ?, tags = ?, first_seen = ?, last_seen = ?, expires_at = ?, changed_at = ` + iocStampExpr + ` WHERE id = ?`)
+	st, err := w.tx.Tx.PrepareContext(ctx, `UPDATE iocs SET score = ?, tags = ?, first_seen = ?, last_seen = ?, expires_at = ?, changed_at = `+iocStampExpr+` WHERE id = ?`)
 	if err != nil {
 		return err
 	}
