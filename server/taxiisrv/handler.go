@@ -169,7 +169,7 @@ type pageOf struct {
 	objects []stix.Indicator
 	keys    []store.ChangeKey
 	more    bool
-	// split says the next object shares the last one's date added.
+	// split says the page is all one group of one stamp, larger than limit.
 	split bool
 }
 
@@ -212,26 +212,40 @@ func (h *Handler) read(ctx context.Context, d collectionDef, org string, f filte
 	}
 	if len(p.objects) > f.limit {
 		p.more = true
-		p.split = p.keys[f.limit].At == p.keys[f.limit-1].At
-		p.objects, p.keys = p.objects[:f.limit], p.keys[:f.limit]
+		end := f.limit
+		if p.keys[end].At == p.keys[end-1].At {
+			// The page would end inside a group of one stamp: it ends
+			// before the group instead (TAXII lets a page be shorter than
+			// limit), unless the group is all of it.
+			group := p.keys[end].At
+			for end > 0 && p.keys[end-1].At == group {
+				end--
+			}
+			if end == 0 {
+				end, p.split = f.limit, true
+			}
+		}
+		p.objects, p.keys = p.objects[:end], p.keys[:end]
 	}
 	return p, nil
 }
 
 // dateAdded sets X-TAXII-Date-Added-First and -Last (TAXII 2.1 section
-// 3.3.1). An IoC's date added is its change stamp, the keyset of paging. When
-// the page ends inside a group of IoCs of one stamp (one write), Last is a
-// microsecond before it: a client that resumes with added_after = Last, as
-// the spec allows, then gets the rest of the group instead of skipping it.
+// 3.3.1). An IoC's date added is its change stamp, the keyset of paging.
+// Pages end between stamps, so a client that resumes with added_after =
+// Last, as the spec allows, skips nothing. A page that is all one group of
+// IoCs of one stamp (one write larger than limit) says a microsecond before
+// it in both: such a client then reads the group again rather than skip its
+// rest.
 func dateAdded(w http.ResponseWriter, p pageOf) {
 	if len(p.keys) == 0 {
 		return
 	}
-	last := p.keys[len(p.keys)-1].At
+	first, last := p.keys[0].At, p.keys[len(p.keys)-1].At
 	if p.split {
-		last--
+		first, last = first-1, last-1
 	}
-	w.Header().Set("X-TAXII-Date-Added-First", stix.Timestamp(p.keys[0].ChangedAt()))
+	w.Header().Set("X-TAXII-Date-Added-First", stix.Timestamp(store.ChangeKey{At: first}.ChangedAt()))
 	w.Header().Set("X-TAXII-Date-Added-Last", stix.Timestamp(store.ChangeKey{At: last}.ChangedAt()))
 }
 
