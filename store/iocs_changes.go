@@ -53,8 +53,6 @@ type IoCChangesQuery struct {
 	Kinds []ioc.Kind
 	// After starts after this key (the zero key: from the first IoC).
 	After ChangeKey
-	// Until, when not zero, stops at IoCs changed at or before it.
-	Until int64
 	// Limit bounds the rows; 0: no bound.
 	Limit int
 	// WithText also reads the text of Rule IoCs (the signature).
@@ -84,10 +82,6 @@ func (s *Store) IoCChanges(ctx context.Context, q IoCChangesQuery, fn func(*IoCC
 	// The row-value comparison reads iocs_changed_idx from the key on.
 	b.WriteString(` FROM iocs WHERE (changed_at, id) > (?, ?)`)
 	args = append(args, q.After.At, q.After.ID)
-	if q.Until != 0 {
-		b.WriteString(` AND changed_at <= ?`)
-		args = append(args, q.Until)
-	}
 	if len(q.Kinds) > 0 {
 		b.WriteString(` AND type IN (?)`)
 		kinds := make([]string, len(q.Kinds))
@@ -137,18 +131,4 @@ func (s *Store) IoCChanges(ctx context.Context, q IoCChangesQuery, fn func(*IoCC
 		return fmt.Errorf("store: unable to read indicators in change order: %w", err)
 	}
 	return nil
-}
-
-// LastChange is the key of the most recently changed IoC (zero when there is
-// none).
-func (s *Store) LastChange(ctx context.Context) (ChangeKey, error) {
-	var k ChangeKey
-	err := s.DB.QueryRowContext(ctx, `SELECT changed_at, id FROM iocs ORDER BY changed_at DESC, id DESC LIMIT 1`).Scan(&k.At, &k.ID)
-	if err == sql.ErrNoRows {
-		return ChangeKey{}, nil
-	}
-	if err != nil {
-		return k, fmt.Errorf("store: unable to read the last change of indicators: %w", err)
-	}
-	return k, nil
 }

@@ -22,10 +22,18 @@ const (
 // per object (match[id], match[version] timestamps) may refuse rows.
 const chunkRows = 2000
 
+// Options are what the handler needs to know of its deployment.
+type Options struct {
+	// HTTPS says clients reach the server over TLS, even when a proxy
+	// terminates it: discovery's API root URLs then say https.
+	HTTPS bool
+}
+
 // Handler serves TAXII 2.1 under Prefix.
 type Handler struct {
 	store *store.Store
 	log   *slog.Logger
+	opts  Options
 	mux   *http.ServeMux
 
 	mu    sync.Mutex
@@ -33,8 +41,8 @@ type Handler struct {
 }
 
 // New builds the handler.
-func New(st *store.Store, log *slog.Logger) *Handler {
-	h := &Handler{store: st, log: log, mux: http.NewServeMux()}
+func New(st *store.Store, log *slog.Logger, opts Options) *Handler {
+	h := &Handler{store: st, log: log, opts: opts, mux: http.NewServeMux()}
 	h.mux.HandleFunc(Prefix+"{$}", h.discovery)
 	h.mux.HandleFunc(APIRootPath+"{$}", h.apiRoot)
 	h.mux.HandleFunc(APIRootPath+"collections/{$}", h.collections)
@@ -106,13 +114,13 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 func (h *Handler) discovery(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, discovery{Title: "tifeeds TAXII 2.1 server",
 		Description: "Read-only TAXII 2.1 access to tifeeds' live indicators.",
-		Default:     absolute(r, APIRootPath), APIRoots: []string{absolute(r, APIRootPath)}})
+		Default:     h.absolute(r, APIRootPath), APIRoots: []string{h.absolute(r, APIRootPath)}})
 }
 
-// absolute is path as a URL of the request's own origin.
-func absolute(r *http.Request, path string) string {
+// absolute is path as a URL of the host the client asked.
+func (h *Handler) absolute(r *http.Request, path string) string {
 	scheme := "http"
-	if r.TLS != nil {
+	if r.TLS != nil || h.opts.HTTPS {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host + path
