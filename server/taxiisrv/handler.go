@@ -268,6 +268,11 @@ func (h *Handler) paged(w http.ResponseWriter, r *http.Request, objectID string)
 		return pageOf{}, false
 	}
 	if objectID != "" {
+		if !strings.HasPrefix(objectID, "indicator--") {
+			// Collections hold indicators only: no need to look.
+			WriteError(w, http.StatusNotFound, "Object not found", "no object "+objectID+" in this collection")
+			return pageOf{}, false
+		}
 		f.ids = map[string]bool{objectID: true}
 	}
 	p, err := h.read(r.Context(), d, org, f)
@@ -307,20 +312,14 @@ func (h *Handler) writeObjects(w http.ResponseWriter, p pageOf) {
 }
 
 func (h *Handler) object(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("object")
-	if !strings.HasPrefix(id, "indicator--") {
-		WriteError(w, http.StatusNotFound, "Object not found", "no object "+id+" in this collection")
-		return
-	}
-	p, ok := h.paged(w, r, id)
+	p, ok := h.paged(w, r, r.PathValue("object"))
 	if ok {
 		h.writeObjects(w, p)
 	}
 }
 
 func (h *Handler) versions(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("object")
-	p, ok := h.paged(w, r, id)
+	p, ok := h.paged(w, r, r.PathValue("object"))
 	if !ok {
 		return
 	}
