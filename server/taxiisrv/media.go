@@ -69,6 +69,8 @@ func WriteError(w http.ResponseWriter, status int, title, description string) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", MediaType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// Answers depend on the caller and change with every ingestion.
+	w.Header().Set("Cache-Control", "private, no-store")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
