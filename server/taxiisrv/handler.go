@@ -201,8 +201,7 @@ func (h *Handler) read(ctx context.Context, d collectionDef, org string, f filte
 			if len(p.objects) == want {
 				return nil
 			}
-			id := stix.IndicatorID(c.Type, c.Value)
-			if !f.keep(id, c.Key.At) {
+			if f.perObject() && !f.keep(stix.IndicatorID(c.Type, c.Value), c.Key.At) {
 				return nil
 			}
 			p.objects = append(p.objects, stix.NewIndicator(stix.IoC{Kind: c.Type, Value: c.Value, Text: c.Text,
