@@ -143,6 +143,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/export/iocs.csv", s.requireUser(s.exportIoCs("csv")))
 	mux.Handle("GET /api/export/iocs.txt", s.requireUser(s.exportIoCs("txt")))
 	mux.Handle("GET /api/export/rules.rules", s.requireUser(http.HandlerFunc(s.exportRules)))
+	mux.Handle("GET /api/export/iocs.stix.json", s.requireUser(http.HandlerFunc(s.exportSTIX)))
+	s.registerTAXII(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

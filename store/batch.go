@@ -340,6 +340,11 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 	for _, a := range pb.fresh {
 		a.id = 0 // from an earlier attempt at the batch
 	}
+	if len(pb.fresh) > 0 || len(upserts) > 0 || len(revoked) > 0 {
+		if err := stampChange(ctx, w.exec); err != nil {
+			return res, err
+		}
+	}
 	if len(pb.fresh) > 0 {
 		if err := w.insertNew(ctx, pb.fresh); err != nil {
 			return res, err

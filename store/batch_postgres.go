@@ -86,8 +86,13 @@ func (w *pgWriter) copyIoCs(ctx context.Context, aggs []*aggregate) error {
 // are stored and copies the others. The first stored IoC found ends the
 // streak, so a feed of known IoCs looks first and wastes no copy.
 func (w *pgWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
+	// COPY takes no expression: the stamp is read once and copied as a value.
+	var stamp int64
+	if err := w.tx.QueryRow(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&stamp); err != nil {
+		return err
+	}
 	if w.freshStreak.Load() {
-		err := pgx.BeginFunc(ctx, w.tx, func(sp pgx.Tx) error { return copyNewIoCs(ctx, sp, aggs) })
+		err := pgx.BeginFunc(ctx, w.tx, func(sp pgx.Tx) error { return copyNewIoCs(ctx, sp, aggs, stamp) })
 		if !isUniqueViolation(err) {
 			return err // nil: all were new
 		}
@@ -107,12 +112,12 @@ func (w *pgWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
 			}
 		}
 	}
-	return copyNewIoCs(ctx, w.tx, fresh)
+	return copyNewIoCs(ctx, w.tx, fresh, stamp)
 }
 
-// copyNewIoCs copies aggs into iocs and sets their ids; a stored IoC among
-// them fails it with a unique violation.
-func copyNewIoCs(ctx context.Context, tx pgx.Tx, aggs []*aggregate) error {
+// copyNewIoCs copies aggs into iocs with the transaction's change stamp and
+// sets their ids; a stored IoC among them fails it with a unique violation.
+func copyNewIoCs(ctx context.Context, tx pgx.Tx, aggs []*aggregate, stamp int64) error {
 	if len(aggs) == 0 {
 		return nil
 	}
@@ -126,13 +131,14 @@ func copyNewIoCs(ctx context.Context, tx pgx.Tx, aggs []*aggregate) error {
 	}
 	first := last - int64(len(aggs)) + 1
 	i := 0
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"iocs"}, append([]string{"id"}, iocColumns...),
+	columns := append(append([]string{"id"}, iocColumns...), "changed_at")
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"iocs"}, columns,
 		pgx.CopyFromFunc(func() ([]any, error) {
 			if i == len(aggs) {
 				return nil, nil
 			}
 			i++
-			return append([]any{first + int64(i-1)}, iocRow(aggs[i-1])...), nil
+			return append(append([]any{first + int64(i-1)}, iocRow(aggs[i-1])...), stamp), nil
 		}))
 	if err != nil {
 		return err
@@ -242,10 +248,11 @@ func (w *pgWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error {
 	}
 	// An upsert on the unique key probes the index row by row, whatever
 	// the statistics say; these rows all exist.
-	_, err := w.tx.Exec(ctx, `INSERT INTO iocs (type, value, score, tags, first_seen, last_seen, expires_at)
-SELECT type, value, score, tags, first_seen, last_seen, expires_at FROM tifeeds_iocs_in ORDER BY type, value
+	_, err := w.tx.Exec(ctx, `INSERT INTO iocs (type, value, score, tags, first_seen, last_seen, expires_at, changed_at)
+SELECT type, value, score, tags, first_seen, last_seen, expires_at, `+iocStampExpr+` FROM tifeeds_iocs_in ORDER BY type, value
 ON CONFLICT (type, value) DO UPDATE SET score = excluded.score, tags = excluded.tags,
-first_seen = excluded.first_seen, last_seen = excluded.last_seen, expires_at = excluded.expires_at`)
+first_seen = excluded.first_seen, last_seen = excluded.last_seen, expires_at = excluded.expires_at,
+changed_at = excluded.changed_at`)
 	return err
 }
 

@@ -52,8 +52,13 @@ func (w *sqliteWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
 	ins.integer("first_seen", func(i int) int64 { return aggs[i].first })
 	ins.integer("last_seen", func(i int) int64 { return aggs[i].last })
 	ins.integer("expires_at", func(i int) int64 { return aggs[i].expires })
+	stamp, err := w.stamp(ctx)
+	if err != nil {
+		return err
+	}
+	ins.literal("changed_at", strconv.FormatInt(stamp, 10))
 	var inserted int64
-	err := ins.exec(ctx, w.tx.Tx, "INSERT INTO iocs ", " ON CONFLICT (type, value) DO NOTHING", func(r sql.Result) error {
+	err = ins.exec(ctx, w.tx.Tx, "INSERT INTO iocs ", " ON CONFLICT (type, value) DO NOTHING", func(r sql.Result) error {
 		n, err := r.RowsAffected()
 		inserted += n
 		return err
@@ -283,7 +288,12 @@ FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.valu
 }
 
 func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error {
-	st, err := w.tx.Tx.PrepareContext(ctx, `UPDATE iocs SET score = ?, tags = ?, first_seen = ?, last_seen = ?, expires_at = ? WHERE id = ?`)
+	stamp, err := w.stamp(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := w.tx.Tx.PrepareContext(ctx, `UPDATE iocs SET score = ?, tags = ?, first_seen = ?, last_seen = ?, expires_at = ?, changed_at = `+
+		strconv.FormatInt(stamp, 10)+` WHERE id = ?`)
 	if err != nil {
 		return err
 	}
@@ -341,6 +351,15 @@ func (w *sqliteWriter) deleteIoCs(ctx context.Context, ids []int64) error {
 	}
 	_, err := w.tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids))
 	return err
+}
+
+// stamp is the change stamp the transaction drew (stampChange), written into
+// the statements as a literal: as iocStampExpr, SQLite would read it again
+// for every row of a multi-row INSERT and every UPDATE.
+func (w *sqliteWriter) stamp(ctx context.Context) (int64, error) {
+	var stamp int64
+	err := w.tx.Tx.QueryRowContext(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&stamp)
+	return stamp, err
 }
 
 // placeholders returns n "?" separated by commas.

@@ -23,6 +23,10 @@ type IoC struct {
 	LastSeen  time.Time `bun:"-"`
 	ExpiresAt time.Time `bun:"-"`
 	storedTimes
+	// ChangedAtMicros is the stamp of the IoC's last change (unix
+	// microseconds; see iocs_changes.go). Only the batch writers and the
+	// sweeper set it, in SQL: models never write it.
+	ChangedAtMicros int64 `bun:"changed_at,scanonly"`
 }
 
 var (

@@ -24,7 +24,8 @@ func (s *Store) recomputeSQL() string {
 	tags = ` + tags + `,
 	first_seen = (SELECT min(first_seen) FROM sightings s WHERE s.ioc_id = iocs.id),
 	last_seen = (SELECT max(last_seen) FROM sightings s WHERE s.ioc_id = iocs.id),
-	expires_at = (SELECT max(expires_at) FROM sightings s WHERE s.ioc_id = iocs.id)
+	expires_at = (SELECT max(expires_at) FROM sightings s WHERE s.ioc_id = iocs.id),
+	changed_at = ` + iocStampExpr + `
 WHERE id IN (?) AND EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id)`
 }
 
@@ -50,15 +51,18 @@ AND NOT EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id)`, bun.In(ids
 		return 0, err
 	}
 	n, _ := r.RowsAffected()
-	if _, err := tx.ExecContext(ctx, s.recomputeSQL(), bun.In(ids)); err != nil {
-		return n, err
-	}
 	exec := func(ctx context.Context, query string, args ...any) (int64, error) {
 		r, err := tx.ExecContext(ctx, strings.NewReplacer("$1", "?", "$2", "?").Replace(query), args...)
 		if err != nil {
 			return 0, err
 		}
 		return r.RowsAffected()
+	}
+	if err := stampChange(ctx, exec); err != nil {
+		return n, err
+	}
+	if _, err := tx.ExecContext(ctx, s.recomputeSQL(), bun.In(ids)); err != nil {
+		return n, err
 	}
 	return n, bumpIoCStats(ctx, exec, -n)
 }

@@ -637,6 +637,11 @@ func runReads(ctx context.Context, name, dsn, file string, batch, runs int) erro
 			return err
 		}
 	}
+	if readParts["taxii"] {
+		if err := b.taxii(ctx); err != nil {
+			return err
+		}
+	}
 	if readParts["tenant"] {
 		if err := b.tenantGET(ctx, 16, 2*time.Second); err != nil {
 			return err

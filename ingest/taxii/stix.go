@@ -186,6 +186,11 @@ func comparisonKind(c comparison) (ioc.Kind, bool) {
 		}
 	case len(c.Path) == 2 && c.Object == "file" && c.Path[0] == "hashes":
 		return hashKind(c.Path[1])
+	case len(c.Path) == 2 && c.Object == "x509-certificate" && c.Path[0] == "hashes":
+		// A certificate's fingerprint, as tifeeds' own STIX export writes it.
+		if k, ok := hashKind(c.Path[1]); ok && k == ioc.SHA1 {
+			return ioc.CertSHA1, true
+		}
 	}
 	return "", false
 }

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// Every transaction that writes iocs first draws a change stamp (unix
+// microseconds, ioc_stats.stamp) and sets it as changed_at on every IoC row
+// it inserts or updates. Stamps are drawn under the write lock (SQLite's one
+// writer, PostgreSQL's iocWriteLockID) and are never below the last one
+// plus one, whatever the clocks of the instances say: a transaction that
+// commits later has a higher stamp than every row a reader could have seen
+// before. So (changed_at, id) is a keyset in commit order, which TAXII
+// pages along without losing or repeating an IoC while ingestion goes on.
+
+// stampSQL draws the transaction's stamp from $1, the writer's clock.
+const stampSQL = `UPDATE ioc_stats SET stamp = CASE WHEN stamp + 1 > $1 THEN stamp + 1 ELSE $2 END WHERE id = 1`
+
+// iocStampExpr is the transaction's stamp in a statement writing iocs.
+const iocStampExpr = `(SELECT stamp FROM ioc_stats WHERE id = 1)`
+
+// stampChange draws the change stamp of exec's transaction.
+func stampChange(ctx context.Context, exec func(ctx context.Context, query string, args ...any) (int64, error)) error {
+	now := micros(time.Now())
+	if _, err := exec(ctx, stampSQL, now, now); err != nil {
+		return fmt.Errorf("store: unable to stamp a change of indicators: %w", err)
+	}
+	return nil
+}
+
+// ChangeKey is an IoC's place in change order: its change stamp (unix
+// microseconds) and id.
+type ChangeKey struct {
+	At int64
+	ID int64
+}
+
+// ChangedAt is the stamp as a time.
+func (k ChangeKey) ChangedAt() time.Time { return fromMicros(k.At) }
+
+// IoCChangesQuery selects IoCs in change order.
+type IoCChangesQuery struct {
+	// Kinds limits the IoCs to these kinds; empty: every kind.
+	Kinds []ioc.Kind
+	// After starts after this key (the zero key: from the first IoC).
+	After ChangeKey
+	// Limit bounds the rows; 0: no bound.
+	Limit int
+	// WithText also reads the text of Rule IoCs (the signature).
+	WithText bool
+}
+
+// IoCChange is one row of IoCChanges.
+type IoCChange struct {
+	IoC
+	Key ChangeKey
+	// Text is the signature of a Rule IoC, with WithText.
+	Text string
+}
+
+// IoCChanges calls fn with each IoC q selects, in change order, from one
+// query whose rows are never all in memory. fn's row is reused: it must not
+// keep it. An error of fn ends the rows and is returned.
+func (s *Store) IoCChanges(ctx context.Context, q IoCChangesQuery, fn func(*IoCChange) error) error {
+	var (
+		b    strings.Builder
+		args []any
+	)
+	b.WriteString(`SELECT id, type, value, score, tags, first_seen, last_seen, expires_at, changed_at`)
+	if q.WithText {
+		b.WriteString(`, CASE WHEN type = 'rule' THEN (SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id) END`)
+	}
+	// The row-value comparison reads iocs_changed_idx from the key on.
+	b.WriteString(` FROM iocs WHERE (changed_at, id) > (?, ?)`)
+	args = append(args, q.After.At, q.After.ID)
+	if len(q.Kinds) > 0 {
+		b.WriteString(` AND type IN (?)`)
+		kinds := make([]string, len(q.Kinds))
+		for i, k := range q.Kinds {
+			kinds[i] = string(k)
+		}
+		args = append(args, bun.In(kinds))
+	}
+	b.WriteString(` ORDER BY changed_at, id`)
+	if q.Limit > 0 {
+		b.WriteString(` LIMIT ?`)
+		args = append(args, q.Limit)
+	}
+	rows, err := s.DB.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return fmt.Errorf("store: unable to read indicators in change order: %w", err)
+	}
+	defer rows.Close()
+	var (
+		row  IoCChange
+		tags []byte
+		text sql.NullString
+		dest = []any{&row.ID, &row.Type, &row.Value, &row.Score, &tags,
+			&row.FirstSeenMicros, &row.LastSeenMicros, &row.ExpiresAtMicros, &row.Key.At}
+	)
+	if q.WithText {
+		dest = append(dest, &text)
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("store: unable to read an indicator in change order: %w", err)
+		}
+		row.Key.ID = row.ID
+		row.Tags = row.Tags[:0]
+		if len(tags) > 0 {
+			if err := json.Unmarshal(tags, &row.Tags); err != nil {
+				return fmt.Errorf("store: unable to read the tags of indicator %d: %w", row.ID, err)
+			}
+		}
+		row.FirstSeen, row.LastSeen, row.ExpiresAt = row.times()
+		row.Text = text.String
+		if err := fn(&row); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: unable to read indicators in change order: %w", err)
+	}
+	return nil
+}
