@@ -23,32 +23,40 @@ import (
 type Set struct {
 	builtinIPs *prefixSet
 	topSites   *domainSet
-	userIPs    *prefixSet
-	userNames  *domainSet
-	userURLs   *urlSet
-	users      int
+	user       *userSet
+}
+
+// userSet is the user entries alone.
+type userSet struct {
+	ips   *prefixSet
+	names *domainSet
+	urls  *urlSet
+	n     int
 }
 
 // NewSet returns the built-in lists with the user entries; entries must
 // hold values as ParseEntry returns them.
 func NewSet(entries []Entry) *Set {
 	b := builtin()
-	s := &Set{builtinIPs: b.ips, topSites: b.topSites,
-		userIPs: newPrefixSet(), userNames: newDomainSet(true), userURLs: newURLSet(), users: len(entries)}
+	return &Set{builtinIPs: b.ips, topSites: b.topSites, user: newUserSet(entries)}
+}
+
+func newUserSet(entries []Entry) *userSet {
+	u := &userSet{ips: newPrefixSet(), names: newDomainSet(true), urls: newURLSet(), n: len(entries)}
 	for _, e := range entries {
 		m := Match{List: ListUser, Entry: e.Value, ID: e.ID, Comment: e.Comment}
 		switch e.Kind {
 		case EntryIP, EntryCIDR:
 			if p, err := parsePrefix(e.Value); err == nil {
-				s.userIPs.add(p, m)
+				u.ips.add(p, m)
 			}
 		case EntryDomain:
-			s.userNames.add(e.Value, m)
+			u.names.add(e.Value, m)
 		case EntryURL:
-			s.userURLs.add(e.Value, m)
+			u.urls.add(e.Value, m)
 		}
 	}
-	return s
+	return u
 }
 
 // Match reports the entry covering the normalised value of kind, built-in
@@ -63,20 +71,77 @@ func (s *Set) Match(kind ioc.Kind, value string) (Match, bool) {
 		if m, ok := s.builtinIPs.lookup(a); ok {
 			return m, true
 		}
-		return s.userIPs.lookup(a)
+		return s.user.ips.lookup(a)
 	case ioc.Domain:
 		if m, ok := s.topSites.lookup(strings.TrimPrefix(value, "www.")); ok {
 			return m, true
 		}
-		return s.userNames.lookup(value)
+	}
+	return s.user.match(kind, value)
+}
+
+func (u *userSet) match(kind ioc.Kind, value string) (Match, bool) {
+	switch kind {
+	case ioc.IP:
+		a, err := netip.ParseAddr(value)
+		if err != nil {
+			return Match{}, false
+		}
+		return u.ips.lookup(a)
+	case ioc.Domain:
+		return u.names.lookup(value)
 	case ioc.URL:
-		return s.userURLs.lookup(value)
+		return u.urls.lookup(value)
 	}
 	return Match{}, false
 }
 
+// Covers reports whether the user entry e covers the normalised value of
+// kind, as it does in a Set.
+func (e Entry) Covers(kind ioc.Kind, value string) bool {
+	_, ok := newUserSet([]Entry{e}).match(kind, value)
+	return ok
+}
+
+// IndicatorKind is the kind of indicator an entry of kind k covers.
+func (k EntryKind) IndicatorKind() ioc.Kind {
+	switch k {
+	case EntryDomain:
+		return ioc.Domain
+	case EntryURL:
+		return ioc.URL
+	}
+	return ioc.IP
+}
+
+// StorePattern is a LIKE pattern (ESCAPE '\') that every stored value the
+// entry covers matches, to narrow a scan of the store; Covers decides.
+func (e Entry) StorePattern() string {
+	esc := func(s string) string {
+		return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+	}
+	switch e.Kind {
+	case EntryIP:
+		return esc(e.Value)
+	case EntryDomain:
+		return "%" + esc(e.Value)
+	case EntryURL:
+		return esc(e.Value) + "%"
+	case EntryCIDR:
+		p, err := netip.ParsePrefix(e.Value)
+		if err != nil || !p.Addr().Is4() {
+			return "%:%"
+		}
+		// The leading whole octets are a text prefix of every address in
+		// the range.
+		octets := strings.Split(p.Addr().String(), ".")[:p.Bits()/8]
+		return strings.Join(octets, ".") + ".%"
+	}
+	return ""
+}
+
 // UserEntries is how many user entries the set was built with.
-func (s *Set) UserEntries() int { return s.users }
+func (s *Set) UserEntries() int { return s.user.n }
 
 // parsePrefix reads an address or a CIDR range as a prefix.
 func parsePrefix(v string) (netip.Prefix, error) {

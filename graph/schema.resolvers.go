@@ -144,6 +144,14 @@ func (r *mutationResolver) DeleteTenantGroup(ctx context.Context, id string) (bo
 	return r.deleteTenantGroup(ctx, id)
 }
 
+func (r *mutationResolver) AddAllowlistEntry(ctx context.Context, input model.AllowlistEntryInput) (*model.AllowlistEntryAdded, error) {
+	return r.addAllowlistEntry(ctx, input)
+}
+
+func (r *mutationResolver) DeleteAllowlistEntry(ctx context.Context, id string) (bool, error) {
+	return r.deleteAllowlistEntry(ctx, id)
+}
+
 func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 	return r.me(ctx)
 }
@@ -198,6 +206,10 @@ func (r *queryResolver) TenantGroups(ctx context.Context, limit *int, offset *in
 
 func (r *queryResolver) TenantGroup(ctx context.Context, id string) (*store.TenantGroup, error) {
 	return r.tenantGroup(ctx, id)
+}
+
+func (r *queryResolver) AllowlistEntries(ctx context.Context) ([]*model.AllowlistEntry, error) {
+	return r.allowlistEntries(ctx)
 }
 
 func (r *sightingResolver) Feed(ctx context.Context, obj *store.Sighting) (*store.Feed, error) {

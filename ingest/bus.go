@@ -19,6 +19,9 @@ type Event struct {
 	Revocation *Revocation
 	// Deleted is set on the event that says the feed was deleted.
 	Deleted bool
+	// AllowlistChanged is set on the event that says allowlist entries
+	// were added or deleted; it goes to OnAllowlistChange handlers only.
+	AllowlistChanged bool
 }
 
 // Revocation says that a credential of a user, or of any user of a tenant,
@@ -63,6 +66,8 @@ type Bus struct {
 	relay func(Event)
 	// revoked are the OnRevocation handlers.
 	revoked map[int]func(Revocation)
+	// allowlist are the OnAllowlistChange handlers.
+	allowlist map[int]func()
 }
 
 type subscriber struct {
@@ -72,7 +77,7 @@ type subscriber struct {
 
 // NewBus returns an empty bus.
 func NewBus() *Bus {
-	return &Bus{subs: map[int]*subscriber{}, revoked: map[int]func(Revocation){}}
+	return &Bus{subs: map[int]*subscriber{}, revoked: map[int]func(Revocation){}, allowlist: map[int]func(){}}
 }
 
 // Subscribe returns a channel of the events of feedID (every feed when it
@@ -145,6 +150,49 @@ func (b *Bus) deliverRevocation(r Revocation) (relay func(Event)) {
 	b.mu.Unlock()
 	for _, fn := range handlers {
 		fn(r)
+	}
+	return relay
+}
+
+// OnAllowlistChange calls fn each time allowlist entries change, here or,
+// through a Fanout, on another instance, until the returned function is
+// called. fn runs inside Publish: it must not block.
+func (b *Bus) OnAllowlistChange(fn func()) (cancel func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.next
+	b.next++
+	b.allowlist[id] = fn
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.allowlist, id)
+	}
+}
+
+// PublishAllowlistChange announces a change of the allowlist entries to
+// this process's handlers and to the other instances.
+func (b *Bus) PublishAllowlistChange() {
+	if b == nil {
+		return
+	}
+	if relay := b.deliverAllowlistChange(); relay != nil {
+		relay(Event{AllowlistChanged: true})
+	}
+}
+
+// deliverAllowlistChange calls this process's handlers only, and returns
+// the relay to call.
+func (b *Bus) deliverAllowlistChange() (relay func(Event)) {
+	b.mu.Lock()
+	handlers := make([]func(), 0, len(b.allowlist))
+	for _, fn := range b.allowlist {
+		handlers = append(handlers, fn)
+	}
+	relay = b.relay
+	b.mu.Unlock()
+	for _, fn := range handlers {
+		fn()
 	}
 	return relay
 }

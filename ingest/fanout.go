@@ -41,6 +41,9 @@ const (
 	noticeProgress = "progress"
 	noticeRevoke   = "revoke"
 	noticeDeleted  = "deleted"
+	// noticeAllowlist says that allowlist entries changed: receivers
+	// re-read them from the store.
+	noticeAllowlist = "allowlist"
 )
 
 // notice is the NOTIFY payload. It stays far below PostgreSQL's 8000-byte
@@ -228,6 +231,9 @@ func encodeNotice(instance string, ev Event) ([]byte, error) {
 	if ev.Deleted {
 		n.Kind = noticeDeleted
 	}
+	if ev.AllowlistChanged {
+		n.Kind = noticeAllowlist
+	}
 	return json.Marshal(n)
 }
 
@@ -320,7 +326,7 @@ func (f *Fanout) connConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 // store has it now.
 func (f *Fanout) receive(ctx context.Context, payload string) {
 	var n notice
-	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.FeedID == 0 && n.Kind != noticeRevoke {
+	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.FeedID == 0 && n.Kind != noticeRevoke && n.Kind != noticeAllowlist {
 		f.log.Warn("Ignored a malformed feed event from another instance", "error", err, "payload", payload)
 		return
 	}
@@ -331,6 +337,10 @@ func (f *Fanout) receive(ctx context.Context, payload string) {
 		if n.Revoke != nil {
 			f.bus.deliverRevocation(*n.Revoke)
 		}
+		return
+	}
+	if n.Kind == noticeAllowlist {
+		f.bus.deliverAllowlistChange()
 		return
 	}
 	ev := Event{FeedID: n.FeedID}
