@@ -195,3 +195,31 @@ func TestAllowlistAddValidates(t *testing.T) {
 		}
 	})
 }
+
+// TestAllowlistChangeReachesOtherInstances: an entry added on one instance
+// is in force on another sharing the PostgreSQL database, through the
+// fanout, and its deletion too.
+func TestAllowlistChangeReachesOtherInstances(t *testing.T) {
+	dsn := storetest.NewPostgresDSN(t)
+	a, b := newInstance(t, dsn), newInstance(t, dsn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	la, lb := NewAllowlist(a.st, a.bus, nil), NewAllowlist(b.st, b.bus, nil)
+	// A refresh far off: only the notice can bring the change in time.
+	la.Watch(ctx, time.Hour)
+	lb.Watch(ctx, time.Hour)
+	defer func() { cancel(); la.Wait(); lb.Wait() }()
+	a.waitListening(t, 0)
+	b.waitListening(t, 0)
+
+	e, _, err := la.Add(ctx, "example.org", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := func() bool { _, ok := lb.Match(ioc.Domain, "www.example.org"); return ok }
+	waitFor(t, "B to take A's entry", 20*time.Second, covered)
+	if _, err := la.Delete(ctx, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "B to drop A's deleted entry", 20*time.Second, func() bool { return !covered() })
+}
