@@ -52,7 +52,10 @@ var builtin = sync.OnceValue(func() builtinLists {
 func BuiltinSizes() map[string]int {
 	b := builtin()
 	n := map[string]int{ListTopSites: b.topSites.len()}
-	for _, m := range b.ips.byPrefix {
+	for _, m := range b.ips.v4 {
+		n[m.List]++
+	}
+	for _, m := range b.ips.v6 {
 		n[m.List]++
 	}
 	return n
