@@ -6,6 +6,7 @@ import { useToast } from './components/toast';
 import { errorMessage } from './lib/errors';
 import { closeLive } from './lib/live';
 import { allowedPath, homeFor, isRoot, pagesFor } from './lib/roles';
+import { AllowlistPage } from './pages/Allowlist';
 import { FeedDetailPage } from './pages/FeedDetail';
 import { FeedsPage } from './pages/Feeds';
 import { IocsPage } from './pages/Iocs';
@@ -37,6 +38,7 @@ export function App() {
         <Route path="/iocs" element={<IocsPage />} />
         <Route path="/tenants" element={<TenantsPage />} />
         <Route path="/groups" element={rootOnly(<TenantGroupsPage />)} />
+        <Route path="/allowlist" element={rootOnly(<AllowlistPage />)} />
         <Route path="*" element={<NotFound home={home} />} />
       </Routes>
     </Shell>

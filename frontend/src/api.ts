@@ -458,6 +458,11 @@ export const LookupIocsQuery = graphql(`
       value
       known
       error
+      allowlisted {
+        list
+        entry
+        comment
+      }
       ioc {
         id
         score
@@ -472,5 +477,35 @@ export const LookupIocsQuery = graphql(`
         }
       }
     }
+  }
+`);
+
+export const AllowlistEntriesQuery = graphql(`
+  query AllowlistEntries {
+    allowlistEntries {
+      id
+      kind
+      value
+      comment
+      createdAt
+    }
+  }
+`);
+
+export const AddAllowlistEntryMutation = graphql(`
+  mutation AddAllowlistEntry($input: AllowlistEntryInput!) {
+    addAllowlistEntry(input: $input) {
+      entry {
+        id
+        value
+      }
+      removedIocs
+    }
+  }
+`);
+
+export const DeleteAllowlistEntryMutation = graphql(`
+  mutation DeleteAllowlistEntry($id: ID!) {
+    deleteAllowlistEntry(id: $id)
   }
 `);

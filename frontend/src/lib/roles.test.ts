@@ -5,9 +5,9 @@ describe('roles', () => {
   const cases: Record<string, { scope: 'ROOT' | 'TENANT'; pages: string[]; home: string; allowed: string[]; refused: string[] }> = {
     root: {
       scope: 'ROOT',
-      pages: ['Feeds', 'IoCs', 'Tenants', 'Tenant groups'],
+      pages: ['Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist'],
       home: '/feeds',
-      allowed: ['/feeds', '/feeds/12', '/groups', '/iocs', '/tenants'],
+      allowed: ['/feeds', '/feeds/12', '/groups', '/iocs', '/tenants', '/allowlist'],
       refused: [],
     },
     tenant: {
@@ -15,7 +15,7 @@ describe('roles', () => {
       pages: ['IoCs', 'Tenants'],
       home: '/iocs',
       allowed: ['/iocs', '/tenants', '/feedsx', '/nowhere'],
-      refused: ['/feeds', '/feeds/12', '/groups', '/groups/3'],
+      refused: ['/feeds', '/feeds/12', '/groups', '/groups/3', '/allowlist'],
     },
   };
   for (const [name, c] of Object.entries(cases)) {
