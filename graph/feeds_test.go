@@ -148,7 +148,7 @@ func TestFeedsAPI(t *testing.T) {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
 			}
-			fmt.Fprint(w, "ip\t10.1.1.1\tsrc\t90\nip\t10.1.1.2\tsrc\t80\nnope\n")
+			fmt.Fprint(w, "ip\t192.0.2.1\tsrc\t90\nip\t192.0.2.2\tsrc\t80\nnope\n")
 		}))
 		defer tsv.Close()
 

@@ -48,6 +48,26 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AllowlistEntry struct {
+		Comment   func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Kind      func(childComplexity int) int
+		Value     func(childComplexity int) int
+	}
+
+	AllowlistEntryAdded struct {
+		Entry       func(childComplexity int) int
+		RemovedIocs func(childComplexity int) int
+	}
+
+	AllowlistMatch struct {
+		Comment func(childComplexity int) int
+		Entry   func(childComplexity int) int
+		EntryID func(childComplexity int) int
+		List    func(childComplexity int) int
+	}
+
 	ApiKey struct {
 		CreatedAt  func(childComplexity int) int
 		ID         func(childComplexity int) int
@@ -174,12 +194,13 @@ type ComplexityRoot struct {
 	}
 
 	IocLookup struct {
-		Error func(childComplexity int) int
-		Input func(childComplexity int) int
-		Ioc   func(childComplexity int) int
-		Known func(childComplexity int) int
-		Type  func(childComplexity int) int
-		Value func(childComplexity int) int
+		Allowlisted func(childComplexity int) int
+		Error       func(childComplexity int) int
+		Input       func(childComplexity int) int
+		Ioc         func(childComplexity int) int
+		Known       func(childComplexity int) int
+		Type        func(childComplexity int) int
+		Value       func(childComplexity int) int
 	}
 
 	IocTypeCount struct {
@@ -188,24 +209,26 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateAPIKey      func(childComplexity int, name string, userID *string) int
-		CreateCustomFeed  func(childComplexity int, input model.CustomFeedInput) int
-		CreatePremiumFeed func(childComplexity int, input model.PremiumFeedInput) int
-		CreateTenant      func(childComplexity int, input model.TenantInput) int
-		CreateTenantGroup func(childComplexity int, input model.TenantGroupInput) int
-		DeleteFeed        func(childComplexity int, id string) int
-		DeleteTenant      func(childComplexity int, id string) int
-		DeleteTenantGroup func(childComplexity int, id string) int
-		DeleteView        func(childComplexity int, id string) int
-		ResetFeedCursor   func(childComplexity int, id string) int
-		ResetPremiumFeed  func(childComplexity int, id string) int
-		RevokeAPIKey      func(childComplexity int, id string) int
-		RunFeedNow        func(childComplexity int, id string) int
-		SaveView          func(childComplexity int, input model.SaveViewInput) int
-		SetFeedEnabled    func(childComplexity int, id string, enabled bool, confirm *bool) int
-		UpdateFeed        func(childComplexity int, id string, input model.FeedUpdateInput) int
-		UpdateTenant      func(childComplexity int, id string, input model.TenantInput) int
-		UpdateTenantGroup func(childComplexity int, id string, input model.TenantGroupInput) int
+		AddAllowlistEntry    func(childComplexity int, input model.AllowlistEntryInput) int
+		CreateAPIKey         func(childComplexity int, name string, userID *string) int
+		CreateCustomFeed     func(childComplexity int, input model.CustomFeedInput) int
+		CreatePremiumFeed    func(childComplexity int, input model.PremiumFeedInput) int
+		CreateTenant         func(childComplexity int, input model.TenantInput) int
+		CreateTenantGroup    func(childComplexity int, input model.TenantGroupInput) int
+		DeleteAllowlistEntry func(childComplexity int, id string) int
+		DeleteFeed           func(childComplexity int, id string) int
+		DeleteTenant         func(childComplexity int, id string) int
+		DeleteTenantGroup    func(childComplexity int, id string) int
+		DeleteView           func(childComplexity int, id string) int
+		ResetFeedCursor      func(childComplexity int, id string) int
+		ResetPremiumFeed     func(childComplexity int, id string) int
+		RevokeAPIKey         func(childComplexity int, id string) int
+		RunFeedNow           func(childComplexity int, id string) int
+		SaveView             func(childComplexity int, input model.SaveViewInput) int
+		SetFeedEnabled       func(childComplexity int, id string, enabled bool, confirm *bool) int
+		UpdateFeed           func(childComplexity int, id string, input model.FeedUpdateInput) int
+		UpdateTenant         func(childComplexity int, id string, input model.TenantInput) int
+		UpdateTenantGroup    func(childComplexity int, id string, input model.TenantGroupInput) int
 	}
 
 	NewApiKey struct {
@@ -255,6 +278,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		APIKeys          func(childComplexity int) int
+		AllowlistEntries func(childComplexity int) int
 		Feed             func(childComplexity int, id string) int
 		FeedRuns         func(childComplexity int, feedID string, first *int) int
 		Feeds            func(childComplexity int, search *string, filter *model.FeedFilter, orderBy *model.FeedOrder, first *int, after *string) int
@@ -410,6 +434,8 @@ type MutationResolver interface {
 	CreateTenantGroup(ctx context.Context, input model.TenantGroupInput) (*store.TenantGroup, error)
 	UpdateTenantGroup(ctx context.Context, id string, input model.TenantGroupInput) (*store.TenantGroup, error)
 	DeleteTenantGroup(ctx context.Context, id string) (bool, error)
+	AddAllowlistEntry(ctx context.Context, input model.AllowlistEntryInput) (*model.AllowlistEntryAdded, error)
+	DeleteAllowlistEntry(ctx context.Context, id string) (bool, error)
 }
 type OverviewResolver interface {
 	Feeds(ctx context.Context, obj *model.Overview) ([]*model.FeedHealth, error)
@@ -430,6 +456,7 @@ type QueryResolver interface {
 	TenantGroups(ctx context.Context, limit *int, offset *int) ([]*store.TenantGroup, error)
 	TenantGroup(ctx context.Context, id string) (*store.TenantGroup, error)
 	Overview(ctx context.Context) (*model.Overview, error)
+	AllowlistEntries(ctx context.Context) ([]*model.AllowlistEntry, error)
 }
 type SightingResolver interface {
 	Feed(ctx context.Context, obj *store.Sighting) (*store.Feed, error)
@@ -462,6 +489,75 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "AllowlistEntry.comment":
+		if e.ComplexityRoot.AllowlistEntry.Comment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistEntry.Comment(childComplexity), true
+	case "AllowlistEntry.createdAt":
+		if e.ComplexityRoot.AllowlistEntry.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistEntry.CreatedAt(childComplexity), true
+	case "AllowlistEntry.id":
+		if e.ComplexityRoot.AllowlistEntry.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistEntry.ID(childComplexity), true
+	case "AllowlistEntry.kind":
+		if e.ComplexityRoot.AllowlistEntry.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistEntry.Kind(childComplexity), true
+	case "AllowlistEntry.value":
+		if e.ComplexityRoot.AllowlistEntry.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistEntry.Value(childComplexity), true
+
+	case "AllowlistEntryAdded.entry":
+		if e.ComplexityRoot.AllowlistEntryAdded.Entry == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistEntryAdded.Entry(childComplexity), true
+	case "AllowlistEntryAdded.removedIocs":
+		if e.ComplexityRoot.AllowlistEntryAdded.RemovedIocs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistEntryAdded.RemovedIocs(childComplexity), true
+
+	case "AllowlistMatch.comment":
+		if e.ComplexityRoot.AllowlistMatch.Comment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistMatch.Comment(childComplexity), true
+	case "AllowlistMatch.entry":
+		if e.ComplexityRoot.AllowlistMatch.Entry == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistMatch.Entry(childComplexity), true
+	case "AllowlistMatch.entryId":
+		if e.ComplexityRoot.AllowlistMatch.EntryID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistMatch.EntryID(childComplexity), true
+	case "AllowlistMatch.list":
+		if e.ComplexityRoot.AllowlistMatch.List == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AllowlistMatch.List(childComplexity), true
 
 	case "ApiKey.createdAt":
 		if e.ComplexityRoot.ApiKey.CreatedAt == nil {
@@ -992,6 +1088,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IocConnection.TotalCountCapped(childComplexity), true
 
+	case "IocLookup.allowlisted":
+		if e.ComplexityRoot.IocLookup.Allowlisted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocLookup.Allowlisted(childComplexity), true
 	case "IocLookup.error":
 		if e.ComplexityRoot.IocLookup.Error == nil {
 			break
@@ -1042,6 +1144,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IocTypeCount.Type(childComplexity), true
 
+	case "Mutation.addAllowlistEntry":
+		if e.ComplexityRoot.Mutation.AddAllowlistEntry == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addAllowlistEntry_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddAllowlistEntry(childComplexity, args["input"].(model.AllowlistEntryInput)), true
 	case "Mutation.createApiKey":
 		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
 			break
@@ -1097,6 +1210,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateTenantGroup(childComplexity, args["input"].(model.TenantGroupInput)), true
+	case "Mutation.deleteAllowlistEntry":
+		if e.ComplexityRoot.Mutation.DeleteAllowlistEntry == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteAllowlistEntry_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteAllowlistEntry(childComplexity, args["id"].(string)), true
 	case "Mutation.deleteFeed":
 		if e.ComplexityRoot.Mutation.DeleteFeed == nil {
 			break
@@ -1432,6 +1556,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.APIKeys(childComplexity), true
+	case "Query.allowlistEntries":
+		if e.ComplexityRoot.Query.AllowlistEntries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.AllowlistEntries(childComplexity), true
 	case "Query.feed":
 		if e.ComplexityRoot.Query.Feed == nil {
 			break
@@ -1967,6 +2097,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
+		ec.unmarshalInputAllowlistEntryInput,
 		ec.unmarshalInputCustomFeedInput,
 		ec.unmarshalInputFeedFilter,
 		ec.unmarshalInputFeedOrder,
@@ -2597,6 +2728,8 @@ type IocLookup {
   ioc: Ioc
   "Why the value is not a valid indicator."
   error: String
+  "The allowlist entry that covers the value (it is never stored); null when none does."
+  allowlisted: AllowlistMatch
 }
 
 # ---- saved views ----
@@ -2782,6 +2915,64 @@ type FeedHealth {
   "When its next scheduled run starts; null when none is scheduled (disabled)."
   nextRun: Time
 }
+
+# ---- allowlist ----
+
+extend type Query {
+  "The operator's allowlist entries, oldest first. The built-in lists are not listed here (see the README)."
+  allowlistEntries: [AllowlistEntry!]! @hasScope(scope: ROOT)
+}
+
+extend type Mutation {
+  """
+  Adds an allowlist entry: an IP address, a CIDR range, a domain (covering its
+  subdomains) or a URL prefix (with its scheme). The indicators it covers are
+  removed from the store, and later runs do not store them.
+  """
+  addAllowlistEntry(input: AllowlistEntryInput!): AllowlistEntryAdded! @hasScope(scope: ROOT)
+  "Deletes an allowlist entry: later runs store what it covered again."
+  deleteAllowlistEntry(id: ID!): Boolean! @hasScope(scope: ROOT)
+}
+
+input AllowlistEntryInput {
+  value: String!
+  "At most 500 characters."
+  comment: String
+}
+
+enum AllowlistEntryKind {
+  IP
+  CIDR
+  DOMAIN
+  URL_PREFIX
+}
+
+type AllowlistEntry {
+  id: ID!
+  kind: AllowlistEntryKind!
+  "The value normalised like indicators (lower-case host, canonical address or range)."
+  value: String!
+  comment: String!
+  createdAt: Time!
+}
+
+type AllowlistEntryAdded {
+  entry: AllowlistEntry!
+  "How many stored indicators the entry removed."
+  removedIocs: Int!
+}
+
+"The allowlist entry that keeps a value out of the store."
+type AllowlistMatch {
+  "The list: reserved, public-dns, top-sites or user."
+  list: String!
+  "The entry as listed: an address, a CIDR range, a domain or a URL prefix."
+  entry: String!
+  "The id of a user entry; null for the built-in lists."
+  entryId: ID
+  "The comment of a user entry; null for the built-in lists."
+  comment: String
+}
 `, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -2789,6 +2980,46 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_AllowlistEntry(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_AllowlistEntry_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_AllowlistEntry_kind(ctx, field)
+	case "value":
+		return ec.fieldContext_AllowlistEntry_value(ctx, field)
+	case "comment":
+		return ec.fieldContext_AllowlistEntry_comment(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_AllowlistEntry_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AllowlistEntry", field.Name)
+}
+
+func (ec *executionContext) childFields_AllowlistEntryAdded(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "entry":
+		return ec.fieldContext_AllowlistEntryAdded_entry(ctx, field)
+	case "removedIocs":
+		return ec.fieldContext_AllowlistEntryAdded_removedIocs(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AllowlistEntryAdded", field.Name)
+}
+
+func (ec *executionContext) childFields_AllowlistMatch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "list":
+		return ec.fieldContext_AllowlistMatch_list(ctx, field)
+	case "entry":
+		return ec.fieldContext_AllowlistMatch_entry(ctx, field)
+	case "entryId":
+		return ec.fieldContext_AllowlistMatch_entryId(ctx, field)
+	case "comment":
+		return ec.fieldContext_AllowlistMatch_comment(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AllowlistMatch", field.Name)
+}
 
 func (ec *executionContext) childFields_ApiKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -3054,6 +3285,8 @@ func (ec *executionContext) childFields_IocLookup(ctx context.Context, field gra
 		return ec.fieldContext_IocLookup_ioc(ctx, field)
 	case "error":
 		return ec.fieldContext_IocLookup_error(ctx, field)
+	case "allowlisted":
+		return ec.fieldContext_IocLookup_allowlisted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type IocLookup", field.Name)
 }
@@ -3460,6 +3693,20 @@ func (ec *executionContext) dir_hasScope_args(ctx context.Context, rawArgs map[s
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_addAllowlistEntry_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AllowlistEntryInput, error) {
+			return ec.unmarshalNAllowlistEntryInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createApiKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3535,6 +3782,20 @@ func (ec *executionContext) field_Mutation_createTenant_args(ctx context.Context
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteAllowlistEntry_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -4095,6 +4356,268 @@ func (ec *executionContext) field___Type_fields_args(ctx context.Context, rawArg
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _AllowlistEntry_id(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistEntry_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistEntry_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistEntry", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AllowlistEntry_kind(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistEntry_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.AllowlistEntryKind) graphql.Marshaler {
+			return ec.marshalNAllowlistEntryKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistEntry_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistEntry", field, false, false, errors.New("field of type AllowlistEntryKind does not have child fields"))
+}
+
+func (ec *executionContext) _AllowlistEntry_value(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistEntry_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistEntry_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AllowlistEntry_comment(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistEntry_comment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Comment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistEntry_comment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AllowlistEntry_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistEntry_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistEntry_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistEntry", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _AllowlistEntryAdded_entry(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistEntryAdded) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistEntryAdded_entry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entry, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AllowlistEntry) graphql.Marshaler {
+			return ec.marshalNAllowlistEntry2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntry(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistEntryAdded_entry(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AllowlistEntryAdded",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AllowlistEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AllowlistEntryAdded_removedIocs(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistEntryAdded) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistEntryAdded_removedIocs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RemovedIocs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistEntryAdded_removedIocs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistEntryAdded", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _AllowlistMatch_list(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistMatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistMatch_list(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.List, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistMatch_list(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistMatch", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AllowlistMatch_entry(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistMatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistMatch_entry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entry, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistMatch_entry(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistMatch", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AllowlistMatch_entryId(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistMatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistMatch_entryId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EntryID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistMatch_entryId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistMatch", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AllowlistMatch_comment(ctx context.Context, field graphql.CollectedField, obj *model.AllowlistMatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AllowlistMatch_comment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Comment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AllowlistMatch_comment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AllowlistMatch", field, false, false, errors.New("field of type String does not have child fields"))
+}
 
 func (ec *executionContext) _ApiKey_id(ctx context.Context, field graphql.CollectedField, obj *store.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -6734,6 +7257,38 @@ func (ec *executionContext) fieldContext_IocLookup_error(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("IocLookup", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _IocLookup_allowlisted(ctx context.Context, field graphql.CollectedField, obj *model.IocLookup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocLookup_allowlisted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Allowlisted, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AllowlistMatch) graphql.Marshaler {
+			return ec.marshalOAllowlistMatch2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistMatch(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IocLookup_allowlisted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IocLookup",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AllowlistMatch(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _IocTypeCount_type(ctx context.Context, field graphql.CollectedField, obj *model.IocTypeCount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7818,6 +8373,130 @@ func (ec *executionContext) fieldContext_Mutation_deleteTenantGroup(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deleteTenantGroup_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_addAllowlistEntry(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addAllowlistEntry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddAllowlistEntry(ctx, fc.Args["input"].(model.AllowlistEntryInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *model.AllowlistEntryAdded
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.AllowlistEntryAdded
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AllowlistEntryAdded) graphql.Marshaler {
+			return ec.marshalNAllowlistEntryAdded2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryAdded(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addAllowlistEntry(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AllowlistEntryAdded(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addAllowlistEntry_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteAllowlistEntry(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteAllowlistEntry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteAllowlistEntry(ctx, fc.Args["id"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal bool
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal bool
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteAllowlistEntry(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteAllowlistEntry_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9301,6 +9980,56 @@ func (ec *executionContext) fieldContext_Query_overview(_ context.Context, field
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Overview(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_allowlistEntries(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_allowlistEntries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().AllowlistEntries(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal []*model.AllowlistEntry
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal []*model.AllowlistEntry
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AllowlistEntry) graphql.Marshaler {
+			return ec.marshalNAllowlistEntry2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_allowlistEntries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AllowlistEntry(ctx, field)
 		},
 	}
 	return fc, nil
@@ -11967,6 +12696,43 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputAllowlistEntryInput(ctx context.Context, obj any) (model.AllowlistEntryInput, error) {
+	var it model.AllowlistEntryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"value", "comment"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "value":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("value"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Value = data
+		case "comment":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("comment"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Comment = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputCustomFeedInput(ctx context.Context, obj any) (model.CustomFeedInput, error) {
 	var it model.CustomFeedInput
 	if obj == nil {
@@ -12837,6 +13603,160 @@ func (ec *executionContext) unmarshalInputViewOrderInput(ctx context.Context, ob
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var allowlistEntryImplementors = []string{"AllowlistEntry"}
+
+func (ec *executionContext) _AllowlistEntry(ctx context.Context, sel ast.SelectionSet, obj *model.AllowlistEntry) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, allowlistEntryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AllowlistEntry")
+		case "id":
+			out.Values[i] = ec._AllowlistEntry_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._AllowlistEntry_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._AllowlistEntry_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "comment":
+			out.Values[i] = ec._AllowlistEntry_comment(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._AllowlistEntry_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var allowlistEntryAddedImplementors = []string{"AllowlistEntryAdded"}
+
+func (ec *executionContext) _AllowlistEntryAdded(ctx context.Context, sel ast.SelectionSet, obj *model.AllowlistEntryAdded) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, allowlistEntryAddedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AllowlistEntryAdded")
+		case "entry":
+			out.Values[i] = ec._AllowlistEntryAdded_entry(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removedIocs":
+			out.Values[i] = ec._AllowlistEntryAdded_removedIocs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var allowlistMatchImplementors = []string{"AllowlistMatch"}
+
+func (ec *executionContext) _AllowlistMatch(ctx context.Context, sel ast.SelectionSet, obj *model.AllowlistMatch) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, allowlistMatchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AllowlistMatch")
+		case "list":
+			out.Values[i] = ec._AllowlistMatch_list(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "entry":
+			out.Values[i] = ec._AllowlistMatch_entry(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "entryId":
+			out.Values[i] = ec._AllowlistMatch_entryId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "comment":
+			out.Values[i] = ec._AllowlistMatch_comment(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
 
 var apiKeyImplementors = []string{"ApiKey"}
 
@@ -14234,6 +15154,11 @@ func (ec *executionContext) _IocLookup(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "allowlisted":
+			out.Values[i] = ec._IocLookup_allowlisted(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14440,6 +15365,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteTenantGroup":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteTenantGroup(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "addAllowlistEntry":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addAllowlistEntry(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteAllowlistEntry":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteAllowlistEntry(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -15151,6 +16090,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_overview(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "allowlistEntries":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_allowlistEntries(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -16303,6 +17264,57 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAllowlistEntry2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AllowlistEntry) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAllowlistEntry2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntry(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAllowlistEntry2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntry(ctx context.Context, sel ast.SelectionSet, v *model.AllowlistEntry) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AllowlistEntry(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAllowlistEntryAdded2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryAdded(ctx context.Context, sel ast.SelectionSet, v *model.AllowlistEntryAdded) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AllowlistEntryAdded(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNAllowlistEntryInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryInput(ctx context.Context, v any) (model.AllowlistEntryInput, error) {
+	res, err := ec.unmarshalInputAllowlistEntryInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNAllowlistEntryKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryKind(ctx context.Context, v any) (model.AllowlistEntryKind, error) {
+	var res model.AllowlistEntryKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAllowlistEntryKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryKind(ctx context.Context, sel ast.SelectionSet, v model.AllowlistEntryKind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNApiKey2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐAPIKeyᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.APIKey) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -17437,6 +18449,13 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalOAllowlistMatch2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistMatch(ctx context.Context, sel ast.SelectionSet, v *model.AllowlistMatch) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._AllowlistMatch(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {

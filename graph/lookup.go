@@ -40,6 +40,7 @@ func (r *Resolver) lookupIocs(ctx context.Context, values []string) ([]*model.Io
 			continue
 		}
 		res.Type, res.Value = &kind, &value
+		res.Allowlisted = r.allowlistMatchModel(kind, value)
 		keys = append(keys, store.IoCKey{Type: kind, Value: value})
 	}
 	found, err := r.Store.IoCsByKeys(ctx, keys)

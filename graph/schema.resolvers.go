@@ -144,6 +144,14 @@ func (r *mutationResolver) DeleteTenantGroup(ctx context.Context, id string) (bo
 	return r.deleteTenantGroup(ctx, id)
 }
 
+func (r *mutationResolver) AddAllowlistEntry(ctx context.Context, input model.AllowlistEntryInput) (*model.AllowlistEntryAdded, error) {
+	return r.addAllowlistEntry(ctx, input)
+}
+
+func (r *mutationResolver) DeleteAllowlistEntry(ctx context.Context, id string) (bool, error) {
+	return r.deleteAllowlistEntry(ctx, id)
+}
+
 func (r *overviewResolver) Feeds(ctx context.Context, obj *model.Overview) ([]*model.FeedHealth, error) {
 	return r.overviewFeeds(ctx)
 }
@@ -206,6 +214,10 @@ func (r *queryResolver) TenantGroup(ctx context.Context, id string) (*store.Tena
 
 func (r *queryResolver) Overview(ctx context.Context) (*model.Overview, error) {
 	return r.Resolver.overview(ctx)
+}
+
+func (r *queryResolver) AllowlistEntries(ctx context.Context) ([]*model.AllowlistEntry, error) {
+	return r.allowlistEntries(ctx)
 }
 
 func (r *sightingResolver) Feed(ctx context.Context, obj *store.Sighting) (*store.Feed, error) {

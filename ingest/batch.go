@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tifeeds/tifeeds/allowlist"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -42,6 +43,9 @@ type BatchOptions struct {
 	AddLimit  int64
 	Retention time.Duration
 	Now       func() time.Time // time.Now when nil
+	// Allowlist, when set, drops the indicators it matches: each is counted
+	// as rejected with the entry that matched.
+	Allowlist allowlist.Matcher
 	// OnProgress is called after each batch is written (live progress),
 	// on the goroutine that wrote it; calls never overlap.
 	OnProgress func(RunStats)
@@ -131,6 +135,12 @@ func (b *BatchSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 	if reached {
 		return ErrLimitReached
 	}
+	if b.opts.Allowlist != nil && !ind.Revoked {
+		if m, ok := b.opts.Allowlist.Match(ind.Kind, ind.Value); ok {
+			b.allowlisted(m)
+			return nil
+		}
+	}
 	b.buf = append(b.buf, detach(ind))
 	if !ind.Revoked {
 		b.buffered++
@@ -206,6 +216,17 @@ func (b *BatchSink) Rejected(position int64, reason string) {
 	b.stats.Rejected++
 	if len(b.stats.Rejections) < MaxRejections {
 		b.stats.Rejections = append(b.stats.Rejections, store.Rejection{Position: position, Reason: reason})
+	}
+}
+
+// allowlisted counts an indicator the allowlist dropped as rejected (it
+// was counted as fetched already), at its position in the run.
+func (b *BatchSink) allowlisted(m allowlist.Match) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stats.Rejected++
+	if len(b.stats.Rejections) < MaxRejections {
+		b.stats.Rejections = append(b.stats.Rejections, store.Rejection{Position: b.stats.Fetched, Reason: m.Reason()})
 	}
 }
 

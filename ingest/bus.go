@@ -17,9 +17,9 @@ type Event struct {
 	// Revocation is set on revocation events, which go to OnRevocation
 	// handlers, never to feed subscribers.
 	Revocation *Revocation
-	// TenantsChanged is set on events that say a tenant, tenant group or
-	// tenant's user changed; they go to OnTenantsChanged handlers only.
-	TenantsChanged bool `json:",omitempty"`
+	// Signal is set on events that say something other than a feed changed;
+	// they go to that signal's OnSignal handlers only.
+	Signal Signal `json:",omitempty"`
 	// Deleted is set on the event that says the feed was deleted.
 	Deleted bool
 }
@@ -66,9 +66,22 @@ type Bus struct {
 	relay func(Event)
 	// revoked are the OnRevocation handlers.
 	revoked map[int]func(Revocation)
-	// tenantsChanged are the OnTenantsChanged handlers.
-	tenantsChanged map[int]func()
+	// signalled are the OnSignal handlers of each signal.
+	signalled map[Signal]map[int]func()
 }
+
+// Signal names a change that is not a feed's, which every instance acts on
+// by re-reading the store.
+type Signal string
+
+const (
+	// SignalTenants: a tenant, tenant group or tenant's user changed, so
+	// cached tenant answers are dropped.
+	SignalTenants Signal = "tenants"
+	// SignalAllowlist: allowlist entries were added or deleted, so they
+	// are read again.
+	SignalAllowlist Signal = "allowlist"
+)
 
 type subscriber struct {
 	feedID int64 // 0: every feed
@@ -77,7 +90,7 @@ type subscriber struct {
 
 // NewBus returns an empty bus.
 func NewBus() *Bus {
-	return &Bus{subs: map[int]*subscriber{}, revoked: map[int]func(Revocation){}, tenantsChanged: map[int]func(){}}
+	return &Bus{subs: map[int]*subscriber{}, revoked: map[int]func(Revocation){}, signalled: map[Signal]map[int]func(){}}
 }
 
 // Subscribe returns a channel of the events of feedID (every feed when it
@@ -154,42 +167,42 @@ func (b *Bus) deliverRevocation(r Revocation) (relay func(Event)) {
 	return relay
 }
 
-// OnTenantsChanged calls fn on each tenant change published here or,
-// through a Fanout, on another instance (and when the Fanout may have
-// missed some), until the returned function is called. fn runs inside
-// Publish: it must not block.
-func (b *Bus) OnTenantsChanged(fn func()) (cancel func()) {
+// OnSignal calls fn on each sig published here or, through a Fanout, on
+// another instance (and when the Fanout may have missed some), until the
+// returned function is called. fn runs inside Publish: it must not block.
+func (b *Bus) OnSignal(sig Signal, fn func()) (cancel func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	id := b.next
 	b.next++
-	b.tenantsChanged[id] = fn
+	if b.signalled[sig] == nil {
+		b.signalled[sig] = map[int]func(){}
+	}
+	b.signalled[sig][id] = fn
 	return func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		delete(b.tenantsChanged, id)
+		delete(b.signalled[sig], id)
 	}
 }
 
-// PublishTenantsChanged announces that a tenant, a tenant group or a
-// tenant's user changed, to this process's handlers and to the other
-// instances, so that cached tenant answers are dropped. A nil bus does
-// nothing.
-func (b *Bus) PublishTenantsChanged() {
+// PublishSignal announces sig to this process's handlers and to the other
+// instances. A nil bus does nothing.
+func (b *Bus) PublishSignal(sig Signal) {
 	if b == nil {
 		return
 	}
-	if relay := b.deliverTenantsChanged(); relay != nil {
-		relay(Event{TenantsChanged: true})
+	if relay := b.deliverSignal(sig); relay != nil {
+		relay(Event{Signal: sig})
 	}
 }
 
-// deliverTenantsChanged calls this process's handlers only, and returns
-// the relay to call.
-func (b *Bus) deliverTenantsChanged() (relay func(Event)) {
+// deliverSignal calls this process's handlers of sig only, and returns the
+// relay to call.
+func (b *Bus) deliverSignal(sig Signal) (relay func(Event)) {
 	b.mu.Lock()
-	handlers := make([]func(), 0, len(b.tenantsChanged))
-	for _, fn := range b.tenantsChanged {
+	handlers := make([]func(), 0, len(b.signalled[sig]))
+	for _, fn := range b.signalled[sig] {
 		handlers = append(handlers, fn)
 	}
 	relay = b.relay
@@ -198,6 +211,20 @@ func (b *Bus) deliverTenantsChanged() (relay func(Event)) {
 		fn()
 	}
 	return relay
+}
+
+// deliverAllSignals calls every signal's handlers in this process, for
+// when signals from other instances may have been missed.
+func (b *Bus) deliverAllSignals() {
+	b.mu.Lock()
+	sigs := make([]Signal, 0, len(b.signalled))
+	for sig := range b.signalled {
+		sigs = append(sigs, sig)
+	}
+	b.mu.Unlock()
+	for _, sig := range sigs {
+		b.deliverSignal(sig)
+	}
 }
 
 // deliver sends ev to the subscribers in this process only, and returns

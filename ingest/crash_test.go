@@ -29,7 +29,7 @@ const (
 func bigRows(n int) []byte {
 	var b bytes.Buffer
 	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "ip\t10.%d.%d.%d\tsrc\t%d\n", i>>16, (i>>8)&255, i&255, i%101)
+		fmt.Fprintf(&b, "ip\t11.%d.%d.%d\tsrc\t%d\n", i>>16, (i>>8)&255, i&255, i%101)
 	}
 	return b.Bytes()
 }

@@ -41,7 +41,8 @@ const (
 	noticeProgress = "progress"
 	noticeRevoke   = "revoke"
 	noticeDeleted  = "deleted"
-	noticeTenants  = "tenants"
+	// noticeSignal carries an Event's Signal.
+	noticeSignal = "signal"
 )
 
 // notice is the NOTIFY payload. It stays far below PostgreSQL's 8000-byte
@@ -53,6 +54,7 @@ type notice struct {
 	FeedID   int64       `json:"f"`
 	Progress *Progress   `json:"p,omitempty"`
 	Revoke   *Revocation `json:"r,omitempty"`
+	Signal   Signal      `json:"s,omitempty"`
 }
 
 // FanoutOptions configure a Fanout.
@@ -229,8 +231,9 @@ func encodeNotice(instance string, ev Event) ([]byte, error) {
 	if ev.Deleted {
 		n.Kind = noticeDeleted
 	}
-	if ev.TenantsChanged {
-		n.Kind = noticeTenants
+	if ev.Signal != "" {
+		n.Kind = noticeSignal
+		n.Signal = ev.Signal
 	}
 	return json.Marshal(n)
 }
@@ -242,9 +245,9 @@ func (f *Fanout) listen(ctx context.Context) {
 	for {
 		err := f.listenOnce(ctx, func() {
 			backoff = f.opts.MinBackoff
-			// Tenant changes notified while no listener was up are lost:
-			// what was cached meanwhile may be stale.
-			f.bus.deliverTenantsChanged()
+			// Signals notified while no listener was up are lost: what
+			// was cached meanwhile may be stale.
+			f.bus.deliverAllSignals()
 		})
 		if ctx.Err() != nil {
 			return
@@ -329,7 +332,7 @@ func (f *Fanout) connConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 // store has it now.
 func (f *Fanout) receive(ctx context.Context, payload string) {
 	var n notice
-	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.FeedID == 0 && n.Kind != noticeRevoke && n.Kind != noticeTenants {
+	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.FeedID == 0 && n.Kind != noticeRevoke && n.Kind != noticeSignal {
 		f.log.Warn("Ignored a malformed feed event from another instance", "error", err, "payload", payload)
 		return
 	}
@@ -342,8 +345,8 @@ func (f *Fanout) receive(ctx context.Context, payload string) {
 			f.bus.deliverRevocation(*n.Revoke)
 		}
 		return
-	case noticeTenants:
-		f.bus.deliverTenantsChanged()
+	case noticeSignal:
+		f.bus.deliverSignal(n.Signal)
 		return
 	}
 	ev := Event{FeedID: n.FeedID}

@@ -87,6 +87,9 @@ type Options struct {
 	// PremiumEndpointBase, when set, is where every feed-list platform
 	// endpoint must point ({premium_endpoint_base} of the spec).
 	PremiumEndpointBase string
+	// Allowlist drops benign indicators before they are stored; one over
+	// Store and Bus when nil.
+	Allowlist *Allowlist
 }
 
 // Runner schedules and runs the feeds and carries out the feed changes of
@@ -160,6 +163,9 @@ func New(o Options) (*Runner, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Allowlist == nil {
+		o.Allowlist = NewAllowlist(o.Store, o.Bus, o.Log)
+	}
 	sched, err := gocron.NewScheduler(gocron.WithLocation(time.UTC), gocron.WithStopTimeout(o.StopGrace))
 	if err != nil {
 		return nil, fmt.Errorf("ingest: unable to make the scheduler: %w", err)
@@ -175,6 +181,9 @@ func New(o Options) (*Runner, error) {
 // Bus returns the bus the runner publishes on.
 func (r *Runner) Bus() *Bus { return r.bus }
 
+// Allowlist returns the allowlist ingestion applies.
+func (r *Runner) Allowlist() *Allowlist { return r.opts.Allowlist }
+
 // Sources returns the registry of sources.
 func (r *Runner) Sources() *Registry { return r.sources }
 
@@ -186,6 +195,12 @@ func (r *Runner) Start(ctx context.Context) error {
 	if _, err := r.closeOrphanedRuns(ctx); err != nil {
 		return err
 	}
+	// The user entries are in force before the first run.
+	if err := r.opts.Allowlist.Load(ctx); err != nil {
+		return fmt.Errorf("ingest: unable to read the allowlist: %w", err)
+	}
+	r.opts.Allowlist.Watch(r.base, r.opts.ReconcileInterval)
+	r.opts.Allowlist.RemoveListedInBackground(r.base)
 	feeds, err := r.st.EnabledFeeds(ctx)
 	if err != nil {
 		return err
@@ -241,6 +256,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	r.stopAll(errStopping)
 	<-done
 	r.watching.Wait()
+	r.opts.Allowlist.Wait()
 	if err := r.sched.Shutdown(); err != nil {
 		return fmt.Errorf("ingest: unable to stop the scheduler: %w", err)
 	}
@@ -796,6 +812,7 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		AddLimit:  addLimit,
 		Retention: time.Duration(f.RetentionPeriod) * 24 * time.Hour,
 		Now:       r.opts.Now,
+		Allowlist: r.opts.Allowlist,
 		OnProgress: func(s RunStats) {
 			r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID,
 				Fetched: s.Fetched, Stored: s.Stored, Rejected: s.Rejected}})

@@ -155,7 +155,7 @@ func (s *tsvServer) set(f func(s *tsvServer)) {
 func ipRows(from, to int) string {
 	var b strings.Builder
 	for i := from; i <= to; i++ {
-		fmt.Fprintf(&b, "ip\t10.0.%d.%d\tsrc\t%d\n", i/256, i%256, 50+i%50)
+		fmt.Fprintf(&b, "ip\t198.18.%d.%d\tsrc\t%d\n", i/256, i%256, 50+i%50)
 	}
 	return b.String()
 }
@@ -240,7 +240,7 @@ func checkConsistent(t *testing.T, st *store.Store) {
 func TestTSVFeedRuns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		h := newHarness(t, st, TSVOptions{})
-		srv := newTSVServer(t, "ip\t10.0.0.1\tsrc\t90\n"+"ip\t999.0.0.1\tsrc\t90\n"+"domain\tEvil.Example.\tsrc-2\t70\n"+
+		srv := newTSVServer(t, "ip\t192.0.2.1\tsrc\t90\n"+"ip\t999.0.0.1\tsrc\t90\n"+"domain\tEvil.Example.\tsrc-2\t70\n"+
 			"sha256-hash\t"+strings.Repeat("A", 64)+"\tsrc\t100\n"+"url\thttp://x/\tbad source!\t10\n")
 		srv.set(func(s *tsvServer) { s.user, s.pass = "alice", "s3cret" })
 		events, cancel := h.r.Bus().Subscribe(0)
@@ -506,7 +506,7 @@ func TestBackfillBound(t *testing.T) {
 				mu.Lock()
 				reqs = append(reqs, req)
 				mu.Unlock()
-				return "2026-01-02T00:00:00Z", sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "10.9.9.9", Source: "s", Score: 1})
+				return "2026-01-02T00:00:00Z", sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "198.18.9.9", Source: "s", Score: 1})
 			}), nil
 		}})
 		f := h.create("https://taxii.example/api/collections/c1/", func(in *CustomFeedInput) {

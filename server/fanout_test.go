@@ -117,7 +117,7 @@ func TestStatusChangesReachOtherInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	feedSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("ip\t10.9.0.1\tbotnet_x\t90\nip\t10.9.0.2\tbotnet_x\t90\n"))
+		w.Write([]byte("ip\t192.0.2.1\tbotnet_x\t90\nip\t192.0.2.2\tbotnet_x\t90\n"))
 	}))
 	defer feedSrv.Close()
 	// Created in the store, after both runners started: neither schedules

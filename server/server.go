@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -120,8 +121,8 @@ func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger
 		resolver.Events.OnRevocation(s.revoked)
 		// Cached tenant answers (store.Tenant) drop on every instance
 		// when one of them changes a tenant.
-		resolver.Events.OnTenantsChanged(st.ForgetTenants)
-		st.OnTenantWrite(resolver.Events.PublishTenantsChanged)
+		resolver.Events.OnSignal(ingest.SignalTenants, st.ForgetTenants)
+		st.OnTenantWrite(func() { resolver.Events.PublishSignal(ingest.SignalTenants) })
 	}
 	s.handler = s.routes()
 	return s

@@ -50,7 +50,7 @@ func TestSubscriptionsFollowARun(t *testing.T) {
 		runner := f.withRunner()
 		var rows strings.Builder
 		for i := 0; i < 3000; i++ {
-			fmt.Fprintf(&rows, "ip\t10.1.%d.%d\tbotnet_x\t90\n", i/256, i%256)
+			fmt.Fprintf(&rows, "ip\t198.18.%d.%d\tbotnet_x\t90\n", i/256, i%256)
 		}
 		feedSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte(rows.String()))

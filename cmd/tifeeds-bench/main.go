@@ -66,7 +66,7 @@ func main() {
 	batch := flag.Int("batch", ingest.DefaultBatchSize, "BatchSink batch size")
 	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
 	runs := flag.Int("runs", 3, "measurements of each baseline and ingestion, interleaved; the medians are compared")
-	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both); "tsv" for the TSV ingestion against the bulk loaders alone`)
+	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both); "tsv" for the TSV ingestion against the bulk loaders alone; "allowlist" for ingestion with and without the allowlists`)
 	parts := flag.String("parts", "exports,taxii,tenant,lookup,overview,pages", "read paths to measure, comma-separated")
 	dbs := flag.String("dbs", "sqlite,postgres", "databases whose TSV ingestion and read paths are measured (postgres needs TIFEEDS_TEST_POSTGRES)")
 	flag.Parse()
@@ -81,8 +81,8 @@ func main() {
 	if *runs < 1 {
 		log.Fatal("tifeeds-bench: -runs must be at least 1")
 	}
-	if *only != "" && *only != "ingest" && *only != "tsv" && *only != "reads" {
-		log.Fatal(`tifeeds-bench: -only must be "ingest", "tsv" or "reads"`)
+	if *only != "" && *only != "ingest" && *only != "tsv" && *only != "reads" && *only != "allowlist" {
+		log.Fatal(`tifeeds-bench: -only must be "ingest", "tsv", "reads" or "allowlist"`)
 	}
 	if err := run(*rows, *bigMB, *batch, *runs, *dir, *only); err != nil {
 		log.Fatalf("tifeeds-bench: %v", err)
@@ -109,7 +109,12 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 	if only == "tsv" {
 		return runTSV(ctx, dir, file, rows, batch, runs)
 	}
-	if only != "reads" {
+	if only == "" || only == "allowlist" {
+		if err := benchAllowlist(ctx, dir, file, rows, batch, runs); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "ingest" {
 		if err := runIngest(ctx, dir, file, rows, bigMB, batch, runs); err != nil {
 			return err
 		}
@@ -117,7 +122,7 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 			return err
 		}
 	}
-	if only != "ingest" {
+	if only == "" || only == "reads" {
 		if benchDBs["sqlite"] {
 			if err := runReads(ctx, "SQLite", "sqlite:"+filepath.Join(dir, "reads.db"), file, batch, runs); err != nil {
 				return err
@@ -417,6 +422,11 @@ func removeDB(path string) error {
 
 // ingestChild runs the ingestion in a child process and reads its peak RSS.
 func ingestChild(dsn, file string, batch int) (result, error) {
+	return ingestChildEnv(dsn, file, batch, nil)
+}
+
+// ingestChildEnv is ingestChild with env added to the child's environment.
+func ingestChildEnv(dsn, file string, batch int, env []string) (result, error) {
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
 		if err := removeDB(path); err != nil {
 			return result{}, err
@@ -427,6 +437,7 @@ func ingestChild(dsn, file string, batch int) (result, error) {
 		return result{}, err
 	}
 	cmd := exec.Command(self, childArg, dsn, file, fmt.Sprint(batch))
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -472,7 +483,12 @@ func child(args []string) error {
 		return err
 	}
 	defer f.Close()
-	sink := ingest.NewBatchSink(st, feed.ID, 0, ingest.BatchOptions{BatchSize: batch, Retention: 30 * 24 * time.Hour})
+	allow, err := childAllowlist()
+	if err != nil {
+		return err
+	}
+	sink := ingest.NewBatchSink(st, feed.ID, 0, ingest.BatchOptions{BatchSize: batch, Retention: 30 * 24 * time.Hour,
+		Allowlist: allow})
 	if path := os.Getenv(cpuProfileEnv); path != "" {
 		pf, err := os.Create(path)
 		if err != nil {

@@ -7,6 +7,7 @@ import { errorMessage } from './lib/errors';
 import { closeLive } from './lib/live';
 import { allowedPath, homeFor, isRoot, pagesFor } from './lib/roles';
 import { ThemeSelect } from './components/ThemeSelect';
+import { AllowlistPage } from './pages/Allowlist';
 import { FeedDetailPage } from './pages/FeedDetail';
 import { FeedsPage } from './pages/Feeds';
 import { IocsPage } from './pages/Iocs';
@@ -40,6 +41,7 @@ export function App() {
         <Route path="/iocs" element={<IocsPage />} />
         <Route path="/tenants" element={<TenantsPage />} />
         <Route path="/groups" element={rootOnly(<TenantGroupsPage />)} />
+        <Route path="/allowlist" element={rootOnly(<AllowlistPage />)} />
         <Route path="*" element={<NotFound home={home} />} />
       </Routes>
     </Shell>

@@ -458,6 +458,11 @@ export const LookupIocsQuery = graphql(`
       value
       known
       error
+      allowlisted {
+        list
+        entry
+        comment
+      }
       ioc {
         id
         score
@@ -509,6 +514,18 @@ export const OverviewQuery = graphql(`
   }
 `);
 
+export const AllowlistEntriesQuery = graphql(`
+  query AllowlistEntries {
+    allowlistEntries {
+      id
+      kind
+      value
+      comment
+      createdAt
+    }
+  }
+`);
+
 export const OverviewFeedsQuery = graphql(`
   query OverviewFeeds {
     overview {
@@ -529,5 +546,23 @@ export const OverviewFeedsQuery = graphql(`
         nextRun
       }
     }
+  }
+`);
+
+export const AddAllowlistEntryMutation = graphql(`
+  mutation AddAllowlistEntry($input: AllowlistEntryInput!) {
+    addAllowlistEntry(input: $input) {
+      entry {
+        id
+        value
+      }
+      removedIocs
+    }
+  }
+`);
+
+export const DeleteAllowlistEntryMutation = graphql(`
+  mutation DeleteAllowlistEntry($id: ID!) {
+    deleteAllowlistEntry(id: $id)
   }
 `);

@@ -14,6 +14,39 @@ import (
 	"github.com/tifeeds/tifeeds/store"
 )
 
+type AllowlistEntry struct {
+	ID   string             `json:"id"`
+	Kind AllowlistEntryKind `json:"kind"`
+	// The value normalised like indicators (lower-case host, canonical address or range).
+	Value     string    `json:"value"`
+	Comment   string    `json:"comment"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+type AllowlistEntryAdded struct {
+	Entry *AllowlistEntry `json:"entry"`
+	// How many stored indicators the entry removed.
+	RemovedIocs int `json:"removedIocs"`
+}
+
+type AllowlistEntryInput struct {
+	Value string `json:"value"`
+	// At most 500 characters.
+	Comment *string `json:"comment,omitempty"`
+}
+
+// The allowlist entry that keeps a value out of the store.
+type AllowlistMatch struct {
+	// The list: reserved, public-dns, top-sites or user.
+	List string `json:"list"`
+	// The entry as listed: an address, a CIDR range, a domain or a URL prefix.
+	Entry string `json:"entry"`
+	// The id of a user entry; null for the built-in lists.
+	EntryID *string `json:"entryId,omitempty"`
+	// The comment of a user entry; null for the built-in lists.
+	Comment *string `json:"comment,omitempty"`
+}
+
 type CustomFeedInput struct {
 	Category         *CustomFeedCategory `json:"category,omitempty"`
 	Name             string              `json:"name"`
@@ -168,6 +201,8 @@ type IocLookup struct {
 	Ioc *store.IoC `json:"ioc,omitempty"`
 	// Why the value is not a valid indicator.
 	Error *string `json:"error,omitempty"`
+	// The allowlist entry that covers the value (it is never stored); null when none does.
+	Allowlisted *AllowlistMatch `json:"allowlisted,omitempty"`
 }
 
 type IocOrder struct {
@@ -329,6 +364,65 @@ type ViewOrder struct {
 type ViewOrderInput struct {
 	Field     string          `json:"field"`
 	Direction *OrderDirection `json:"direction,omitempty"`
+}
+
+type AllowlistEntryKind string
+
+const (
+	AllowlistEntryKindIP        AllowlistEntryKind = "IP"
+	AllowlistEntryKindCidr      AllowlistEntryKind = "CIDR"
+	AllowlistEntryKindDomain    AllowlistEntryKind = "DOMAIN"
+	AllowlistEntryKindURLPrefix AllowlistEntryKind = "URL_PREFIX"
+)
+
+var AllAllowlistEntryKind = []AllowlistEntryKind{
+	AllowlistEntryKindIP,
+	AllowlistEntryKindCidr,
+	AllowlistEntryKindDomain,
+	AllowlistEntryKindURLPrefix,
+}
+
+func (e AllowlistEntryKind) IsValid() bool {
+	switch e {
+	case AllowlistEntryKindIP, AllowlistEntryKindCidr, AllowlistEntryKindDomain, AllowlistEntryKindURLPrefix:
+		return true
+	}
+	return false
+}
+
+func (e AllowlistEntryKind) String() string {
+	return string(e)
+}
+
+func (e *AllowlistEntryKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = AllowlistEntryKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid AllowlistEntryKind", str)
+	}
+	return nil
+}
+
+func (e AllowlistEntryKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *AllowlistEntryKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e AllowlistEntryKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 // The eight built-in feed kinds; feeds/CATALOG.md names the service each reads.

@@ -5,9 +5,9 @@ describe('roles', () => {
   const cases: Record<string, { scope: 'ROOT' | 'TENANT'; pages: string[]; home: string; allowed: string[]; refused: string[] }> = {
     root: {
       scope: 'ROOT',
-      pages: ['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups'],
+      pages: ['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist'],
       home: '/overview',
-      allowed: ['/overview', '/feeds', '/feeds/12', '/groups', '/iocs', '/tenants'],
+      allowed: ['/overview', '/feeds', '/feeds/12', '/groups', '/iocs', '/tenants', '/allowlist'],
       refused: [],
     },
     tenant: {
@@ -15,7 +15,7 @@ describe('roles', () => {
       pages: ['Overview', 'IoCs', 'Tenants'],
       home: '/overview',
       allowed: ['/overview', '/iocs', '/tenants', '/feedsx', '/nowhere'],
-      refused: ['/feeds', '/feeds/12', '/groups', '/groups/3'],
+      refused: ['/feeds', '/feeds/12', '/groups', '/groups/3', '/allowlist'],
     },
   };
   for (const [name, c] of Object.entries(cases)) {

@@ -15,6 +15,7 @@ export const navPages: readonly NavPage[] = [
   { path: '/iocs', label: 'IoCs', rootOnly: false },
   { path: '/tenants', label: 'Tenants', rootOnly: false },
   { path: '/groups', label: 'Tenant groups', rootOnly: true },
+  { path: '/allowlist', label: 'Allowlist', rootOnly: true },
 ];
 
 /** isRoot says whether the scope may manage feeds, tenants and groups (the API's @hasScope(ROOT)). */

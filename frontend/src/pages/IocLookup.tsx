@@ -68,6 +68,10 @@ export function IocLookup({ onOpen }: { onOpen: (id: string) => void }) {
                         <button type="button" className="pill pill-error pill-btn" onClick={() => onOpen(r.ioc!.id)}>
                           Known
                         </button>
+                      ) : r.allowlisted ? (
+                        <span className="pill pill-ok" title={r.allowlisted.comment ?? undefined} data-testid="allowlisted">
+                          Allowlisted by {r.allowlisted.list} {r.allowlisted.entry}
+                        </span>
                       ) : r.error ? (
                         <span className="pill" title={r.error}>
                           Invalid: {r.error}

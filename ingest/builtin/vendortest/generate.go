@@ -31,12 +31,13 @@ const (
 
 // GeneratedValue returns the n-th generated value and its kind (one of
 // the Gen constants, n%GenKinds): distinct for every n below 2^24, each
-// valid for its kind. IPs are 10.0.0.0/8 (documentation ranges are too
-// small for bench volumes).
+// valid for its kind. IPs are 11.0.0.0/8: documentation ranges are too
+// small for bench volumes, and 10.0.0.0/8 is on the allowlist of reserved
+// ranges.
 func GeneratedValue(n int) (kind int, value string) {
 	switch kind = n % GenKinds; kind {
 	case GenIP:
-		return kind, fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)
+		return kind, fmt.Sprintf("11.%d.%d.%d", n>>16&255, n>>8&255, n&255)
 	case GenDomain:
 		return kind, fmt.Sprintf("host-%d.bench.example.com", n)
 	case GenURL:

@@ -63,7 +63,7 @@ func SOCRadarDocument(items []SOCRadarItem, wrapped bool) []byte {
 func SOCRadarIPs(first, n int) []SOCRadarItem {
 	items := make([]SOCRadarItem, 0, n)
 	for i := first; i < first+n; i++ {
-		items = append(items, SOCRadarItem{Feed: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255), FeedType: "ip",
+		items = append(items, SOCRadarItem{Feed: fmt.Sprintf("11.%d.%d.%d", i>>16&255, i>>8&255, i&255), FeedType: "ip",
 			FirstSeen: "2026-01-01 00:00:00", LatestSeen: "2026-01-02 00:00:00", Maintainer: "SOCRadar",
 			ExtraInfo: map[string]any{"score": 70, "seen_count": 1}})
 	}

@@ -159,9 +159,9 @@ func Indicator(n int) map[string]any {
 	}
 }
 
-// IPv4 returns the address Indicator(n) carries: 10.x.y.z.
+// IPv4 returns the address Indicator(n) carries: 11.x.y.z (outside the reserved ranges of the allowlist).
 func IPv4(n int) string {
-	return fmt.Sprintf("10.%d.%d.%d", (n>>16)&0xff, (n>>8)&0xff, n&0xff)
+	return fmt.Sprintf("11.%d.%d.%d", (n>>16)&0xff, (n>>8)&0xff, n&0xff)
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,110 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+)
+
+// errNoAllowlist is returned by the allowlist mutations of a server that
+// runs no ingestion (tests of other parts).
+var errNoAllowlist = errors.New("graph: the allowlist is not available: ingestion is not running")
+
+// builtinAllowlist answers lookups on a server without ingestion.
+var builtinAllowlist = allowlist.NewSet(nil)
+
+// allowlistMatcher is the allowlist in force: the runner's, or the
+// built-in lists when there is no runner.
+func (r *Resolver) allowlistMatcher() allowlist.Matcher {
+	if r.Ingest != nil {
+		return r.Ingest.Allowlist()
+	}
+	return builtinAllowlist
+}
+
+func (r *Resolver) allowlistService() (*ingest.Allowlist, error) {
+	if r.Ingest == nil {
+		return nil, errNoAllowlist
+	}
+	return r.Ingest.Allowlist(), nil
+}
+
+func (r *Resolver) allowlistEntries(ctx context.Context) ([]*model.AllowlistEntry, error) {
+	a, err := r.allowlistService()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := a.Entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.AllowlistEntry, len(rows))
+	for i := range rows {
+		out[i] = allowlistEntryModel(&rows[i])
+	}
+	return out, nil
+}
+
+func (r *Resolver) addAllowlistEntry(ctx context.Context, in model.AllowlistEntryInput) (*model.AllowlistEntryAdded, error) {
+	a, err := r.allowlistService()
+	if err != nil {
+		return nil, err
+	}
+	comment := ""
+	if in.Comment != nil {
+		comment = *in.Comment
+	}
+	e, removed, err := a.Add(ctx, in.Value, comment)
+	if err != nil {
+		return nil, err
+	}
+	return &model.AllowlistEntryAdded{Entry: allowlistEntryModel(e), RemovedIocs: int(removed)}, nil
+}
+
+func (r *Resolver) deleteAllowlistEntry(ctx context.Context, id string) (bool, error) {
+	a, err := r.allowlistService()
+	if err != nil {
+		return false, err
+	}
+	entryID, err := parseID("id", id)
+	if err != nil {
+		return false, err
+	}
+	if _, err := a.Delete(ctx, entryID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+var entryKinds = map[allowlist.EntryKind]model.AllowlistEntryKind{
+	allowlist.EntryIP:     model.AllowlistEntryKindIP,
+	allowlist.EntryCIDR:   model.AllowlistEntryKindCidr,
+	allowlist.EntryDomain: model.AllowlistEntryKindDomain,
+	allowlist.EntryURL:    model.AllowlistEntryKindURLPrefix,
+}
+
+func allowlistEntryModel(e *store.AllowlistEntry) *model.AllowlistEntry {
+	return &model.AllowlistEntry{ID: strconv.FormatInt(e.ID, 10), Kind: entryKinds[allowlist.EntryKind(e.Kind)],
+		Value: e.Value, Comment: e.Comment, CreatedAt: e.CreatedAt}
+}
+
+// allowlistMatchModel says which entry covers a looked-up value; nil when
+// none does.
+func (r *Resolver) allowlistMatchModel(kind ioc.Kind, value string) *model.AllowlistMatch {
+	m, ok := r.allowlistMatcher().Match(kind, value)
+	if !ok {
+		return nil
+	}
+	out := &model.AllowlistMatch{List: m.List, Entry: m.Entry}
+	if m.List == allowlist.ListUser {
+		id := strconv.FormatInt(m.ID, 10)
+		out.EntryID, out.Comment = &id, &m.Comment
+	}
+	return out
+}

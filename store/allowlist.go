@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tifeeds/tifeeds/ioc"
+)
+
+// AllowlistEntry is one operator allowlist entry. Kind and Value are as
+// allowlist.ParseEntry returns them; the store does not interpret them.
+type AllowlistEntry struct {
+	bun.BaseModel `bun:"table:allowlist_entries"`
+
+	ID        int64     `bun:"id,pk,autoincrement"`
+	Kind      string    `bun:"kind,notnull"`
+	Value     string    `bun:"value,notnull"`
+	Comment   string    `bun:"comment,notnull"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+}
+
+// allowlistLockID serialises the bounded inserts of allowlist entries on
+// PostgreSQL (see insertBounded).
+const allowlistLockID = 0x7466656564730010
+
+// ErrAllowlistFull is returned when the allowlist holds its maximum.
+var ErrAllowlistFull = errors.New("the allowlist is full")
+
+// AllowlistEntries returns every entry, oldest first.
+func (s *Store) AllowlistEntries(ctx context.Context) ([]AllowlistEntry, error) {
+	var out []AllowlistEntry
+	if err := s.DB.NewSelect().Model(&out).Order("id").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: unable to read the allowlist: %w", err)
+	}
+	return out, nil
+}
+
+// AddAllowlistEntry stores e unless max entries exist (ErrAllowlistFull);
+// a value listed already is ErrConflict.
+func (s *Store) AddAllowlistEntry(ctx context.Context, e *AllowlistEntry, max int) error {
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = time.Now().UTC()
+	}
+	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if s.Dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(allowlistLockID)); err != nil {
+				return fmt.Errorf("store: unable to lock the allowlist: %w", err)
+			}
+		}
+		n, err := tx.NewSelect().Model((*AllowlistEntry)(nil)).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("store: unable to count the allowlist: %w", err)
+		}
+		if n >= int64(max) {
+			return fmt.Errorf("store: %w (%d entries)", ErrAllowlistFull, max)
+		}
+		if _, err := tx.NewInsert().Model(e).Returning("id").Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("store: %q is on the allowlist already: %w", e.Value, ErrConflict)
+			}
+			return fmt.Errorf("store: unable to add %q to the allowlist: %w", e.Value, err)
+		}
+		return nil
+	})
+}
+
+// DeleteAllowlistEntry deletes the entry id and returns it; ErrNotFound
+// when there is none.
+func (s *Store) DeleteAllowlistEntry(ctx context.Context, id int64) (*AllowlistEntry, error) {
+	e := &AllowlistEntry{}
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := tx.NewSelect().Model(e).Where("id = ?", id).Scan(ctx); err != nil {
+			return err
+		}
+		_, err := tx.NewDelete().Model((*AllowlistEntry)(nil)).Where("id = ?", id).Exec(ctx)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to delete allowlist entry %d: %w", id, err)
+	}
+	return e, nil
+}
+
+// purgePage is how many IoCs DeleteIoCsMatching reads, and at most
+// deletes, per transaction.
+const purgePage = 5000
+
+// DeleteIoCsMatching deletes the IoCs of kind whose value matches the LIKE
+// pattern (ESCAPE '\'; "" for all) and for which match is true, with their
+// sightings and texts, in transactions of a few thousand. The pattern only
+// narrows what is read: match decides. It returns how many IoCs it
+// deleted; each transaction that deleted some moves ioc_stats, so export
+// validators change.
+func (s *Store) DeleteIoCsMatching(ctx context.Context, kind ioc.Kind, pattern string, match func(value string) bool) (int64, error) {
+	var deleted int64
+	var after int64
+	for {
+		var rows []struct {
+			ID    int64  `bun:"id"`
+			Value string `bun:"value"`
+		}
+		q := s.DB.NewSelect().Table("iocs").Column("id", "value").
+			Where("type = ?", kind).Where("id > ?", after).Order("id").Limit(purgePage)
+		if pattern != "" {
+			q = q.Where(`value LIKE ? ESCAPE '\'`, pattern)
+		}
+		if err := q.Scan(ctx, &rows); err != nil {
+			return deleted, fmt.Errorf("store: unable to read %s indicators: %w", kind, err)
+		}
+		if len(rows) == 0 {
+			return deleted, nil
+		}
+		after = rows[len(rows)-1].ID
+		var ids []int64
+		for _, r := range rows {
+			if match(r.Value) {
+				ids = append(ids, r.ID)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM ioc_texts WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
+				return err
+			}
+			r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids))
+			if err != nil {
+				return err
+			}
+			n, _ := r.RowsAffected()
+			deleted += n
+			exec := func(ctx context.Context, query string, args ...any) (int64, error) {
+				r, err := tx.ExecContext(ctx, strings.NewReplacer("$1", "?", "$2", "?").Replace(query), args...)
+				if err != nil {
+					return 0, err
+				}
+				return r.RowsAffected()
+			}
+			return bumpIoCStats(ctx, exec, -n)
+		})
+		if err != nil {
+			return deleted, fmt.Errorf("store: unable to delete allowlisted %s indicators: %w", kind, err)
+		}
+	}
+}
