@@ -75,16 +75,7 @@ func (e premiumVendorE2E) waitRun(after string) e2eFeed {
 func (e premiumVendorE2E) runNow() e2eFeed {
 	e.t.Helper()
 	before := e.feed()
-	prev := ""
-	if before.LastRun != nil {
-		prev = before.LastRun.ID
-	}
-	askUntilStarted(func() {
-		if msg := e.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": before.ID}, nil); msg != "" {
-			e.t.Fatal(msg)
-		}
-	}, func() bool { f := e.feed(); return f.LastRun != nil && f.LastRun.ID != prev })
-	return e.waitRun(prev)
+	return e.waitRun(e.askRun(before.ID, before.LastRun))
 }
 
 // hostRequests returns the requests the mirror served for host (the
