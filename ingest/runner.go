@@ -123,9 +123,9 @@ type feedJob struct {
 type activeRun struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
-	// ended is set once the run's end is committed: from then on the feed
-	// shows idle to everyone, so a run asked before the runner lets go of
-	// it is queued (again) rather than refused or lost.
+	// ended is set as the run's end is about to be committed: once the
+	// store shows the run ended, a run asked before the runner lets go of
+	// the feed is queued (again) rather than refused or lost.
 	ended bool
 	// again asks for one more run as soon as this one lets go of the feed.
 	again bool
@@ -565,9 +565,9 @@ const (
 )
 
 // askRun starts a run of the feed in the background. While a run of it is
-// in flight here, the answer is runBusy, unless queue is set or that run's
-// end is already committed (ended): then one more run is queued to start
-// when it lets go of the feed. The run is claimed under the lock, before
+// in flight here, the answer is runBusy, unless queue is set or that run is
+// recording its end (ended): then one more run is queued to start when it
+// lets go of the feed. The run is claimed under the lock, before
 // the goroutine starts, so that two asks never both start one.
 func (r *Runner) askRun(feedID int64, why runReason, queue bool) runAnswer {
 	r.mu.Lock()
@@ -600,7 +600,7 @@ func (r *Runner) claimLocked(feedID int64) (context.Context, *activeRun) {
 	return ctx, ar
 }
 
-// markEnded records that the feed's run here has its end committed.
+// markEnded records that the feed's run here is recording its end.
 func (r *Runner) markEnded(feedID int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -730,10 +730,12 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	if b := out.backlog; b != nil {
 		run.BacklogWritten, run.BacklogTotal, run.ExpectedCompletion = b.written, b.total, b.expected
 	}
+	// Marked before the end is committed, so that whoever sees the run
+	// ended in the store finds it ended here too: their Run now is queued,
+	// never refused as already running. Until the commit, RunNow sees the
+	// run open in the store and refuses it as it should.
+	r.markEnded(f.ID)
 	after, err := r.recordEnd(log, run, out.message)
-	if err == nil || errors.Is(err, store.ErrRunClosed) {
-		r.markEnded(f.ID)
-	}
 	if errors.Is(err, store.ErrRunClosed) {
 		// Another instance closed the run, taking this one for gone (its
 		// lock's connection was lost), or a reset erased it: the feed shows
