@@ -43,7 +43,7 @@ import { EnabledSwitch, FeedIcon, useFeedConfirmations, useFeedMutations } from 
 import { FeedForm } from './FeedForm';
 import { PremiumFeedCreateForm, useCreatablePremiumKinds, usePremiumKinds } from './PremiumFeedForm';
 import { useFeedViews, ViewMenu } from './FeedViews';
-import { DailyCapNotice, FeedRunStatus, useRunProgress } from './feedRunStatus';
+import { DailyCapNotice, FeedRunStatus, isRunning, useRunProgress } from './feedRunStatus';
 
 const col = createColumnHelper<FeedRowFragment>();
 
@@ -118,14 +118,18 @@ export function FeedsPage() {
   useEffect(() => localStorage.setItem(VISIBILITY_KEY, JSON.stringify(visibility)), [visibility]);
 
   const live = useSyncExternalStore(liveConnection.subscribe, liveConnection.get);
-  const progress = useRunProgress();
+  // A run's last event: the row's run record and counts have moved.
+  const progress = useRunProgress(() => void qc.invalidateQueries({ queryKey: ['feeds'] }));
   const vars = feedQueryVariables(state, pages.first, pages.after);
   const feeds = useQuery({
     queryKey: ['feeds', vars],
     queryFn: () => request(FeedsQuery, vars),
     placeholderData: keepPreviousData,
-    // Status changes arrive over the websocket; poll only while it is down.
-    refetchInterval: live ? 60_000 : 5000,
+    // Status changes arrive over the websocket; poll only while it is down,
+    // or while a row shows a run in flight: an event sent between this
+    // query's answer and the subscription's start is never seen, and the
+    // row would show Running until the next minute's poll.
+    refetchInterval: (q) => (live && !q.state.data?.feeds.nodes.some((f) => isRunning(f, undefined)) ? 60_000 : 5000),
   });
   const facetVars = { search: vars.search, filter: vars.filter };
   const facets = useQuery({

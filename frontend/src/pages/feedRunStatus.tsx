@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { FeedRunProgressSubscription } from '../api';
 import { StatusDot } from '../components/ui';
 import type { FeedRowFragment, FeedRunProgressSubscription as ProgressEvent } from '../gql/graphql';
@@ -10,10 +10,12 @@ type Progress = ProgressEvent['feedRunProgress'];
 /**
  * useRunProgress follows the runs of every feed over one subscription and
  * returns the latest counters of each run in flight, by feed id. A run's
- * last event (done) removes it: the feed's own status event follows.
+ * last event (done) removes it and calls onDone.
  */
-export function useRunProgress(): ReadonlyMap<string, Progress> {
+export function useRunProgress(onDone?: (feedId: string) => void): ReadonlyMap<string, Progress> {
   const [runs, setRuns] = useState<ReadonlyMap<string, Progress>>(new Map());
+  const done = useRef(onDone);
+  done.current = onDone;
   useEffect(
     () =>
       subscribe(FeedRunProgressSubscription, {}, (d) => {
@@ -24,6 +26,7 @@ export function useRunProgress(): ReadonlyMap<string, Progress> {
           else next.set(p.feedId, p);
           return next;
         });
+        if (p.done) done.current?.(p.feedId);
       }),
     [],
   );
