@@ -457,6 +457,27 @@ test.describe.serial('feeds table run state', () => {
     await expect(row.getByTestId('status-message')).toHaveText('Success');
   });
 
+  test('filters by status', async () => {
+    await page.goto(`${baseURL()}/feeds`);
+    await page.getByRole('button', { name: 'Filters' }).click();
+    const panel = page.getByRole('complementary', { name: 'Filters' });
+    // Once the counts are in, the panel stops moving under the pointer.
+    await expect(panel.getByText('Counting…')).toHaveCount(0);
+    await expect(panel.getByRole('group', { name: 'Type', exact: true })).toBeVisible();
+    // The checkbox follows the address, which changes just after the click.
+    const error = panel.getByRole('group', { name: /^Status( Clear Status filter)?$/ }).getByRole('checkbox', { name: 'Error', exact: true });
+    await error.click();
+    await expect(error).toBeChecked();
+    await expect(page).toHaveURL(/status=ERROR/);
+    await expect(feedRow('TSV_partner_e2e')).toBeVisible();
+    await expect(feedRow('TSV_slow_e2e')).toHaveCount(0);
+    await expect(page.locator('table[aria-label="Feeds"] tbody tr .dot-success')).toHaveCount(0);
+    await expect(page.getByRole('list', { name: 'Active filters' })).toContainText('Status: Error');
+    await page.getByRole('button', { name: 'Remove filter Status Error' }).click();
+    await expect(feedRow('TSV_slow_e2e')).toBeVisible();
+    await page.getByRole('button', { name: 'Filters' }).click();
+  });
+
   test('a feed that reached its daily cap says so on its row', async () => {
     await dismissToasts();
     await openCreate(page, 'Custom feed');
@@ -475,6 +496,23 @@ test.describe.serial('feeds table run state', () => {
     await row.getByRole('button', { name: 'Delete TSV_cap_e2e' }).click();
     await page.getByRole('dialog').getByRole('button', { name: /delete/i }).click();
     await expect(row).toHaveCount(0);
+  });
+});
+
+test.describe.serial('times', () => {
+  test.beforeAll(async ({ browser }) => openPage(browser, true));
+  test.afterAll(async () => page.close());
+
+  test('times show their zone, and "just now" moves on without a reload', async () => {
+    // The page's clock is driven by the test: a minute passes at once.
+    await page.clock.install();
+    await page.goto(`${baseURL()}/feeds?q=slow_e2e`);
+    const cell = feedRow('TSV_slow_e2e').locator('td.col-lastIngestion');
+    await expect(cell.locator('time')).toContainText(/^\d{4}-\d\d-\d\d \d\d:\d\d (UTC|GMT[+-]\d+|[A-Z]{3,5})/);
+    const before = await cell.getByTestId('relative-time').textContent();
+    await page.clock.runFor(2 * 60_000);
+    await expect(cell.getByTestId('relative-time')).not.toHaveText(before ?? '');
+    await expect(cell.getByTestId('relative-time')).toHaveText(/min ago|h ago/);
   });
 });
 
