@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -38,6 +39,14 @@ func ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
 		}
 		return gqlErr
 	}
+	if errs := store.ValidationErrors(err); len(errs) > 1 {
+		// One error per invalid field, each with its field, so a form shows
+		// every message beside its input; the last is this call's answer.
+		for _, e := range errs[:len(errs)-1] {
+			graphql.AddError(ctx, e)
+		}
+		return ErrorPresenter(ctx, graphql.ErrorOnPath(ctx, errs[len(errs)-1]))
+	}
 	var (
 		valErr   *store.ValidationError
 		inputErr *InputError
@@ -60,7 +69,7 @@ func ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
 		code = CodeForbidden
 	case errors.Is(err, store.ErrNotFound):
 		code = CodeNotFound
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, store.ErrConflict), errors.Is(err, ingest.ErrAlreadyRunning):
 		code = CodeConflict
 	case errors.As(err, &valErr):
 		code = CodeBadUserInput

@@ -133,6 +133,9 @@ func (r *Resolver) FeedExportFrom(ctx context.Context, q url.Values) (FeedExport
 	for i, t := range in.Type {
 		in.Type[i] = store.FeedType(strings.ToLower(string(t)))
 	}
+	for i, s := range in.Status {
+		in.Status[i] = store.FeedStatus(strings.ToLower(string(s)))
+	}
 	out := FeedExport{Query: store.FeedQuery{Search: p.search, Filter: FeedFilterFromInput(&in)}, Columns: p.columns}
 	if p.orderBy != "" {
 		out.Query.Order = feedOrderFields[model.FeedOrderField(p.orderBy)]

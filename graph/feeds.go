@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/ingest"
@@ -76,6 +77,20 @@ func (r *Resolver) feedLastRun(ctx context.Context, obj *store.Feed) (*store.Fee
 		return nil, nil
 	}
 	return run, err
+}
+
+// feedNextRun asks the scheduler, which holds a job for every enabled feed
+// (every instance schedules them all): no store read.
+func (r *Resolver) feedNextRun(_ context.Context, obj *store.Feed) (*time.Time, error) {
+	if r.Ingest == nil || !obj.Enabled {
+		return nil, nil
+	}
+	at, ok := r.Ingest.NextRun(obj.ID)
+	if !ok {
+		return nil, nil
+	}
+	at = at.UTC()
+	return &at, nil
 }
 
 func (r *Resolver) createCustomFeed(ctx context.Context, input model.CustomFeedInput) (*store.Feed, error) {
@@ -179,6 +194,7 @@ func FeedFilterFromInput(f *model.FeedFilter) store.FeedFilter {
 	return store.FeedFilter{
 		Names:              f.Name,
 		Types:              f.Type,
+		Statuses:           f.Status,
 		StatusMessages:     f.StatusMessage,
 		Enabled:            f.Enabled,
 		PollingFrequencies: f.PollingFrequency,

@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/99designs/gqlgen/client"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -188,6 +191,20 @@ func TestFeedsAPI(t *testing.T) {
 			"empty name":       {map[string]any{"name": " "}, "name"},
 			"taxii not loaded": {map[string]any{"category": "TAXII"}, "category"},
 		}
+		// Every invalid field is reported at once, each with its field.
+		errs := a.do(a.root, createFeed, nil, map[string]any{"in": map[string]any{"category": "TSV", "name": " ",
+			"collectionUrl": "file:///etc/passwd", "pollingFrequency": 0, "retentionPeriod": 400}})
+		var fields []string
+		for _, e := range errs {
+			if e.Extensions.Code != "BAD_USER_INPUT" {
+				t.Errorf("error %+v is not BAD_USER_INPUT", e)
+			}
+			fields = append(fields, e.Extensions.Field)
+		}
+		slices.Sort(fields)
+		if want := []string{"collectionUrl", "name", "pollingFrequency", "retentionPeriod"}; !slices.Equal(fields, want) {
+			t.Errorf("fields in error = %v, want %v (%+v)", fields, want, errs)
+		}
 		for name, tc := range badInputs {
 			t.Run(name, func(t *testing.T) {
 				in := map[string]any{"category": "TSV", "name": "bad", "collectionUrl": tsv.URL,
@@ -204,7 +221,7 @@ func TestFeedsAPI(t *testing.T) {
 
 		// A URL with user information is refused on update too, without
 		// echoing it.
-		errs := a.do(a.root, `mutation($id: ID!, $in: FeedUpdateInput!) { updateFeed(id: $id, input: $in) { id } }`, nil,
+		errs = a.do(a.root, `mutation($id: ID!, $in: FeedUpdateInput!) { updateFeed(id: $id, input: $in) { id } }`, nil,
 			map[string]any{"id": f.ID, "in": map[string]any{"collectionUrl": strings.Replace(tsv.URL, "//", "//bob:pw-secret@", 1)}})
 		expectError(t, errs, "BAD_USER_INPUT", "collectionUrl")
 		if len(errs) > 0 && strings.Contains(errs[0].Message, "pw-secret") {
@@ -293,10 +310,9 @@ func TestFeedsAPI(t *testing.T) {
 			t.Errorf("after enabling without a password: %+v", got.Feed)
 		}
 
-		// Run now, runs list, cursor reset.
+		// Saving the corrected password runs the feed at once; runs list,
+		// cursor reset.
 		a.must(`mutation($id: ID!) { updateFeed(id: $id, input: {password: "pw-secret"}) { id } }`, nil, map[string]any{"id": f.ID})
-		var now struct{ RunFeedNow feedJSON }
-		a.must(`mutation($id: ID!) { runFeedNow(id: $id) { id name } }`, &now, map[string]any{"id": f.ID})
 		a.runner.Wait()
 		var runs struct {
 			FeedRuns []struct {
@@ -306,7 +322,9 @@ func TestFeedsAPI(t *testing.T) {
 			}
 		}
 		a.must(`query($id: ID!) { feedRuns(feedId: $id, first: 10) { id feedId errorKind stored endedAt } }`, &runs, map[string]any{"id": f.ID})
-		if len(runs.FeedRuns) != 3 || runs.FeedRuns[0].ErrorKind != "" || runs.FeedRuns[0].Stored != 2 ||
+		// The first run, the one clearing the password started, the one
+		// enabling started, the one the corrected password started.
+		if len(runs.FeedRuns) != 4 || runs.FeedRuns[0].ErrorKind != "" || runs.FeedRuns[0].Stored != 2 ||
 			runs.FeedRuns[1].ErrorKind != "Invalid Credentials" || runs.FeedRuns[0].FeedID != f.ID || runs.FeedRuns[0].EndedAt == nil {
 			t.Errorf("runs = %+v", runs.FeedRuns)
 		}
@@ -347,4 +365,77 @@ func TestCustomFeedLimitAPI(t *testing.T) {
 		t.Errorf("message = %q", errs[0].Message)
 	}
 	a.runner.Wait()
+}
+
+// TestRunNowWhileRunning: Run now on a feed with a run in flight answers
+// that it is already running; the feed's next run comes from the scheduler.
+func TestRunNowWhileRunning(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		a := newFeedsAPI(t, st)
+		release := make(chan struct{})
+		tsv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-release // the run stays in flight until the test lets it end
+			fmt.Fprint(w, "ip\t10.1.1.1\tsrc\t90\n")
+		}))
+		defer tsv.Close()
+		defer func() {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		}()
+
+		var created struct{ CreateCustomFeed feedJSON }
+		a.must(createFeed, &created, map[string]any{"in": map[string]any{
+			"category": "TSV", "name": "held", "collectionUrl": tsv.URL, "pollingFrequency": 6, "retentionPeriod": 30}})
+		id := created.CreateCustomFeed.ID
+		feedID, _ := strconv.ParseInt(id, 10, 64)
+		// Creating runs the feed at once; its run record opens meanwhile.
+		for {
+			run, err := st.LastRun(ctx, feedID)
+			if err == nil && run.EndedAt == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		errs := a.do(a.root, `mutation($id: ID!) { runFeedNow(id: $id) { id } }`, nil, map[string]any{"id": id})
+		expectError(t, errs, "CONFLICT", "")
+		if len(errs) == 1 && !strings.Contains(errs[0].Message, "already running") {
+			t.Errorf("run now on a running feed: %q", errs[0].Message)
+		}
+		close(release)
+		a.runner.Wait()
+
+		// Once the run ended, Run now runs it again.
+		a.must(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, nil, map[string]any{"id": id})
+		a.runner.Wait()
+		var runs struct{ FeedRuns []struct{ ID string } }
+		a.must(`query($id: ID!) { feedRuns(feedId: $id, first: 10) { id } }`, &runs, map[string]any{"id": id})
+		if len(runs.FeedRuns) != 2 {
+			t.Errorf("%d runs, want the first and the one asked after it", len(runs.FeedRuns))
+		}
+
+		var got struct{ Feed struct{ NextRun *time.Time } }
+		a.must(`query($id: ID!) { feed(id: $id) { nextRun } }`, &got, map[string]any{"id": id})
+		if got.Feed.NextRun == nil || !got.Feed.NextRun.After(time.Now().Add(5*time.Hour)) {
+			t.Errorf("nextRun of a feed polled every 6 hours that just ran = %v", got.Feed.NextRun)
+		}
+		a.must(`mutation($id: ID!) { setFeedEnabled(id: $id, enabled: false, confirm: true) { id } }`, nil, map[string]any{"id": id})
+		a.must(`query($id: ID!) { feed(id: $id) { nextRun } }`, &got, map[string]any{"id": id})
+		if got.Feed.NextRun != nil {
+			t.Errorf("nextRun of a disabled feed = %v", got.Feed.NextRun)
+		}
+
+		// The status filter selects by the derived status.
+		for status, want := range map[string]int{"DISABLED": 1, "SUCCESS": 0, "ERROR": 0} {
+			var list struct{ Feeds struct{ TotalCount int } }
+			a.must(`query($s: [FeedStatus!]) { feeds(filter: {type: [CUSTOM], status: $s}) { totalCount } }`, &list,
+				map[string]any{"s": []string{status}})
+			if list.Feeds.TotalCount != want {
+				t.Errorf("custom feeds of status %s: %d, want %d", status, list.Feeds.TotalCount, want)
+			}
+		}
+	})
 }

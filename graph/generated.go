@@ -107,6 +107,7 @@ type ComplexityRoot struct {
 		MissingSetting   func(childComplexity int) int
 		Name             func(childComplexity int) int
 		Needs            func(childComplexity int) int
+		NextRun          func(childComplexity int) int
 		PollingFrequency func(childComplexity int) int
 		PremiumKind      func(childComplexity int) int
 		RetentionPeriod  func(childComplexity int) int
@@ -401,6 +402,7 @@ type FeedResolver interface {
 	CanDelete(ctx context.Context, obj *store.Feed) (bool, error)
 	CanReset(ctx context.Context, obj *store.Feed) (bool, error)
 	LastRun(ctx context.Context, obj *store.Feed) (*store.FeedRun, error)
+	NextRun(ctx context.Context, obj *store.Feed) (*time.Time, error)
 	PremiumKind(ctx context.Context, obj *store.Feed) (*model.PremiumFeedKind, error)
 	BuiltinKind(ctx context.Context, obj *store.Feed) (*model.BuiltinFeedKind, error)
 	Icon(ctx context.Context, obj *store.Feed) (*string, error)
@@ -736,6 +738,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Feed.Needs(childComplexity), true
+	case "Feed.nextRun":
+		if e.ComplexityRoot.Feed.NextRun == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Feed.NextRun(childComplexity), true
 	case "Feed.pollingFrequency":
 		if e.ComplexityRoot.Feed.PollingFrequency == nil {
 			break
@@ -2379,6 +2387,8 @@ type Feed {
   canDelete: Boolean! @hasScope(scope: ROOT)
   canReset: Boolean! @hasScope(scope: ROOT)
   lastRun: FeedRun @hasScope(scope: ROOT)
+  "When the feed's next scheduled run starts; null while it is disabled."
+  nextRun: Time @hasScope(scope: ROOT)
   "The premium kind of a premium feed; null for the others."
   premiumKind: PremiumFeedKind @hasScope(scope: ROOT)
   "The built-in kind of a built-in feed; null for the others."
@@ -2609,6 +2619,8 @@ type PremiumFeedKindInfo {
 input FeedFilter {
   name: [String!]
   type: [FeedType!]
+  "The derived status (Success, Error, Disabled), as the Status column shows it."
+  status: [FeedStatus!]
   statusMessage: [String!]
   enabled: [Boolean!]
   pollingFrequency: [Int!]
@@ -3103,6 +3115,8 @@ func (ec *executionContext) childFields_Feed(ctx context.Context, field graphql.
 		return ec.fieldContext_Feed_canReset(ctx, field)
 	case "lastRun":
 		return ec.fieldContext_Feed_lastRun(ctx, field)
+	case "nextRun":
+		return ec.fieldContext_Feed_nextRun(ctx, field)
 	case "premiumKind":
 		return ec.fieldContext_Feed_premiumKind(ctx, field)
 	case "builtinKind":
@@ -5663,6 +5677,47 @@ func (ec *executionContext) fieldContext_Feed_lastRun(_ context.Context, field g
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Feed_nextRun(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Feed_nextRun(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Feed().NextRun(ctx, obj)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *time.Time
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *time.Time
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, obj, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Feed_nextRun(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Feed", field, true, true, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _Feed_premiumKind(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
@@ -12834,7 +12889,7 @@ func (ec *executionContext) unmarshalInputFeedFilter(ctx context.Context, obj an
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "type", "statusMessage", "enabled", "pollingFrequency", "retentionPeriod", "backfillDays", "description", "lastIngestionFrom", "lastIngestionTo"}
+	fieldsInOrder := [...]string{"name", "type", "status", "statusMessage", "enabled", "pollingFrequency", "retentionPeriod", "backfillDays", "description", "lastIngestionFrom", "lastIngestionTo"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12855,6 +12910,13 @@ func (ec *executionContext) unmarshalInputFeedFilter(ctx context.Context, obj an
 				return it, err
 			}
 			it.Type = data
+		case "status":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
+			data, err := ec.unmarshalOFeedStatus2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeedStatusᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Status = data
 		case "statusMessage":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusMessage"))
 			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
@@ -14227,6 +14289,44 @@ func (ec *executionContext) _Feed(ctx context.Context, sel ast.SelectionSet, obj
 					}
 				}()
 				res = ec._Feed_lastRun(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "nextRun":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Feed_nextRun(ctx, field, obj)
 				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -18576,6 +18676,42 @@ func (ec *executionContext) marshalOFeedRun2ᚖgithubᚗcomᚋtifeedsᚋtifeeds�
 		return graphql.Null
 	}
 	return ec._FeedRun(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOFeedStatus2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeedStatusᚄ(ctx context.Context, v any) ([]store.FeedStatus, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]store.FeedStatus, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNFeedStatus2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeedStatus(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOFeedStatus2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeedStatusᚄ(ctx context.Context, sel ast.SelectionSet, v []store.FeedStatus) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFeedStatus2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeedStatus(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOFeedType2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐFeedTypeᚄ(ctx context.Context, v any) ([]store.FeedType, error) {

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,6 +100,17 @@ func TestPremiumFeedsAPI(t *testing.T) {
 		const create = `mutation($in: PremiumFeedInput!) { createPremiumFeed(input: $in) { id name category collectionUrl hasPassword enabled premiumKind } }`
 		expectError(t, a.do(a.root, create, nil, map[string]any{"in": map[string]any{"kind": "FEED_LIST", "name": "x",
 			"apiEndpoint": "https://feeds.test/x.json?v=2"}}), "BAD_USER_INPUT", "apiEndpoint")
+		// Every invalid field at once, each with its field.
+		errs := a.do(a.root, create, nil, map[string]any{"in": map[string]any{"kind": "FEED_LIST", "name": "",
+			"apiEndpoint": "https://feeds.test/x.json?v=2", "pollingFrequency": 99, "retentionPeriod": 0}})
+		var fields []string
+		for _, e := range errs {
+			fields = append(fields, e.Extensions.Field)
+		}
+		slices.Sort(fields)
+		if want := []string{"apiEndpoint", "name", "pollingFrequency", "retentionPeriod"}; !slices.Equal(fields, want) {
+			t.Errorf("invalid premium feed: fields %v, want %v (%+v)", fields, want, errs)
+		}
 		var created struct {
 			CreatePremiumFeed struct {
 				ID, Name, Category, CollectionURL, PremiumKind string

@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
@@ -38,6 +39,10 @@ func (r *feedResolver) CanReset(ctx context.Context, obj *store.Feed) (bool, err
 
 func (r *feedResolver) LastRun(ctx context.Context, obj *store.Feed) (*store.FeedRun, error) {
 	return r.feedLastRun(ctx, obj)
+}
+
+func (r *feedResolver) NextRun(ctx context.Context, obj *store.Feed) (*time.Time, error) {
+	return r.feedNextRun(ctx, obj)
 }
 
 func (r *feedResolver) PremiumKind(ctx context.Context, obj *store.Feed) (*model.PremiumFeedKind, error) {

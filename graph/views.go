@@ -31,7 +31,7 @@ var viewTables = map[model.ViewTable]viewTable{
 	model.ViewTableFeeds: {
 		key: "feeds", filterType: "FeedFilter", orderEnum: "FeedOrderField",
 		columns: []string{"icon", "name", "type", "status", "statusMessage", "enabled", "pollingFrequency",
-			"retentionPeriod", "backfillDays", "description", "lastIngestion", "actions"},
+			"retentionPeriod", "backfillDays", "description", "lastIngestion", "iocCount", "nextRun", "actions"},
 	},
 	model.ViewTableIocs: {
 		key: "iocs", filterType: "IocFilter", orderEnum: "IocOrderField",

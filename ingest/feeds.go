@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tifeeds/tifeeds/store"
@@ -49,21 +51,27 @@ func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*sto
 	if !ok {
 		return nil, store.Invalid("category", "%s feeds are not available in this build", in.Category)
 	}
+	fields := store.NewCustomFeed{
+		Category: in.Category, Name: in.Name, CollectionURL: in.CollectionURL, Username: in.Username,
+		PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
+		BackfillDays: in.BackfillDays, Description: in.Description,
+	}
+	// The source's check and the store's together: the form learns of every
+	// invalid field at once.
+	var sourceErr error
 	if cat.Validate != nil {
-		if err := cat.Validate(ctx, SourceConfig{URL: in.CollectionURL, Username: in.Username,
-			Password: in.Password, BackfillDays: in.BackfillDays}); err != nil {
-			return nil, err
-		}
+		sourceErr = cat.Validate(ctx, SourceConfig{URL: in.CollectionURL, Username: in.Username,
+			Password: in.Password, BackfillDays: in.BackfillDays})
+	}
+	if err := errors.Join(sourceErr, store.CheckCustomFeed(fields)); err != nil {
+		return nil, err
 	}
 	secret, err := r.secrets.Seal(in.Password)
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.st.CreateCustomFeed(ctx, store.NewCustomFeed{
-		Category: in.Category, Name: in.Name, CollectionURL: in.CollectionURL, Username: in.Username,
-		Secret: secret, PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
-		BackfillDays: in.BackfillDays, Description: in.Description,
-	})
+	fields.Secret = secret
+	f, err := r.st.CreateCustomFeed(ctx, fields)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +158,8 @@ func (r *Runner) validateSource(ctx context.Context, cur *store.Feed, in FeedUpd
 }
 
 // applyUpdate stores patch and follows it: a new URL forgets the cursor, a
-// new polling frequency reschedules the feed.
+// new polling frequency reschedules the feed, new connection settings run
+// it at once.
 func (r *Runner) applyUpdate(ctx context.Context, id int64, patch store.FeedPatch) (*store.Feed, error) {
 	before, after, err := r.st.UpdateFeed(ctx, id, patch)
 	if err != nil {
@@ -167,7 +176,18 @@ func (r *Runner) applyUpdate(ctx context.Context, id int64, patch store.FeedPatc
 		}
 	}
 	r.bus.publishFeed(after)
+	if connectionChanged(before, after) {
+		r.runAfterFix(after)
+	}
 	return after, nil
+}
+
+// connectionChanged reports whether an update touched what the feed's
+// source connects with: its URL, category, username or secret (saved anew,
+// even when the same, since a sealed secret cannot be compared).
+func connectionChanged(before, after *store.Feed) bool {
+	return before.CollectionURL != after.CollectionURL || before.Category != after.Category ||
+		before.Username != after.Username || !bytes.Equal(before.Secret, after.Secret)
 }
 
 // DeleteFeed cancels the feed's run, unschedules it and deletes it with its
@@ -239,8 +259,15 @@ func (r *Runner) SetEnabled(ctx context.Context, id int64, enabled, confirm bool
 	return f, nil
 }
 
+// ErrAlreadyRunning is RunNow's answer for a feed with a run in flight.
+var ErrAlreadyRunning = errors.New("the feed is already running; its run goes on")
+
 // RunNow starts a run of an enabled feed at once and returns the feed as it
-// is when the run has been queued. A feed already running is not run twice.
+// is when the run has been queued. A feed with a run in flight, here or on
+// another instance (its run is open in the store), is not run twice:
+// ErrAlreadyRunning. A run whose end is committed no longer counts, even
+// while the runner is letting go of the feed: the new run then starts as
+// soon as it has.
 func (r *Runner) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
 	f, err := r.st.Feed(ctx, id)
 	if err != nil {
@@ -249,11 +276,29 @@ func (r *Runner) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
 	if !f.Enabled {
 		return nil, store.Invalid("id", "the feed is disabled: enable it to run it")
 	}
-	if r.stopping.Load() {
-		return nil, fmt.Errorf("ingest: unable to run feed %d: %w", id, ErrRunnerStopped)
+	last, err := r.st.LastRun(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
 	}
-	r.goRun(id)
+	if last != nil && last.EndedAt == nil {
+		return nil, ErrAlreadyRunning
+	}
+	switch r.askRun(id, runAsked, false) {
+	case runRefused:
+		return nil, fmt.Errorf("ingest: unable to run feed %d: %w", id, ErrRunnerStopped)
+	case runBusy:
+		return nil, ErrAlreadyRunning
+	}
 	return f, nil
+}
+
+// runAfterFix runs an enabled feed whose connection settings changed, so
+// that corrected credentials show their effect at once rather than after a
+// polling interval. A run in flight with the old settings finishes first.
+func (r *Runner) runAfterFix(f *store.Feed) {
+	if f.Enabled {
+		r.askRun(f.ID, runAsked, true)
+	}
 }
 
 // ResetCursor forgets where the feed's source resumes from.

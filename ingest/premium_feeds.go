@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -83,30 +84,29 @@ func (r *Runner) CreatePremiumFeed(ctx context.Context, in PremiumFeedInput) (*s
 	}
 	f := &store.Feed{Type: store.FeedPremium, Kind: string(spec.Kind)}
 	applyDelivered(f, spec)
+	// Every invalid field is reported at once, so the form shows them all.
+	var errs []error
 	name, err := feedName(spec, in.Name)
-	if err != nil {
-		return nil, err
-	}
+	errs = append(errs, err)
 	f.Name = name
 	f.Category = in.Category
 	if f.Category == "" && len(spec.Categories) > 0 {
 		f.Category = spec.Categories[0]
 	}
-	if err := checkCategory(spec, f.Category); err != nil {
-		return nil, err
-	}
+	errs = append(errs, checkCategory(spec, f.Category))
 	if in.PollingFrequency != nil {
 		f.PollingFrequency = *in.PollingFrequency
 	}
 	if in.RetentionPeriod != nil {
 		f.RetentionPeriod = *in.RetentionPeriod
 	}
-	if err := checkRanges(spec, f); err != nil {
-		return nil, err
-	}
+	errs = append(errs, checkRanges(spec, f))
 	ep, err := premium.ParseEndpoint(in.APIEndpoint, r.opts.PremiumEndpointBase)
 	if err != nil {
-		return nil, store.Invalid("apiEndpoint", "%v", err)
+		errs = append(errs, store.Invalid("apiEndpoint", "%v", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if f.Secret, err = r.secrets.Seal(ep.Key); err != nil {
 		return nil, err
@@ -313,16 +313,17 @@ func setIf[T any](dst *T, v *T) {
 }
 
 func checkRanges(spec premium.Spec, f *store.Feed) error {
+	var errs []error
 	if !spec.Polling.Contains(f.PollingFrequency) {
-		return store.Invalid("pollingFrequency", "must be between %d and %d hours", spec.Polling.Min, spec.Polling.Max)
+		errs = append(errs, store.Invalid("pollingFrequency", "must be between %d and %d hours", spec.Polling.Min, spec.Polling.Max))
 	}
 	if spec.Backfill != nil && !spec.Backfill.Contains(f.BackfillDays) {
-		return store.Invalid("backfillDays", "must be between %d and %d days", spec.Backfill.Min, spec.Backfill.Max)
+		errs = append(errs, store.Invalid("backfillDays", "must be between %d and %d days", spec.Backfill.Min, spec.Backfill.Max))
 	}
 	if spec.Retention != nil && !spec.Retention.Contains(f.RetentionPeriod) {
-		return store.Invalid("retentionPeriod", "must be between %d and %d days", spec.Retention.Min, spec.Retention.Max)
+		errs = append(errs, store.Invalid("retentionPeriod", "must be between %d and %d days", spec.Retention.Min, spec.Retention.Max))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func checkCategory(spec premium.Spec, category string) error {

@@ -404,7 +404,7 @@ func TestFeedListFeedRuns(t *testing.T) {
 		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{APIEndpoint: ptr(srv.URL + "/v2/retail.json?key=old&v=2")}); err != nil {
 			t.Fatal(err)
 		}
-		h.runNow(f.ID)
+		h.r.Wait() // a new endpoint runs the feed at once
 		if got := h.feed(f.ID); got.StatusMessage != "Invalid Credentials" || got.DerivedStatus() != store.StatusError {
 			t.Errorf("with a wrong key: %q", got.StatusMessage)
 		}

@@ -126,6 +126,12 @@ type feedJob struct {
 type activeRun struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	// ended is set as the run's end is about to be committed: once the
+	// store shows the run ended, a run asked before the runner lets go of
+	// the feed is queued (again) rather than refused or lost.
+	ended bool
+	// again asks for one more run as soon as this one lets go of the feed.
+	again bool
 }
 
 // New returns a Runner; Start begins scheduling.
@@ -561,24 +567,62 @@ func (r *Runner) cancelRun(feedID int64, cause error) {
 func (r *Runner) goRun(feedID int64) { r.goRunAs(feedID, runAsked) }
 
 // goRunAs starts a run of the feed in the background, for the given reason.
-func (r *Runner) goRunAs(feedID int64, why runReason) {
+// A feed running here is not run twice: asking again is a no-op.
+func (r *Runner) goRunAs(feedID int64, why runReason) { r.askRun(feedID, why, false) }
+
+// runAnswer is what askRun did.
+type runAnswer int
+
+const (
+	runStarted runAnswer = iota // a run was started
+	runQueued                   // one runs as soon as the current one lets go of the feed
+	runBusy                     // the feed is running here; nothing was done
+	runRefused                  // the runner is stopping
+)
+
+// askRun starts a run of the feed in the background. While a run of it is
+// in flight here, the answer is runBusy, unless queue is set or that run is
+// recording its end (ended): then one more run is queued to start when it
+// lets go of the feed. The run is claimed under the lock, before
+// the goroutine starts, so that two asks never both start one.
+func (r *Runner) askRun(feedID int64, why runReason, queue bool) runAnswer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopping.Load() {
-		return
+		return runRefused
 	}
-	// Checked here as well as in runFeed, so that asking again for a feed
-	// that is running is a no-op at once, not a goroutine that might only
-	// look after the run ended and start a second one.
-	if _, busy := r.running[feedID]; busy {
+	if ar, busy := r.running[feedID]; busy {
+		if queue || ar.ended {
+			ar.again = true
+			return runQueued
+		}
 		r.log.Debug("Feed already running", "feed_id", feedID)
-		return
+		return runBusy
 	}
+	ctx, ar := r.claimLocked(feedID)
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		r.runFeed(feedID, why)
+		r.runClaimed(ctx, feedID, ar, why)
 	}()
+	return runStarted
+}
+
+// claimLocked marks the feed running here; r.mu is held.
+func (r *Runner) claimLocked(feedID int64) (context.Context, *activeRun) {
+	ctx, cancel := context.WithCancelCause(r.base)
+	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
+	r.running[feedID] = ar
+	return ctx, ar
+}
+
+// markEnded records that the feed's run here is recording its end.
+func (r *Runner) markEnded(feedID int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ar := r.running[feedID]; ar != nil {
+		ar.ended = true
+	}
 }
 
 // runReason is why a run starts.
@@ -593,8 +637,8 @@ const (
 	runResume
 )
 
-// runFeed runs the feed unless it is already running here or elsewhere.
-// A scheduled run is skipped when another instance ran the feed recently.
+// runFeed runs the feed unless it is already running here or elsewhere;
+// the scheduler calls it.
 func (r *Runner) runFeed(feedID int64, why runReason) {
 	scheduled := why == runScheduled
 	r.mu.Lock()
@@ -611,18 +655,33 @@ func (r *Runner) runFeed(feedID int64, why runReason) {
 		r.log.Debug("Feed already running", "feed_id", feedID)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(r.base)
-	ar := &activeRun{cancel: cancel, done: make(chan struct{})}
-	r.running[feedID] = ar
+	ctx, ar := r.claimLocked(feedID)
 	r.mu.Unlock()
+	r.runClaimed(ctx, feedID, ar, why)
+}
+
+// runClaimed runs a feed claimed by claimLocked, lets go of it, and starts
+// the run queued meanwhile, if any. A scheduled run is skipped when another
+// instance ran the feed recently.
+func (r *Runner) runClaimed(ctx context.Context, feedID int64, ar *activeRun, why runReason) {
 	defer func() {
-		cancel(nil)
+		ar.cancel(nil)
 		r.mu.Lock()
 		delete(r.running, feedID)
+		again := ar.again && !r.stopping.Load()
 		r.mu.Unlock()
 		close(ar.done)
+		if again {
+			r.goRun(feedID)
+		}
 	}()
+	r.lockAndExecute(ctx, feedID, why)
+}
 
+// lockAndExecute takes the feed's lock in the store, checks the feed still
+// wants this run, and runs it.
+func (r *Runner) lockAndExecute(ctx context.Context, feedID int64, why runReason) {
+	scheduled := why == runScheduled
 	unlock, ok, err := r.st.TryLockFeed(ctx, feedID)
 	if err != nil {
 		r.log.Error("Unable to lock feed", "feed_id", feedID, "error", err)
@@ -687,6 +746,11 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	if b := out.backlog; b != nil {
 		run.BacklogWritten, run.BacklogTotal, run.ExpectedCompletion = b.written, b.total, b.expected
 	}
+	// Marked before the end is committed, so that whoever sees the run
+	// ended in the store finds it ended here too: their Run now is queued,
+	// never refused as already running. Until the commit, RunNow sees the
+	// run open in the store and refuses it as it should.
+	r.markEnded(f.ID)
 	after, err := r.recordEnd(log, run, out.message)
 	if errors.Is(err, store.ErrRunClosed) {
 		// Another instance closed the run, taking this one for gone (its

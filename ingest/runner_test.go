@@ -201,6 +201,15 @@ func (h *harness) lastRun(id int64) *store.FeedRun {
 	return run
 }
 
+func (h *harness) runs(id int64) []store.FeedRun {
+	h.t.Helper()
+	runs, err := h.st.FeedRuns(context.Background(), id, 100)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return runs
+}
+
 func (h *harness) count(query string, args ...any) int {
 	h.t.Helper()
 	var n int
@@ -365,7 +374,9 @@ func TestTSVStatusMessages(t *testing.T) {
 		if _, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{Password: &pw}); err != nil {
 			t.Fatal(err)
 		}
-		if run := h.runNow(f.ID); run.ErrorKind != "" || run.Stored != 5 {
+		// Saving the password runs the feed at once.
+		h.r.Wait()
+		if run := h.lastRun(f.ID); run.ErrorKind != "" || run.Stored != 5 {
 			t.Errorf("after fixing the password: %+v", run)
 		}
 		if got := h.feed(f.ID); got.StatusMessage != store.MessageSuccess {
@@ -545,8 +556,8 @@ func TestNoConcurrentRuns(t *testing.T) {
 		h.r.RunNow(ctx, f.ID)
 		<-started
 		for range 3 {
-			if _, err := h.r.RunNow(ctx, f.ID); err != nil {
-				t.Fatal(err)
+			if _, err := h.r.RunNow(ctx, f.ID); !errors.Is(err, ErrAlreadyRunning) {
+				t.Fatalf("run now on a running feed: %v, want ErrAlreadyRunning", err)
 			}
 		}
 		h.r.runFeed(f.ID, runScheduled) // the scheduled job firing meanwhile
@@ -689,5 +700,44 @@ func TestStopAtSafePointAndResume(t *testing.T) {
 			t.Errorf("%d IoCs after resuming, want 3000", n)
 		}
 		checkConsistent(t, st)
+	})
+}
+
+// TestRunNowAsTheRunEnds: between the commit of a run's end and the
+// runner letting go of the feed, the feed shows idle to everyone; a Run
+// now then is queued and runs once the feed is free, neither refused nor
+// lost.
+func TestRunNowAsTheRunEnds(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		h := newHarness(t, st, TSVOptions{})
+		srv := newTSVServer(t, ipRows(1, 3))
+		f := h.create(srv.URL+"/feed.tsv", nil)
+		h.r.Wait()
+		before := len(h.runs(f.ID))
+
+		// A run held by the runner, its end not yet committed.
+		h.r.mu.Lock()
+		runCtx, ar := h.r.claimLocked(f.ID)
+		h.r.mu.Unlock()
+		if _, err := h.r.RunNow(ctx, f.ID); !errors.Is(err, ErrAlreadyRunning) {
+			t.Fatalf("run now while running: %v, want ErrAlreadyRunning", err)
+		}
+		// Its end committed: Run now is taken.
+		h.r.markEnded(f.ID)
+		if _, err := h.r.RunNow(ctx, f.ID); err != nil {
+			t.Fatalf("run now once the run's end is committed: %v", err)
+		}
+		// The held run goes through, lets go of the feed, and the queued
+		// run follows.
+		h.r.wg.Add(1)
+		go func() {
+			defer h.r.wg.Done()
+			h.r.runClaimed(runCtx, f.ID, ar, runAsked)
+		}()
+		h.r.Wait()
+		if n := len(h.runs(f.ID)) - before; n != 2 {
+			t.Errorf("%d runs after the held one ended, want it and the queued one", n)
+		}
 	})
 }

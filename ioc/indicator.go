@@ -161,8 +161,14 @@ type ProgressSink interface {
 	Downloaded(read, total int64)
 }
 
+// progressEvery is the longest a download that is receiving bytes goes
+// without a report, so that a slow one shows its bytes coming in even
+// when it is far from the next 64 KiB step.
+const progressEvery = time.Second
+
 // ProgressReader reads r and tells sink, when it is a ProgressSink, how
-// many bytes were read so far, at most every 64 KiB, so that a run shows
+// many bytes were read so far: on the first bytes, then every 64 KiB or
+// every second while bytes come, and at the end, so that a run shows
 // progress while it downloads and before it parses.
 func ProgressReader(sink Sink, r io.Reader, total int64) io.Reader {
 	ps, ok := sink.(ProgressSink)
@@ -177,13 +183,18 @@ type progressReader struct {
 	sink        ProgressSink
 	total       int64
 	read, shown int64
+	shownAt     time.Time
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	p.read += int64(n)
-	if p.read-p.shown >= 64<<10 || (err != nil && p.read != p.shown) {
-		p.shown = p.read
+	if p.read == p.shown {
+		return n, err
+	}
+	now := time.Now()
+	if p.shown == 0 || p.read-p.shown >= 64<<10 || err != nil || now.Sub(p.shownAt) >= progressEvery {
+		p.shown, p.shownAt = p.read, now
 		p.sink.Downloaded(p.read, p.total)
 	}
 	return n, err

@@ -65,6 +65,13 @@ func TestProgressReader(t *testing.T) {
 	if len(r.reads) < 3 || r.reads[len(r.reads)-1] != 200<<10 {
 		t.Errorf("progress reports %v, want several ending at %d", r.reads, 200<<10)
 	}
+	// A small download reports its first bytes at once, not at its end only.
+	r = &progressRecorder{}
+	pr := ProgressReader(r, strings.NewReader("ip\t10.0.0.1\tsrc\t50\n"), -1)
+	buf := make([]byte, 4)
+	if _, err := pr.Read(buf); err != nil || len(r.reads) != 1 || r.reads[0] != 4 {
+		t.Errorf("after the first read: reports %v, %v; want one of 4 bytes", r.reads, err)
+	}
 	if got := ProgressReader(plainSink{}, body, 0); got != io.Reader(body) {
 		t.Error("a sink without progress should get the reader as it is")
 	}

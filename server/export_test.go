@@ -86,6 +86,11 @@ func TestExportFeedsCSV(t *testing.T) {
 		if got := fmt.Sprint(readCSV(t, r.body)); got != "[[Enabled Name] [Disabled TSV_off] [Enabled TSV_acme]]" {
 			t.Errorf("selected columns, filter and order: %s", got)
 		}
+		filter = url.QueryEscape(`{"status":["ERROR","DISABLED"]}`)
+		r = f.do("GET", "/api/export/feeds.csv?columns=name&orderBy=NAME&filter="+filter, "admin", adminKey, "", nil)
+		if got := fmt.Sprint(readCSV(t, r.body)); got != "[[Name] [Phish] [TSV_off]]" {
+			t.Errorf("status filter: %s", got)
+		}
 		r = f.do("GET", "/api/export/feeds.csv?search=phish&columns=name", "admin", adminKey, "", nil)
 		if got := fmt.Sprint(readCSV(t, r.body)); got != "[[Name] [Phish]]" {
 			t.Errorf("search: %s", got)

@@ -48,6 +48,29 @@ func Invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
+// ValidationErrors lists the ValidationErrors err holds, alone or joined
+// (errors.Join): a check that reports every invalid field at once joins
+// one per field.
+func ValidationErrors(err error) []*ValidationError {
+	var out []*ValidationError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case *ValidationError:
+			out = append(out, e)
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
 // IsUnavailable reports whether err says the database cannot be reached or
 // cannot take the statement for now (closed, connection lost or refused,
 // shutting down, locked, read-only, disk failing), as opposed to a

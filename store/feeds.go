@@ -208,23 +208,46 @@ func (s *Store) CreateCustomFeed(ctx context.Context, in NewCustomFeed) (*Feed, 
 		CreatedAt:        now,
 		UpdatedAt:        now,
 	}
-	if f.Category != CategoryTAXII && f.Category != CategoryTSV {
-		return nil, Invalid("category", "must be TAXII or TSV")
-	}
-	name, err := customFeedName(f.Category, in.Name)
-	if err != nil {
+	if err := checkNewCustomFeed(f, in.Name); err != nil {
 		return nil, err
 	}
-	f.Name = name
-	if err := validateFeed(f); err != nil {
-		return nil, err
-	}
-	err = s.insertBounded(ctx, f, customFeedsLockID, MaxCustomFeeds,
+	err := s.insertBounded(ctx, f, customFeedsLockID, MaxCustomFeeds,
 		Invalid("", "an organisation may have at most %d custom feeds; delete one first", MaxCustomFeeds))
 	if err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// CheckCustomFeed reports every field of in that CreateCustomFeed would
+// refuse, without storing anything, so that a caller with checks of its own
+// (the source's) can report them all together.
+func CheckCustomFeed(in NewCustomFeed) error {
+	f := &Feed{Type: FeedCustom, Category: in.Category, PollingFrequency: in.PollingFrequency,
+		RetentionPeriod: in.RetentionPeriod, BackfillDays: in.BackfillDays,
+		Description: strings.TrimSpace(in.Description), CollectionURL: strings.TrimSpace(in.CollectionURL),
+		Username: in.Username}
+	return checkNewCustomFeed(f, in.Name)
+}
+
+// checkNewCustomFeed checks a custom feed's category, name and ranges
+// together, and names f as stored (<CATEGORY>_<name>).
+func checkNewCustomFeed(f *Feed, name string) error {
+	var errs []error
+	if f.Category != CategoryTAXII && f.Category != CategoryTSV {
+		errs = append(errs, Invalid("category", "must be TAXII or TSV"))
+	}
+	stored, err := customFeedName(f.Category, name)
+	if err != nil {
+		errs = append(errs, err)
+		f.Name = "-" // reported already; not again by validateFeed
+	} else {
+		f.Name = stored
+	}
+	if err := validateFeed(f); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // CreateFeed stores a built-in or premium feed as given (after validation);
@@ -406,7 +429,8 @@ func customFeedName(category, name string) (string, error) {
 	return category + "_" + name, nil
 }
 
-// validateFeed checks the settings against the ranges of the feed's type.
+// validateFeed checks the settings against the ranges of the feed's type,
+// reporting every field out of its range at once (errors.Join).
 func validateFeed(f *Feed) error {
 	minPoll, maxPoll := 1, MaxCustomPollingHrs
 	switch f.Type {
@@ -418,30 +442,39 @@ func validateFeed(f *Feed) error {
 	default:
 		return Invalid("type", "must be builtin, custom or premium")
 	}
-	switch {
-	case f.Name == "":
-		return Invalid("name", "must not be empty")
-	case f.PollingFrequency < minPoll || f.PollingFrequency > maxPoll:
-		if minPoll == maxPoll {
-			return Invalid("pollingFrequency", "is fixed at %d hours for this feed", minPoll)
-		}
-		return Invalid("pollingFrequency", "must be between %d and %d hours", minPoll, maxPoll)
-	case f.RetentionPeriod < 1 || f.RetentionPeriod > MaxRetentionDays:
-		return Invalid("retentionPeriod", "must be between 1 and %d days", MaxRetentionDays)
-	case f.BackfillDays < 0 || f.BackfillDays > MaxBackfillDays:
-		return Invalid("backfillDays", "must be between 0 and %d days", MaxBackfillDays)
-	case f.Type == FeedCustom && f.Category == CategoryTSV && f.BackfillDays != 0:
-		return Invalid("backfillDays", "is not available for TSV feeds")
-	case utf8.RuneCountInString(f.Description) > maxDescriptionLength:
-		return Invalid("description", "must have at most %d characters", maxDescriptionLength)
-	case len(f.Username) > maxUsernameLength:
-		return Invalid("username", "must have at most %d characters", maxUsernameLength)
-	case len(f.CollectionURL) > maxURLLength:
-		return Invalid("collectionUrl", "must have at most %d characters", maxURLLength)
-	case f.Type == FeedCustom && f.CollectionURL == "":
-		return Invalid("collectionUrl", "must not be empty")
+	var errs []error
+	if f.Name == "" {
+		errs = append(errs, Invalid("name", "must not be empty"))
 	}
-	return nil
+	if f.PollingFrequency < minPoll || f.PollingFrequency > maxPoll {
+		if minPoll == maxPoll {
+			errs = append(errs, Invalid("pollingFrequency", "is fixed at %d hours for this feed", minPoll))
+		} else {
+			errs = append(errs, Invalid("pollingFrequency", "must be between %d and %d hours", minPoll, maxPoll))
+		}
+	}
+	if f.RetentionPeriod < 1 || f.RetentionPeriod > MaxRetentionDays {
+		errs = append(errs, Invalid("retentionPeriod", "must be between 1 and %d days", MaxRetentionDays))
+	}
+	switch {
+	case f.BackfillDays < 0 || f.BackfillDays > MaxBackfillDays:
+		errs = append(errs, Invalid("backfillDays", "must be between 0 and %d days", MaxBackfillDays))
+	case f.Type == FeedCustom && f.Category == CategoryTSV && f.BackfillDays != 0:
+		errs = append(errs, Invalid("backfillDays", "is not available for TSV feeds"))
+	}
+	if utf8.RuneCountInString(f.Description) > maxDescriptionLength {
+		errs = append(errs, Invalid("description", "must have at most %d characters", maxDescriptionLength))
+	}
+	if len(f.Username) > maxUsernameLength {
+		errs = append(errs, Invalid("username", "must have at most %d characters", maxUsernameLength))
+	}
+	switch {
+	case len(f.CollectionURL) > maxURLLength:
+		errs = append(errs, Invalid("collectionUrl", "must have at most %d characters", maxURLLength))
+	case f.Type == FeedCustom && f.CollectionURL == "":
+		errs = append(errs, Invalid("collectionUrl", "must not be empty"))
+	}
+	return errors.Join(errs...)
 }
 
 // FeedPatch holds the fields of an update; nil fields keep their value.
@@ -869,6 +902,7 @@ func (s *Store) AddedSince(ctx context.Context, feedID int64, since time.Time) (
 type FeedFilter struct {
 	Names              []string
 	Types              []FeedType
+	Statuses           []FeedStatus
 	StatusMessages     []string
 	Enabled            []bool
 	PollingFrequencies []int
@@ -937,6 +971,9 @@ func ApplyFeedFilter(q *bun.SelectQuery, search string, f FeedFilter) *bun.Selec
 	}
 	if len(f.Types) > 0 {
 		q = q.Where("type IN (?)", bun.In(f.Types))
+	}
+	if len(f.Statuses) > 0 {
+		q = q.Where(feedStatusExpr()+" IN (?)", bun.In(f.Statuses))
 	}
 	if len(f.StatusMessages) > 0 {
 		q = q.Where("status_message IN (?)", bun.In(f.StatusMessages))

@@ -727,15 +727,17 @@ func checkGroupName(ctx context.Context, db bun.IDB, name, self string) error {
 }
 
 // checkMembers explains why ids cannot all join group: an unknown id is a
-// ValidationError, a tenant of another group a conflict naming that group.
+// ValidationError, a tenant of another group a conflict naming the tenant
+// and that group.
 func checkMembers(ctx context.Context, db bun.IDB, groupID string, ids []string) error {
 	var rows []struct {
 		ID        string         `bun:"id"`
+		Name      string         `bun:"name"`
 		GroupID   sql.NullString `bun:"group_id"`
 		GroupName sql.NullString `bun:"group_name"`
 	}
 	err := db.NewSelect().TableExpr("tenants AS t").
-		ColumnExpr("t.id, t.group_id, g.name AS group_name").
+		ColumnExpr("t.id, t.name, t.group_id, g.name AS group_name").
 		Join("LEFT JOIN tenant_groups AS g ON g.id = t.group_id").
 		Where("t.id IN (?)", bun.In(ids)).Scan(ctx, &rows)
 	if err != nil {
@@ -753,8 +755,9 @@ func checkMembers(ctx context.Context, db bun.IDB, groupID string, ids []string)
 	for _, id := range ids {
 		r := rows[found[id]]
 		if r.GroupID.Valid && r.GroupID.String != groupID {
-			return conflict("tenant %s is already in tenant group %q (%s); a tenant belongs to at most one group",
-				id, r.GroupName.String, r.GroupID.String)
+			// Named as the dashboard shows them: ids mean nothing to whoever reads this.
+			return conflict("tenant %q is already in the group %q, and a tenant belongs to one group at most: remove it from %q first",
+				r.Name, r.GroupName.String, r.GroupName.String)
 		}
 	}
 	return nil

@@ -236,8 +236,8 @@ func TestTenantGroupRules(t *testing.T) {
 			})
 		}
 		_, err = st.CreateTenantGroup(ctx, store.TenantGroupInput{Name: store.Some("x"), Tenants: store.Some([]string{a.ID})})
-		if err == nil || !errors.Is(err, store.ErrConflict) || !containsAll(err.Error(), a.ID, `"Gold"`) {
-			t.Errorf("conflict message does not name the group: %v", err)
+		if err == nil || !errors.Is(err, store.ErrConflict) || !containsAll(err.Error(), `"a"`, `"Gold"`) || strings.Contains(err.Error(), a.ID) {
+			t.Errorf("conflict message does not name the tenant and the group (by name, not id): %v", err)
 		}
 
 		// PATCH replaces the membership; omitted tenants leave the group.

@@ -45,17 +45,7 @@ func (e *feedListE2E) waitRun(after string) feedListState {
 
 func (e *feedListE2E) runNow() feedListState {
 	e.t.Helper()
-	prev := ""
-	if f := e.state(); f.LastRun != nil {
-		prev = f.LastRun.ID
-	}
-	ask := func() {
-		if msg := e.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": e.id}, nil); msg != "" {
-			e.t.Fatal(msg)
-		}
-	}
-	askUntilStarted(ask, func() bool { f := e.state(); return f.LastRun != nil && f.LastRun.ID != prev })
-	return e.waitRun(prev)
+	return e.waitRun(e.askRun(e.id, e.state().LastRun))
 }
 
 // live returns how many live IoCs the feed has.

@@ -71,20 +71,30 @@ func (e premiumVendorE2E) waitRun(after string) e2eFeed {
 	return e2eFeed{}
 }
 
-// runNow runs the feed and returns it once the run ended.
-func (e premiumVendorE2E) runNow() e2eFeed {
+// update saves input on the enabled feed, which runs it at once when the
+// connection settings change, and returns the feed once that run ended.
+func (e premiumVendorE2E) update(input map[string]any) e2eFeed {
 	e.t.Helper()
 	before := e.feed()
 	prev := ""
 	if before.LastRun != nil {
 		prev = before.LastRun.ID
-	}
-	askUntilStarted(func() {
-		if msg := e.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": before.ID}, nil); msg != "" {
-			e.t.Fatal(msg)
+		if before.LastRun.EndedAt == nil {
+			e.t.Fatalf("a run of %s is in flight before the update", e.kind)
 		}
-	}, func() bool { f := e.feed(); return f.LastRun != nil && f.LastRun.ID != prev })
+	}
+	if msg := e.gql(`mutation($id: ID!, $in: FeedUpdateInput!) { updateFeed(id: $id, input: $in) { id } }`,
+		map[string]any{"id": before.ID, "in": input}, nil); msg != "" {
+		e.t.Fatal(msg)
+	}
 	return e.waitRun(prev)
+}
+
+// runNow runs the feed and returns it once the run ended.
+func (e premiumVendorE2E) runNow() e2eFeed {
+	e.t.Helper()
+	before := e.feed()
+	return e.waitRun(e.askRun(before.ID, before.LastRun))
 }
 
 // hostRequests returns the requests the mirror served for host (the
@@ -186,11 +196,8 @@ func TestPremiumThreatStreamE2E(t *testing.T) {
 			}
 
 			// A key that is refused.
-			if msg := e.gql(`mutation($id: ID!, $in: FeedUpdateInput!) { updateFeed(id: $id, input: $in) { id } }`,
-				map[string]any{"id": f.ID, "in": map[string]any{"apiKey": "revoked-key-999"}}, nil); msg != "" {
-				t.Fatal(msg)
-			}
-			f = e.runNow()
+			// Saving it runs the feed at once: no Run now needed.
+			f = e.update(map[string]any{"apiKey": "revoked-key-999"})
 			if f.StatusMessage != "Invalid Credentials" || strings.Contains(f.LastRun.ErrorDetail, "revoked-key-999") {
 				t.Errorf("refused key: %s %+v", f.StatusMessage, f.LastRun)
 			}

@@ -93,10 +93,14 @@ test.describe.serial('feeds and indicators', () => {
     await dialog.getByText('TSV', { exact: true }).click();
     await expect(dialog.getByLabel('Backfill days')).toHaveCount(0);
 
-    // Nothing but a URL: the server refuses the missing name and says where.
+    // No name and a polling frequency past its range: the server refuses
+    // both at once, and the form says each beside its field.
+    await expect(dialog.getByText('1 to 168 hours (a week)')).toBeVisible();
     await dialog.getByLabel('Collection URL').fill(tsvURL());
+    await dialog.getByLabel('Polling frequency (hours)').fill('500');
     await dialog.getByRole('button', { name: 'Create feed' }).click();
     await expect(dialog.locator('.field-invalid').filter({ hasText: 'Name' }).locator('.field-error')).toBeVisible();
+    await expect(dialog.locator('.field-invalid').filter({ hasText: 'Polling frequency' }).locator('.field-error')).toHaveText('must be between 1 and 168 hours');
 
     await dialog.getByLabel('Name', { exact: true }).fill('acme_e2e');
     await dialog.getByLabel('Polling frequency (hours)').fill('1');
@@ -167,7 +171,10 @@ test.describe.serial('feeds and indicators', () => {
     await expect(results.locator('tr[data-lookup-input="EVIL.example.com"]')).toContainText('evil.example.com');
     await expect(results.locator('tr[data-lookup-input="EVIL.example.com"]')).toContainText('Known');
     await expect(results.locator('tr[data-lookup-input="198.51.100.1"]')).toContainText('Not found');
-    await expect(results.locator('tr[data-lookup-input="not_an_indicator"]')).toContainText('Invalid');
+    const invalid = results.locator('tr[data-lookup-input="not_an_indicator"] td[data-label="Result"]');
+    // Said once, without repeating the value its row shows.
+    await expect(invalid).toHaveText('Not an indicatornot a valid host name');
+    await expect(page.getByText(/separated by new lines, spaces, tabs, commas or semicolons/)).toBeVisible();
     await expect(page.locator('.lookup-summary')).toHaveText('2 known · 1 not found · 1 not an indicator');
     await page.getByRole('button', { name: 'Bulk lookup' }).click();
   });
@@ -426,6 +433,89 @@ test.describe.serial('run progress', () => {
   });
 });
 
+test.describe.serial('feeds table run state', () => {
+  test.beforeAll(async ({ browser }) => openPage(browser, true));
+  test.afterAll(async () => page.close());
+
+  test('the table shows a run in flight with its download, and Run now says it is already running', async () => {
+    await page.goto(`${baseURL()}/feeds?q=slow_e2e`);
+    const row = feedRow('TSV_slow_e2e');
+    await expect(row.locator('.dot-success')).toBeVisible();
+    await expect.poll(() => wsFrames.some((f) => f.includes('"connection_ack"'))).toBe(true);
+
+    await row.getByRole('button', { name: 'Run now' }).click();
+    await expect(row.getByTestId('running')).toContainText('Running');
+    // The loopback server sends a row every 400 ms: the bytes show as they come.
+    await expect(row.getByTestId('run-progress')).toContainText(/\d+ B downloaded/);
+    await expect.poll(() => wsFrames.some((f) => f.includes('"feedRunProgress"') && /"downloaded":[1-9]/.test(f))).toBe(true);
+
+    await row.getByRole('button', { name: 'Run now' }).click();
+    await expect(page.getByText('the feed is already running; its run goes on')).toBeVisible();
+
+    await expect(row.locator('.dot-success')).toBeVisible({ timeout: 30_000 });
+    await expect(row.getByTestId('running')).toHaveCount(0);
+    await expect(row.getByTestId('status-message')).toHaveText('Success');
+  });
+
+  test('filters by status', async () => {
+    await page.goto(`${baseURL()}/feeds`);
+    await page.getByRole('button', { name: 'Filters' }).click();
+    const panel = page.getByRole('complementary', { name: 'Filters' });
+    // Once the counts are in, the panel stops moving under the pointer.
+    await expect(panel.getByText('Counting…')).toHaveCount(0);
+    await expect(panel.getByRole('group', { name: 'Type', exact: true })).toBeVisible();
+    // The checkbox follows the address, which changes just after the click.
+    const error = panel.getByRole('group', { name: /^Status( Clear Status filter)?$/ }).getByRole('checkbox', { name: 'Error', exact: true });
+    await error.click();
+    await expect(error).toBeChecked();
+    await expect(page).toHaveURL(/status=ERROR/);
+    await expect(feedRow('TSV_partner_e2e')).toBeVisible();
+    await expect(feedRow('TSV_slow_e2e')).toHaveCount(0);
+    await expect(page.locator('table[aria-label="Feeds"] tbody tr .dot-success')).toHaveCount(0);
+    await expect(page.getByRole('list', { name: 'Active filters' })).toContainText('Status: Error');
+    await page.getByRole('button', { name: 'Remove filter Status Error' }).click();
+    await expect(feedRow('TSV_slow_e2e')).toBeVisible();
+    await page.getByRole('button', { name: 'Filters' }).click();
+  });
+
+  test('a feed that reached its daily cap says so on its row', async () => {
+    await dismissToasts();
+    await openCreate(page, 'Custom feed');
+    const dialog = page.getByRole('dialog', { name: 'Create custom feed' });
+    await dialog.getByText('TSV', { exact: true }).click();
+    await dialog.getByLabel('Name', { exact: true }).fill('cap_e2e');
+    await dialog.getByLabel('Collection URL').fill(tsvURL().replace('/feed.tsv', '/cap.tsv'));
+    await dialog.getByRole('button', { name: 'Create feed' }).click();
+    await expect(dialog).toHaveCount(0);
+    await page.goto(`${baseURL()}/feeds?q=cap_e2e`);
+    const row = feedRow('TSV_cap_e2e');
+    await expect(row.getByTestId('daily-cap')).toHaveText(/^25,000 IoCs today; the rest from \d\d:\d\d UTC$/, { timeout: 60_000 });
+    await expect(row.getByRole('cell').filter({ hasText: /^25,000$/ })).toHaveCount(1);
+
+    // Its 25,000 IoCs would crowd the other suites' pages: it goes.
+    await row.getByRole('button', { name: 'Delete TSV_cap_e2e' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: /delete/i }).click();
+    await expect(row).toHaveCount(0);
+  });
+});
+
+test.describe.serial('times', () => {
+  test.beforeAll(async ({ browser }) => openPage(browser, true));
+  test.afterAll(async () => page.close());
+
+  test('times show their zone, and "just now" moves on without a reload', async () => {
+    // The page's clock is driven by the test: a minute passes at once.
+    await page.clock.install();
+    await page.goto(`${baseURL()}/feeds?q=slow_e2e`);
+    const cell = feedRow('TSV_slow_e2e').locator('td.col-lastIngestion');
+    await expect(cell.locator('time')).toContainText(/^\d{4}-\d\d-\d\d \d\d:\d\d (UTC|GMT[+-]\d+|[A-Z]{3,5})/);
+    const before = await cell.getByTestId('relative-time').textContent();
+    await page.clock.runFor(2 * 60_000);
+    await expect(cell.getByTestId('relative-time')).not.toHaveText(before ?? '');
+    await expect(cell.getByTestId('relative-time')).toHaveText(/min ago|h ago/);
+  });
+});
+
 test.describe.serial('feed toggle', () => {
   test.beforeAll(async ({ browser }) => openPage(browser, true));
   test.afterAll(async () => page.close());
@@ -470,9 +560,16 @@ test.describe.serial('tenants and groups', () => {
       await expect(page.locator(`tr[data-tenant-name="${name}"]`)).toBeVisible();
     }
 
+    // Stored values are shown as words.
+    await expect(page.locator('tr[data-tenant-name="Acme Corp"] td[data-label="Authentication"]')).toHaveText('SSO (SAML)');
+    await expect(page.locator('tr[data-tenant-name="Globex"] td[data-label="Authentication"]')).toHaveText('System default');
+
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tenant groups' }).click();
-    await page.getByRole('button', { name: '+ New group' }).click();
+    const newGroup = page.getByRole('button', { name: '+ New group' });
+    await newGroup.click();
     const dialog = page.getByRole('dialog', { name: 'New tenant group' });
+    // The dialog opens on its first field.
+    await expect(dialog.getByLabel('Name', { exact: true })).toBeFocused();
     await dialog.getByLabel('Name', { exact: true }).fill('EMEA');
     // A group needs a tenant: the server's refusal is shown in the form.
     await dialog.getByRole('button', { name: 'Create group' }).click();
@@ -483,8 +580,27 @@ test.describe.serial('tenants and groups', () => {
     const group = page.locator('tr[data-group-name="EMEA"]');
     await expect(group.getByTestId('group-members')).toHaveText('Acme Corp');
 
+    // A tenant of another group: the form warns by names, the server's
+    // refusal names the tenant and the group too; closing the dialog gives
+    // focus back to the button that opened it.
+    await newGroup.click();
+    const second = page.getByRole('dialog', { name: 'New tenant group' });
+    await second.getByLabel('Name', { exact: true }).fill('APAC');
+    await second.getByRole('checkbox', { name: /Acme Corp/ }).check();
+    await expect(second.getByTestId('members-taken')).toContainText('Acme Corp is in EMEA');
+    await second.getByRole('button', { name: 'Create group' }).click();
+    await expect(second.locator('.error-box')).toContainText('tenant "Acme Corp" is already in the group "EMEA"');
+    await expect(second.locator('.error-box')).not.toContainText(/[0-9a-f]{8}-/);
+    await second.getByRole('button', { name: 'Cancel' }).click();
+    await expect(second).toHaveCount(0);
+    await expect(newGroup).toBeFocused();
+
     await group.getByRole('button', { name: 'Edit EMEA' }).click();
     const edit = page.getByRole('dialog', { name: 'Edit group EMEA' });
+    await page.keyboard.press('Escape');
+    await expect(edit).toHaveCount(0);
+    await expect(group.getByRole('button', { name: 'Edit EMEA' })).toBeFocused();
+    await group.getByRole('button', { name: 'Edit EMEA' }).click();
     await edit.getByRole('checkbox', { name: 'Globex' }).check();
     await edit.getByRole('checkbox', { name: 'Acme Corp' }).uncheck();
     await edit.getByRole('button', { name: 'Save' }).click();
@@ -513,6 +629,40 @@ test.describe.serial('tenants and groups', () => {
     const row = page.locator('tr[data-tenant-name="Globex"]');
     await expect(row.locator('td[data-label="Name"]')).toBeVisible();
     await expect(page.getByRole('columnheader')).toHaveCount(0);
+    await page.setViewportSize({ width: 1440, height: 900 });
+  });
+
+  test('at 1280 px the Actions column is in view, with or without the filter panel', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    // A group to list (the previous test deleted its own).
+    await page.goto(`${baseURL()}/groups`);
+    await page.getByRole('button', { name: '+ New group' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New tenant group' });
+    await dialog.getByLabel('Name', { exact: true }).fill('Wide');
+    await dialog.getByRole('checkbox', { name: 'Globex' }).check();
+    await dialog.getByRole('button', { name: 'Create group' }).click();
+    await expect(dialog).toHaveCount(0);
+    const actionsInView = async (where: string) => {
+      const wrap = (await page.locator('.table-wrap').first().boundingBox())!;
+      const cell = (await page.locator('td.col-actions').first().boundingBox())!;
+      expect(cell.x, `Actions column left of the table's frame on ${where}`).toBeGreaterThanOrEqual(wrap.x - 1);
+      expect(cell.x + cell.width, `Actions column past the table's frame on ${where}`).toBeLessThanOrEqual(wrap.x + wrap.width + 1);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow, `page wider than the window on ${where}`).toBeLessThanOrEqual(1);
+    };
+    for (const path of ['/tenants', '/groups', '/feeds']) {
+      await page.goto(`${baseURL()}${path}`);
+      await expect(page.locator('td.col-actions').first()).toBeVisible();
+      await actionsInView(path);
+    }
+    await page.getByRole('button', { name: 'Filters' }).click();
+    await expect(page.getByRole('complementary', { name: 'Filters' })).toBeVisible();
+    await actionsInView('/feeds with the filter panel');
+    // The IoCs table has no Actions column; its page must not scroll sideways either.
+    await page.goto(`${baseURL()}/iocs`);
+    await expect(page.getByRole('heading', { level: 1 })).toBeVisible();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow, 'page wider than the window on /iocs').toBeLessThanOrEqual(1);
     await page.setViewportSize({ width: 1440, height: 900 });
   });
 });

@@ -46,6 +46,9 @@ export const sortRows: [string, string, number][] = [
 /** slowRows is how many rows /slow.tsv sends, one every 400 ms. */
 export const slowRows = 10;
 
+/** capRows is how many rows /cap.tsv sends: past a TSV feed's daily cap of 25,000. */
+export const capRows = 25_010;
+
 /** baseURL is where global-setup started tifeeds. */
 export function baseURL(): string {
   const u = process.env.TIFEEDS_E2E_URL;

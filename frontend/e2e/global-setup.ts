@@ -9,7 +9,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adminAPIKey, adminGraphQL, adminPassword, adminUser, slowRows, sortRows, tenantName, tenantPassword, tenantUser, tsvRows } from './fixtures';
+import { adminAPIKey, adminGraphQL, adminPassword, adminUser, capRows, slowRows, sortRows, tenantName, tenantPassword, tenantUser, tsvRows } from './fixtures';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../..');
@@ -128,6 +128,14 @@ export default async function globalSetup() {
         }
       }, 400);
       req.on('close', () => clearInterval(timer));
+      return;
+    }
+    if (req.url?.startsWith('/cap.tsv')) {
+      // More rows than a TSV feed may bring in per day: the run stops at the cap.
+      res.writeHead(200, { 'Content-Type': 'text/tab-separated-values; charset=utf-8' });
+      const rows: string[] = [];
+      for (let i = 0; i < capRows; i++) rows.push(`ip\t10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}\tcap_src\t50`);
+      res.end(rows.join('\n') + '\n');
       return;
     }
     // The feed mirror (TIFEEDS_FEED_MIRROR): the built-in feeds are enabled

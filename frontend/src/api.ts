@@ -39,6 +39,13 @@ export const FeedRowFields = graphql(`
     icon
     needs
     missingSetting
+    nextRun
+    lastRun {
+      id
+      startedAt
+      endedAt
+      note
+    }
   }
 `);
 

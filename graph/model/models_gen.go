@@ -89,16 +89,18 @@ type FeedFacet struct {
 
 // Each list matches any of its values; the lists combine with AND.
 type FeedFilter struct {
-	Name              []string         `json:"name,omitempty"`
-	Type              []store.FeedType `json:"type,omitempty"`
-	StatusMessage     []string         `json:"statusMessage,omitempty"`
-	Enabled           []bool           `json:"enabled,omitempty"`
-	PollingFrequency  []int            `json:"pollingFrequency,omitempty"`
-	RetentionPeriod   []int            `json:"retentionPeriod,omitempty"`
-	BackfillDays      []int            `json:"backfillDays,omitempty"`
-	Description       []string         `json:"description,omitempty"`
-	LastIngestionFrom *time.Time       `json:"lastIngestionFrom,omitempty"`
-	LastIngestionTo   *time.Time       `json:"lastIngestionTo,omitempty"`
+	Name []string         `json:"name,omitempty"`
+	Type []store.FeedType `json:"type,omitempty"`
+	// The derived status (Success, Error, Disabled), as the Status column shows it.
+	Status            []store.FeedStatus `json:"status,omitempty"`
+	StatusMessage     []string           `json:"statusMessage,omitempty"`
+	Enabled           []bool             `json:"enabled,omitempty"`
+	PollingFrequency  []int              `json:"pollingFrequency,omitempty"`
+	RetentionPeriod   []int              `json:"retentionPeriod,omitempty"`
+	BackfillDays      []int              `json:"backfillDays,omitempty"`
+	Description       []string           `json:"description,omitempty"`
+	LastIngestionFrom *time.Time         `json:"lastIngestionFrom,omitempty"`
+	LastIngestionTo   *time.Time         `json:"lastIngestionTo,omitempty"`
 }
 
 // A feed at a glance.

@@ -60,6 +60,11 @@ export interface RecordColumn<T> {
   cell: (record: T) => ReactNode;
 }
 
+/** columnClass names a column's cells after its header ("col-actions"), as DataTable does after its id. */
+function columnClass(c: { header: string; num?: boolean }): string {
+  return `col-${c.header.toLowerCase().replace(/[^a-z0-9]+/g, '-')}${c.num ? ' num' : ''}`;
+}
+
 /**
  * RecordTable is a plain table of records. Each cell carries its column's
  * header as data-label, which the narrow-screen layout shows beside the value.
@@ -77,7 +82,7 @@ export function RecordTable<T extends { id: string }>(props: {
         <thead>
           <tr>
             {props.columns.map((c) => (
-              <th key={c.header} className={c.num ? 'num' : undefined}>
+              <th key={c.header} className={columnClass(c)}>
                 {c.header}
               </th>
             ))}
@@ -87,7 +92,7 @@ export function RecordTable<T extends { id: string }>(props: {
           {props.records.map((r) => (
             <tr key={r.id} {...props.row?.(r)}>
               {props.columns.map((c) => (
-                <td key={c.header} data-label={c.header} className={c.num ? 'num' : undefined} {...c.td}>
+                <td key={c.header} data-label={c.header} {...c.td} className={[columnClass(c), c.td?.className].filter(Boolean).join(' ')}>
                   {c.cell(r)}
                 </td>
               ))}

@@ -4,9 +4,39 @@ import type { CursorPaging } from '../lib/cursorPages';
 import { errorMessage } from '../lib/errors';
 import { feedStatusLabel } from '../lib/format';
 
+/** fieldSelector finds a dialog's form fields, the first of which takes focus. */
+const fieldSelector = 'input:not([type=hidden]):enabled, select:enabled, textarea:enabled';
+
 /**
- * Dialog is a native <dialog> opened with showModal(): the browser traps focus,
- * closes on Escape and restores focus to the opener. Modal and Drawer are its two looks.
+ * focusOpener gives focus back to the control that opened a dialog. A
+ * control gone from view (a menu entry whose menu closed, a row that left
+ * the page) hands it to its menu's button, else to the page's heading, so
+ * that keyboard users are never left at the top of the document.
+ */
+function focusOpener(opener: Element | null) {
+  const target = opener instanceof HTMLElement && opener.isConnected ? opener : null;
+  const menu = target?.closest('details');
+  if (target && target.getClientRects().length > 0 && !(menu && !menu.open)) {
+    target.focus();
+    return;
+  }
+  const summary = menu?.isConnected ? menu.querySelector('summary') : null;
+  if (summary) {
+    summary.focus();
+    return;
+  }
+  const heading = document.querySelector<HTMLElement>('main h1');
+  if (heading) {
+    if (!heading.hasAttribute('tabindex')) heading.setAttribute('tabindex', '-1');
+    heading.focus();
+  }
+}
+
+/**
+ * Dialog is a native <dialog> opened with showModal(): the browser traps focus
+ * and closes on Escape. It opens on its first field (or the control marked
+ * data-autofocus), not on its Close button, and gives focus back to the
+ * control that opened it when it goes. Modal and Drawer are its two looks.
  */
 function Dialog(props: {
   className: string;
@@ -21,11 +51,20 @@ function Dialog(props: {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const { onClose } = props;
+  // Read while rendering, before anything in the dialog takes focus.
+  const [opener] = useState(() => document.activeElement);
   useEffect(() => {
     const d = ref.current;
-    if (d && !d.open) d.showModal();
-    return () => d?.close();
-  }, []);
+    if (d && !d.open) {
+      d.showModal();
+      const first = d.querySelector<HTMLElement>('[data-autofocus]') ?? d.querySelector(`.${props.bodyClassName}`)?.querySelector<HTMLElement>(fieldSelector);
+      first?.focus();
+    }
+    return () => {
+      d?.close();
+      focusOpener(opener);
+    };
+  }, [opener, props.bodyClassName]);
   return (
     <dialog
       ref={ref}
@@ -147,7 +186,7 @@ export function ConfirmDialog(props: {
             className={props.danger ? 'btn btn-danger' : 'btn btn-primary'}
             disabled={props.busy}
             onClick={props.onConfirm}
-            autoFocus
+            data-autofocus
           >
             {props.busy ? 'Working…' : props.confirmLabel}
           </button>

@@ -1,8 +1,12 @@
 import { feedFilterInput, type FeedTableState } from './feedFilters';
 import { iocFilterInput, type IocTableState } from './iocFilters';
 
-/** exportableColumns are the feed columns that hold data (not the icon or the action buttons). */
-const nonData = new Set(['icon', 'actions']);
+/**
+ * nonData are the feed columns the CSV leaves out: the icon, the action
+ * buttons, and the live figures (IoC count, next run) that are not the
+ * feed's settings or state.
+ */
+const nonData = new Set(['icon', 'actions', 'iocCount', 'nextRun']);
 
 /**
  * feedExportURL is the address of the feeds CSV export for the table as it

@@ -15,6 +15,8 @@ export const feedColumnLabels = {
   backfillDays: 'Backfill Days',
   description: 'Description',
   lastIngestion: 'Last Ingestion',
+  iocCount: 'IoCs',
+  nextRun: 'Next Run',
   actions: 'Actions',
 } as const;
 

@@ -2,6 +2,7 @@ import type {
   FeedFacetColumn,
   FeedFilter,
   FeedOrderField,
+  FeedStatus,
   FeedType,
   OrderDirection,
 } from '../gql/graphql';
@@ -11,6 +12,7 @@ import { feedColumnLabels, type FeedColumn } from './feedColumns';
 export const feedFilterKeys = [
   'name',
   'type',
+  'status',
   'statusMessage',
   'enabled',
   'pollingFrequency',
@@ -65,6 +67,9 @@ const orderFields: readonly FeedOrderField[] = [
   'LAST_INGESTION',
 ];
 const feedTypes: readonly FeedType[] = ['BUILTIN', 'CUSTOM', 'PREMIUM'];
+
+/** feedStatuses are the values of the status filter; the server derives no facet for it. */
+export const feedStatuses: readonly FeedStatus[] = ['SUCCESS', 'ERROR', 'DISABLED'];
 const intKeys = new Set<FeedFilterKey>(['pollingFrequency', 'retentionPeriod', 'backfillDays']);
 
 /** isOrderField reports whether s names a sortable feed column. */
@@ -84,6 +89,9 @@ export function feedFilterInput(state: FeedTableState): FeedFilter | undefined {
     if (key === 'type') {
       const ts = values.filter((v): v is FeedType => (feedTypes as readonly string[]).includes(v));
       if (ts.length) f.type = ts;
+    } else if (key === 'status') {
+      const ss = values.filter((v): v is FeedStatus => (feedStatuses as readonly string[]).includes(v));
+      if (ss.length) f.status = ss;
     } else if (key === 'enabled') {
       const bs = values.filter((v) => v === 'true' || v === 'false').map((v) => v === 'true');
       if (bs.length) f.enabled = bs;
@@ -180,6 +188,7 @@ export function feedStateFromParams(p: URLSearchParams): FeedTableState {
 
 /** facetValueLabel shows a facet value the way the table shows it. */
 export function facetValueLabel(key: FeedFilterKey, value: string): string {
+  if (key === 'status') return ({ SUCCESS: 'Success', ERROR: 'Error', DISABLED: 'Disabled' } as Record<string, string>)[value] ?? value;
   if (key === 'enabled') return value === 'true' ? 'Enabled' : value === 'false' ? 'Disabled' : value;
   if (key === 'type') return ({ BUILTIN: 'Built-in', CUSTOM: 'Custom', PREMIUM: 'Premium' } as Record<string, string>)[value] ?? value;
   if (key === 'description' && value === '') return '(empty)';

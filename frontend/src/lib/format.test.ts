@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { days, feedStatusLabel, feedTypeLabel, formatDateTime, formatRelative, fromDateTimeLocal, hours, plural, toDateTimeLocal } from './format';
+import { days, feedStatusLabel, feedTypeLabel, formatDateTime, formatRelative, fromDateTimeLocal, hours, plural, toDateTimeLocal, zoneName, enumWords } from './format';
 
 describe('formatRelative', () => {
   const now = new Date('2026-11-21T12:00:00Z');
@@ -30,7 +30,8 @@ describe('datetime-local conversion', () => {
   });
   test('formatDateTime agrees with the input value', () => {
     const iso = '2026-03-04T05:06:00Z';
-    expect(formatDateTime(iso)).toBe(toDateTimeLocal(iso).replace('T', ' '));
+    expect(formatDateTime(iso)).toBe(`${toDateTimeLocal(iso).replace('T', ' ')} ${zoneName(new Date(iso))}`);
+    expect(zoneName(new Date(iso))).not.toBe('');
     expect(formatDateTime(undefined)).toBe('—');
   });
 });
@@ -50,5 +51,16 @@ describe('labels', () => {
     expect(days(30)).toBe('30 days');
     expect(plural(1, 'feed')).toBe('1 feed');
     expect(plural(1200, 'indicator')).toBe('1,200 indicators');
+  });
+});
+
+describe('enumWords', () => {
+  test('known values as the forms name them', () => {
+    expect(enumWords('system_default')).toBe('System default');
+    expect(enumWords('sso_saml')).toBe('SSO (SAML)');
+  });
+  test('others as words', () => {
+    expect(enumWords('RISK_LIST')).toBe('Risk list');
+    expect(enumWords('plain')).toBe('Plain');
   });
 });

@@ -2,12 +2,24 @@ import type { FeedStatus, FeedType } from '../gql/graphql';
 
 const pad = (n: number) => String(n).padStart(2, '0');
 
-/** formatDateTime shows an RFC 3339 time in local time as "YYYY-MM-DD HH:MM"; "—" when absent. */
+/**
+ * formatDateTime shows an RFC 3339 time in local time with its zone, as
+ * "YYYY-MM-DD HH:MM UTC" (or "GMT+1", the browser's short name); "—" when
+ * absent. The zone is named so that a time read aloud or pasted into a
+ * ticket means one instant.
+ */
 export function formatDateTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())} ${zoneName(d)}`;
+}
+
+const zoneFormat = new Intl.DateTimeFormat('en-US', { timeZoneName: 'short' });
+
+/** zoneName is the browser's short name of its zone at d ("UTC", "GMT+1", "PST"). */
+export function zoneName(d: Date): string {
+  return zoneFormat.formatToParts(d).find((p) => p.type === 'timeZoneName')?.value ?? '';
 }
 
 /** formatRelative says how long ago (or until) a time is, coarsely: "5 min ago", "in 3 days". */
@@ -70,3 +82,20 @@ export function plural(n: number, one: string, many = `${one}s`): string {
 /** hours and days render the table's numeric columns with their unit. */
 export const hours = (n: number) => (n === 1 ? '1 hour' : `${n} hours`);
 export const days = (n: number) => (n === 1 ? '1 day' : `${n} days`);
+
+/** Words for the stored values the API returns as identifiers. */
+const valueWords: Record<string, string> = {
+  system_default: 'System default',
+  sso_saml: 'SSO (SAML)',
+};
+
+/**
+ * enumWords shows an identifier-like value as words: the known ones as the
+ * forms name them ("sso_saml" -> "SSO (SAML)"), others with their
+ * underscores as spaces and a capital ("risk_list" -> "Risk list").
+ */
+export function enumWords(value: string): string {
+  if (valueWords[value]) return valueWords[value];
+  const words = value.replace(/_/g, ' ').toLowerCase().trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { lookupValues, summarise } from './lookup';
+import { lookupReason, lookupValues, summarise } from './lookup';
 
 describe('lookupValues', () => {
   const cases: Record<string, [string, string[]]> = {
@@ -26,5 +26,15 @@ describe('summarise', () => {
         { known: false, error: '' },
       ]),
     ).toEqual({ known: 2, unknown: 2, invalid: 1 });
+  });
+});
+
+describe('lookupReason', () => {
+  test('drops the lead and the value the row shows', () => {
+    expect(lookupReason('invalid indicator: not a valid host name: "not_an_indicator"', 'not_an_indicator')).toBe('not a valid host name');
+    expect(lookupReason('invalid indicator: "abc" is not a fully qualified domain name', 'abc')).toBe('is not a fully qualified domain name');
+  });
+  test('keeps a reason that does not quote the value', () => {
+    expect(lookupReason('invalid indicator: empty value', ' ')).toBe('empty value');
   });
 });

@@ -35,3 +35,17 @@ export function summarise(results: readonly { known: boolean; error?: string | n
   }
   return s;
 }
+
+/**
+ * lookupReason is why a value is not an indicator, without what its row
+ * shows already: the server's "invalid indicator: " lead (the row says "Not
+ * an indicator") and the value itself, quoted ("not a valid host name:
+ * \"x\"" -> "not a valid host name"; "\"x\" is not a fully qualified
+ * domain name" -> "is not a fully qualified domain name").
+ */
+export function lookupReason(error: string, input: string): string {
+  let reason = error.replace(/^invalid indicator:\s*/i, '');
+  const quoted = JSON.stringify(input.trim());
+  reason = reason.replace(`: ${quoted}`, '').replace(`${quoted} `, '').trim();
+  return reason || 'not an indicator';
+}

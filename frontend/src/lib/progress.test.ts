@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { backlogText, downloadText, formatBytes, latestBacklog } from './progress';
+import { backlogText, dailyCapText, downloadText, formatBytes, latestBacklog, runningText } from './progress';
 import { formatDateTime } from './format';
 
 describe('backlogText', () => {
@@ -42,4 +42,25 @@ describe('downloadText', () => {
     test(name, () => expect(downloadText(d, total)).toBe(want));
   }
   test('formatBytes', () => expect(formatBytes(3 * 1024 ** 3)).toBe('3.0 GB'));
+});
+
+describe('runningText', () => {
+  test('before anything', () => expect(runningText(null)).toBe('Starting…'));
+  test('downloading', () => expect(runningText({ fetched: 0, stored: 0, downloaded: 2048, downloadTotal: 4096 })).toBe('2.0 KB of 4.0 KB downloaded (50%)'));
+  test('records', () => expect(runningText({ fetched: 1200, stored: 1100 })).toBe('1,200 fetched · 1,100 stored'));
+  test('records and download', () =>
+    expect(runningText({ fetched: 3, stored: 3, downloaded: 512, downloadTotal: null })).toBe('3 fetched · 3 stored · 512 B downloaded'));
+});
+
+describe('dailyCapText', () => {
+  test('the runner note', () =>
+    expect(dailyCapText('daily limit of 25000 IoCs reached; the rest waits until 2026-11-26T00:00:00Z')).toBe(
+      '25,000 IoCs today; the rest from 00:00 UTC',
+    ));
+  test('joined with another note', () =>
+    expect(dailyCapText('3 records skipped; daily limit of 10 IoCs reached; the rest waits until 2026-11-26T00:00:00Z')).toBe(
+      '10 IoCs today; the rest from 00:00 UTC',
+    ));
+  test('other notes', () => expect(dailyCapText('limit of 500 IoCs per poll reached; the rest comes with the next poll')).toBeNull());
+  test('none', () => expect(dailyCapText('')).toBeNull());
 });

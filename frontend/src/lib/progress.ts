@@ -55,3 +55,41 @@ export function downloadText(downloaded: number | null | undefined, total: numbe
   }
   return `${formatBytes(downloaded)} downloaded`;
 }
+
+/** The counters a run in flight reports (feedRunProgress). */
+export interface RunCounters {
+  fetched: number;
+  stored: number;
+  downloaded?: number | null;
+  downloadTotal?: number | null;
+}
+
+/**
+ * runningText says where a run in flight is, in one line for a table cell:
+ * the download while bytes come in and nothing is parsed yet, else the
+ * records ("120 fetched · 118 stored"), with the download when known.
+ */
+export function runningText(p: RunCounters | null | undefined): string {
+  if (!p) return 'Starting…';
+  const download = downloadText(p.downloaded, p.downloadTotal);
+  if (p.fetched === 0) return download ?? 'Starting…';
+  const records = `${p.fetched.toLocaleString('en-US')} fetched · ${p.stored.toLocaleString('en-US')} stored`;
+  return download ? `${records} · ${download}` : records;
+}
+
+const dailyCapNote = /daily limit of (\d+) IoCs reached; the rest waits until (\S+)/;
+
+/**
+ * dailyCapText turns the note of a run that reached a tenant's daily cap
+ * into the notice the feed shows: "25,000 IoCs today; the rest from 00:00
+ * UTC"; null for any other note. The resume time is shown in UTC, the zone
+ * the cap is counted in.
+ */
+export function dailyCapText(note: string | null | undefined): string | null {
+  const m = note ? dailyCapNote.exec(note) : null;
+  if (!m) return null;
+  const at = new Date(m[2]);
+  if (Number.isNaN(at.getTime())) return null;
+  const hhmm = `${String(at.getUTCHours()).padStart(2, '0')}:${String(at.getUTCMinutes()).padStart(2, '0')}`;
+  return `${Number(m[1]).toLocaleString('en-US')} IoCs today; the rest from ${hhmm} UTC`;
+}

@@ -6,7 +6,8 @@ import { FeedQuery, FeedRunProgressSubscription, FeedRunsQuery, FeedStatusOfFeed
 import { EmptyState, ErrorBox, QueryView, Spinner, StatusDot } from '../components/ui';
 import type { FeedQuery as FeedResult, FeedRunProgressSubscription as ProgressEvent, FeedRunsQuery as FeedRunsResult } from '../gql/graphql';
 import { errorMessage } from '../lib/errors';
-import { days, feedTypeLabel, formatDateTime, formatRelative, hours } from '../lib/format';
+import { days, feedTypeLabel, formatDateTime, hours } from '../lib/format';
+import { RelativeTime } from '../components/time';
 import { request } from '../lib/graphql';
 import { backlogText, downloadText, latestBacklog } from '../lib/progress';
 import { liveConnection, subscribe } from '../lib/live';
@@ -141,7 +142,7 @@ export function FeedDetailPage() {
         <div>
           <dt>Last ingestion</dt>
           <dd>
-            {formatDateTime(f.lastIngestion)} <span className="muted">({formatRelative(f.lastIngestion)})</span>
+            {formatDateTime(f.lastIngestion)} <span className="muted">(<RelativeTime iso={f.lastIngestion} />)</span>
           </dd>
         </div>
         <div>

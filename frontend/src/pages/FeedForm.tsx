@@ -61,6 +61,13 @@ function initialValues(feed?: FeedRowFragment): Values {
   };
 }
 
+/**
+ * customRanges are the server's ranges for custom feeds (store/feeds.go:
+ * MaxCustomPollingHrs, MaxRetentionDays, MaxBackfillDays,
+ * maxDescriptionLength), shown up front as the premium forms show theirs.
+ */
+const customRanges = { polling: [1, 168], retention: [1, 360], backfill: [0, 30], description: 2000 } as const;
+
 const int = (s: string) => (s.trim() === '' ? undefined : Number(s));
 
 type FormProps = { feed?: FeedRowFragment; onClose: () => void; onSaved?: (f: FeedRowFragment) => void };
@@ -188,25 +195,25 @@ function CustomFeedForm(props: FormProps) {
             <input type="checkbox" checked={clearPassword} onChange={(e) => setClearPassword(e.target.checked)} /> Remove the stored secret
           </label>
         )}
-        <Field label="Polling frequency (hours)" error={errs.pollingFrequency}>
+        <Field label="Polling frequency (hours)" error={errs.pollingFrequency} hint={`${customRanges.polling[0]} to ${customRanges.polling[1]} hours (a week)`}>
           {(id, d) => (
-            <input id={id} aria-describedby={d} aria-invalid={!!errs.pollingFrequency} type="number" inputMode="numeric" min={1} required value={v.pollingFrequency} onChange={set('pollingFrequency')} />
+            <input id={id} aria-describedby={d} aria-invalid={!!errs.pollingFrequency} type="number" inputMode="numeric" min={customRanges.polling[0]} max={customRanges.polling[1]} required value={v.pollingFrequency} onChange={set('pollingFrequency')} />
           )}
         </Field>
-        <Field label="Retention period (days)" error={errs.retentionPeriod}>
+        <Field label="Retention period (days)" error={errs.retentionPeriod} hint={`${customRanges.retention[0]} to ${customRanges.retention[1]} days after an IoC was last seen`}>
           {(id, d) => (
-            <input id={id} aria-describedby={d} aria-invalid={!!errs.retentionPeriod} type="number" inputMode="numeric" min={1} required value={v.retentionPeriod} onChange={set('retentionPeriod')} />
+            <input id={id} aria-describedby={d} aria-invalid={!!errs.retentionPeriod} type="number" inputMode="numeric" min={customRanges.retention[0]} max={customRanges.retention[1]} required value={v.retentionPeriod} onChange={set('retentionPeriod')} />
           )}
         </Field>
         {showBackfill && (
-          <Field label="Backfill days" error={errs.backfillDays} hint="Up to 30">
+          <Field label="Backfill days" error={errs.backfillDays} hint={`${customRanges.backfill[0]} to ${customRanges.backfill[1]} days of history fetched on the first run`}>
             {(id, d) => (
-              <input id={id} aria-describedby={d} aria-invalid={!!errs.backfillDays} type="number" inputMode="numeric" min={0} max={30} value={v.backfillDays} onChange={set('backfillDays')} />
+              <input id={id} aria-describedby={d} aria-invalid={!!errs.backfillDays} type="number" inputMode="numeric" min={customRanges.backfill[0]} max={customRanges.backfill[1]} value={v.backfillDays} onChange={set('backfillDays')} />
             )}
           </Field>
         )}
         <div className="span-2">
-          <Field label="Description" error={errs.description}>
+          <Field label="Description" error={errs.description} hint={`Up to ${customRanges.description.toLocaleString('en-US')} characters`}>
             {(id, d) => (
               <textarea id={id} aria-describedby={d} rows={3} value={v.description} onChange={set('description')} />
             )}

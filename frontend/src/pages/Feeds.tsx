@@ -11,7 +11,8 @@ import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'reac
 import { Link, useSearchParams } from 'react-router';
 import { FeedFacetsQuery, FeedStatusChangedSubscription, FeedsQuery } from '../api';
 import { DataTable } from '../components/dataTable';
-import { CursorPager, EmptyState, Page, QueryView, Spinner, StatusDot, useDebounced } from '../components/ui';
+import { TimeCell } from '../components/time';
+import { CursorPager, EmptyState, Page, QueryView, Spinner, useDebounced } from '../components/ui';
 import type { FeedFacetsQuery as FeedFacetsResult, FeedOrderField, FeedRowFragment, FeedsQuery as FeedsResult } from '../gql/graphql';
 import { errorMessage } from '../lib/errors';
 import {
@@ -24,13 +25,14 @@ import {
   feedFilterLabels,
   feedQueryVariables,
   feedStateFromParams,
+  feedStatuses,
   feedStateToParams,
   isOrderField,
   toggleFilterValue,
   type FeedFilterKey,
   type FeedTableState,
 } from '../lib/feedFilters';
-import { days, feedTypeLabel, formatDateTime, formatRelative, fromDateTimeLocal, hours, toDateTimeLocal } from '../lib/format';
+import { days, feedTypeLabel, formatDateTime, fromDateTimeLocal, hours, toDateTimeLocal } from '../lib/format';
 import { feedExportURL } from '../lib/exportCsv';
 import { useCursorPages } from '../lib/cursorPages';
 import { feedColumnLabels } from '../lib/feedColumns';
@@ -41,6 +43,7 @@ import { EnabledSwitch, FeedIcon, useFeedConfirmations, useFeedMutations } from 
 import { FeedForm } from './FeedForm';
 import { PremiumFeedCreateForm, useCreatablePremiumKinds, usePremiumKinds } from './PremiumFeedForm';
 import { useFeedViews, ViewMenu } from './FeedViews';
+import { DailyCapNotice, FeedRunStatus, isRunning, useRunProgress } from './feedRunStatus';
 
 const col = createColumnHelper<FeedRowFragment>();
 
@@ -115,13 +118,18 @@ export function FeedsPage() {
   useEffect(() => localStorage.setItem(VISIBILITY_KEY, JSON.stringify(visibility)), [visibility]);
 
   const live = useSyncExternalStore(liveConnection.subscribe, liveConnection.get);
+  // A run's last event: the row's run record and counts have moved.
+  const progress = useRunProgress(() => void qc.invalidateQueries({ queryKey: ['feeds'] }));
   const vars = feedQueryVariables(state, pages.first, pages.after);
   const feeds = useQuery({
     queryKey: ['feeds', vars],
     queryFn: () => request(FeedsQuery, vars),
     placeholderData: keepPreviousData,
-    // Status changes arrive over the websocket; poll only while it is down.
-    refetchInterval: live ? 60_000 : 5000,
+    // Status changes arrive over the websocket; poll only while it is down,
+    // or while a row shows a run in flight: an event sent between this
+    // query's answer and the subscription's start is never seen, and the
+    // row would show Running until the next minute's poll.
+    refetchInterval: (q) => (live && !q.state.data?.feeds.nodes.some((f) => isRunning(f, undefined)) ? 60_000 : 5000),
   });
   const facetVars = { search: vars.search, filter: vars.filter };
   const facets = useQuery({
@@ -157,8 +165,16 @@ export function FeedsPage() {
         ),
       }),
       col.accessor('type', { header: 'Type', cell: (c) => feedTypeLabel(c.getValue()) }),
-      col.accessor('status', { header: 'Status', cell: (c) => <StatusDot status={c.getValue()} /> }),
-      col.accessor('statusMessage', { header: 'Status Message', cell: (c) => <span data-testid="status-message">{c.getValue()}</span> }),
+      col.accessor('status', { header: 'Status', cell: (c) => <FeedRunStatus feed={c.row.original} progress={progress.get(c.row.original.id)} /> }),
+      col.accessor('statusMessage', {
+        header: 'Status Message',
+        cell: (c) => (
+          <>
+            <span data-testid="status-message">{c.getValue()}</span>
+            <DailyCapNotice feed={c.row.original} />
+          </>
+        ),
+      }),
       col.accessor('enabled', {
         header: 'Enabled',
         cell: (c) => <EnabledSwitch feed={c.row.original} m={m} ask={confirm.ask} />,
@@ -190,7 +206,12 @@ export function FeedsPage() {
       }),
       col.accessor('lastIngestion', {
         header: 'Last Ingestion',
-        cell: (c) => <time title={formatRelative(c.getValue())}>{formatDateTime(c.getValue())}</time>,
+        cell: (c) => <TimeCell iso={c.getValue()} empty="Never" />,
+      }),
+      col.accessor('iocCount', { header: 'IoCs', cell: (c) => c.getValue().toLocaleString('en-US') }),
+      col.accessor('nextRun', {
+        header: 'Next Run',
+        cell: (c) => <TimeCell iso={c.getValue()} empty={c.row.original.enabled ? '—' : 'Disabled'} />,
       }),
       col.display({
         id: 'actions',
@@ -481,7 +502,8 @@ function FilterPanel(props: {
       {props.loading && <Spinner label="Counting…" />}
       {feedFilterKeys.map((key) => {
         const selected = state.filter[key] ?? [];
-        const values = [...(byKey.get(key) ?? [])];
+        // The derived status has no facet: its three values are offered as they are.
+        const values: { value: string; count: number | null }[] = key === 'status' ? feedStatuses.map((value) => ({ value, count: null })) : [...(byKey.get(key) ?? [])];
         for (const s of selected) if (!values.some((v) => v.value === s)) values.push({ value: s, count: 0 });
         if (values.length === 0) return null;
         return (
@@ -499,7 +521,7 @@ function FilterPanel(props: {
                 <label key={v.value} className="check facet-value">
                   <input type="checkbox" checked={selected.includes(v.value)} onChange={() => setState(toggleFilterValue(state, key, v.value))} />
                   <span className="facet-label">{facetValueLabel(key, v.value)}</span>
-                  <span className="facet-count">{v.count}</span>
+                  {v.count !== null && <span className="facet-count">{v.count}</span>}
                 </label>
               ))}
             </div>

@@ -6,7 +6,7 @@ import { errorMessage } from '../lib/errors';
 import { formatDateTime } from '../lib/format';
 import { request } from '../lib/graphql';
 import { iocTypeLabels, scoreLevel } from '../lib/iocFilters';
-import { lookupValues, maxLookupValues, summarise } from '../lib/lookup';
+import { lookupReason, lookupValues, maxLookupValues, summarise } from '../lib/lookup';
 
 /** IocLookup matches pasted values against the store in one call. */
 export function IocLookup({ onOpen }: { onOpen: (id: string) => void }) {
@@ -23,7 +23,7 @@ export function IocLookup({ onOpen }: { onOpen: (id: string) => void }) {
   return (
     <form className="card lookup" onSubmit={submit} aria-labelledby="lookup-title">
       <h2 id="lookup-title">Bulk lookup</h2>
-      <p className="muted small">Paste IPs, domains, URLs or hashes, one per line or separated by commas. Values are normalised like ingestion.</p>
+      <p className="muted small">Paste IPs, domains, URLs or hashes, separated by new lines, spaces, tabs, commas or semicolons; repeats are looked up once. Values are normalised as ingestion normalises them, and defanged ones (example[.]com, hxxp://) are read as live.</p>
       <label htmlFor="lookup-values" className="visually-hidden">
         Values to look up
       </label>
@@ -73,9 +73,10 @@ export function IocLookup({ onOpen }: { onOpen: (id: string) => void }) {
                           Allowlisted by {r.allowlisted.list} {r.allowlisted.entry}
                         </span>
                       ) : r.error ? (
-                        <span className="pill" title={r.error}>
-                          Invalid: {r.error}
-                        </span>
+                        <>
+                          <span className="pill">Not an indicator</span>
+                          <div className="muted small">{lookupReason(r.error, r.input)}</div>
+                        </>
                       ) : (
                         <span className="pill pill-ok">Not found</span>
                       )}

@@ -14,6 +14,7 @@ import { defang } from '../lib/defang';
 import { isRoot } from '../lib/roles';
 import { errorMessage } from '../lib/errors';
 import { formatDateTime, formatRelative, fromDateTimeLocal, toDateTimeLocal } from '../lib/format';
+import { RelativeTime } from '../components/time';
 import { iocExportURL } from '../lib/exportCsv';
 import { useCursorPages } from '../lib/cursorPages';
 import { request } from '../lib/graphql';
@@ -366,7 +367,7 @@ function IocDrawer({ id, root, onClose }: { id: string; root: boolean; onClose: 
             <div><dt>Score</dt><dd><Score value={q.data.ioc.score} /></dd></div>
             <div><dt>First seen</dt><dd>{formatDateTime(q.data.ioc.firstSeen)}</dd></div>
             <div><dt>Last seen</dt><dd>{formatDateTime(q.data.ioc.lastSeen)}</dd></div>
-            <div><dt>Expires</dt><dd>{formatDateTime(q.data.ioc.expirationDate)} <span className="muted">({formatRelative(q.data.ioc.expirationDate)})</span></dd></div>
+            <div><dt>Expires</dt><dd>{formatDateTime(q.data.ioc.expirationDate)} <span className="muted">(<RelativeTime iso={q.data.ioc.expirationDate} />)</span></dd></div>
             <div className="wide"><dt>Tags</dt><dd><Tags tags={q.data.ioc.tags} /></dd></div>
           </dl>
           <h3 className="section-title">Sightings ({q.data.ioc.sources.length})</h3>

@@ -96,6 +96,9 @@ function GroupForm(props: { group?: TenantGroupFieldsFragment; onClose: () => vo
     save.mutate();
   };
   const toggle = (id: string) => setMembers((m) => (m.includes(id) ? m.filter((x) => x !== id) : [...m, id]));
+  // Ticked tenants that another group holds: the server refuses them, so
+  // the form says so before saving, by tenant and group name.
+  const taken = (tenants.data?.tenants ?? []).filter((t) => members.includes(t.id) && t.groupName && t.groupName !== group?.name);
 
   return (
     <FormModal
@@ -119,6 +122,13 @@ function GroupForm(props: { group?: TenantGroupFieldsFragment; onClose: () => vo
             At least one. Saving replaces the membership: unticked tenants leave the group.
           </small>
           {errs.tenants && <small className="field-error" role="alert">{errs.tenants}</small>}
+          {taken.length > 0 && (
+            <p className="callout-warn" role="alert" data-testid="members-taken">
+              A tenant belongs to one group at most:{' '}
+              {taken.map((t) => `${t.name} is in ${t.groupName}`).join('; ')}. Remove {taken.length === 1 ? 'it' : 'them'} from{' '}
+              {taken.length === 1 ? 'that group' : 'those groups'} first, or untick {taken.length === 1 ? 'it' : 'them'} here.
+            </p>
+          )}
           {tenants.isPending ? (
             <Spinner label="Loading tenants…" />
           ) : tenants.error ? (

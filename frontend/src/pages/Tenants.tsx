@@ -6,7 +6,7 @@ import { Field, FormModal } from '../components/ui';
 import { useToast } from '../components/toast';
 import type { TenantFieldsFragment, TenantInput } from '../gql/graphql';
 import { fieldErrors, formError } from '../lib/errors';
-import { formatDateTime } from '../lib/format';
+import { enumWords, formatDateTime } from '../lib/format';
 import { request } from '../lib/graphql';
 import { isRoot } from '../lib/roles';
 import { useAuth } from '../auth';
@@ -61,7 +61,7 @@ const tenantColumns: RecordColumn<TenantFieldsFragment>[] = [
     header: 'Authentication',
     cell: (t) => (
       <>
-        {t.authenticationMethod}
+        {enumWords(t.authenticationMethod)}
         {t.mfaEnabled && <span className="badge">MFA</span>}
       </>
     ),
