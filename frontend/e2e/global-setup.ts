@@ -134,7 +134,7 @@ export default async function globalSetup() {
       // More rows than a TSV feed may bring in per day: the run stops at the cap.
       res.writeHead(200, { 'Content-Type': 'text/tab-separated-values; charset=utf-8' });
       const rows: string[] = [];
-      for (let i = 0; i < capRows; i++) rows.push(`ip\t10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}\tcap_src\t50`);
+      for (let i = 0; i < capRows; i++) rows.push(`ip\t11.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}\tcap_src\t50`);
       res.end(rows.join('\n') + '\n');
       return;
     }
