@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
@@ -39,29 +38,11 @@ var dbs = map[string]func(t *testing.T) string{
 func startBuiltinE2E(t *testing.T, dsn string, srv *vendortest.Server, env map[string]string) *builtinE2E {
 	t.Helper()
 	t.Chdir(t.TempDir())
-	addr := freeAddr(t)
-	for k, v := range map[string]string{"TIFEEDS_ADDR": addr, "TIFEEDS_DB": dsn, "TIFEEDS_ADMIN_PASSWORD": "",
-		"TIFEEDS_ADMIN_API_KEY": e2eKey, "TIFEEDS_LOG_FORMAT": "json", "TIFEEDS_FEED_MIRROR": srv.URL} {
-		t.Setenv(k, v)
-	}
+	withMirror := map[string]string{"TIFEEDS_FEED_MIRROR": srv.URL}
 	for k, v := range env {
-		t.Setenv(k, v)
+		withMirror[k] = v
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var stdout syncBuffer
-	e := &builtinE2E{t: t, base: "http://" + addr, key: e2eKey, stderr: &syncBuffer{}}
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, nil, &stdout, e.stderr) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop")
-		}
-	})
-	waitHealthy(t, e.base, done)
-	return e
+	return startServeOn(t, dsn, withMirror)
 }
 
 // gql runs a GraphQL operation as the admin; it returns the first error's

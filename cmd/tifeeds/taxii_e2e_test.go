@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,9 +45,11 @@ func startServeOn(t *testing.T, dsn string, env map[string]string) *builtinE2E {
 	return e
 }
 
-// seedUpstream stores n indicators of every kind the TAXII client reads
-// straight into the upstream's database, as one feed's batch.
-func seedUpstream(t *testing.T, dsn string, from, n int) map[string]bool {
+// seedUpstream stores n indicators of every kind tifeeds keeps straight into
+// the upstream's database, as one feed's batch: both address families,
+// URLs whose stored form keeps quotes and backslashes, every hash and
+// Suricata rules with their text. It returns them as storedIoCs does.
+func seedUpstream(t *testing.T, dsn string, from, n int) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, dsn)
@@ -61,15 +67,21 @@ func seedUpstream(t *testing.T, dsn string, from, n int) map[string]bool {
 		}
 		feedID = f.ID
 	}
-	want := map[string]bool{}
+	want := map[string]string{}
 	var inds []ioc.Indicator
 	for i := from; i < from+n; i++ {
 		for _, ind := range []ioc.Indicator{
-			{Kind: ioc.IP, Value: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)},
+			{Kind: ioc.IP, Value: fmt.Sprintf("11.%d.%d.%d", i>>16&255, i>>8&255, i&255)}, // outside the reserved list
+			{Kind: ioc.IP, Value: fmt.Sprintf("2001:DB8::%x", i)},
 			{Kind: ioc.URL, Value: fmt.Sprintf("http://evil.example/%d/it's\\here", i)},
+			{Kind: ioc.URL, Value: fmt.Sprintf(`http://evil.example/q?id=%d&x='1'\"\\`, i)},
 			{Kind: ioc.Domain, Value: fmt.Sprintf("d%d.evil.example", i)},
+			{Kind: ioc.MD5, Value: fmt.Sprintf("%032X", i)},
+			{Kind: ioc.SHA1, Value: fmt.Sprintf("%040x", i)},
 			{Kind: ioc.SHA256, Value: fmt.Sprintf("%064x", i)},
 			{Kind: ioc.CertSHA1, Value: fmt.Sprintf("%040x", i)},
+			{Kind: ioc.Rule, Value: ioc.RuleValue(int64(2_000_000 + i)), Text: fmt.Sprintf(
+				`alert http $HOME_NET any -> any any (msg:"ET TEST seed %d \"q\"\; it's"; content:"a\\b"; classtype:trojan-activity; sid:%d; rev:1;)`, i, 2_000_000+i)},
 		} {
 			v, err := ioc.Normalize(ind.Kind, ind.Value) // as ingestion stores it
 			if err != nil {
@@ -77,7 +89,7 @@ func seedUpstream(t *testing.T, dsn string, from, n int) map[string]bool {
 			}
 			ind.Value, ind.Score, ind.Tags = v, 60, []string{"seed"}
 			inds = append(inds, ind)
-			want[string(ind.Kind)+" "+ind.Value] = true
+			want[string(ind.Kind)+" "+ind.Value] = ind.Text
 		}
 	}
 	if _, err := st.ApplyBatch(ctx, store.Batch{FeedID: feedID, Retention: 24 * time.Hour, Now: time.Now(), Indicators: inds}); err != nil {
@@ -86,7 +98,10 @@ func seedUpstream(t *testing.T, dsn string, from, n int) map[string]bool {
 	return want
 }
 
-func storedIoCs(t *testing.T, dsn string) map[string]bool {
+// storedIoCs is "type value" -> rule text ("" for other kinds) of every IoC
+// of the database. It fails the test on an IoC stored twice or seen by more
+// than one sighting, which the schema should make impossible.
+func storedIoCs(t *testing.T, dsn string) map[string]string {
 	t.Helper()
 	st, err := store.Open(context.Background(), dsn)
 	if err != nil {
@@ -94,15 +109,22 @@ func storedIoCs(t *testing.T, dsn string) map[string]bool {
 	}
 	defer st.Close()
 	var rows []struct {
-		Type  string `bun:"type"`
-		Value string `bun:"value"`
+		Type      string         `bun:"type"`
+		Value     string         `bun:"value"`
+		Text      sql.NullString `bun:"text"`
+		Sightings int            `bun:"sightings"`
 	}
-	if err := st.DB.NewRaw("SELECT type, value FROM iocs").Scan(context.Background(), &rows); err != nil {
+	if err := st.DB.NewRaw(`SELECT i.type, i.value, t.text, (SELECT count(*) FROM sightings s WHERE s.ioc_id = i.id) AS sightings
+FROM iocs i LEFT JOIN ioc_texts t ON t.ioc_id = i.id`).Scan(context.Background(), &rows); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]bool{}
+	out := map[string]string{}
 	for _, r := range rows {
-		out[r.Type+" "+r.Value] = true
+		k := r.Type + " " + r.Value
+		if _, dup := out[k]; dup || r.Sightings != 1 {
+			t.Errorf("%s: stored twice or with %d sightings", k, r.Sightings)
+		}
+		out[k] = r.Text.String
 	}
 	return out
 }
@@ -117,7 +139,13 @@ func TestTAXIIOneTifeedsFeedsAnother(t *testing.T) {
 			t.Chdir(t.TempDir())
 			upDSN, downDSN := dsn(t), dsn(t)
 			up := startServeOn(t, upDSN, nil)
-			want := seedUpstream(t, upDSN, 0, 700) // 3,500 indicators
+			want := seedUpstream(t, upDSN, 0, 700) // 7,000 indicators
+			checkSame(t, want, storedIoCs(t, upDSN))
+			for _, k := range ioc.Kinds { // a kind added later is seeded too
+				if !slices.ContainsFunc(slices.Collect(maps.Keys(want)), func(key string) bool { return strings.HasPrefix(key, string(k)+" ") }) {
+					t.Fatalf("the seed has no %s", k)
+				}
+			}
 
 			req, _ := http.NewRequest("GET", up.base+"/taxii2/api/collections/", nil)
 			req.SetBasicAuth("admin", e2eKey)
@@ -155,30 +183,33 @@ func TestTAXIIOneTifeedsFeedsAnother(t *testing.T) {
 			checkSame(t, want, storedIoCs(t, downDSN))
 
 			// New indicators upstream: the next run asks only for them.
-			for k := range seedUpstream(t, upDSN, 700, 50) {
-				want[k] = true
-			}
+			added := seedUpstream(t, upDSN, 700, 50)
+			maps.Copy(want, added)
 			if msg := down.gql(`mutation($id: ID!) { runFeedNow(id: $id) { id } }`, map[string]any{"id": feedID}, nil); msg != "" {
 				t.Fatal(msg)
 			}
 			run2 := waitFeedRun(t, down, feedID, run.ID)
-			if run2.ErrorKind != "" || run2.Stored != 250 {
-				t.Errorf("second run: %+v, want the 250 new indicators alone", run2)
+			if run2.ErrorKind != "" || run2.Stored != len(added) {
+				t.Errorf("second run: %+v, want the %d new indicators alone", run2, len(added))
 			}
 			checkSame(t, want, storedIoCs(t, downDSN))
 		})
 	}
 }
 
-func checkSame(t *testing.T, want, got map[string]bool) {
+func checkSame(t *testing.T, want, got map[string]string) {
 	t.Helper()
-	for k := range want {
-		if !got[k] {
+	for k, text := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
 			t.Errorf("lost: %s", k)
+		case g != text:
+			t.Errorf("%s: text %q, upstream %q", k, g, text)
 		}
 	}
 	for k := range got {
-		if !want[k] {
+		if _, ok := want[k]; !ok {
 			t.Errorf("not upstream: %s", k)
 		}
 	}

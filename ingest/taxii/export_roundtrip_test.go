@@ -1,6 +1,7 @@
 package taxii
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -52,22 +53,40 @@ func TestExportPatternsRoundTrip(t *testing.T) {
 	}
 }
 
-// An exported indicator is one the client extracts again: what one tifeeds
-// serves, another ingests.
+// An exported indicator is one the client extracts again, for every kind,
+// through the normalisation ingestion stores values with: what one tifeeds
+// serves, another ingests as the same IoC (a rule with its text).
 func TestExportIndicatorExtracts(t *testing.T) {
 	now := time.Now().UTC()
-	ind := stix.NewIndicator(stix.IoC{Kind: ioc.URL, Value: "http://evil.example/'\\", Score: 73, Tags: []string{"phishing"},
-		FirstSeen: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour), ChangedAt: now}, "identity--x")
-	o := &stixObject{Type: ind.Type, ID: ind.ID, Pattern: ind.Pattern, PatternType: ind.PatternType,
-		ValidUntil: ind.ValidUntil, Confidence: &ind.Confidence, Labels: ind.Labels}
-	sink := &recSink{}
-	x := &extractor{source: "s", now: now, normalize: func(_ ioc.Kind, raw string) (string, error) { return raw, nil }}
-	if err := x.object(t.Context(), 1, o, sink); err != nil {
-		t.Fatal(err)
+	cases := []stix.IoC{
+		// Values in their stored form: ingestion percent-encodes quotes and
+		// backslashes in a path, not in a query.
+		{Kind: ioc.URL, Value: `http://evil.example/a?q='1'\x"y\\'`},
+		{Kind: ioc.URL, Value: "http://evil.example/it%27s%5Chere"},
+		{Kind: ioc.IP, Value: "192.0.2.1"},
+		{Kind: ioc.IP, Value: "2001:db8::1"},
+		{Kind: ioc.Domain, Value: "evil.example"},
+		{Kind: ioc.MD5, Value: "d41d8cd98f00b204e9800998ecf8427e"},
+		{Kind: ioc.SHA1, Value: "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+		{Kind: ioc.SHA256, Value: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{Kind: ioc.CertSHA1, Value: "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+		{Kind: ioc.Rule, Value: "sid:2404000", Text: etRule},
 	}
-	got := sink.pending
-	if len(got) != 1 || got[0].Value != "http://evil.example/'\\" || got[0].Score != 73 ||
-		len(got[0].Tags) != 1 || !got[0].ValidUntil.Equal(now.Add(time.Hour).Truncate(time.Microsecond)) {
-		t.Fatalf("extracted %+v, rejected %v", got, sink.rejected)
+	for _, c := range cases {
+		c.Score, c.Tags = 73, []string{"phishing"}
+		c.FirstSeen, c.ExpiresAt, c.ChangedAt = now.Add(-time.Hour), now.Add(time.Hour), now
+		ind := stix.NewIndicator(c, "identity--x")
+		o := &stixObject{Type: ind.Type, ID: ind.ID, Pattern: ind.Pattern, PatternType: ind.PatternType,
+			ValidUntil: ind.ValidUntil, Confidence: &ind.Confidence, Labels: ind.Labels}
+		sink := &recSink{}
+		x := &extractor{source: "s", now: now, normalize: ioc.Normalize}
+		if err := x.object(t.Context(), 1, o, sink); err != nil {
+			t.Fatal(err)
+		}
+		got := sink.pending
+		if len(got) != 1 || got[0].Kind != c.Kind || got[0].Value != c.Value || got[0].Text != c.Text || got[0].Score != 73 ||
+			!slices.Contains(got[0].Tags, "phishing") || !got[0].ValidUntil.Equal(now.Add(time.Hour).Truncate(time.Microsecond)) {
+			t.Errorf("%s %q: extracted %+v, rejected %v", c.Kind, c.Value, got, sink.rejected)
+		}
 	}
 }

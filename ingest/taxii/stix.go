@@ -101,7 +101,7 @@ func (x *extractor) observable(ctx context.Context, pos int64, o *stixObject, ki
 func (x *extractor) indicator(ctx context.Context, pos int64, o *stixObject, sink ioc.Sink) error {
 	// pattern_type is required in STIX 2.1; STIX 2.0 indicators have none
 	// and are always STIX patterns.
-	if o.PatternType != "" && o.PatternType != "stix" {
+	if o.PatternType != "" && o.PatternType != "stix" && o.PatternType != patternTypeSuricata {
 		sink.Rejected(pos, fmt.Sprintf("%s: pattern_type %q is not supported", o.ID, o.PatternType))
 		return nil
 	}
@@ -126,6 +126,9 @@ func (x *extractor) indicator(ctx context.Context, pos int64, o *stixObject, sin
 			return nil
 		}
 		base.ValidUntil = t.UTC()
+	}
+	if o.PatternType == patternTypeSuricata {
+		return x.rule(ctx, pos, o, base, sink)
 	}
 	cmps, err := parsePattern(o.Pattern)
 	if err != nil {

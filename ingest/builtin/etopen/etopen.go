@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/internal/suricata"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -44,9 +45,9 @@ const (
 	DefaultMaxEntry int64 = 128 << 20
 	// DefaultMaxTotal caps the decompressed archive as a whole.
 	DefaultMaxTotal int64 = 1 << 30
-	// MaxRuleLen is the longest rule line kept. ET's longest (IP lists of
-	// a few hundred addresses) are under 16 KiB.
-	MaxRuleLen = 1 << 20
+	// MaxRuleLen is the longest rule line kept: the same bound for every
+	// source of rules.
+	MaxRuleLen = suricata.MaxLen
 	// DefaultMaxRetries is how many times a 429 or 5xx is repeated in one
 	// request before the run fails.
 	DefaultMaxRetries = 2
@@ -269,36 +270,36 @@ func (r *ruleReader) rule(ctx context.Context, line []byte) error {
 	if len(line) == 0 || line[0] == '#' {
 		return nil // blank, a comment or a disabled rule: not live
 	}
-	ru, err := parseRule(string(line))
+	ru, err := suricata.Parse(string(line))
 	if err != nil {
-		r.sink.Rejected(r.line, err.Error())
+		r.sink.Rejected(r.line, "skipped: "+err.Error())
 		return nil
 	}
 	if err := r.sink.Indicator(ctx, ioc.Indicator{
-		Kind: ioc.Rule, Value: ioc.RuleValue(ru.sid), Source: List,
-		Score: ru.score, Tags: ru.tags, Text: ru.text,
+		Kind: ioc.Rule, Value: ioc.RuleValue(ru.SID), Source: List,
+		Score: ru.Score, Tags: ru.Tags, Text: ru.Text,
 	}); err != nil {
 		return &feedhttp.SinkError{Err: err}
 	}
-	if ru.proto != "ip" {
+	if ru.Proto != "ip" {
 		return nil
 	}
 	var ipTags []string
-	if ru.category != "" {
-		ipTags = []string{ru.category}
+	if ru.Category != "" {
+		ipTags = []string{ru.Category}
 	}
-	for _, side := range [...]string{ru.src, ru.dst} {
-		for _, addr := range addresses(side) {
+	for _, side := range [...]string{ru.Src, ru.Dst} {
+		for _, addr := range suricata.Addresses(side) {
 			if strings.Contains(addr, "/") {
-				r.sink.Rejected(r.line, fmt.Sprintf("skipped: network %s in rule %d is not a single address", addr, ru.sid))
+				r.sink.Rejected(r.line, fmt.Sprintf("skipped: network %s in rule %d is not a single address", addr, ru.SID))
 				continue
 			}
 			v, err := ioc.Normalize(ioc.IP, addr)
 			if err != nil {
-				r.sink.Rejected(r.line, fmt.Sprintf("rule %d: %v", ru.sid, err))
+				r.sink.Rejected(r.line, fmt.Sprintf("rule %d: %v", ru.SID, err))
 				continue
 			}
-			if err := r.sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: v, Source: List, Score: ru.score, Tags: ipTags}); err != nil {
+			if err := r.sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: v, Source: List, Score: ru.Score, Tags: ipTags}); err != nil {
 				return &feedhttp.SinkError{Err: err}
 			}
 		}

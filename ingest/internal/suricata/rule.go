@@ -1,4 +1,8 @@
-package etopen
+// Package suricata reads Suricata rules as every source that hands over
+// Rule IoCs does (the ET Open rule set, TAXII indicators with pattern_type
+// suricata): one rule, identified by its sid, its text kept whole. Sources
+// of either kind thus store the same rule the same way.
+package suricata
 
 import (
 	"errors"
@@ -6,15 +10,19 @@ import (
 	"strings"
 )
 
-// rule is what tifeeds keeps of one Suricata rule.
-type rule struct {
-	text     string
-	proto    string
-	src, dst string // address parts of the header
-	sid      int64
-	score    int
-	category string // "et cnc", from the msg prefix; "" when there is none
-	tags     []string
+// MaxLen is the longest rule text kept. ET's longest (IP lists of a few
+// hundred addresses) are under 16 KiB.
+const MaxLen = 1 << 20
+
+// Rule is what tifeeds keeps of one Suricata rule.
+type Rule struct {
+	Text     string
+	Proto    string
+	Src, Dst string // address parts of the header
+	SID      int64
+	Score    int
+	Category string // "et cnc", from the msg prefix; "" when there is none
+	Tags     []string
 }
 
 // actions are the first words of a Suricata rule.
@@ -29,19 +37,20 @@ var severityScores = map[string]int{"major": 80, "minor": 50, "informational": 2
 // defaultScore is the score of a rule without a known severity.
 const defaultScore = 50
 
-// parseRule reads a rule line: action, header, options in parentheses.
-// Only the header's address parts and the options msg, sid, classtype and
-// metadata are read; the text is kept whole.
-func parseRule(text string) (*rule, error) {
+// Parse reads a rule line: action, header, options in parentheses. Only
+// the header's address parts and the options msg, sid, classtype and
+// metadata are read; the text is kept whole. Errors say why the line is
+// not a rule tifeeds keeps; callers prefix them as their rejections read.
+func Parse(text string) (*Rule, error) {
 	open := strings.IndexByte(text, '(')
 	if open < 0 || !strings.HasSuffix(text, ")") {
-		return nil, errors.New("skipped: not a rule (no options in parentheses)")
+		return nil, errors.New("not a rule (no options in parentheses)")
 	}
 	header := strings.Fields(text[:open])
 	if len(header) != 7 || !actions[header[0]] || (header[4] != "->" && header[4] != "<>" && header[4] != "=>") {
-		return nil, errors.New("skipped: not a rule (the header is not: action proto source port direction destination port)")
+		return nil, errors.New("not a rule (the header is not: action proto source port direction destination port)")
 	}
-	r := &rule{text: text, proto: strings.ToLower(header[1]), src: header[2], dst: header[5], score: defaultScore}
+	r := &Rule{Text: text, Proto: strings.ToLower(header[1]), Src: header[2], Dst: header[5], Score: defaultScore}
 	var msg, classtype string
 	haveSID := false
 	err := eachOption(text[open+1:len(text)-1], func(name, value string) error {
@@ -51,9 +60,9 @@ func parseRule(text string) (*rule, error) {
 		case "sid":
 			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
 			if err != nil || n <= 0 {
-				return errors.New("skipped: the rule's sid is not a positive number")
+				return errors.New("the rule's sid is not a positive number")
 			}
-			r.sid, haveSID = n, true
+			r.SID, haveSID = n, true
 		case "classtype":
 			classtype = strings.ToLower(strings.TrimSpace(value))
 		case "metadata":
@@ -61,7 +70,7 @@ func parseRule(text string) (*rule, error) {
 				k, v, _ := strings.Cut(strings.TrimSpace(kv), " ")
 				if k == "signature_severity" {
 					if s, ok := severityScores[strings.ToLower(strings.TrimSpace(v))]; ok {
-						r.score = s
+						r.Score = s
 					}
 				}
 			}
@@ -72,14 +81,14 @@ func parseRule(text string) (*rule, error) {
 		return nil, err
 	}
 	if !haveSID {
-		return nil, errors.New("skipped: the rule has no sid")
+		return nil, errors.New("the rule has no sid")
 	}
-	r.category = category(msg)
-	if r.category != "" {
-		r.tags = append(r.tags, r.category)
+	r.Category = category(msg)
+	if r.Category != "" {
+		r.Tags = append(r.Tags, r.Category)
 	}
-	if classtype != "" && classtype != r.category {
-		r.tags = append(r.tags, classtype)
+	if classtype != "" && classtype != r.Category {
+		r.Tags = append(r.Tags, classtype)
 	}
 	return r, nil
 }
@@ -106,10 +115,10 @@ func eachOption(opts string, fn func(name, value string) error) error {
 		}
 	}
 	if quoted {
-		return errors.New("skipped: not a rule (a quote is not closed)")
+		return errors.New("not a rule (a quote is not closed)")
 	}
 	if strings.TrimSpace(opts[start:]) != "" {
-		return errors.New("skipped: not a rule (the last option does not end with ';')")
+		return errors.New("not a rule (the last option does not end with ';')")
 	}
 	return nil
 }
@@ -154,10 +163,10 @@ func isUpperWord(w string, underscores bool) bool {
 	return w != ""
 }
 
-// addresses returns the literal addresses and networks of a header's
+// Addresses returns the literal addresses and networks of a header's
 // address part: "[192.0.2.1,198.51.100.0/24]" or "192.0.2.1". Variables
 // ($HOME_NET), any and negated parts (!x, ![...]) give none.
-func addresses(part string) []string {
+func Addresses(part string) []string {
 	var out []string
 	var walk func(s string, negated bool)
 	walk = func(s string, negated bool) {
