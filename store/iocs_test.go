@@ -367,8 +367,8 @@ func TestSweepExpiredCatchesOrphans(t *testing.T) {
 		a, b := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b")
 		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: day, Indicators: []ioc.Indicator{dom("x.example", "s", 1), dom("y.example", "s", 1)}})
 		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 3 * day, Indicators: []ioc.Indicator{dom("y.example", "s", 1)}})
-		// Deleting feed b's sightings by hand (SQLite's cascade from the
-		// feed's row did it; PostgreSQL has no such key) skips the
+		// Deleting feed b's sightings by hand (an old database's cascade
+		// from the feed's row did it; neither has that key now) skips the
 		// recomputing: y keeps a stale expiry of t0 + 3 days.
 		storetest.MustExec(t, s, "DELETE FROM sightings WHERE feed_id = ?", b)
 		storetest.MustExec(t, s, "DELETE FROM feeds WHERE id = ?", b)

@@ -16,8 +16,8 @@ func init() {
 			// sightings are deleted before the feed (Store.DeleteFeed), and
 			// a batch for a disabled or deleted feed rolls back
 			// (finishBatch checks the feed's row under its lock). SQLite
-			// keeps its key: its check is an in-process lookup, and the
-			// table would have to be rebuilt to drop it.
+			// kept its key here (an in-process lookup, and the table must be
+			// rebuilt to drop it) until 20261225000500 dropped it as well.
 			return exec(ctx, db, `ALTER TABLE sightings DROP CONSTRAINT IF EXISTS sightings_feed_id_fkey`)
 		}
 		return nil
