@@ -2706,6 +2706,7 @@ enum IocOrderField {
   VALUE
   TYPE
   SCORE
+  FIRST_SEEN
   LAST_SEEN
   EXPIRATION_DATE
 }

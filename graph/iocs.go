@@ -15,6 +15,7 @@ var iocOrderFields = map[model.IocOrderField]store.IoCOrderField{
 	model.IocOrderFieldValue:          store.IoCOrderValue,
 	model.IocOrderFieldType:           store.IoCOrderType,
 	model.IocOrderFieldScore:          store.IoCOrderScore,
+	model.IocOrderFieldFirstSeen:      store.IoCOrderFirstSeen,
 	model.IocOrderFieldLastSeen:       store.IoCOrderLastSeen,
 	model.IocOrderFieldExpirationDate: store.IoCOrderExpiresAt,
 }

@@ -295,6 +295,55 @@ func TestIocsOrderAndPaging(t *testing.T) {
 	})
 }
 
+// TestIocsOrderByFirstSeen orders by when an IoC was first seen, ties by
+// id, both ways and at every page size: a sighting reported later by
+// another feed with an earlier time moves its IoC earlier, and a
+// re-sighting at a later time does not move it.
+func TestIocsOrderByFirstSeen(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		feedA, feedB := iocTestFeed(t, st, "TSV_a"), iocTestFeed(t, st, "TSV_b")
+		at := func(feed int64, hours int, values ...string) {
+			t.Helper()
+			var inds []ioc.Indicator
+			for _, v := range values {
+				inds = append(inds, ioc.Indicator{Kind: ioc.Domain, Value: v, Source: "s", Score: 1})
+			}
+			b := store.Batch{FeedID: feed, Now: iocNow.Add(time.Duration(hours) * time.Hour), Retention: 30 * 24 * time.Hour, Indicators: inds}
+			if _, err := st.ApplyBatch(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Inserted in value order within a batch, so ids follow values;
+		// values are chosen so that no other order gives the same list.
+		at(feedA, 0, "m1.example", "z1.example")
+		at(feedA, 2, "a2.example", "b2.example", "y2.example", "m1.example")
+		at(feedB, 1, "c3.example", "y2.example")
+		want := []string{"m1.example", "z1.example", "y2.example", "c3.example", "a2.example", "b2.example"}
+		desc := slices.Clone(want)
+		slices.Reverse(desc)
+		c := iocClient(t, st)
+		for _, size := range []int{1, 2, 4, 6, 50} {
+			for dir, w := range map[string][]string{"ASC": want, "DESC": desc} {
+				t.Run(fmt.Sprintf("%s/%d", dir, size), func(t *testing.T) {
+					got := walk(t, c, map[string]any{"field": "FIRST_SEEN", "direction": dir}, size, nil)
+					if !slices.Equal(got, w) {
+						t.Errorf("got %q\nwant %q", got, w)
+					}
+				})
+			}
+		}
+		// A cursor of last seen is no cursor of first seen, though both
+		// hold a time.
+		var resp iocsResp
+		c.MustPost(iocsQuery, &resp, client.Var("o", map[string]any{"field": "LAST_SEEN"}), client.Var("first", 2))
+		var out map[string]any
+		err := c.Post(iocsQuery, &out, client.Var("o", map[string]any{"field": "FIRST_SEEN"}), client.Var("after", *resp.Iocs.PageInfo.EndCursor))
+		if err == nil || !strings.Contains(err.Error(), "BAD_USER_INPUT") {
+			t.Errorf("cursor of last seen: err = %v", err)
+		}
+	})
+}
+
 // TestIocsPagingWhileIngesting adds rows between pages: rows already listed
 // or sorting before the cursor never show again, none of the original rows
 // is skipped, and rows sorting after the cursor do show.

@@ -159,6 +159,11 @@ func TestExportIoCs(t *testing.T) {
 		if len(all) != n+2 || strings.Join(all[0], ",") != "Type,Value,Score,Tags,Sources,First Seen,Last Seen,Expiration Date" {
 			t.Errorf("full CSV: %d rows, header %q", len(all), all[0])
 		}
+		// The table's every order exports, first seen too.
+		r = f.do("GET", "/api/export/iocs.txt?orderBy=FIRST_SEEN&direction=DESC", "admin", adminKey, "", nil)
+		if got := strings.Count(string(r.body), "\n"); r.status != 200 || got != n+1 {
+			t.Errorf("export by first seen: %d, %d lines", r.status, got)
+		}
 		r = f.do("GET", "/api/export/iocs.txt?filter="+url.QueryEscape(`{"minScore":95}`), "admin", adminKey, "", nil)
 		if r.status != 200 || len(r.body) != 0 {
 			t.Errorf("empty export: %d %q", r.status, r.body)

@@ -53,6 +53,7 @@ const (
 	IoCOrderValue     IoCOrderField = "value"
 	IoCOrderType      IoCOrderField = "type"
 	IoCOrderScore     IoCOrderField = "score"
+	IoCOrderFirstSeen IoCOrderField = "first_seen"
 	IoCOrderLastSeen  IoCOrderField = "last_seen"
 	IoCOrderExpiresAt IoCOrderField = "expires_at"
 )
@@ -102,6 +103,8 @@ func encodeCursor(o IoCOrder, row *IoC) string {
 		c.Value = string(row.Type)
 	case IoCOrderScore:
 		c.Value = row.Score
+	case IoCOrderFirstSeen:
+		c.Value = row.FirstSeen.UTC().Format(time.RFC3339Nano)
 	case IoCOrderLastSeen:
 		c.Value = row.LastSeen.UTC().Format(time.RFC3339Nano)
 	case IoCOrderExpiresAt:
@@ -134,7 +137,7 @@ func decodeCursor(after string, o IoCOrder) (any, int64, error) {
 		if v, ok := c.Value.(float64); ok {
 			return int(v), c.ID, nil
 		}
-	case IoCOrderLastSeen, IoCOrderExpiresAt:
+	case IoCOrderFirstSeen, IoCOrderLastSeen, IoCOrderExpiresAt:
 		if v, ok := c.Value.(string); ok {
 			if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 				return t, c.ID, nil
@@ -320,7 +323,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 	switch o.Field {
 	case "":
 		o.Field = IoCOrderID
-	case IoCOrderID, IoCOrderValue, IoCOrderType, IoCOrderScore, IoCOrderLastSeen, IoCOrderExpiresAt:
+	case IoCOrderID, IoCOrderValue, IoCOrderType, IoCOrderScore, IoCOrderFirstSeen, IoCOrderLastSeen, IoCOrderExpiresAt:
 	default:
 		return nil, Invalid("orderBy", "unknown order %q", o.Field)
 	}

@@ -37,7 +37,7 @@ func (s *Store) StreamIoCs(ctx context.Context, f IoCFilter, o IoCOrder, cols St
 	switch o.Field {
 	case "":
 		o.Field = IoCOrderID
-	case IoCOrderID, IoCOrderValue, IoCOrderType, IoCOrderScore, IoCOrderLastSeen, IoCOrderExpiresAt:
+	case IoCOrderID, IoCOrderValue, IoCOrderType, IoCOrderScore, IoCOrderFirstSeen, IoCOrderLastSeen, IoCOrderExpiresAt:
 	default:
 		return Invalid("orderBy", "unknown order %q", o.Field)
 	}

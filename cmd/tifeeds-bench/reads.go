@@ -538,7 +538,7 @@ func (b *readBench) pages(ctx context.Context) (missed []string, err error) {
 		order  map[string]any
 	}
 	cases := []pageCase{{name: "order id (default)"}}
-	for _, f := range []string{"VALUE", "TYPE", "SCORE", "LAST_SEEN", "EXPIRATION_DATE"} {
+	for _, f := range []string{"VALUE", "TYPE", "SCORE", "FIRST_SEEN", "LAST_SEEN", "EXPIRATION_DATE"} {
 		for _, d := range []string{"ASC", "DESC"} {
 			cases = append(cases, pageCase{name: "order " + f + " " + d, order: map[string]any{"field": f, "direction": d}})
 		}

@@ -694,6 +694,7 @@ const (
 	IocOrderFieldValue          IocOrderField = "VALUE"
 	IocOrderFieldType           IocOrderField = "TYPE"
 	IocOrderFieldScore          IocOrderField = "SCORE"
+	IocOrderFieldFirstSeen      IocOrderField = "FIRST_SEEN"
 	IocOrderFieldLastSeen       IocOrderField = "LAST_SEEN"
 	IocOrderFieldExpirationDate IocOrderField = "EXPIRATION_DATE"
 )
@@ -702,13 +703,14 @@ var AllIocOrderField = []IocOrderField{
 	IocOrderFieldValue,
 	IocOrderFieldType,
 	IocOrderFieldScore,
+	IocOrderFieldFirstSeen,
 	IocOrderFieldLastSeen,
 	IocOrderFieldExpirationDate,
 }
 
 func (e IocOrderField) IsValid() bool {
 	switch e {
-	case IocOrderFieldValue, IocOrderFieldType, IocOrderFieldScore, IocOrderFieldLastSeen, IocOrderFieldExpirationDate:
+	case IocOrderFieldValue, IocOrderFieldType, IocOrderFieldScore, IocOrderFieldFirstSeen, IocOrderFieldLastSeen, IocOrderFieldExpirationDate:
 		return true
 	}
 	return false

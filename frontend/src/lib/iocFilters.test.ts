@@ -80,6 +80,16 @@ describe('order', () => {
     expect(p.get('sort')).toBe('SCORE:ASC');
     expect(iocStateFromParams(p).sort).toEqual({ field: 'SCORE', direction: 'ASC' });
   });
+  test.each(['VALUE', 'TYPE', 'SCORE', 'FIRST_SEEN', 'LAST_SEEN', 'EXPIRATION_DATE'] as const)(
+    'the API order %s is read back from the address both ways',
+    (field) => {
+      for (const direction of ['ASC', 'DESC'] as const) {
+        const p = new URLSearchParams(`sort=${field}:${direction}`);
+        expect(iocStateFromParams(p).sort).toEqual({ field, direction });
+        expect(iocOrderInput(iocStateFromParams(p))).toEqual({ field, direction });
+      }
+    },
+  );
   test('an unknown order falls back to the default', () => {
     expect(iocStateFromParams(new URLSearchParams('sort=COLOUR:DESC')).sort).toEqual(defaultIocSort);
   });

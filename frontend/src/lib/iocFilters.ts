@@ -23,7 +23,7 @@ export interface IocSort {
 /** defaultIocSort is the table's order when the address names none: newest sightings first. */
 export const defaultIocSort: IocSort = { field: 'LAST_SEEN', direction: 'DESC' };
 
-const iocOrderFields: readonly IocOrderField[] = ['VALUE', 'TYPE', 'SCORE', 'LAST_SEEN', 'EXPIRATION_DATE'];
+const iocOrderFields: readonly IocOrderField[] = ['VALUE', 'TYPE', 'SCORE', 'FIRST_SEEN', 'LAST_SEEN', 'EXPIRATION_DATE'];
 
 /** isIocOrderField reports whether s names an order the API offers. */
 export function isIocOrderField(s: string): s is IocOrderField {

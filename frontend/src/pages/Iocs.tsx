@@ -35,17 +35,18 @@ type IocRow = IocsResult['iocs']['nodes'][number];
 const col = createColumnHelper<IocRow>();
 const PAGE_SIZE = 50;
 
-/** sortField maps a sortable column to the API's order field (first seen has none: see IocOrderField). */
+/** sortField maps a sortable column to the API's order field. */
 const sortField: Partial<Record<string, IocOrderField>> = {
   type: 'TYPE',
   value: 'VALUE',
   score: 'SCORE',
+  firstSeen: 'FIRST_SEEN',
   lastSeen: 'LAST_SEEN',
   expirationDate: 'EXPIRATION_DATE',
 };
 const columnOfField = Object.fromEntries(Object.entries(sortField).map(([c, f]) => [f, c])) as Record<IocOrderField, string>;
 /** descFirst are the columns whose first click sorts highest or latest first, as an analyst wants them. */
-const descFirst = new Set(['score', 'lastSeen', 'expirationDate']);
+const descFirst = new Set(['score', 'firstSeen', 'lastSeen', 'expirationDate']);
 
 function TimeCell({ iso }: { iso: string }) {
   return <time dateTime={iso} title={formatRelative(iso)}>{formatDateTime(iso)}</time>;
