@@ -105,7 +105,7 @@ type Server struct {
 	handler  http.Handler
 	logins   *loginGuard
 	sockets  sockets
-	creds    credentialCache
+	creds    *credentialCache
 }
 
 // New builds the server and its routes.
@@ -115,7 +115,7 @@ func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger
 	if s.cfg.SocketRecheck <= 0 {
 		s.cfg.SocketRecheck = DefaultSocketRecheck
 	}
-	s.creds.ttl = s.cfg.CredentialTTL
+	s.creds = newCredentialCache(s.cfg.CredentialTTL)
 	if resolver.Events != nil {
 		// For the server's lifetime, which is the bus's.
 		resolver.Events.OnRevocation(s.revoked)

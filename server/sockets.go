@@ -74,7 +74,7 @@ func (s *Server) authenticateCredential(r *http.Request) (*store.User, store.Cre
 		return nil, store.Credential{}, auth.ErrUnauthenticated
 	}
 	now := time.Now()
-	e, ok, epoch := s.creds.get(k, now)
+	e, ok, gen := s.creds.Get(k, now)
 	if ok {
 		if e.cred.APIKeyID != 0 {
 			s.store.RecordKeyUse(e.cred.APIKeyID, now)
@@ -88,7 +88,7 @@ func (s *Server) authenticateCredential(r *http.Request) (*store.User, store.Cre
 		return nil, cred, err
 	}
 	cached := *u
-	s.creds.put(k, epoch, &cached, cred, now)
+	s.creds.Put(k, cachedCredential{user: &cached, cred: cred}, gen, now)
 	return u, cred, nil
 }
 
@@ -101,7 +101,7 @@ func (s *Server) endSession(ctx context.Context, token string) error {
 	}
 	// Here at once, whatever the bus does (the revocation below drops the
 	// user's other cached credentials).
-	s.creds.drop(credentialKeyOf("session", "", token))
+	s.creds.Delete(credentialKeyOf("session", "", token))
 	if lookupErr == nil { // else no live session, so no socket opened with it
 		s.announceRevocation(ingest.Revocation{UserID: u.ID})
 	}
@@ -161,7 +161,7 @@ func (s *Server) recheckSocket(ctx context.Context, sock *socket) {
 // revoked re-checks, in the background, the sockets of the user or tenant
 // a revocation names. It is a bus handler: it must not block.
 func (s *Server) revoked(r ingest.Revocation) {
-	s.creds.revoke(r)
+	revokeCached(s.creds, r)
 	s.sockets.mu.Lock()
 	var hit []*socket
 	for _, sock := range s.sockets.open {

@@ -110,7 +110,7 @@ func openSQLite(path string) (*Store, error) {
 	sqldb.SetMaxOpenConns(1)
 	sqldb.SetConnMaxLifetime(0)
 	sqldb.SetConnMaxIdleTime(0)
-	s := &Store{DB: bun.NewDB(sqldb, sqlitedialect.New()), Dialect: SQLite}
+	s := &Store{DB: bun.NewDB(sqldb, sqlitedialect.New()), Dialect: SQLite, tenantCache: newTenantCache()}
 	if path != ":memory:" {
 		s.stopCheckpointer = startCheckpointer(dsn)
 		// WAL lets readers run beside each other and the writer; on the
@@ -250,7 +250,7 @@ func openPostgres(dsn string) (*Store, error) {
 	sqldb.SetMaxOpenConns(16)
 	sqldb.SetMaxIdleConns(16)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
-	return &Store{DB: bun.NewDB(sqldb, pgdialect.New()), Dialect: Postgres}, nil
+	return &Store{DB: bun.NewDB(sqldb, pgdialect.New()), Dialect: Postgres, tenantCache: newTenantCache()}, nil
 }
 
 // Close stops the checkpointer and releases the database connections.

@@ -3,6 +3,8 @@ package store
 import (
 	"sync"
 	"time"
+
+	"github.com/tifeeds/tifeeds/internal/ttlcache"
 )
 
 // DefaultTenantCacheTTL is how long an answer of Tenant is kept without
@@ -21,74 +23,21 @@ const maxCachedTenants = 10_000
 // tenants, tenant groups or a tenant's users drops the whole cache, since
 // such writes are rare next to reads.
 type tenantCache struct {
+	answers *ttlcache.Cache[string, Tenant]
+
 	mu sync.Mutex
-	// ttl is 0 until the first use sets the default; < 0 disables.
-	ttl time.Duration
-	// gen moves on every drop: a read that began before one does not
-	// cache its (maybe stale) answer.
-	gen     uint64
-	entries map[string]cachedTenant
 	// onWrite is told of every tenant write through this Store, to tell
 	// the other instances.
 	onWrite func()
 }
 
-type cachedTenant struct {
-	tenant  Tenant
-	expires time.Time
-}
-
-// get returns a copy of the cached tenant of id, and the generation to
-// pass to put.
-func (c *tenantCache) get(id string, now time.Time) (*Tenant, bool, uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[id]
-	if !ok {
-		return nil, false, c.gen
-	}
-	if now.After(e.expires) {
-		delete(c.entries, id)
-		return nil, false, c.gen
-	}
-	t := e.tenant
-	return &t, true, c.gen
-}
-
-// put caches t, read since gen, unless a write came meanwhile.
-func (c *tenantCache) put(t *Tenant, gen uint64, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ttl == 0 {
-		c.ttl = DefaultTenantCacheTTL
-	}
-	if c.ttl < 0 || c.gen != gen {
-		return
-	}
-	if c.entries == nil || len(c.entries) >= maxCachedTenants {
-		c.entries = map[string]cachedTenant{}
-	}
-	c.entries[t.ID] = cachedTenant{tenant: *t, expires: now.Add(c.ttl)}
-}
-
-// forget drops every cached tenant, and the answers of reads under way.
-func (c *tenantCache) forget() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
-	clear(c.entries)
+func newTenantCache() tenantCache {
+	return tenantCache{answers: ttlcache.New[string, Tenant](DefaultTenantCacheTTL, maxCachedTenants)}
 }
 
 // SetTenantCacheTTL sets how long Tenant answers are cached; 0 or less
 // turns the cache off. Set it before the first request.
-func (s *Store) SetTenantCacheTTL(d time.Duration) {
-	s.tenantCache.mu.Lock()
-	defer s.tenantCache.mu.Unlock()
-	if d <= 0 {
-		d = -1
-	}
-	s.tenantCache.ttl = d
-}
+func (s *Store) SetTenantCacheTTL(d time.Duration) { s.tenantCache.answers.SetTTL(d) }
 
 // OnTenantWrite calls fn after every write through this Store that may
 // change a tenant's answer (a tenant, a tenant group or a tenant's user
@@ -101,13 +50,13 @@ func (s *Store) OnTenantWrite(fn func()) {
 }
 
 // ForgetTenants drops the cached tenants: another instance changed one.
-func (s *Store) ForgetTenants() { s.tenantCache.forget() }
+func (s *Store) ForgetTenants() { s.tenantCache.answers.Clear() }
 
 // tenantsWritten drops the cached tenants and tells the other instances.
 // Writers defer it, so it runs after the commit, whatever the outcome: an
 // error may follow a commit that took place.
 func (s *Store) tenantsWritten() {
-	s.tenantCache.forget()
+	s.tenantCache.answers.Clear()
 	s.tenantCache.mu.Lock()
 	fn := s.tenantCache.onWrite
 	s.tenantCache.mu.Unlock()

@@ -419,13 +419,13 @@ func tenantIn(ctx context.Context, db bun.IDB, id string) (*Tenant, error) {
 // tenantCache): the query was most of a tenant GET's cost.
 func (s *Store) Tenant(ctx context.Context, id string) (*Tenant, error) {
 	now := time.Now()
-	t, ok, gen := s.tenantCache.get(id, now)
+	cached, ok, gen := s.tenantCache.answers.Get(id, now)
 	if ok {
-		return t, nil
+		return &cached, nil // a copy: callers may change it
 	}
 	t, err := s.readTenant(ctx, id)
 	if err == nil {
-		s.tenantCache.put(t, gen, now)
+		s.tenantCache.answers.Put(id, *t, gen, now)
 	}
 	return t, err
 }
