@@ -155,6 +155,8 @@ test.describe.serial('feeds and indicators', () => {
 
     await dismissToasts();
     await page.mouse.move(0, 0);
+    // Clicking the new row scrolled it into view: the README shows the page from its top.
+    await page.evaluate(() => window.scrollTo(0, 0));
     await screenshot(page, 'feeds');
   });
 
