@@ -33,8 +33,14 @@ func (r *Resolver) lookupIocs(ctx context.Context, values []string, withAllowlis
 	}
 	out := make([]*model.IocLookup, len(values))
 	keys := make([]store.IoCKey, 0, len(values))
+	// One allocation each for the answers and the kinds and values they
+	// point to, rather than three per value.
+	answers := make([]model.IocLookup, len(values))
+	kinds := make([]ioc.Kind, len(values))
+	normalised := make([]string, len(values))
 	for i, raw := range values {
-		res := &model.IocLookup{Input: raw}
+		res := &answers[i]
+		res.Input = raw
 		out[i] = res
 		kind, value, err := ioc.Detect(raw)
 		if err != nil {
@@ -42,7 +48,8 @@ func (r *Resolver) lookupIocs(ctx context.Context, values []string, withAllowlis
 			res.Error = &msg
 			continue
 		}
-		res.Type, res.Value = &kind, &value
+		kinds[i], normalised[i] = kind, value
+		res.Type, res.Value = &kinds[i], &normalised[i]
 		if withAllowlist {
 			res.Allowlisted = r.allowlistMatchModel(kind, value)
 		}
@@ -149,13 +156,14 @@ func (r *Resolver) fastLookup(ctx context.Context, field graphql.CollectedField)
 		// The generated path reports the error as the schema does.
 		return nil, false
 	}
-	var buf bytes.Buffer
+	buf := answerBuffer()
 	buf.WriteByte('[')
 	for i, l := range res {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if !sel.write(&buf, l) {
+		if !sel.write(buf, l) {
+			releaseAnswerBuffer(buf)
 			return nil, false
 		}
 		if i == lookupSample-1 {
@@ -167,7 +175,7 @@ func (r *Resolver) fastLookup(ctx context.Context, field graphql.CollectedField)
 		}
 	}
 	buf.WriteByte(']')
-	return FastLookupAnswer(buf.Bytes()), true
+	return &FastLookupAnswer{buf: buf}, true
 }
 
 // lookupSample is how many elements of a lookup answer are written before
@@ -175,11 +183,49 @@ func (r *Resolver) fastLookup(ctx context.Context, field graphql.CollectedField)
 const lookupSample = 64
 
 // FastLookupAnswer is a lookupIocs answer written by UseFastLookups: the
-// field's JSON value.
-type FastLookupAnswer []byte
+// field's JSON value, in a buffer given back once written.
+type FastLookupAnswer struct{ buf *bytes.Buffer }
 
-// MarshalGQL writes the answer.
-func (a FastLookupAnswer) MarshalGQL(w io.Writer) { w.Write(a) }
+// MarshalGQL writes the answer, once: gqlgen marshals a response once.
+func (a *FastLookupAnswer) MarshalGQL(w io.Writer) {
+	if a.buf == nil {
+		panic("graph: a bulk-lookup answer written twice")
+	}
+	w.Write(a.buf.Bytes())
+	releaseAnswerBuffer(a.buf)
+	a.buf = nil
+}
+
+// answerBuffers keeps a few buffers of bulk-lookup answers between
+// requests: a fresh 2 MB buffer per 10,000 values, cleared by the runtime
+// and grown while written, cost a tenth of the request (docs/benchmarks.md).
+// Not a sync.Pool: every collection empties one, and 2 MB of garbage per
+// request makes collections frequent.
+var answerBuffers = make(chan *bytes.Buffer, 2)
+
+// maxPooledAnswer bounds what an idle kept buffer holds on to: larger
+// answers (long values) leave theirs to the collector.
+const maxPooledAnswer = 8 << 20
+
+func answerBuffer() *bytes.Buffer {
+	select {
+	case buf := <-answerBuffers:
+		buf.Reset()
+		return buf
+	default:
+		return new(bytes.Buffer)
+	}
+}
+
+func releaseAnswerBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledAnswer {
+		return
+	}
+	select {
+	case answerBuffers <- buf:
+	default:
+	}
+}
 
 // lookupValues reads the values argument as coerced by gqlgen: a list of
 // strings, or one string (input coercion of a single value to a list).
