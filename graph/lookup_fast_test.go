@@ -35,7 +35,7 @@ func lookupHandler(st *store.Store, user *store.User, fast bool, wrote *int) htt
 		// Registered first, so it is outside the writer and sees its answer.
 		srv.AroundRootFields(func(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
 			m := next(ctx)
-			if _, ok := m.(graph.FastLookupAnswer); ok {
+			if _, ok := m.(*graph.FastLookupAnswer); ok {
 				*wrote++
 			}
 			return m

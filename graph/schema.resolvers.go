@@ -194,7 +194,7 @@ func (r *queryResolver) Ioc(ctx context.Context, id string) (*store.IoC, error) 
 }
 
 func (r *queryResolver) LookupIocs(ctx context.Context, values []string) ([]*model.IocLookup, error) {
-	return r.lookupIocs(ctx, values)
+	return r.lookupIocs(ctx, values, true)
 }
 
 func (r *queryResolver) Views(ctx context.Context, table model.ViewTable) ([]*model.SavedView, error) {

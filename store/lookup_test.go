@@ -1,0 +1,76 @@
+package store_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// TestIoCsByKeysReadsAsTheModel checks that the lookup's own scan reads
+// every column as bun's model scanner does (times to the microsecond, tags
+// with JSON escapes), tags of none or NULL as an empty list, and finds only
+// the keys stored, a value under another kind included.
+func TestIoCsByKeysReadsAsTheModel(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		at := time.Date(2026, 11, 24, 10, 0, 0, 123456000, time.UTC)
+		for _, row := range []store.IoC{
+			{Type: ioc.IP, Value: "203.0.113.7", Score: 90, Tags: []string{"emerging_threat", `quote"\<&>é`}},
+			{Type: ioc.Domain, Value: "evil.example", Score: 40, Tags: []string{}},
+			{Type: ioc.Domain, Value: "no-tags.example", Score: 10, Tags: []string{}},
+			{Type: ioc.MD5, Value: "d41d8cd98f00b204e9800998ecf8427e", Score: 70, Tags: []string{"malware"}},
+		} {
+			row.FirstSeen, row.LastSeen, row.ExpiresAt = at, at.Add(time.Hour), at.Add(24*time.Hour)
+			if _, err := st.DB.NewInsert().Model(&row).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := st.DB.NewUpdate().Table("iocs").Set("tags = NULL").Where("value = ?", "no-tags.example").Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Every column, as the lookup read them through bun before.
+		var stored []store.IoC
+		if err := st.DB.NewRaw("SELECT * FROM iocs").Scan(ctx, &stored); err != nil {
+			t.Fatal(err)
+		}
+		want := map[store.IoCKey]store.IoC{}
+		for _, c := range stored {
+			if c.Tags == nil {
+				c.Tags = []string{}
+			}
+			want[store.IoCKey{Type: c.Type, Value: c.Value}] = c
+		}
+		keys := []store.IoCKey{
+			{Type: ioc.IP, Value: "203.0.113.7"}, {Type: ioc.Domain, Value: "evil.example"},
+			{Type: ioc.Domain, Value: "no-tags.example"}, {Type: ioc.MD5, Value: "d41d8cd98f00b204e9800998ecf8427e"},
+			{Type: ioc.IP, Value: "203.0.113.7"},     // twice
+			{Type: ioc.IP, Value: "198.51.100.1"},    // not stored
+			{Type: ioc.Domain, Value: "203.0.113.7"}, // stored under another kind
+		}
+		got, err := st.IoCsByKeys(ctx, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("found %d IoCs, want %d", len(got), len(want))
+		}
+		for k, w := range want {
+			g, ok := got[k]
+			if !ok {
+				t.Errorf("%v not found", k)
+				continue
+			}
+			if !reflect.DeepEqual(*g, w) {
+				t.Errorf("%v read as\n%+v\nwant\n%+v", k, *g, w)
+			}
+		}
+		if c := got[store.IoCKey{Type: ioc.IP, Value: "203.0.113.7"}]; c != nil && !c.FirstSeen.Equal(at) {
+			t.Errorf("first seen %v, want %v", c.FirstSeen, at)
+		}
+	})
+}
