@@ -34,6 +34,9 @@ const (
 	// DefaultOrphanInterval bounds how long the run of an instance that died
 	// stays open (shown running) on the others.
 	DefaultOrphanInterval = 15 * time.Second
+	// DefaultKeyIndexInterval is the key indexer's tick: a quiet second
+	// is what it waits for.
+	DefaultKeyIndexInterval = time.Second
 )
 
 // The run history a feed keeps: runs that ended more than RunHistoryAge
@@ -90,6 +93,9 @@ type Options struct {
 	// Allowlist drops benign indicators before they are stored; one over
 	// Store and Bus when nil.
 	Allowlist *Allowlist
+	// KeyIndexInterval is how often the key indexer looks for quiet to
+	// bring the IoC key tables up to date (store.KeyIndexer).
+	KeyIndexInterval time.Duration
 }
 
 // Runner schedules and runs the feeds and carries out the feed changes of
@@ -166,6 +172,9 @@ func New(o Options) (*Runner, error) {
 	if o.RecordRetry <= 0 {
 		o.RecordRetry = DefaultRecordRetry
 	}
+	if o.KeyIndexInterval <= 0 {
+		o.KeyIndexInterval = DefaultKeyIndexInterval
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -232,6 +241,15 @@ func (r *Runner) Start(ctx context.Context) error {
 		gocron.WithName("orphans"), gocron.WithSingletonMode(gocron.LimitModeReschedule))
 	if err != nil {
 		return fmt.Errorf("ingest: unable to schedule the closing of orphaned runs: %w", err)
+	}
+	keys := &store.KeyIndexer{Store: r.st}
+	_, err = r.sched.NewJob(gocron.DurationJob(r.opts.KeyIndexInterval), gocron.NewTask(func(ctx context.Context) {
+		if err := keys.Tick(ctx, r.opts.Now()); err != nil && ctx.Err() == nil {
+			r.log.Error("Unable to index the indicators' keys", "error", err)
+		}
+	}), gocron.WithName("key indexer"), gocron.WithSingletonMode(gocron.LimitModeReschedule))
+	if err != nil {
+		return fmt.Errorf("ingest: unable to schedule the key indexer: %w", err)
 	}
 	_, err = r.sched.NewJob(gocron.DurationJob(r.opts.ReconcileInterval), gocron.NewTask(r.reconcileJob),
 		gocron.WithName("reconciler"), gocron.WithSingletonMode(gocron.LimitModeReschedule))

@@ -353,7 +353,15 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 	if err != nil || !ok {
 		return page, err
 	}
-	if f.empty() {
+	keys, err := s.keysFor(ctx, f, o)
+	if err != nil {
+		return nil, err
+	}
+	if keys != nil && !f.empty() {
+		if page.Total, page.TotalCapped, err = s.countByKeys(ctx, f, keys); err != nil {
+			return nil, err
+		}
+	} else if f.empty() {
 		// Kept by the writers (ioc_stats): counting a million rows for
 		// every first page would cost more than the page.
 		st, err := s.IoCStats(ctx)
@@ -384,27 +392,15 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		page.IoCs = rows
 	} else if o.Field == IoCOrderValue {
 		q = s.byValueOfEachKind(f, o.Desc, after != "", cursorValue, cursorID, first, &page.IoCs)
+	} else if keys != nil {
+		rows, err := s.pageByKeys(ctx, f, keys, o, after != "", cursorValue, cursorID, first+1)
+		if err != nil {
+			return nil, err
+		}
+		page.IoCs = rows
 	} else {
 		q, _, _ = s.applyIoCFilter(s.DB.NewSelect().Model(&page.IoCs), f)
-		dir, cmp := "ASC", ">"
-		if o.Desc {
-			dir, cmp = "DESC", "<"
-		}
-		col := bun.Ident("iocs." + string(o.Field))
-		if after != "" {
-			if o.Field == IoCOrderID {
-				q = q.Where("iocs.id "+cmp+" ?", cursorID)
-			} else {
-				if t, isTime := cursorValue.(time.Time); isTime {
-					cursorValue = micros(t)
-				}
-				q = q.Where("(?, iocs.id) "+cmp+" (?, ?)", col, cursorValue, cursorID)
-			}
-		}
-		if o.Field != IoCOrderID {
-			q = q.OrderExpr("? "+dir, col)
-		}
-		q = q.OrderExpr("iocs.id " + dir).Limit(int64(first) + 1)
+		q = orderPage(q, "iocs", o, after != "", cursorValue, cursorID, first+1)
 	}
 	if q != nil {
 		if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -424,6 +420,31 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		page.EndCursor = encodeCursor(o, &page.IoCs[n-1])
 	}
 	return page, nil
+}
+
+// orderPage orders q (IoCs, filtered) for a page in order o after the
+// cursor, limit rows; alias names the table whose columns carry the order
+// (a key table's are named like iocs', and lead the planner to its key).
+func orderPage(q *bun.SelectQuery, alias string, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) *bun.SelectQuery {
+	dir, cmp := "ASC", ">"
+	if o.Desc {
+		dir, cmp = "DESC", "<"
+	}
+	col, id := bun.Ident(alias+"."+string(o.Field)), bun.Ident(alias+".id")
+	if after {
+		if o.Field == IoCOrderID {
+			q = q.Where("? "+cmp+" ?", id, cursorID)
+		} else {
+			if t, isTime := cursorValue.(time.Time); isTime {
+				cursorValue = micros(t)
+			}
+			q = q.Where("(?, ?) "+cmp+" (?, ?)", col, id, cursorValue, cursorID)
+		}
+	}
+	if o.Field != IoCOrderID {
+		q = q.OrderExpr("? "+dir, col)
+	}
+	return q.OrderExpr("? "+dir, id).Limit(int64(limit))
 }
 
 // denseKind is how many IoCs of a kind make SQLite read it in id order

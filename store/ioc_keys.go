@@ -1,0 +1,220 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// The key tables, ioc_score_keys (score, id) and, on SQLite, ioc_tag_keys
+// (tag, id; PostgreSQL has a GIN index over tags), serve the SCORE order
+// and the tag filter as indexes on iocs would, but
+// the writers do not keep them: an index costs every batch a B-tree
+// insert per IoC (a (score, id) index took SQLite's ingestion from 0.52
+// to well under 0.5 of sqlite3 .import, and PostgreSQL's 15-30 %), while
+// the key indexer adds a quiet moment's changes in bulk, in key order.
+//
+// A key's stamp is its IoC's change stamp (iocs.changed_at) when the key
+// was made, and the key holds while the IoC has not changed since: a
+// change always draws a stamp above every stamp handed out before
+// (iocs_changes.go). ioc_keys_state.stamp is how far the tables are
+// complete: every IoC whose change stamp is at most it has a key that
+// holds for its score and for each of its tags. Readers take the IoCs
+// changed since from iocs itself; keys that no longer hold (the IoC went
+// or changed) are skipped by readers and deleted by CleanKeys.
+
+// DefaultKeyChunk is how many changed IoCs one catch-up transaction of
+// the key indexer adds, at most (one transaction's IoCs are never split):
+// about a quarter of a second of SQLite's writer, which the batches wait
+// for.
+const DefaultKeyChunk = 50_000
+
+// CatchUpKeys adds to the key tables the keys of the IoCs changed since
+// their stamp, up to about maxRows IoCs, in one transaction under the IoC
+// write lock; caught says whether the tables are complete up to the latest
+// change.
+func (s *Store) CatchUpKeys(ctx context.Context, maxRows int) (caught bool, err error) {
+	err = s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		caught = false
+		var from, latest int64
+		if err := tx.QueryRowContext(ctx, `SELECT k.stamp, st.stamp FROM ioc_keys_state k, ioc_stats st
+WHERE k.id = 1 AND st.id = 1`).Scan(&from, &latest); err != nil {
+			return err
+		}
+		if from >= latest {
+			caught = true
+			return nil
+		}
+		// Holding the write lock, no transaction with a stamp up to latest
+		// is still to commit: the rows up to it are all there.
+		to := latest
+		// The chunk ends before the stamp of the row past maxRows, unless
+		// that is the first stamp: a transaction's IoCs share their stamp
+		// and go in together.
+		var first, past sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT min(changed_at) FROM iocs WHERE changed_at > ?),
+	(SELECT changed_at FROM iocs WHERE changed_at > ? ORDER BY changed_at LIMIT 1 OFFSET ?)`,
+			from, from, maxRows).Scan(&first, &past); err != nil {
+			return err
+		}
+		switch {
+		case !past.Valid:
+			caught = true
+		case past.Int64 > first.Int64:
+			to = past.Int64 - 1
+		default:
+			to = past.Int64
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_score_keys (score, id, stamp)
+SELECT score, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY score, id
+ON CONFLICT (score, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
+			return err
+		}
+		if s.Dialect == SQLite {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_tag_keys (tag, id, stamp)
+SELECT j.value, iocs.id, iocs.changed_at FROM iocs, json_each(iocs.tags) j
+WHERE j.type = 'text' AND iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY 1, 2
+ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE ioc_keys_state SET stamp = ? WHERE id = 1", to)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: unable to add the keys of changed indicators: %w", err)
+	}
+	return caught, nil
+}
+
+// KeyPositions is where CleanKeys stopped in each key table: the last key
+// it looked at (zero: the start).
+type KeyPositions struct {
+	Score   int
+	ScoreID int64
+	Tag     string
+	TagID   int64
+}
+
+// CleanKeys deletes the keys that no longer hold (their IoC went or
+// changed since) among the next chunk of each key table after at, in one
+// transaction, and returns where to go on: a table's start after its end.
+// A key of an IoC that changed but still has that score or tag goes too:
+// the indexer makes it again with the change.
+func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyPositions, error) {
+	var next KeyPositions
+	err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var more bool
+		err := tx.QueryRowContext(ctx, `SELECT score, id FROM (SELECT score, id FROM ioc_score_keys
+WHERE (score, id) > (?, ?) ORDER BY score, id LIMIT ?) c ORDER BY score DESC, id DESC LIMIT 1`,
+			at.Score, at.ScoreID, chunk).Scan(&next.Score, &next.ScoreID)
+		if more, err = found(err); err != nil {
+			return err
+		}
+		if more {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM ioc_score_keys AS x
+WHERE (score, id) > (?, ?) AND (score, id) <= (?, ?)
+AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id AND iocs.changed_at = x.stamp)`,
+				at.Score, at.ScoreID, next.Score, next.ScoreID); err != nil {
+				return err
+			}
+		}
+		if s.Dialect != SQLite {
+			return nil
+		}
+		err = tx.QueryRowContext(ctx, `SELECT tag, id FROM (SELECT tag, id FROM ioc_tag_keys
+WHERE (tag, id) > (?, ?) ORDER BY tag, id LIMIT ?) c ORDER BY tag DESC, id DESC LIMIT 1`,
+			at.Tag, at.TagID, chunk).Scan(&next.Tag, &next.TagID)
+		if more, err = found(err); err != nil || !more {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM ioc_tag_keys AS x
+WHERE (tag, id) > (?, ?) AND (tag, id) <= (?, ?)
+AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id AND iocs.changed_at = x.stamp)`,
+			at.Tag, at.TagID, next.Tag, next.TagID)
+		return err
+	})
+	if err != nil {
+		return KeyPositions{}, fmt.Errorf("store: unable to clean the indicator keys: %w", err)
+	}
+	return next, nil
+}
+
+// found tells a row from none in a QueryRow's err.
+func found(err error) (bool, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// KeyIndexer keeps the key tables: ingestion's batches come first, so it
+// catches up when the IoCs have been quiet for a tick, or, under constant
+// writes, one chunk at a time once the tables have lagged for MaxLag.
+type KeyIndexer struct {
+	Store *Store
+	// Chunk is DefaultKeyChunk when zero.
+	Chunk int
+	// MaxLag is DefaultKeyLag when zero.
+	MaxLag time.Duration
+
+	lastStamp   int64
+	behindSince time.Time
+	cleaned     KeyPositions
+}
+
+// DefaultKeyLag is how long the key tables may lag behind constant writes
+// before the indexer takes a chunk between batches.
+const DefaultKeyLag = 30 * time.Second
+
+// Tick does the indexer's work of one tick at now: call it every second or
+// so.
+func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
+	chunk, maxLag := k.Chunk, k.MaxLag
+	if chunk <= 0 {
+		chunk = DefaultKeyChunk
+	}
+	if maxLag <= 0 {
+		maxLag = DefaultKeyLag
+	}
+	var keysStamp, stamp int64
+	if err := k.Store.DB.QueryRowContext(ctx, `SELECT k.stamp, st.stamp FROM ioc_keys_state k, ioc_stats st
+WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp); err != nil {
+		return fmt.Errorf("store: unable to read the indicator keys' state: %w", err)
+	}
+	quiet := stamp == k.lastStamp
+	k.lastStamp = stamp
+	if keysStamp >= stamp {
+		k.behindSince = time.Time{}
+	} else {
+		if k.behindSince.IsZero() {
+			k.behindSince = now
+		}
+		if quiet || now.Sub(k.behindSince) >= maxLag {
+			for {
+				caught, err := k.Store.CatchUpKeys(ctx, chunk)
+				if err != nil {
+					return err
+				}
+				if caught {
+					k.behindSince = time.Time{}
+					break
+				}
+				if !quiet {
+					k.behindSince = now // lagging: a chunk per MaxLag
+					break
+				}
+			}
+		}
+	}
+	if !quiet {
+		return nil
+	}
+	var err error
+	k.cleaned, err = k.Store.CleanKeys(ctx, k.cleaned, chunk)
+	return err
+}
