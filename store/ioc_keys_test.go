@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,6 +193,10 @@ func allIoCRows(t *testing.T, s *store.Store) []keyedRow {
 	return out
 }
 
+func contains(term string) func(keyedRow) bool {
+	return func(r keyedRow) bool { return strings.Contains(strings.ToLower(r.value), term) }
+}
+
 // staleKeys counts the keys that no longer hold: their IoC went or
 // changed since they were made. A key that holds must match its IoC's
 // score or one of its tags.
@@ -231,6 +236,15 @@ func staleKeys(t *testing.T, s *store.Store) int {
 		}
 		keys.Close()
 	}
+	if s.Dialect == store.Postgres {
+		// Value keys: a value never changes, its key holds while the IoC
+		// is there.
+		var values int
+		if err := s.DB.QueryRowContext(context.Background(), "SELECT count(*) FROM ioc_value_keys x WHERE NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id)").Scan(&values); err != nil {
+			t.Fatal(err)
+		}
+		stale += values
+	}
 	return stale
 }
 
@@ -263,6 +277,10 @@ func checkKeyedPages(t *testing.T, s *store.Store, state string) {
 		{"rare, min score 40", store.IoCFilter{Tag: "rare", MinScore: ptr(40)}, store.IoCOrder{}, func(r keyedRow) bool { return hasRare(r) && r.score >= 40 }, byID},
 		{"common, id desc", store.IoCFilter{Tag: "common"}, store.IoCOrder{Field: store.IoCOrderID, Desc: true},
 			func(r keyedRow) bool { return slices.Contains(r.tags, "common") }, func(a, b keyedRow) int { return byID(b, a) }},
+		{"search 1.EX", store.IoCFilter{Search: "1.EX"}, store.IoCOrder{}, contains("1.ex"), byID},
+		{"search h0, score desc", store.IoCFilter{Search: "h0"}, store.IoCOrder{Field: store.IoCOrderScore, Desc: true}, contains("h0"),
+			func(a, b keyedRow) int { return cmp.Or(cmp.Compare(b.score, a.score), byID(b, a)) }},
+		{"search c2.example", store.IoCFilter{Search: "c2.example"}, store.IoCOrder{}, contains("c2.example"), byID},
 	}
 	for _, c := range cases {
 		var want []string

@@ -109,8 +109,8 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, keys *iocKeys, o Io
 	if keys.ordered {
 		alias = "x"
 	}
-	keyed = orderPage(keyed, alias, o, after, cursorValue, cursorID, limit)
-	recent = orderPage(recent, "iocs", o, after, cursorValue, cursorID, limit)
+	keyed = orderPage(keyed, alias, o, after, cursorValue, cursorID, limit, false)
+	recent = orderPage(recent, "iocs", o, after, cursorValue, cursorID, limit, false)
 	dir := "ASC"
 	if o.Desc {
 		dir = "DESC"

@@ -37,14 +37,23 @@ func init() {
 	stamp BIGINT NOT NULL,
 	PRIMARY KEY (tag, id)
 ) WITHOUT ROWID`)
+		} else {
+			// The search filter's trigram index. A value never changes:
+			// its key holds while the IoC is there. pg_trgm is a trusted
+			// extension (PostgreSQL 13+): the database's owner may create
+			// it. SQLite scans (store/iocs_search.go).
+			stmts = append(stmts, `CREATE EXTENSION IF NOT EXISTS pg_trgm`, `
+CREATE TABLE ioc_value_keys (
+	id BIGINT PRIMARY KEY,
+	value TEXT NOT NULL
+)`, `CREATE INDEX ioc_value_keys_trgm_idx ON ioc_value_keys USING GIN (value gin_trgm_ops)`)
 		}
 		return exec(ctx, db, stmts...)
 	}, func(ctx context.Context, db *bun.DB) error {
+		table := "ioc_value_keys" // the extension stays: others may use it
 		if db.Dialect().Name() == dialect.SQLite {
-			if err := exec(ctx, db, `DROP TABLE ioc_tag_keys`); err != nil {
-				return err
-			}
+			table = "ioc_tag_keys"
 		}
-		return exec(ctx, db, `DROP TABLE ioc_keys_state`, `DROP TABLE ioc_score_keys`)
+		return exec(ctx, db, `DROP TABLE `+table, `DROP TABLE ioc_keys_state`, `DROP TABLE ioc_score_keys`)
 	})
 }
