@@ -741,3 +741,27 @@ func TestRunNowAsTheRunEnds(t *testing.T) {
 		}
 	})
 }
+
+// The runner's key indexer brings the key tables up to a run's IoCs once
+// writes are quiet: a SCORE page then reads them through the keys.
+func TestRunnerIndexesKeysWhenQuiet(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		h := newHarnessWith(t, st, TSVOptions{}, func(o *Options) { o.KeyIndexInterval = 20 * time.Millisecond })
+		srv := newTSVServer(t, ipRows(1, 9))
+		f := h.create(srv.URL+"/feed.tsv", nil)
+		h.r.Wait()
+		if run := h.lastRun(f.ID); run.Stored != 9 {
+			t.Fatalf("run = %+v", run)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for h.count("SELECT count(*) FROM ioc_keys_state k, ioc_stats s WHERE k.stamp < s.stamp") > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the key tables never caught up")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := h.count("SELECT count(*) FROM ioc_score_keys k JOIN iocs i ON i.id = k.id AND i.changed_at = k.stamp"); n != 9 {
+			t.Errorf("%d score keys hold, want 9", n)
+		}
+	})
+}

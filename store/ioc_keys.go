@@ -35,23 +35,25 @@ import (
 const DefaultKeyChunk = 50_000
 
 // CatchUpKeys adds to the key tables the keys of the IoCs changed since
-// their stamp, up to about maxRows IoCs, in one transaction under the IoC
-// write lock; caught says whether the tables are complete up to the latest
-// change.
+// their stamp, up to about maxRows IoCs, in one transaction; caught says
+// whether the tables are complete up to the latest change.
 func (s *Store) CatchUpKeys(ctx context.Context, maxRows int) (caught bool, err error) {
-	err = s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	latest, err := s.committedStamp(ctx)
+	if err != nil {
+		return false, fmt.Errorf("store: unable to read the change stamp: %w", err)
+	}
+	err = s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		caught = false
-		var from, latest int64
-		if err := tx.QueryRowContext(ctx, `SELECT k.stamp, st.stamp FROM ioc_keys_state k, ioc_stats st
-WHERE k.id = 1 AND st.id = 1`).Scan(&from, &latest); err != nil {
+		var from int64
+		if err := tx.QueryRowContext(ctx, "SELECT stamp FROM ioc_keys_state WHERE id = 1").Scan(&from); err != nil {
 			return err
 		}
 		if from >= latest {
 			caught = true
 			return nil
 		}
-		// Holding the write lock, no transaction with a stamp up to latest
-		// is still to commit: the rows up to it are all there.
+		// Every IoC changed up to latest is committed, and one changed
+		// again since has a stamp above it: it waits for a later chunk.
 		to := latest
 		// The chunk ends before the stamp of the row past maxRows, unless
 		// that is the first stamp: a transaction's IoCs share their stamp
@@ -97,6 +99,35 @@ ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != n
 	return caught, nil
 }
 
+// committedStamp returns the last change stamp handed out, read under the
+// IoC write lock: every transaction that drew a stamp up to it has
+// committed.
+func (s *Store) committedStamp(ctx context.Context) (int64, error) {
+	var stamp int64
+	err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		return tx.QueryRowContext(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&stamp)
+	})
+	return stamp, err
+}
+
+// keyIndexerLockID is the PostgreSQL advisory lock the key indexers of
+// the instances take turns with; the IoC writers do not wait for it.
+const keyIndexerLockID = 0x7466656564730011
+
+// keysTx runs fn in a transaction that writes the key tables: on SQLite
+// the one write transaction; on PostgreSQL one that holds the key
+// indexers' lock, beside the IoC writers.
+func (s *Store) keysTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if s.Dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(keyIndexerLockID)); err != nil {
+				return err
+			}
+		}
+		return fn(ctx, tx)
+	})
+}
+
 // KeyPositions is where CleanKeys stopped in each key table: the last key
 // it looked at (zero: the start).
 type KeyPositions struct {
@@ -114,7 +145,7 @@ type KeyPositions struct {
 // the indexer makes it again with the change.
 func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyPositions, error) {
 	var next KeyPositions
-	err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var more bool
 		err := tx.QueryRowContext(ctx, `SELECT score, id FROM (SELECT score, id FROM ioc_score_keys
 WHERE (score, id) > (?, ?) ORDER BY score, id LIMIT ?) c ORDER BY score DESC, id DESC LIMIT 1`,
