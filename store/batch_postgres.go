@@ -48,7 +48,10 @@ func (w *pgWriter) exec(ctx context.Context, query string, args ...any) (int64, 
 // iocColumns and encodeIoC are what a batch writes of each IoC: the one
 // place that lists its per-row columns, for the direct COPY of new IoCs and
 // for the staging table of updates.
-const iocColumns = "type, value, score, tags, first_seen, last_seen, expires_at"
+const (
+	iocColumns = "type, value, score, tags, first_seen, last_seen, expires_at"
+	iocFieldsN = 7 // of iocColumns, which encodeIoC writes
+)
 
 func encodeIoC(e *copyEncoder, a *aggregate) {
 	e.text(string(a.kind))
@@ -72,7 +75,7 @@ func (w *pgWriter) copyIoCs(ctx context.Context, aggs []*aggregate) error {
 	}
 	_, err := copyBinary(ctx, w.tx.Conn().PgConn(), "COPY tifeeds_iocs_in ("+iocColumns+") FROM STDIN (FORMAT binary)",
 		len(aggs), func(e *copyEncoder, i int) {
-			e.row(7)
+			e.row(iocFieldsN)
 			encodeIoC(e, aggs[i])
 		})
 	return err
@@ -137,7 +140,7 @@ func copyNewIoCs(ctx context.Context, tx pgx.Tx, aggs []*aggregate, stamp int64)
 	first := last - int64(len(aggs)) + 1
 	_, err := copyBinary(ctx, tx.Conn().PgConn(), "COPY iocs (id, "+iocColumns+", changed_at) FROM STDIN (FORMAT binary)",
 		len(aggs), func(e *copyEncoder, i int) {
-			e.row(9)
+			e.row(1 + iocFieldsN + 1)
 			e.int8(first + int64(i))
 			encodeIoC(e, aggs[i])
 			e.int8(stamp)
