@@ -118,14 +118,7 @@ const keyIndexerLockID = 0x7466656564730011
 // the one write transaction; on PostgreSQL one that holds the key
 // indexers' lock, beside the IoC writers.
 func (s *Store) keysTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
-	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if s.Dialect == Postgres {
-			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(keyIndexerLockID)); err != nil {
-				return err
-			}
-		}
-		return fn(ctx, tx)
-	})
+	return s.lockedTx(ctx, keyIndexerLockID, fn)
 }
 
 // KeyPositions is where CleanKeys stopped in each key table: the last key

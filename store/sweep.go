@@ -32,9 +32,15 @@ WHERE id IN (?) AND EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id)`
 // writeTx runs fn in a transaction that may change sightings: on PostgreSQL
 // it first takes the IoC write lock (see iocWriteLockID).
 func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return s.lockedTx(ctx, iocWriteLockID, fn)
+}
+
+// lockedTx runs fn in a transaction that first takes the advisory lock
+// lockID on PostgreSQL; SQLite's write transactions are one at a time.
+func (s *Store) lockedTx(ctx context.Context, lockID int64, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if s.Dialect == Postgres {
-			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(iocWriteLockID)); err != nil {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", lockID); err != nil {
 				return err
 			}
 		}
