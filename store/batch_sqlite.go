@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -312,7 +313,23 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 	return nil
 }
 
-func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now int64, rows []pendingSighting) error {
+func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now int64, pending []pendingSighting) error {
+	// In the order of the sightings' key, (ioc_id, feed_id, source): each
+	// row then goes after the one before in the table and in
+	// sightings_feed_idx (a batch's sightings share their expiry), instead
+	// of anywhere in the batch's range of ids, as a source's order would
+	// put them. The rows are distinct (dedupe), so the order changes
+	// nothing else.
+	rows := make([]*pendingSighting, len(pending))
+	for i := range pending {
+		rows[i] = &pending[i]
+	}
+	slices.SortFunc(rows, func(x, y *pendingSighting) int {
+		if c := cmp.Compare(x.iocID, y.iocID); c != 0 {
+			return c
+		}
+		return strings.Compare(x.source, y.source)
+	})
 	ins := rowInsert{n: len(rows)}
 	ins.bind("ioc_id", func(i int) any { return rows[i].iocID })
 	ins.literal("feed_id", strconv.FormatInt(feedID, 10))
