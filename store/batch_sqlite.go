@@ -23,6 +23,9 @@ const sqliteLookupChunk = 4000
 // rows, one prepared statement per table reused for every full chunk.
 type sqliteWriter struct {
 	tx bun.Tx
+	// firstSeen is iocs.first_seen of the stored IoCs sightings read, by
+	// id: updateIoCs leaves the column alone where it did not move.
+	firstSeen map[int64]int64
 }
 
 func (w *sqliteWriter) exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -243,9 +246,10 @@ func sqliteQuote(s string) string {
 
 func (w *sqliteWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string) ([]storedSighting, error) {
 	var out []storedSighting
+	w.firstSeen = map[int64]int64{}
 	for kind, values := range keys {
 		for chunk := range slices.Chunk(values, sqliteLookupChunk) {
-			q := `SELECT i.id, i.value, s.feed_id, s.source, s.score, s.tags, s.first_seen, s.last_seen, s.expires_at
+			q := `SELECT i.id, i.value, i.first_seen, s.feed_id, s.source, s.score, s.tags, s.first_seen, s.last_seen, s.expires_at
 FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.value IN (` + placeholders(len(chunk)) + `)`
 			args := make([]any, 0, len(chunk)+1)
 			args = append(args, string(kind))
@@ -259,14 +263,16 @@ FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.valu
 			for rows.Next() {
 				st := storedSighting{valKey: valKey{kind: kind}}
 				var (
+					iocFirst            int64
 					feedID, score       sql.NullInt64
 					source, tags        sql.NullString
 					first, last, expire sql.NullInt64
 				)
-				if err := rows.Scan(&st.iocID, &st.value, &feedID, &source, &score, &tags, &first, &last, &expire); err != nil {
+				if err := rows.Scan(&st.iocID, &st.value, &iocFirst, &feedID, &source, &score, &tags, &first, &last, &expire); err != nil {
 					rows.Close()
 					return nil, err
 				}
+				w.firstSeen[st.iocID] = iocFirst
 				if feedID.Valid {
 					st.feedID, st.source, st.score = feedID.Int64, source.String, int(score.Int64)
 					st.first, st.last, st.expires = first.Int64, last.Int64, expire.Int64
@@ -293,12 +299,20 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 	if err != nil {
 		return err
 	}
-	st, err := w.tx.Tx.PrepareContext(ctx, `UPDATE iocs SET score = ?, tags = ?, first_seen = ?, last_seen = ?, expires_at = ?, changed_at = `+
-		strconv.FormatInt(stamp, 10)+` WHERE id = ?`)
+	// SQLite rewrites the entry of every index on a column the SET names,
+	// even to the same value: a re-sighting, which keeps its IoC's
+	// first_seen, is updated without naming it (docs/benchmarks.md).
+	const set = `UPDATE iocs SET score = ?, tags = ?, last_seen = ?, expires_at = ?, changed_at = `
+	moved, err := w.tx.Tx.PrepareContext(ctx, set+strconv.FormatInt(stamp, 10)+`, first_seen = ? WHERE id = ?`)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer moved.Close()
+	kept, err := w.tx.Tx.PrepareContext(ctx, set+strconv.FormatInt(stamp, 10)+` WHERE id = ?`)
+	if err != nil {
+		return err
+	}
+	defer kept.Close()
 	rowCtx := context.WithoutCancel(ctx) // see rowInsert.exec
 	for i, a := range aggs {
 		if i%rowCheckEvery == 0 {
@@ -306,7 +320,12 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 				return err
 			}
 		}
-		if _, err := st.ExecContext(rowCtx, a.score, a.tagJSON, a.first, a.last, a.expires, a.id); err != nil {
+		if first, ok := w.firstSeen[a.id]; ok && first == a.first {
+			_, err = kept.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, a.id)
+		} else {
+			_, err = moved.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, a.first, a.id)
+		}
+		if err != nil {
 			return err
 		}
 	}
