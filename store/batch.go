@@ -91,6 +91,19 @@ type aggregate struct {
 	last    int64
 	expires int64
 	live    bool
+	// sharedTags says that tags and tagJSON are those of the one sighting
+	// the aggregate started from (startFrom), shared rather than copied:
+	// a batch's first ingestion makes one aggregate per sighting.
+	sharedTags bool
+}
+
+// startFrom starts the aggregate from the sighting p, seen from first to
+// last. p's tags are normalised (sorted, distinct) and tagJSON is theirs,
+// so both are shared, until another sighting adds a tag.
+func (a *aggregate) startFrom(p *pendingSighting, first, last int64) {
+	a.score, a.first, a.last, a.expires = p.score, first, last, p.expires
+	a.tags, a.tagJSON, a.sharedTags = p.tags, p.tagJSON, true
+	a.live = true
 }
 
 func (a *aggregate) add(score int, tags []string, first, last, expires int64) {
@@ -106,12 +119,18 @@ func (a *aggregate) add(score int, tags []string, first, last, expires int64) {
 	a.expires = max(a.expires, expires)
 	for _, t := range tags {
 		if !slices.Contains(a.tags, t) {
+			if a.sharedTags {
+				a.tags, a.tagJSON, a.sharedTags = slices.Clone(a.tags), "", false
+			}
 			a.tags = append(a.tags, t)
 		}
 	}
 }
 
 func (a *aggregate) seal() {
+	if a.sharedTags {
+		return // sorted, and encoded, already
+	}
 	slices.Sort(a.tags)
 	a.tagJSON = jsonTags(a.tags)
 }
@@ -179,15 +198,22 @@ func PrepareBatch(b Batch) (*PreparedBatch, error) {
 	// The aggregates each IoC would have from this batch alone: exact for
 	// IoCs not stored yet, which on a first ingestion is all of them.
 	p.byKey = make(map[valKey]*aggregate, len(upserts))
+	// One allocation for the batch's aggregates: the slab never grows, so
+	// pointers into it stay valid.
+	slab := make([]aggregate, 0, len(upserts))
+	p.fresh = make([]*aggregate, 0, len(upserts))
 	for i := range upserts {
 		u := &upserts[i]
 		a, ok := p.byKey[u.valKey]
-		if !ok {
-			a = &aggregate{valKey: u.valKey}
+		if ok {
+			a.add(u.score, u.tags, now, now, u.expires)
+		} else {
+			slab = append(slab, aggregate{valKey: u.valKey})
+			a = &slab[len(slab)-1]
+			a.startFrom(u, now, now)
 			p.byKey[u.valKey] = a
 			p.fresh = append(p.fresh, a)
 		}
-		a.add(u.score, u.tags, now, now, u.expires)
 		u.agg = a
 	}
 	for _, a := range p.fresh {
@@ -299,6 +325,9 @@ func dedupe(b Batch, now int64) (upserts []pendingSighting, revoked []sightKey, 
 		index[k] = len(entries)
 		entries = append(entries, e)
 	}
+	// Sized once: growing a slice of these structs, 20,000 of them a
+	// batch, cost more than the rest of the loop (docs/benchmarks.md).
+	upserts = make([]pendingSighting, 0, len(entries))
 	for _, e := range entries {
 		if e.revoked {
 			revoked = append(revoked, e.p.sightKey)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -22,6 +23,9 @@ const sqliteLookupChunk = 4000
 // rows, one prepared statement per table reused for every full chunk.
 type sqliteWriter struct {
 	tx bun.Tx
+	// firstSeen is iocs.first_seen of the stored IoCs sightings read, by
+	// id: updateIoCs leaves the column alone where it did not move.
+	firstSeen map[int64]int64
 }
 
 func (w *sqliteWriter) exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -242,9 +246,10 @@ func sqliteQuote(s string) string {
 
 func (w *sqliteWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string) ([]storedSighting, error) {
 	var out []storedSighting
+	w.firstSeen = map[int64]int64{}
 	for kind, values := range keys {
 		for chunk := range slices.Chunk(values, sqliteLookupChunk) {
-			q := `SELECT i.id, i.value, s.feed_id, s.source, s.score, s.tags, s.first_seen, s.last_seen, s.expires_at
+			q := `SELECT i.id, i.value, i.first_seen, s.feed_id, s.source, s.score, s.tags, s.first_seen, s.last_seen, s.expires_at
 FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.value IN (` + placeholders(len(chunk)) + `)`
 			args := make([]any, 0, len(chunk)+1)
 			args = append(args, string(kind))
@@ -258,14 +263,16 @@ FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.valu
 			for rows.Next() {
 				st := storedSighting{valKey: valKey{kind: kind}}
 				var (
+					iocFirst            int64
 					feedID, score       sql.NullInt64
 					source, tags        sql.NullString
 					first, last, expire sql.NullInt64
 				)
-				if err := rows.Scan(&st.iocID, &st.value, &feedID, &source, &score, &tags, &first, &last, &expire); err != nil {
+				if err := rows.Scan(&st.iocID, &st.value, &iocFirst, &feedID, &source, &score, &tags, &first, &last, &expire); err != nil {
 					rows.Close()
 					return nil, err
 				}
+				w.firstSeen[st.iocID] = iocFirst
 				if feedID.Valid {
 					st.feedID, st.source, st.score = feedID.Int64, source.String, int(score.Int64)
 					st.first, st.last, st.expires = first.Int64, last.Int64, expire.Int64
@@ -292,12 +299,20 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 	if err != nil {
 		return err
 	}
-	st, err := w.tx.Tx.PrepareContext(ctx, `UPDATE iocs SET score = ?, tags = ?, first_seen = ?, last_seen = ?, expires_at = ?, changed_at = `+
-		strconv.FormatInt(stamp, 10)+` WHERE id = ?`)
+	// SQLite rewrites the entry of every index on a column the SET names,
+	// even to the same value: a re-sighting, which keeps its IoC's
+	// first_seen, is updated without naming it (docs/benchmarks.md).
+	const set = `UPDATE iocs SET score = ?, tags = ?, last_seen = ?, expires_at = ?, changed_at = `
+	moved, err := w.tx.Tx.PrepareContext(ctx, set+strconv.FormatInt(stamp, 10)+`, first_seen = ? WHERE id = ?`)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer moved.Close()
+	kept, err := w.tx.Tx.PrepareContext(ctx, set+strconv.FormatInt(stamp, 10)+` WHERE id = ?`)
+	if err != nil {
+		return err
+	}
+	defer kept.Close()
 	rowCtx := context.WithoutCancel(ctx) // see rowInsert.exec
 	for i, a := range aggs {
 		if i%rowCheckEvery == 0 {
@@ -305,14 +320,20 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 				return err
 			}
 		}
-		if _, err := st.ExecContext(rowCtx, a.score, a.tagJSON, a.first, a.last, a.expires, a.id); err != nil {
+		if first, ok := w.firstSeen[a.id]; ok && first == a.first {
+			_, err = kept.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, a.id)
+		} else {
+			_, err = moved.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, a.first, a.id)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now int64, rows []pendingSighting) error {
+func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now int64, pending []pendingSighting) error {
+	rows := sightingsInKeyOrder(pending)
 	ins := rowInsert{n: len(rows)}
 	ins.bind("ioc_id", func(i int) any { return rows[i].iocID })
 	ins.literal("feed_id", strconv.FormatInt(feedID, 10))
@@ -324,6 +345,55 @@ func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now in
 	ins.integer("expires_at", func(i int) int64 { return rows[i].expires })
 	return ins.exec(ctx, w.tx.Tx, "INSERT INTO sightings ", ` ON CONFLICT (ioc_id, feed_id, source) DO UPDATE SET
 score = excluded.score, tags = excluded.tags, last_seen = excluded.last_seen, expires_at = excluded.expires_at`, nil)
+}
+
+// sightingsInKeyOrder returns the rows in the order of the sightings' key,
+// (ioc_id, feed_id, source) with one feed: each row then goes after the
+// one before in the table and in sightings_feed_idx (a batch's sightings
+// share their expiry), instead of anywhere in the batch's range of ids, as
+// a source's order puts them (docs/benchmarks.md). The rows are distinct
+// (dedupe), so their order changes nothing else. A batch's new IoCs have
+// consecutive ids: they are counted into place, in linear time.
+func sightingsInKeyOrder(pending []pendingSighting) []*pendingSighting {
+	rows := make([]*pendingSighting, len(pending))
+	if len(pending) == 0 {
+		return rows
+	}
+	lo, hi := pending[0].iocID, pending[0].iocID
+	for i := range pending {
+		lo, hi = min(lo, pending[i].iocID), max(hi, pending[i].iocID)
+	}
+	if hi-lo >= int64(4*len(pending)) {
+		for i := range pending {
+			rows[i] = &pending[i]
+		}
+		slices.SortFunc(rows, func(x, y *pendingSighting) int {
+			if c := cmp.Compare(x.iocID, y.iocID); c != 0 {
+				return c
+			}
+			return strings.Compare(x.source, y.source)
+		})
+		return rows
+	}
+	next := make([]int32, hi-lo+2) // next[id-lo]: where id's next row goes
+	for i := range pending {
+		next[pending[i].iocID-lo+1]++
+	}
+	for k := 1; k < len(next); k++ {
+		next[k] += next[k-1]
+	}
+	for i := range pending {
+		k := pending[i].iocID - lo
+		rows[next[k]] = &pending[i]
+		next[k]++
+	}
+	// The few sightings of one IoC (one per source) in source order.
+	for i := 1; i < len(rows); i++ {
+		for j := i; j > 0 && rows[j-1].iocID == rows[j].iocID && rows[j-1].source > rows[j].source; j-- {
+			rows[j-1], rows[j] = rows[j], rows[j-1]
+		}
+	}
+	return rows
 }
 
 func (w *sqliteWriter) deleteSightings(ctx context.Context, feedID int64, rows []storedSighting) (int, error) {

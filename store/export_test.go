@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"database/sql"
+	"time"
+)
 
 // SetOverviewCost sets what the cached overview cost to read, which bounds
 // how stale it may be served.
@@ -12,3 +15,6 @@ func SetOverviewCost(s *Store, d time.Duration) {
 
 // DenseKind lets tests take pageByType's id-order path with few IoCs.
 var DenseKind = &denseKind
+
+// ReadDB is the pool s reads from outside transactions.
+func ReadDB(s *Store) *sql.DB { return s.readDB() }

@@ -156,6 +156,41 @@ func TestApplyBatchAggregates(t *testing.T) {
 	})
 }
 
+// An IoC's first sighting lends its tags to the IoC's aggregate until
+// another sighting in the batch adds some: the union must not leak back
+// into the first sighting's row.
+func TestApplyBatchTagUnionLeavesEachSightingsTags(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "TSV_tags")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: []ioc.Indicator{
+			dom("u.example", "s1", 10, "b", "a", "a"),
+			dom("u.example", "s2", 20, "c"),
+			dom("u.example", "s3", 30, "a"),
+			dom("v.example", "s1", 40, "b", "a"),
+		}})
+		wantIoC(t, s, "u.example", 30, []string{"a", "b", "c"}, t0, t0, t0.Add(day))
+		wantIoC(t, s, "v.example", 40, []string{"a", "b"}, t0, t0, t0.Add(day))
+		rows, err := s.DB.QueryContext(context.Background(), `SELECT i.value, s.source, s.tags FROM sightings s
+			JOIN iocs i ON i.id = s.ioc_id ORDER BY i.value, s.source`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got []string
+		for rows.Next() {
+			var value, source, tags string
+			if err := rows.Scan(&value, &source, &tags); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, value+" "+source+" "+strings.ReplaceAll(tags, " ", ""))
+		}
+		want := []string{`u.example s1 ["a","b"]`, `u.example s2 ["c"]`, `u.example s3 ["a"]`, `v.example s1 ["a","b"]`}
+		if !slices.Equal(got, want) {
+			t.Errorf("sightings = %q, want %q", got, want)
+		}
+	})
+}
+
 func TestApplyBatchRevoked(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		a, b := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b")

@@ -103,7 +103,7 @@ func openSQLite(path string) (*Store, error) {
 	// _txlock=immediate takes the write lock at BEGIN, so two writers queue on
 	// the busy timeout instead of failing with SQLITE_BUSY on lock upgrade.
 	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=64"
-	sqldb := sql.OpenDB(newSQLiteConnector(dsn))
+	sqldb := sql.OpenDB(newSQLiteConnector(dsn, sqliteWriterCacheKiB))
 	// SQLite allows one writer at a time. A single connection serialises
 	// writers in Go instead of in lock retries, and keeps ":memory:" one
 	// database rather than one per connection.
@@ -116,7 +116,7 @@ func openSQLite(path string) (*Store, error) {
 		// WAL lets readers run beside each other and the writer; on the
 		// one connection, 16 clients getting a tenant queued for it (and
 		// behind any write transaction), a quarter of a bare handler's rate.
-		s.reads = sql.OpenDB(newSQLiteConnector(dsn))
+		s.reads = sql.OpenDB(newSQLiteConnector(dsn, sqliteCacheKiB))
 		s.reads.SetMaxOpenConns(sqliteReaders)
 		s.reads.SetMaxIdleConns(sqliteReaders)
 		s.reads.SetConnMaxIdleTime(5 * time.Minute)
@@ -177,7 +177,7 @@ const sqliteCheckpointInterval = 250 * time.Millisecond
 // checkpoint never waits for the writer or blocks it; one that finds
 // nothing to copy costs a few microseconds.
 func startCheckpointer(dsn string) (stop func()) {
-	db := sql.OpenDB(newSQLiteConnector(dsn))
+	db := sql.OpenDB(newSQLiteConnector(dsn, sqliteCacheKiB))
 	db.SetMaxOpenConns(1)
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -211,11 +211,20 @@ func checkpoint(ctx context.Context, db *sql.DB) (copied int, err error) {
 	return copied, err
 }
 
-// sqliteCacheKiB is SQLite's page cache per connection (default 2 MiB).
-// Ingestion inserts keys all over the iocs unique index: with the default,
+// sqliteCacheKiB is SQLite's page cache per connection that reads or
+// checkpoints (default 2 MiB). Ingestion inserts keys all over the iocs unique index: with the default,
 // pages were read back from the OS about 300,000 times per 1,000,000 IoCs;
 // 16 MiB took a fifth off the system time (docs/benchmarks.md).
 const sqliteCacheKiB = 16 << 10
+
+// sqliteWriterCacheKiB is the page cache of the connection that writes.
+// A batch of 20,000 new IoCs touches more pages than 16 MiB hold once the
+// store nears 1,000,000 IoCs (the unique index takes keys all over): SQLite
+// then spilled dirty pages to the WAL before the commit and read evicted
+// ones back, 105,000 more writes and 120,000 more reads per 1,000,000 IoCs
+// than with 24 MiB or more (docs/benchmarks.md). 32 MiB leaves room for
+// larger stores; peak RSS stays under issue 3's 150 MB.
+const sqliteWriterCacheKiB = 32 << 10
 
 // sqliteConnector opens mattn/go-sqlite3 connections to dsn with the
 // pragmas a DSN cannot carry. temp_store = MEMORY keeps statement journals
@@ -226,10 +235,10 @@ type sqliteConnector struct {
 	drv *sqlite3.SQLiteDriver
 }
 
-func newSQLiteConnector(dsn string) sqliteConnector {
+func newSQLiteConnector(dsn string, cacheKiB int) sqliteConnector {
 	return sqliteConnector{dsn: dsn, drv: &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -%d",
-			sqliteBackstopCheckpointPages, sqliteCacheKiB), nil)
+			sqliteBackstopCheckpointPages, cacheKiB), nil)
 		return err
 	}}}
 }

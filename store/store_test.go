@@ -68,6 +68,28 @@ func TestSQLiteCheckpointer(t *testing.T) {
 	}
 }
 
+// The writing connection has a page cache of its own size, large enough
+// for a batch's pages (docs/benchmarks.md); reading ones keep theirs.
+func TestSQLiteCacheSizes(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "cache.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var writer, reader int
+	if err := st.DB.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&writer); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.ReadDB(st).QueryRowContext(ctx, "PRAGMA cache_size").Scan(&reader); err != nil {
+		t.Fatal(err)
+	}
+	// Negative: KiB.
+	if writer != -32<<10 || reader != -16<<10 {
+		t.Errorf("cache_size = %d on the writer, %d on a reader; want %d and %d", writer, reader, -32<<10, -16<<10)
+	}
+}
+
 // An in-memory database has no WAL and no checkpointer; closing it works.
 func TestSQLiteMemoryClose(t *testing.T) {
 	st, err := store.Open(context.Background(), "sqlite::memory:")
