@@ -13,6 +13,9 @@ func SetOverviewCost(s *Store, d time.Duration) {
 	s.overview.cost = d
 }
 
+// RecentKeysMax lets tests take the plain path of keyed pages.
+var RecentKeysMax = &recentKeysMax
+
 // DenseKind lets tests take pageByType's id-order path with few IoCs.
 var DenseKind = &denseKind
 
