@@ -60,7 +60,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*iocKeys,
 		return nil, err
 	}
 	var recent int
-	if err := s.DB.NewRaw("SELECT count(*) FROM (SELECT 1 FROM iocs WHERE changed_at > ? LIMIT ?) r",
+	if err := s.reader().NewRaw("SELECT count(*) FROM (SELECT 1 FROM iocs WHERE changed_at > ? LIMIT ?) r",
 		keys.stamp, recentKeysMax+1).Scan(ctx, &recent); err != nil {
 		return nil, fmt.Errorf("store: unable to count the indicators changed since their keys: %w", err)
 	}
@@ -71,7 +71,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*iocKeys,
 		return keys, nil
 	}
 	var n int
-	if err := s.DB.NewRaw("SELECT count(*) FROM (SELECT 1 FROM ioc_tag_keys WHERE tag = ? LIMIT ?) k",
+	if err := s.reader().NewRaw("SELECT count(*) FROM (SELECT 1 FROM ioc_tag_keys WHERE tag = ? LIMIT ?) k",
 		f.Tag, sparseTagKeys+1).Scan(ctx, &n); err != nil {
 		return nil, fmt.Errorf("store: unable to count the keys of tag %q: %w", f.Tag, err)
 	}
@@ -100,8 +100,8 @@ func (s *Store) keyArms(f IoCFilter, keys *iocKeys, stamp int64) (keyed, recent 
 	if keys.tag {
 		keyedFilter.Tag = ""
 	}
-	keyed, _, _ = s.applyIoCFilter(keys.join(s.DB.NewSelect().Model((*IoC)(nil))), keyedFilter)
-	recent = s.DB.NewSelect().Model((*IoC)(nil))
+	keyed, _, _ = s.applyIoCFilter(keys.join(s.reader().NewSelect().Model((*IoC)(nil))), keyedFilter)
+	recent = s.reader().NewSelect().Model((*IoC)(nil))
 	if s.Dialect == SQLite {
 		// Without statistics SQLite walked the whole table in id order
 		// rather than the few rows changed since.
@@ -114,7 +114,7 @@ func (s *Store) keyArms(f IoCFilter, keys *iocKeys, stamp int64) (keyed, recent 
 // keysStamp reads how far the key tables are complete.
 func (s *Store) keysStamp(ctx context.Context) (int64, error) {
 	var stamp int64
-	if err := s.DB.QueryRowContext(ctx, "SELECT stamp FROM ioc_keys_state WHERE id = 1").Scan(&stamp); err != nil {
+	if err := s.reader().QueryRowContext(ctx, "SELECT stamp FROM ioc_keys_state WHERE id = 1").Scan(&stamp); err != nil {
 		return 0, fmt.Errorf("store: unable to read the indicator keys' state: %w", err)
 	}
 	return stamp, nil
@@ -148,14 +148,14 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, keys *iocKeys, o Io
 	if s.Dialect == Postgres {
 		// PostgreSQL planned the key walk in parallel: 10-20 ms of
 		// starting workers for a walk of a millisecond.
-		err = s.DB.RunInTx(ctx, &sql.TxOptions{ReadOnly: true}, func(ctx context.Context, tx bun.Tx) error {
+		err = s.reader().RunInTx(ctx, &sql.TxOptions{ReadOnly: true}, func(ctx context.Context, tx bun.Tx) error {
 			if _, err := tx.ExecContext(ctx, "SET LOCAL max_parallel_workers_per_gather = 0"); err != nil {
 				return err
 			}
 			return read(tx)
 		})
 	} else {
-		err = read(s.DB)
+		err = read(s.reader())
 	}
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: unable to list indicators: %w", err)
@@ -170,7 +170,7 @@ func (s *Store) countByKeys(ctx context.Context, f IoCFilter, keys *iocKeys) (to
 	one := func(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
 	}
-	if err := s.DB.NewRaw("SELECT (SELECT count(*) FROM (?) AS keyed) + (SELECT count(*) FROM (?) AS recent)",
+	if err := s.reader().NewRaw("SELECT (SELECT count(*) FROM (?) AS keyed) + (SELECT count(*) FROM (?) AS recent)",
 		one(keyed), one(recent)).Scan(ctx, &total); err != nil {
 		return 0, false, fmt.Errorf("store: unable to count indicators: %w", err)
 	}

@@ -174,7 +174,7 @@ func (s *Store) atLeastMeet(ctx context.Context, countSQL string, arg any) (bool
 	}
 	meet := int64(math.Sqrt(3 * float64(s.countCap()) * float64(st.Count)))
 	var n int64
-	if err := s.DB.QueryRowContext(ctx, countSQL, arg, meet).Scan(&n); err != nil {
+	if err := s.reader().QueryRowContext(ctx, countSQL, arg, meet).Scan(&n); err != nil {
 		return false, fmt.Errorf("store: unable to size a filter: %w", err)
 	}
 	return n >= meet, nil
@@ -316,7 +316,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 			return nil, err
 		}
 	}
-	count, ok, err := s.applyIoCFilter(s.DB.NewSelect().Model((*IoC)(nil)), f)
+	count, ok, err := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
 	if err != nil || !ok {
 		return page, err
 	}
@@ -341,7 +341,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		// One more than the cap tells "more than" from "exactly".
 		capped := count.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
 		var total int
-		if err := s.DB.NewSelect().TableExpr("(?) AS matching", capped).ColumnExpr("count(*)").Scan(ctx, &total); err != nil {
+		if err := s.reader().NewSelect().TableExpr("(?) AS matching", capped).ColumnExpr("count(*)").Scan(ctx, &total); err != nil {
 			return nil, fmt.Errorf("store: unable to count indicators: %w", err)
 		}
 		page.Total = min(total, limit)
@@ -366,7 +366,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		}
 		page.IoCs = rows
 	} else {
-		q, _, _ = s.applyIoCFilter(s.DB.NewSelect().Model(&page.IoCs), f)
+		q, _, _ = s.applyIoCFilter(s.reader().NewSelect().Model(&page.IoCs), f)
 		// When the count says an expiry range holds few IoCs, SQLite
 		// reads them through its index and sorts them, rather than walk
 		// the order's index through every IoC when none match (52 ms at
@@ -463,7 +463,7 @@ func (s *Store) pageByType(ctx context.Context, desc, after bool, cursorValue an
 			// common one. A common kind is read in id order instead
 			// (+type: no index on it), stopping with the page.
 			var n int
-			if err := s.DB.NewRaw("SELECT count(*) FROM (SELECT 1 FROM iocs WHERE type = ? LIMIT ?)", k, denseKind).Scan(ctx, &n); err != nil {
+			if err := s.reader().NewRaw("SELECT count(*) FROM (SELECT 1 FROM iocs WHERE type = ? LIMIT ?)", k, denseKind).Scan(ctx, &n); err != nil {
 				return nil, fmt.Errorf("store: unable to count indicators of type %s: %w", k, err)
 			}
 			if n == 0 {
@@ -474,7 +474,7 @@ func (s *Store) pageByType(ctx context.Context, desc, after bool, cursorValue an
 			}
 		}
 		var rows []IoC
-		q := s.DB.NewSelect().Model(&rows).Where(typeCond, k)
+		q := s.reader().NewSelect().Model(&rows).Where(typeCond, k)
 		if after && k == cursorKind {
 			q = q.Where("iocs.id "+cmp+" ?", cursorID)
 		}
@@ -503,7 +503,7 @@ func (s *Store) byValueOfEachKind(f IoCFilter, desc bool, after bool, cursorValu
 	}
 	var union strings.Builder
 	for i, k := range kinds {
-		q, _, _ := s.applyIoCFilter(s.DB.NewSelect().Model((*IoC)(nil)), f)
+		q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
 		q = q.Where("iocs.type = ?", string(k))
 		if after {
 			// The bound on value alone is the one the index serves.
@@ -518,14 +518,14 @@ func (s *Store) byValueOfEachKind(f IoCFilter, desc bool, after bool, cursorValu
 		// members of a compound select.
 		fmt.Fprintf(&union, "SELECT * FROM (%s) AS k%d", q.String(), i)
 	}
-	return s.DB.NewSelect().Model(into).ModelTableExpr("(?) AS iocs", bun.Safe(union.String())).
+	return s.reader().NewSelect().Model(into).ModelTableExpr("(?) AS iocs", bun.Safe(union.String())).
 		OrderExpr("iocs.value " + dir).OrderExpr("iocs.id " + dir).Limit(int64(first) + 1)
 }
 
 // IoC returns the IoC with id.
 func (s *Store) IoC(ctx context.Context, id int64) (*IoC, error) {
 	i := new(IoC)
-	if err := s.DB.NewSelect().Model(i).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := s.reader().NewSelect().Model(i).Where("id = ?", id).Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("indicator %d: %w", id, ErrNotFound)
 		}
@@ -540,7 +540,7 @@ func (s *Store) IoC(ctx context.Context, id int64) (*IoC, error) {
 // Sightings returns the sightings of an IoC, highest score first.
 func (s *Store) Sightings(ctx context.Context, iocID int64) ([]Sighting, error) {
 	var out []Sighting
-	if err := s.DB.NewSelect().Model(&out).Where("ioc_id = ?", iocID).
+	if err := s.reader().NewSelect().Model(&out).Where("ioc_id = ?", iocID).
 		OrderExpr("score DESC, feed_id, source").Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: unable to read the sightings of indicator %d: %w", iocID, err)
 	}

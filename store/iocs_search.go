@@ -56,7 +56,7 @@ func (s *Store) searchByKeys(ctx context.Context, pattern string, limit int) ([]
 	}
 	// UNION: an IoC changed since the stamp may also have its key.
 	var ids []int64
-	err = s.DB.NewRaw(`SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE x.value ILIKE ? ESCAPE '\'
+	err = s.reader().NewRaw(`SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE x.value ILIKE ? ESCAPE '\'
 UNION SELECT id FROM iocs WHERE changed_at > ? AND value ILIKE ? ESCAPE '\'
 UNION SELECT t.ioc_id FROM ioc_texts t JOIN iocs r ON r.id = t.ioc_id WHERE r.type = ? AND t.text ILIKE ? ESCAPE '\'
 LIMIT ?`, pattern, stamp, pattern, string(ioc.Rule), pattern, limit+1).Scan(ctx, &ids)
@@ -90,9 +90,6 @@ func (s *Store) searchSplit(ctx context.Context, pattern string, limit int) ([]i
 		}
 		g.Go(func() error {
 			db := s.readDB()
-			if parts == 1 {
-				db = s.DB.DB
-			}
 			rows, err := db.QueryContext(gctx, `SELECT id FROM iocs WHERE id > ? AND id <= ? AND value LIKE ? ESCAPE '\'
 UNION SELECT t.ioc_id FROM ioc_texts t JOIN iocs r ON r.id = t.ioc_id
 WHERE t.ioc_id > ? AND t.ioc_id <= ? AND r.type = ? AND t.text LIKE ? ESCAPE '\'

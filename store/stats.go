@@ -38,7 +38,7 @@ func bumpIoCStats(ctx context.Context, exec func(ctx context.Context, query stri
 func (s *Store) IoCStats(ctx context.Context) (IoCStats, error) {
 	var st IoCStats
 	var changed int64
-	err := s.DB.QueryRowContext(ctx, "SELECT version, changed_at, ioc_count FROM ioc_stats WHERE id = 1").
+	err := s.readDB().QueryRowContext(ctx, "SELECT version, changed_at, ioc_count FROM ioc_stats WHERE id = 1").
 		Scan(&st.Version, &changed, &st.Count)
 	if err != nil {
 		return st, fmt.Errorf("store: unable to read indicator statistics: %w", err)

@@ -37,9 +37,10 @@ type Store struct {
 	Dialect Dialect
 
 	// reads is a pool of SQLite connections for reads that must not queue
-	// behind the one connection of DB (Tenant); nil when DB serves them
-	// (PostgreSQL, ":memory:").
-	reads *sql.DB
+	// behind the one connection of DB (Tenant, IoC pages); nil when DB
+	// serves them (PostgreSQL, ":memory:"). readsBun is bun over it.
+	reads    *sql.DB
+	readsBun *bun.DB
 
 	// stopCheckpointer ends the SQLite WAL checkpointer; nil when there is
 	// none (PostgreSQL, ":memory:").
@@ -120,6 +121,7 @@ func openSQLite(path string) (*Store, error) {
 		s.reads.SetMaxOpenConns(sqliteReaders)
 		s.reads.SetMaxIdleConns(sqliteReaders)
 		s.reads.SetConnMaxIdleTime(5 * time.Minute)
+		s.readsBun = bun.NewDB(s.reads, sqlitedialect.New())
 	}
 	return s, nil
 }
@@ -135,6 +137,15 @@ func (s *Store) readDB() *sql.DB {
 		return s.reads
 	}
 	return s.DB.DB
+}
+
+// reader is readDB through bun: IoC pages, counts and lookups of one IoC,
+// which otherwise waited on SQLite for a batch's transaction to commit.
+func (s *Store) reader() *bun.DB {
+	if s.readsBun != nil {
+		return s.readsBun
+	}
+	return s.DB
 }
 
 // createPrivate creates the database file, and its directory, readable by
