@@ -17,7 +17,7 @@ func (s *Store) IoCTexts(ctx context.Context, ids []int64) (map[int64]string, er
 			IoCID int64  `bun:"ioc_id"`
 			Text  string `bun:"text"`
 		}
-		if err := s.DB.NewSelect().Table("ioc_texts").Column("ioc_id", "text").
+		if err := s.reader().NewSelect().Table("ioc_texts").Column("ioc_id", "text").
 			Where("ioc_id IN (?)", bun.In(chunk)).Scan(ctx, &rows); err != nil {
 			return nil, fmt.Errorf("store: unable to read the texts of %d indicators: %w", len(chunk), err)
 		}

@@ -95,7 +95,7 @@ func (s *Store) IoCChanges(ctx context.Context, q IoCChangesQuery, fn func(*IoCC
 		b.WriteString(` LIMIT ?`)
 		args = append(args, q.Limit)
 	}
-	rows, err := s.DB.QueryContext(ctx, b.String(), args...)
+	rows, err := s.reader().QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return fmt.Errorf("store: unable to read indicators in change order: %w", err)
 	}

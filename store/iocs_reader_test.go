@@ -13,9 +13,9 @@ import (
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
-// IoC pages and lookups answer while a write transaction is open: on
-// SQLite they read on the read pool rather than queue on the one writing
-// connection for a batch to commit.
+// IoC pages, exports, TAXII's change order and lookups answer while a
+// write transaction is open: on SQLite they read on the read pool rather
+// than queue on the one writing connection for a batch to commit.
 func TestIoCReadsDoNotWaitForTheWriter(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -63,6 +63,21 @@ func TestIoCReadsDoNotWaitForTheWriter(t *testing.T) {
 			if len(page.IoCs) == 0 || page.Total == 0 {
 				t.Errorf("%s: %d IoCs of %d", name, len(page.IoCs), page.Total)
 			}
+		}
+		// Exports, TAXII's change order and bulk lookups too.
+		streamed := 0
+		if err := s.StreamIoCs(rctx, store.IoCFilter{}, store.IoCOrder{}, store.StreamColumns{WithSources: true},
+			func(*store.IoCRow) error { streamed++; return nil }); err != nil || streamed != 20 {
+			t.Fatalf("export: %d rows, %v (waited for the writer?)", streamed, err)
+		}
+		changed := 0
+		if err := s.IoCChanges(rctx, store.IoCChangesQuery{WithText: true},
+			func(*store.IoCChange) error { changed++; return nil }); err != nil || changed != 20 {
+			t.Fatalf("changes: %d IoCs, %v (waited for the writer?)", changed, err)
+		}
+		found, err := s.IoCsByKeys(rctx, []store.IoCKey{{Type: ioc.Domain, Value: "w03.example"}})
+		if err != nil || len(found) != 1 {
+			t.Fatalf("lookup: %d found, %v (waited for the writer?)", len(found), err)
 		}
 		close(release)
 		if err := <-done; err != nil {

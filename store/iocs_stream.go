@@ -41,7 +41,7 @@ func (s *Store) StreamIoCs(ctx context.Context, f IoCFilter, o IoCOrder, cols St
 	default:
 		return Invalid("orderBy", "unknown order %q", o.Field)
 	}
-	q, ok, err := s.applyIoCFilter(s.DB.NewSelect().Model((*IoC)(nil)), f)
+	q, ok, err := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
 	if err != nil || !ok {
 		return err
 	}

@@ -40,12 +40,12 @@ func (s *Store) IoCsByKeys(ctx context.Context, keys []IoCKey) (map[IoCKey]*IoC,
 		var rows *sql.Rows
 		var err error
 		if s.Dialect == Postgres {
-			rows, err = s.DB.QueryContext(ctx, `SELECT `+lookupColumns+` FROM unnest(?::text[]) AS v(value)
+			rows, err = s.reader().QueryContext(ctx, `SELECT `+lookupColumns+` FROM unnest(?::text[]) AS v(value)
 JOIN iocs ON iocs.type = ? AND iocs.value = v.value COLLATE "C"`, pgdialect.Array(values), string(kind))
 		} else {
 			b, _ := json.Marshal(values)
 			// CROSS JOIN keeps SQLite's planner driving from the values.
-			rows, err = s.DB.QueryContext(ctx, `SELECT `+lookupColumns+` FROM json_each(?) AS v
+			rows, err = s.reader().QueryContext(ctx, `SELECT `+lookupColumns+` FROM json_each(?) AS v
 CROSS JOIN iocs WHERE iocs.type = ? AND iocs.value = v.value`, string(b), string(kind))
 		}
 		if err == nil {
@@ -109,7 +109,7 @@ func (s *Store) SightingsByIoC(ctx context.Context, iocIDs []int64) (map[int64][
 	for start := 0; start < len(iocIDs); start += lookupChunk {
 		chunk := iocIDs[start:min(start+lookupChunk, len(iocIDs))]
 		var rows []Sighting
-		err := s.DB.NewSelect().Model(&rows).Where("ioc_id IN (?)", bun.In(chunk)).
+		err := s.reader().NewSelect().Model(&rows).Where("ioc_id IN (?)", bun.In(chunk)).
 			OrderExpr("ioc_id, score DESC, feed_id, source").Scan(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("store: unable to fetch sightings of %d IoCs: %w", len(chunk), err)
