@@ -89,13 +89,14 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*iocKeys,
 var recentKeysMax = 50_000
 
 // keyArms returns the two queries whose union is the IoCs of f: those
-// changed up to stamp, found through keys that hold, and those changed
-// since, from iocs alone. No IoC is in both, and each is in one as long
-// as the key tables are complete up to stamp: true of any stamp they had,
-// since the indexer only adds keys and the cleaner only deletes keys that
-// no longer hold. So stamp is read first, as a value the planners can
-// weigh (as a subquery, PostgreSQL guessed a third of the table changed).
-func (s *Store) keyArms(f IoCFilter, keys *iocKeys, stamp int64) (keyed, recent *bun.SelectQuery) {
+// changed up to keys.stamp, found through keys that hold, and those
+// changed since, from iocs alone. No IoC is in both, and each is in one as
+// long as the key tables are complete up to that stamp: true of any stamp
+// they had, since the indexer only adds keys and the cleaner only deletes
+// keys that no longer hold. So the stamp is read first, as a value the
+// planners can weigh (as a subquery, PostgreSQL guessed a third of the
+// table changed).
+func (s *Store) keyArms(f IoCFilter, keys *iocKeys) (keyed, recent *bun.SelectQuery) {
 	keyedFilter := f
 	if keys.tag {
 		keyedFilter.Tag = ""
@@ -108,7 +109,7 @@ func (s *Store) keyArms(f IoCFilter, keys *iocKeys, stamp int64) (keyed, recent 
 		recent = recent.ModelTableExpr("iocs AS iocs INDEXED BY iocs_changed_idx")
 	}
 	recent, _, _ = s.applyIoCFilter(recent, f)
-	return keyed.Where("iocs.changed_at <= ?", stamp), recent.Where("iocs.changed_at > ?", stamp)
+	return keyed.Where("iocs.changed_at <= ?", keys.stamp), recent.Where("iocs.changed_at > ?", keys.stamp)
 }
 
 // keysStamp reads how far the key tables are complete.
@@ -124,7 +125,7 @@ func (s *Store) keysStamp(ctx context.Context) (int64, error) {
 // ordered and limited on its own, then merged: one statement, so both arms
 // see the same state of the tables.
 func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, keys *iocKeys, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
-	keyed, recent := s.keyArms(f, keys, keys.stamp)
+	keyed, recent := s.keyArms(f, keys)
 	alias := "iocs"
 	if keys.ordered {
 		alias = "x"
@@ -166,7 +167,7 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, keys *iocKeys, o Io
 // countByKeys counts the IoCs of f up to the count cap, through keys.
 func (s *Store) countByKeys(ctx context.Context, f IoCFilter, keys *iocKeys) (total int, capped bool, err error) {
 	limit := s.countCap()
-	keyed, recent := s.keyArms(f, keys, keys.stamp)
+	keyed, recent := s.keyArms(f, keys)
 	one := func(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
 	}
