@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -611,4 +612,49 @@ func finishBatch(ctx context.Context, w batchWriter, b Batch, res BatchResult) e
 		}
 	}
 	return nil
+}
+
+// sightingsInKeyOrder returns rows in the order of the sightings' key,
+// (ioc_id, feed_id, source) within one batch's feed, where both writers
+// append them to the table and its indexes. The rows are distinct
+// (dedupe), so their order changes nothing else. A batch's new IoCs have
+// consecutive ids: they are counted into place, in linear time; scattered
+// ids are sorted (rows itself, then).
+func sightingsInKeyOrder(rows []*pendingSighting) []*pendingSighting {
+	if len(rows) == 0 {
+		return rows
+	}
+	lo, hi := rows[0].iocID, rows[0].iocID
+	for _, p := range rows {
+		lo, hi = min(lo, p.iocID), max(hi, p.iocID)
+	}
+	if hi-lo >= int64(4*len(rows)) {
+		slices.SortFunc(rows, func(x, y *pendingSighting) int {
+			if c := cmp.Compare(x.iocID, y.iocID); c != 0 {
+				return c
+			}
+			return strings.Compare(x.source, y.source)
+		})
+		return rows
+	}
+	next := make([]int32, hi-lo+2) // next[id-lo]: where id's next row goes
+	for _, p := range rows {
+		next[p.iocID-lo+1]++
+	}
+	for k := 1; k < len(next); k++ {
+		next[k] += next[k-1]
+	}
+	out := make([]*pendingSighting, len(rows))
+	for _, p := range rows {
+		k := p.iocID - lo
+		out[next[k]] = p
+		next[k]++
+	}
+	// The few sightings of one IoC (one per source) in source order.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j-1].iocID == out[j].iocID && out[j-1].source > out[j].source; j-- {
+			out[j-1], out[j] = out[j], out[j-1]
+		}
+	}
+	return out
 }

@@ -1,11 +1,8 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -278,12 +275,7 @@ func (w *pgWriter) upsertSightings(ctx context.Context, feedID int64, now int64,
 		// a feed and mostly an expiry. In the batch's order each row
 		// descended the trees and split pages in the middle: 1.3 s more
 		// of server CPU per 1,000,000 rows (docs/benchmarks.md).
-		slices.SortFunc(fresh, func(x, y *pendingSighting) int {
-			if c := cmp.Compare(x.iocID, y.iocID); c != 0 {
-				return c
-			}
-			return strings.Compare(x.source, y.source)
-		})
+		fresh = sightingsInKeyOrder(fresh)
 		_, err := copyBinary(ctx, w.tx.Conn().PgConn(),
 			"COPY sightings (ioc_id, feed_id, source, score, tags, first_seen, last_seen, expires_at) FROM STDIN (FORMAT binary)",
 			len(fresh), func(e *copyEncoder, i int) {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -333,7 +332,14 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 }
 
 func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now int64, pending []pendingSighting) error {
-	rows := sightingsInKeyOrder(pending)
+	// In key order each row goes after the one before in the table and
+	// in sightings_feed_idx (a batch's sightings share their expiry),
+	// instead of anywhere in the batch's range of ids (docs/benchmarks.md).
+	rows := make([]*pendingSighting, len(pending))
+	for i := range pending {
+		rows[i] = &pending[i]
+	}
+	rows = sightingsInKeyOrder(rows)
 	ins := rowInsert{n: len(rows)}
 	ins.bind("ioc_id", func(i int) any { return rows[i].iocID })
 	ins.literal("feed_id", strconv.FormatInt(feedID, 10))
@@ -345,55 +351,6 @@ func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now in
 	ins.integer("expires_at", func(i int) int64 { return rows[i].expires })
 	return ins.exec(ctx, w.tx.Tx, "INSERT INTO sightings ", ` ON CONFLICT (ioc_id, feed_id, source) DO UPDATE SET
 score = excluded.score, tags = excluded.tags, last_seen = excluded.last_seen, expires_at = excluded.expires_at`, nil)
-}
-
-// sightingsInKeyOrder returns the rows in the order of the sightings' key,
-// (ioc_id, feed_id, source) with one feed: each row then goes after the
-// one before in the table and in sightings_feed_idx (a batch's sightings
-// share their expiry), instead of anywhere in the batch's range of ids, as
-// a source's order puts them (docs/benchmarks.md). The rows are distinct
-// (dedupe), so their order changes nothing else. A batch's new IoCs have
-// consecutive ids: they are counted into place, in linear time.
-func sightingsInKeyOrder(pending []pendingSighting) []*pendingSighting {
-	rows := make([]*pendingSighting, len(pending))
-	if len(pending) == 0 {
-		return rows
-	}
-	lo, hi := pending[0].iocID, pending[0].iocID
-	for i := range pending {
-		lo, hi = min(lo, pending[i].iocID), max(hi, pending[i].iocID)
-	}
-	if hi-lo >= int64(4*len(pending)) {
-		for i := range pending {
-			rows[i] = &pending[i]
-		}
-		slices.SortFunc(rows, func(x, y *pendingSighting) int {
-			if c := cmp.Compare(x.iocID, y.iocID); c != 0 {
-				return c
-			}
-			return strings.Compare(x.source, y.source)
-		})
-		return rows
-	}
-	next := make([]int32, hi-lo+2) // next[id-lo]: where id's next row goes
-	for i := range pending {
-		next[pending[i].iocID-lo+1]++
-	}
-	for k := 1; k < len(next); k++ {
-		next[k] += next[k-1]
-	}
-	for i := range pending {
-		k := pending[i].iocID - lo
-		rows[next[k]] = &pending[i]
-		next[k]++
-	}
-	// The few sightings of one IoC (one per source) in source order.
-	for i := 1; i < len(rows); i++ {
-		for j := i; j > 0 && rows[j-1].iocID == rows[j].iocID && rows[j-1].source > rows[j].source; j-- {
-			rows[j-1], rows[j] = rows[j], rows[j-1]
-		}
-	}
-	return rows
 }
 
 func (w *sqliteWriter) deleteSightings(ctx context.Context, feedID int64, rows []storedSighting) (int, error) {
