@@ -220,7 +220,7 @@ func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
 		maxLag = DefaultKeyLag
 	}
 	var keysStamp, stamp int64
-	if err := k.Store.DB.QueryRowContext(ctx, `SELECT k.stamp, st.stamp FROM ioc_keys_state k, ioc_stats st
+	if err := k.Store.reader().QueryRowContext(ctx, `SELECT k.stamp, st.stamp FROM ioc_keys_state k, ioc_stats st
 WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp); err != nil {
 		return fmt.Errorf("store: unable to read the indicator keys' state: %w", err)
 	}

@@ -37,10 +37,9 @@ type Store struct {
 	Dialect Dialect
 
 	// reads is a pool of SQLite connections for reads that must not queue
-	// behind the one connection of DB (Tenant, IoC pages); nil when DB
-	// serves them (PostgreSQL, ":memory:"). readsBun is bun over it.
-	reads    *sql.DB
-	readsBun *bun.DB
+	// behind the one connection of DB (tenants, IoC pages, exports,
+	// lookups); nil when DB serves them (PostgreSQL, ":memory:").
+	reads *bun.DB
 
 	// stopCheckpointer ends the SQLite WAL checkpointer; nil when there is
 	// none (PostgreSQL, ":memory:").
@@ -117,11 +116,11 @@ func openSQLite(path string) (*Store, error) {
 		// WAL lets readers run beside each other and the writer; on the
 		// one connection, 16 clients getting a tenant queued for it (and
 		// behind any write transaction), a quarter of a bare handler's rate.
-		s.reads = sql.OpenDB(newSQLiteConnector(dsn, sqliteCacheKiB))
-		s.reads.SetMaxOpenConns(sqliteReaders)
-		s.reads.SetMaxIdleConns(sqliteReaders)
-		s.reads.SetConnMaxIdleTime(5 * time.Minute)
-		s.readsBun = bun.NewDB(s.reads, sqlitedialect.New())
+		reads := sql.OpenDB(newSQLiteConnector(dsn, sqliteCacheKiB))
+		reads.SetMaxOpenConns(sqliteReaders)
+		reads.SetMaxIdleConns(sqliteReaders)
+		reads.SetConnMaxIdleTime(5 * time.Minute)
+		s.reads = bun.NewDB(reads, sqlitedialect.New())
 	}
 	return s, nil
 }
@@ -134,16 +133,16 @@ const sqliteReaders = 4
 // the writer: they see what was committed when they start.
 func (s *Store) readDB() *sql.DB {
 	if s.reads != nil {
-		return s.reads
+		return s.reads.DB
 	}
 	return s.DB.DB
 }
 
-// reader is readDB through bun: IoC pages, counts and lookups of one IoC,
+// reader is readDB through bun: IoC pages, counts, exports and lookups,
 // which otherwise waited on SQLite for a batch's transaction to commit.
 func (s *Store) reader() *bun.DB {
-	if s.readsBun != nil {
-		return s.readsBun
+	if s.reads != nil {
+		return s.reads
 	}
 	return s.DB
 }
