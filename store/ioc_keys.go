@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -137,49 +139,44 @@ type KeyPositions struct {
 // A key of an IoC that changed but still has that score or tag goes too:
 // the indexer makes it again with the change.
 func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyPositions, error) {
+	// A score or tag key holds while its IoC has not changed since it was
+	// made; a value key while its IoC is there (a value never changes).
+	const unchanged = "iocs.changed_at = x.stamp"
 	var next KeyPositions
 	err := s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var more bool
-		err := tx.QueryRowContext(ctx, `SELECT score, id FROM (SELECT score, id FROM ioc_score_keys
-WHERE (score, id) > (?, ?) ORDER BY score, id LIMIT ?) c ORDER BY score DESC, id DESC LIMIT 1`,
-			at.Score, at.ScoreID, chunk).Scan(&next.Score, &next.ScoreID)
-		if more, err = found(err); err != nil {
+		if err := cleanKeyChunk(ctx, tx, "ioc_score_keys", "score, id", unchanged, chunk,
+			[]any{at.Score, at.ScoreID}, &next.Score, &next.ScoreID); err != nil {
 			return err
-		}
-		if more {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM ioc_score_keys AS x
-WHERE (score, id) > (?, ?) AND (score, id) <= (?, ?)
-AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id AND iocs.changed_at = x.stamp)`,
-				at.Score, at.ScoreID, next.Score, next.ScoreID); err != nil {
-				return err
-			}
 		}
 		if s.Dialect == Postgres {
-			err = tx.QueryRowContext(ctx, `SELECT max(id) FROM (SELECT id FROM ioc_value_keys
-WHERE id > ? ORDER BY id LIMIT ?) c HAVING count(*) > 0`, at.ValueID, chunk).Scan(&next.ValueID)
-			if more, err = found(err); err != nil || !more {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, `DELETE FROM ioc_value_keys AS x WHERE id > ? AND id <= ?
-AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id)`, at.ValueID, next.ValueID)
-			return err
+			return cleanKeyChunk(ctx, tx, "ioc_value_keys", "id", "true", chunk, []any{at.ValueID}, &next.ValueID)
 		}
-		err = tx.QueryRowContext(ctx, `SELECT tag, id FROM (SELECT tag, id FROM ioc_tag_keys
-WHERE (tag, id) > (?, ?) ORDER BY tag, id LIMIT ?) c ORDER BY tag DESC, id DESC LIMIT 1`,
-			at.Tag, at.TagID, chunk).Scan(&next.Tag, &next.TagID)
-		if more, err = found(err); err != nil || !more {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM ioc_tag_keys AS x
-WHERE (tag, id) > (?, ?) AND (tag, id) <= (?, ?)
-AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id AND iocs.changed_at = x.stamp)`,
-			at.Tag, at.TagID, next.Tag, next.TagID)
-		return err
+		return cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", unchanged, chunk,
+			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID)
 	})
 	if err != nil {
 		return KeyPositions{}, fmt.Errorf("store: unable to clean the indicator keys: %w", err)
 	}
 	return next, nil
+}
+
+// cleanKeyChunk deletes the keys of table that no longer hold (holds, a
+// condition on the key x and its IoC iocs, fails) among the chunk of keys
+// (columns key, its primary key) after the key after, and scans the
+// chunk's last key into last: left as it was past the table's end.
+func cleanKeyChunk(ctx context.Context, tx bun.Tx, table, key, holds string, chunk int, after []any, last ...any) error {
+	marks := placeholders(len(after))
+	desc := strings.ReplaceAll(key, ",", " DESC,") + " DESC"
+	err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT %[2]s FROM (SELECT %[2]s FROM %[1]s
+WHERE (%[2]s) > (%[3]s) ORDER BY %[2]s LIMIT ?) c ORDER BY %[4]s LIMIT 1`, table, key, marks, desc),
+		append(slices.Clone(after), chunk)...).Scan(last...)
+	if more, err := found(err); err != nil || !more {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %[1]s AS x WHERE (%[2]s) > (%[3]s) AND (%[2]s) <= (%[3]s)
+AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id AND %[4]s)`, table, key, marks, holds),
+		append(slices.Clone(after), last...)...)
+	return err
 }
 
 // found tells a row from none in a QueryRow's err.
