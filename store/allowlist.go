@@ -130,7 +130,7 @@ func (s *Store) DeleteIoCsMatching(ctx context.Context, kind ioc.Kind, pattern s
 			continue
 		}
 		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM ioc_texts WHERE ioc_id IN (?)", bun.In(ids)); err != nil {

@@ -63,6 +63,7 @@ type pendingSighting struct {
 	agg     *aggregate // its IoC's aggregate from the batch alone
 	iocID   int64      // once known
 	fresh   bool       // its IoC was inserted by this batch, so it has no sighting yet
+	inline  bool       // its IoC's row keeps it, the IoC's only sighting (aggregate.feedID)
 	text    string     // a Rule's text; "" keeps the stored one
 	textAt  int        // the indicator's place in the batch: the latest text wins
 }
@@ -79,6 +80,9 @@ type storedSighting struct {
 	first   int64 // unix microseconds, as stored
 	last    int64
 	expires int64
+	// inline says the sighting is kept in its IoC's row, not in
+	// sighting_rows: the IoC's only one (see aggregate.feedID).
+	inline bool
 }
 
 // aggregate is the summary of an IoC's live sightings.
@@ -92,6 +96,19 @@ type aggregate struct {
 	last    int64
 	expires int64
 	live    bool
+	// feedID, when not 0, and source are the IoC's one sighting, which its
+	// row keeps (iocs.feed_id, iocs.source) with no row in sighting_rows:
+	// the sighting's score, tags, times and expiry are the IoC's. Most IoCs
+	// are reported by one feed; a row and two index entries fewer for each
+	// is a fifth of PostgreSQL's ingestion (docs/decisions.md, "Inline
+	// sightings"). An IoC with more sightings keeps them all as rows.
+	feedID int64
+	source string
+	// inline is the sighting a stored IoC kept in its row, if any.
+	inline *storedSighting
+	// others says the batch reports the stored IoC from another (feed,
+	// source) than its inline sighting's.
+	others bool
 	// sharedTags says that tags and tagJSON are those of the one sighting
 	// the aggregate started from (startFrom), shared rather than copied:
 	// a batch's first ingestion makes one aggregate per sighting.
@@ -146,6 +163,11 @@ type batchWriter interface {
 	sightings(ctx context.Context, keys map[ioc.Kind][]string) ([]storedSighting, error)
 	// updateIoCs sets the aggregates of stored IoCs.
 	updateIoCs(ctx context.Context, aggs []*aggregate) error
+	// insertSightings writes stored sightings into sighting_rows as they
+	// are: the inline sightings of IoCs that gain another.
+	insertSightings(ctx context.Context, rows []storedSighting) error
+	// upsertSightings writes the batch's sightings to sighting_rows, but
+	// for the inline ones (their IoC's row holds them).
 	upsertSightings(ctx context.Context, feedID int64, now int64, rows []pendingSighting) error
 	deleteSightings(ctx context.Context, feedID int64, rows []storedSighting) (int, error)
 	deleteIoCs(ctx context.Context, ids []int64) error
@@ -207,11 +229,13 @@ func PrepareBatch(b Batch) (*PreparedBatch, error) {
 		u := &upserts[i]
 		a, ok := p.byKey[u.valKey]
 		if ok {
+			a.feedID, a.source = 0, "" // a second source: rows
 			a.add(u.score, u.tags, now, now, u.expires)
 		} else {
 			slab = append(slab, aggregate{valKey: u.valKey})
 			a = &slab[len(slab)-1]
 			a.startFrom(u, now, now)
+			a.feedID, a.source = b.FeedID, u.source
 			p.byKey[u.valKey] = a
 			p.fresh = append(p.fresh, a)
 		}
@@ -422,7 +446,9 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 	var oldOrder []*aggregate
 	firstSeen := map[sightKey]int64{}
 	var revokedHere []storedSighting
-	for _, st := range stored {
+	revokedInline := 0
+	for i := range stored {
+		st := &stored[i]
 		a, ok := old[st.valKey]
 		if !ok {
 			a = &aggregate{valKey: st.valKey, id: st.iocID}
@@ -433,13 +459,20 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 			continue // an IoC without sightings
 		}
 		sk := sightKey{st.valKey, st.source}
+		if st.inline {
+			a.inline = st
+		}
 		if st.feedID == b.FeedID {
 			if batchKeys[sk] {
 				firstSeen[sk] = st.first
 				continue
 			}
 			if isRevoked[sk] {
-				revokedHere = append(revokedHere, st)
+				if st.inline {
+					revokedInline++ // it goes with its IoC, or is not made a row
+				} else {
+					revokedHere = append(revokedHere, *st)
+				}
 				continue
 			}
 		}
@@ -451,7 +484,7 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 	for i := range upserts {
 		p := &upserts[i]
 		if p.agg.id != 0 {
-			p.iocID, p.fresh = p.agg.id, true
+			p.iocID, p.fresh, p.inline = p.agg.id, true, p.agg.feedID != 0
 			res.Added++
 			continue
 		}
@@ -466,10 +499,16 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 			first = now
 			res.Added++
 		}
+		if in := a.inline; in == nil || in.feedID != b.FeedID || in.source != p.source {
+			a.others = true
+		}
 		a.add(p.score, p.tags, first, now, p.expires)
 	}
 	var live []*aggregate
 	var dead []int64
+	// The inline sightings of live IoCs that gain another sighting become
+	// rows, before the batch's rows join them.
+	var moved []storedSighting
 	for _, a := range oldOrder {
 		if !a.live {
 			dead = append(dead, a.id)
@@ -477,14 +516,28 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 		}
 		a.seal()
 		live = append(live, a)
+		if in := a.inline; in != nil {
+			revoked := in.feedID == b.FeedID && isRevoked[sightKey{in.valKey, in.source}]
+			if !a.others && !revoked {
+				a.feedID, a.source = in.feedID, in.source // still its only one
+			} else if !revoked {
+				moved = append(moved, *in)
+			}
+		}
+	}
+	for i := range upserts {
+		if p := &upserts[i]; !p.fresh {
+			p.inline = old[p.valKey].feedID != 0
+		}
 	}
 	slices.SortFunc(live, func(x, y *aggregate) int { return cmpValKey(x.valKey, y.valKey) })
+	res.Removed = revokedInline
 	if len(revokedHere) > 0 {
 		n, err := w.deleteSightings(ctx, b.FeedID, revokedHere)
 		if err != nil {
 			return res, err
 		}
-		res.Removed = n
+		res.Removed += n
 	}
 	if len(dead) > 0 {
 		if err := w.deleteIoCs(ctx, dead); err != nil {
@@ -493,6 +546,11 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 	}
 	if len(live) > 0 {
 		if err := w.updateIoCs(ctx, live); err != nil {
+			return res, err
+		}
+	}
+	if len(moved) > 0 {
+		if err := w.insertSightings(ctx, moved); err != nil {
 			return res, err
 		}
 	}
@@ -505,7 +563,7 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 			return res, err
 		}
 	}
-	if len(pb.fresh) > 0 || len(upserts) > 0 || len(revokedHere) > 0 {
+	if len(pb.fresh) > 0 || len(upserts) > 0 || res.Removed > 0 || len(dead) > 0 {
 		added := int64(-len(dead))
 		for _, a := range pb.fresh {
 			if a.id != 0 {

@@ -46,8 +46,8 @@ func (w *pgWriter) exec(ctx context.Context, query string, args ...any) (int64, 
 // place that lists its per-row columns, for the direct COPY of new IoCs and
 // for the staging table of updates.
 const (
-	iocColumns = "type, value, score, tags, first_seen, last_seen, expires_at"
-	iocFieldsN = 7 // of iocColumns, which encodeIoC writes
+	iocColumns = "type, value, score, tags, first_seen, last_seen, expires_at, feed_id, source"
+	iocFieldsN = 9 // of iocColumns, which encodeIoC writes
 )
 
 func encodeIoC(e *copyEncoder, a *aggregate) {
@@ -58,13 +58,20 @@ func encodeIoC(e *copyEncoder, a *aggregate) {
 	e.int8(a.first)
 	e.int8(a.last)
 	e.int8(a.expires)
+	if a.feedID != 0 {
+		e.int8(a.feedID)
+		e.text(a.source)
+	} else {
+		e.null()
+		e.null()
+	}
 }
 
 // copyIoCs fills the session's staging table of IoCs, emptied at commit.
 func (w *pgWriter) copyIoCs(ctx context.Context, aggs []*aggregate) error {
 	if _, err := w.tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS tifeeds_iocs_in (
 	type TEXT, value TEXT COLLATE "C", score INTEGER, tags JSONB,
-	first_seen BIGINT, last_seen BIGINT, expires_at BIGINT) ON COMMIT DELETE ROWS`); err != nil {
+	first_seen BIGINT, last_seen BIGINT, expires_at BIGINT, feed_id BIGINT, source TEXT) ON COMMIT DELETE ROWS`); err != nil {
 		return err
 	}
 	if _, err := w.tx.Exec(ctx, "TRUNCATE tifeeds_iocs_in"); err != nil {
@@ -189,24 +196,31 @@ func (w *pgWriter) storedKeys(ctx context.Context, aggs []*aggregate) (map[valKe
 func (w *pgWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string) ([]storedSighting, error) {
 	// Two plain index lookups rather than one join: the planner, without
 	// fresh statistics during a large ingestion, tends to hash-join the
-	// whole sightings table.
+	// whole sightings table. An IoC's inline sighting comes with it.
 	byID := map[int64]valKey{}
 	var ids []int64
+	var out []storedSighting
 	for kind, values := range keys {
-		rows, err := w.tx.Query(ctx, `SELECT id, value FROM iocs WHERE type = $1 AND value = ANY(CAST($2 AS TEXT[]) COLLATE "C")`,
-			string(kind), values)
+		rows, err := w.tx.Query(ctx, `SELECT id, value, feed_id, source, score, tags, first_seen, last_seen, expires_at
+FROM iocs WHERE type = $1 AND value = ANY(CAST($2 AS TEXT[]) COLLATE "C")`, string(kind), values)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var id int64
-			k := valKey{kind: kind}
-			if err := rows.Scan(&id, &k.value); err != nil {
+			st := storedSighting{valKey: valKey{kind: kind}}
+			var feedID *int64
+			var source *string
+			if err := rows.Scan(&st.iocID, &st.value, &feedID, &source, &st.score, &st.tags, &st.first, &st.last, &st.expires); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			byID[id] = k
-			ids = append(ids, id)
+			if feedID != nil {
+				st.feedID, st.source, st.inline = *feedID, *source, true
+				out = append(out, st)
+				continue
+			}
+			byID[st.iocID] = st.valKey
+			ids = append(ids, st.iocID)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -214,15 +228,14 @@ func (w *pgWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string) ([
 		}
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	rows, err := w.tx.Query(ctx, `SELECT ioc_id, feed_id, source, score, tags, first_seen, last_seen, expires_at
-FROM sightings WHERE ioc_id = ANY($1)`, ids)
+FROM sighting_rows WHERE ioc_id = ANY($1)`, ids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([]storedSighting, 0, len(ids))
 	has := make(map[int64]bool, len(ids))
 	for rows.Next() {
 		var st storedSighting
@@ -250,17 +263,20 @@ func (w *pgWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error {
 	}
 	// An upsert on the unique key probes the index row by row, whatever
 	// the statistics say; these rows all exist.
-	_, err := w.tx.Exec(ctx, `INSERT INTO iocs (type, value, score, tags, first_seen, last_seen, expires_at, changed_at)
-SELECT type, value, score, tags, first_seen, last_seen, expires_at, `+iocStampExpr+` FROM tifeeds_iocs_in ORDER BY type, value
+	_, err := w.tx.Exec(ctx, `INSERT INTO iocs (`+iocColumns+`, changed_at)
+SELECT `+iocColumns+`, `+iocStampExpr+` FROM tifeeds_iocs_in ORDER BY type, value
 ON CONFLICT (type, value) DO UPDATE SET score = excluded.score, tags = excluded.tags,
 first_seen = excluded.first_seen, last_seen = excluded.last_seen, expires_at = excluded.expires_at,
-changed_at = excluded.changed_at`)
+feed_id = excluded.feed_id, source = excluded.source, changed_at = excluded.changed_at`)
 	return err
 }
 
 func (w *pgWriter) upsertSightings(ctx context.Context, feedID int64, now int64, rows []pendingSighting) error {
 	var fresh, known []*pendingSighting
 	for i := range rows {
+		if rows[i].inline {
+			continue // in its IoC's row
+		}
 		if rows[i].fresh {
 			fresh = append(fresh, &rows[i])
 		} else {
@@ -277,7 +293,7 @@ func (w *pgWriter) upsertSightings(ctx context.Context, feedID int64, now int64,
 		// of server CPU per 1,000,000 rows (docs/benchmarks.md).
 		fresh = sightingsInKeyOrder(fresh)
 		_, err := copyBinary(ctx, w.tx.Conn().PgConn(),
-			"COPY sightings (ioc_id, feed_id, source, score, tags, first_seen, last_seen, expires_at) FROM STDIN (FORMAT binary)",
+			"COPY sighting_rows ("+sightingColumns+") FROM STDIN (FORMAT binary)",
 			len(fresh), func(e *copyEncoder, i int) {
 				p := fresh[i]
 				e.row(8)
@@ -314,17 +330,34 @@ func (w *pgWriter) upsertSightings(ctx context.Context, feedID int64, now int64,
 	if err != nil {
 		return err
 	}
-	_, err = w.tx.Exec(ctx, `INSERT INTO sightings (ioc_id, feed_id, source, score, tags, first_seen, last_seen, expires_at)
+	_, err = w.tx.Exec(ctx, `INSERT INTO sighting_rows (`+sightingColumns+`)
 SELECT ioc_id, $1, source, score, tags, $2, $2, expires_at FROM tifeeds_sightings_in ORDER BY ioc_id, source
 ON CONFLICT (ioc_id, feed_id, source) DO UPDATE SET score = excluded.score, tags = excluded.tags,
 last_seen = excluded.last_seen, expires_at = excluded.expires_at`, feedID, now)
 	return err
 }
 
+func (w *pgWriter) insertSightings(ctx context.Context, rows []storedSighting) error {
+	_, err := copyBinary(ctx, w.tx.Conn().PgConn(), "COPY sighting_rows ("+sightingColumns+") FROM STDIN (FORMAT binary)",
+		len(rows), func(e *copyEncoder, i int) {
+			st := &rows[i]
+			e.row(8)
+			e.int8(st.iocID)
+			e.int8(st.feedID)
+			e.text(st.source)
+			e.int4(int32(st.score))
+			e.jsonb(jsonTags(st.tags))
+			e.int8(st.first)
+			e.int8(st.last)
+			e.int8(st.expires)
+		})
+	return err
+}
+
 func (w *pgWriter) deleteSightings(ctx context.Context, feedID int64, rows []storedSighting) (int, error) {
 	n := 0
 	for _, st := range rows {
-		tag, err := w.tx.Exec(ctx, "DELETE FROM sightings WHERE ioc_id = $1 AND feed_id = $2 AND source = $3", st.iocID, feedID, st.source)
+		tag, err := w.tx.Exec(ctx, "DELETE FROM sighting_rows WHERE ioc_id = $1 AND feed_id = $2 AND source = $3", st.iocID, feedID, st.source)
 		if err != nil {
 			return n, err
 		}
@@ -334,7 +367,7 @@ func (w *pgWriter) deleteSightings(ctx context.Context, feedID int64, rows []sto
 }
 
 func (w *pgWriter) deleteIoCs(ctx context.Context, ids []int64) error {
-	if _, err := w.tx.Exec(ctx, "DELETE FROM sightings WHERE ioc_id = ANY($1)", ids); err != nil {
+	if _, err := w.tx.Exec(ctx, "DELETE FROM sighting_rows WHERE ioc_id = ANY($1)", ids); err != nil {
 		return err
 	}
 	_, err := w.tx.Exec(ctx, "DELETE FROM iocs WHERE id = ANY($1)", ids)

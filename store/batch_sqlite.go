@@ -55,6 +55,8 @@ func (w *sqliteWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
 	ins.integer("first_seen", func(i int) int64 { return aggs[i].first })
 	ins.integer("last_seen", func(i int) int64 { return aggs[i].last })
 	ins.integer("expires_at", func(i int) int64 { return aggs[i].expires })
+	ins.nullInteger("feed_id", func(i int) (int64, bool) { return aggs[i].feedID, aggs[i].feedID != 0 })
+	ins.nullText("source", func(i int) (string, bool) { return aggs[i].source, aggs[i].feedID != 0 })
 	stamp, err := w.stamp(ctx)
 	if err != nil {
 		return err
@@ -130,37 +132,87 @@ func (r *rowInsert) bind(col string, v func(i int) any) {
 // text adds a text column: a literal when every row has the same value,
 // bound otherwise.
 func (r *rowInsert) text(col string, v func(i int) string) {
-	if r.n > 0 {
-		first := v(0)
-		same := true
-		for i := 1; i < r.n && same; i++ {
-			same = v(i) == first
-		}
-		// The driver hands SQL text to SQLite as a C string: a NUL would
-		// cut the statement short, so such a value is always bound.
-		if same && !strings.ContainsRune(first, 0) {
-			r.literal(col, sqliteQuote(first))
-			return
-		}
+	if !r.sameText(col, func(i int) (string, bool) { return v(i), true }) {
+		r.bind(col, func(i int) any { return v(i) })
 	}
-	r.bind(col, func(i int) any { return v(i) })
 }
 
 // integer adds an integer column: a literal when every row has the same
 // value, bound otherwise.
 func (r *rowInsert) integer(col string, v func(i int) int64) {
-	if r.n > 0 {
-		first := v(0)
-		same := true
-		for i := 1; i < r.n && same; i++ {
-			same = v(i) == first
-		}
-		if same {
-			r.literal(col, strconv.FormatInt(first, 10))
-			return
+	if !r.sameInteger(col, func(i int) (int64, bool) { return v(i), true }) {
+		r.bind(col, func(i int) any { return v(i) })
+	}
+}
+
+// nullText is text for a column whose rows may be NULL (ok false).
+func (r *rowInsert) nullText(col string, v func(i int) (string, bool)) {
+	if !r.sameText(col, v) {
+		bindNullable(r, col, v)
+	}
+}
+
+// nullInteger is integer for a column whose rows may be NULL (ok false).
+func (r *rowInsert) nullInteger(col string, v func(i int) (int64, bool)) {
+	if !r.sameInteger(col, v) {
+		bindNullable(r, col, v)
+	}
+}
+
+// sameText adds col as a literal when every row has the same text (or is
+// NULL), and says whether it did.
+func (r *rowInsert) sameText(col string, v func(i int) (string, bool)) bool {
+	// The driver hands SQL text to SQLite as a C string: a NUL would cut
+	// the statement short, so such a value is always bound.
+	x, ok, same := sameValue(r.n, v)
+	if !same || strings.ContainsRune(x, 0) {
+		return false
+	}
+	r.literal(col, sqlLiteral(x, ok, sqliteQuote))
+	return true
+}
+
+// sameInteger adds col as a literal when every row has the same integer
+// (or is NULL), and says whether it did.
+func (r *rowInsert) sameInteger(col string, v func(i int) (int64, bool)) bool {
+	x, ok, same := sameValue(r.n, v)
+	if same {
+		r.literal(col, sqlLiteral(x, ok, func(x int64) string { return strconv.FormatInt(x, 10) }))
+	}
+	return same
+}
+
+// sameValue says whether every one of n rows has the same value (or every
+// one is NULL: ok false), and which.
+func sameValue[T comparable](n int, v func(i int) (T, bool)) (x T, ok, same bool) {
+	if n == 0 {
+		return x, false, false
+	}
+	x, ok = v(0)
+	for i := 1; i < n; i++ {
+		if y, yok := v(i); yok != ok || ok && y != x {
+			return x, ok, false
 		}
 	}
-	r.bind(col, func(i int) any { return v(i) })
+	return x, ok, true
+}
+
+// sqlLiteral is x written by lit, or NULL when not ok.
+func sqlLiteral[T any](x T, ok bool, lit func(T) string) string {
+	if !ok {
+		return "NULL"
+	}
+	return lit(x)
+}
+
+// bindNullable adds a column bound on every row, NULL where ok is false.
+func bindNullable[T any](r *rowInsert, col string, v func(i int) (T, bool)) {
+	r.bind(col, func(i int) any {
+		if x, ok := v(i); ok {
+			return x
+		}
+		return nil
+	})
 }
 
 // literal adds a column whose value is the SQL literal lit in every row.
@@ -248,8 +300,13 @@ func (w *sqliteWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string
 	w.firstSeen = map[int64]int64{}
 	for kind, values := range keys {
 		for chunk := range slices.Chunk(values, sqliteLookupChunk) {
-			q := `SELECT i.id, i.value, i.first_seen, s.feed_id, s.source, s.score, s.tags, s.first_seen, s.last_seen, s.expires_at
-FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.value IN (` + placeholders(len(chunk)) + `)`
+			// An IoC with an inline sighting has no rows: it is the one
+			// row of the LEFT JOIN, its own columns the sighting's.
+			q := `SELECT i.id, i.value, i.first_seen, coalesce(i.feed_id, s.feed_id), coalesce(i.source, s.source),
+	CASE WHEN i.feed_id IS NULL THEN s.score ELSE i.score END, CASE WHEN i.feed_id IS NULL THEN s.tags ELSE i.tags END,
+	CASE WHEN i.feed_id IS NULL THEN s.first_seen ELSE i.first_seen END, CASE WHEN i.feed_id IS NULL THEN s.last_seen ELSE i.last_seen END,
+	CASE WHEN i.feed_id IS NULL THEN s.expires_at ELSE i.expires_at END, i.feed_id IS NOT NULL
+FROM iocs i LEFT JOIN sighting_rows s ON s.ioc_id = i.id WHERE i.type = ? AND i.value IN (` + placeholders(len(chunk)) + `)`
 			args := make([]any, 0, len(chunk)+1)
 			args = append(args, string(kind))
 			for _, v := range chunk {
@@ -267,7 +324,7 @@ FROM iocs i LEFT JOIN sightings s ON s.ioc_id = i.id WHERE i.type = ? AND i.valu
 					source, tags        sql.NullString
 					first, last, expire sql.NullInt64
 				)
-				if err := rows.Scan(&st.iocID, &st.value, &iocFirst, &feedID, &source, &score, &tags, &first, &last, &expire); err != nil {
+				if err := rows.Scan(&st.iocID, &st.value, &iocFirst, &feedID, &source, &score, &tags, &first, &last, &expire, &st.inline); err != nil {
 					rows.Close()
 					return nil, err
 				}
@@ -301,7 +358,7 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 	// SQLite rewrites the entry of every index on a column the SET names,
 	// even to the same value: a re-sighting, which keeps its IoC's
 	// first_seen, is updated without naming it (docs/benchmarks.md).
-	const set = `UPDATE iocs SET score = ?, tags = ?, last_seen = ?, expires_at = ?, changed_at = `
+	const set = `UPDATE iocs SET score = ?, tags = ?, last_seen = ?, expires_at = ?, feed_id = ?, source = ?, changed_at = `
 	moved, err := w.tx.Tx.PrepareContext(ctx, set+strconv.FormatInt(stamp, 10)+`, first_seen = ? WHERE id = ?`)
 	if err != nil {
 		return err
@@ -319,10 +376,15 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 				return err
 			}
 		}
+		var feedID any // NULL: no inline sighting
+		if a.feedID != 0 {
+			feedID = a.feedID
+		}
+		source := inlineSource(a)
 		if first, ok := w.firstSeen[a.id]; ok && first == a.first {
-			_, err = kept.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, a.id)
+			_, err = kept.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, feedID, source, a.id)
 		} else {
-			_, err = moved.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, a.first, a.id)
+			_, err = moved.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, feedID, source, a.first, a.id)
 		}
 		if err != nil {
 			return err
@@ -331,13 +393,31 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 	return nil
 }
 
+func (w *sqliteWriter) insertSightings(ctx context.Context, rows []storedSighting) error {
+	ins := rowInsert{n: len(rows)}
+	ins.bind("ioc_id", func(i int) any { return rows[i].iocID })
+	ins.bind("feed_id", func(i int) any { return rows[i].feedID })
+	ins.bind("source", func(i int) any { return rows[i].source })
+	ins.bind("score", func(i int) any { return rows[i].score })
+	ins.bind("tags", func(i int) any { return jsonTags(rows[i].tags) })
+	ins.bind("first_seen", func(i int) any { return rows[i].first })
+	ins.bind("last_seen", func(i int) any { return rows[i].last })
+	ins.bind("expires_at", func(i int) any { return rows[i].expires })
+	return ins.exec(ctx, w.tx.Tx, "INSERT INTO sighting_rows ", "", nil)
+}
+
 func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now int64, pending []pendingSighting) error {
 	// In key order each row goes after the one before in the table and
 	// in sightings_feed_idx (a batch's sightings share their expiry),
 	// instead of anywhere in the batch's range of ids (docs/benchmarks.md).
-	rows := make([]*pendingSighting, len(pending))
+	rows := make([]*pendingSighting, 0, len(pending))
 	for i := range pending {
-		rows[i] = &pending[i]
+		if !pending[i].inline { // else in its IoC's row
+			rows = append(rows, &pending[i])
+		}
+	}
+	if len(rows) == 0 {
+		return nil
 	}
 	rows = sightingsInKeyOrder(rows)
 	ins := rowInsert{n: len(rows)}
@@ -349,7 +429,7 @@ func (w *sqliteWriter) upsertSightings(ctx context.Context, feedID int64, now in
 	ins.literal("first_seen", strconv.FormatInt(now, 10))
 	ins.literal("last_seen", strconv.FormatInt(now, 10))
 	ins.integer("expires_at", func(i int) int64 { return rows[i].expires })
-	return ins.exec(ctx, w.tx.Tx, "INSERT INTO sightings ", ` ON CONFLICT (ioc_id, feed_id, source) DO UPDATE SET
+	return ins.exec(ctx, w.tx.Tx, "INSERT INTO sighting_rows ", ` ON CONFLICT (ioc_id, feed_id, source) DO UPDATE SET
 score = excluded.score, tags = excluded.tags, last_seen = excluded.last_seen, expires_at = excluded.expires_at`, nil)
 }
 
@@ -362,7 +442,7 @@ func (w *sqliteWriter) deleteSightings(ctx context.Context, feedID int64, rows [
 				return n, err
 			}
 		}
-		r, err := w.tx.Tx.ExecContext(rowCtx, "DELETE FROM sightings WHERE ioc_id = ? AND feed_id = ? AND source = ?", st.iocID, feedID, st.source)
+		r, err := w.tx.Tx.ExecContext(rowCtx, "DELETE FROM sighting_rows WHERE ioc_id = ? AND feed_id = ? AND source = ?", st.iocID, feedID, st.source)
 		if err != nil {
 			return n, err
 		}
@@ -373,11 +453,19 @@ func (w *sqliteWriter) deleteSightings(ctx context.Context, feedID int64, rows [
 }
 
 func (w *sqliteWriter) deleteIoCs(ctx context.Context, ids []int64) error {
-	if _, err := w.tx.ExecContext(ctx, "DELETE FROM sightings WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
+	if _, err := w.tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
 		return err
 	}
 	_, err := w.tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids))
 	return err
+}
+
+// inlineSource is the source of a's inline sighting, or NULL.
+func inlineSource(a *aggregate) any {
+	if a.feedID == 0 {
+		return nil
+	}
+	return a.source
 }
 
 // stamp is the change stamp the transaction drew (stampChange), written into

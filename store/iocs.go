@@ -48,7 +48,10 @@ func (i *IoC) AfterScanRow(context.Context) error {
 }
 
 // Sighting is one (feed, source) reporting an IoC. Its key is (IoCID,
-// FeedID, Source).
+// FeedID, Source). Sightings are read through the sightings view: the rows
+// of sighting_rows, and the one sighting an IoC reported by one (feed,
+// source) keeps in its own row (iocs.feed_id, iocs.source; see
+// aggregate.feedID). Writers write the two places themselves.
 type Sighting struct {
 	bun.BaseModel `bun:"table:sightings"`
 
@@ -62,6 +65,10 @@ type Sighting struct {
 	ExpiresAt time.Time `bun:"-"`
 	storedTimes
 }
+
+// sightingColumns are a sighting's columns in sighting_rows and the
+// sightings view.
+const sightingColumns = "ioc_id, feed_id, source, score, tags, first_seen, last_seen, expires_at"
 
 var (
 	_ bun.BeforeAppendModelHook = (*Sighting)(nil)

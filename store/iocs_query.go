@@ -251,12 +251,16 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 	}
 	if f.FeedID != 0 {
 		if f.feedDense {
-			// A probe of the sightings' primary key per IoC read in the
-			// page's order: stops with the page (and the capped count).
-			q = q.Where("EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id AND s.feed_id = ?)", f.FeedID)
+			// The IoC's inline sighting, or a probe of sighting_rows'
+			// primary key (an IoC with an inline sighting has no row) per
+			// IoC read in the page's order: stops with the page (and the
+			// capped count).
+			q = q.Where(`(iocs.feed_id = ? OR iocs.feed_id IS NULL AND
+	EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id AND s.feed_id = ?))`, f.FeedID, f.FeedID)
 		} else {
-			// Driven by the feed's index: a small feed among many IoCs costs
-			// its own size, not a probe per IoC.
+			// Driven by the feed's indexes (the view reads a range of
+			// each): a small feed among many IoCs costs its own size, not
+			// a probe per IoC.
 			q = q.Where("iocs.id IN (SELECT s.ioc_id FROM sightings s WHERE s.feed_id = ?)", f.FeedID)
 		}
 	}

@@ -80,7 +80,7 @@ func TestApplyBatchIDsOfNewIoCs(t *testing.T) {
 		}
 		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: []ioc.Indicator{dom("gone.example.com", "s", 1)}})
 		gone := getIoC(t, s, ioc.Domain, "gone.example.com").ID
-		if _, err := s.DB.NewDelete().Table("sightings").Where("ioc_id = ?", gone).Exec(ctx); err != nil {
+		if _, err := s.DB.NewDelete().Table("sighting_rows").Where("ioc_id = ?", gone).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.DB.NewDelete().Table("iocs").Where("id = ?", gone).Exec(ctx); err != nil {

@@ -116,14 +116,16 @@ func (s *Store) StreamIoCs(ctx context.Context, f IoCFilter, o IoCOrder, cols St
 }
 
 // sourcesExpr is an IoC's sources as one string, in the order of
-// SightingsByIoC.
+// SightingsByIoC: its inline sighting's, or those of its rows.
 func (s *Store) sourcesExpr() string {
-	if s.Dialect == Postgres {
-		return `(SELECT string_agg(f.name || '/' || sg.source, ';' ORDER BY sg.score DESC, sg.feed_id, sg.source)
-	FROM sightings sg JOIN feeds f ON f.id = sg.feed_id WHERE sg.ioc_id = iocs.id) AS sources`
+	inline := `(SELECT f.name || '/' || iocs.source FROM feeds f WHERE f.id = iocs.feed_id)`
+	rows := `(SELECT string_agg(f.name || '/' || sg.source, ';' ORDER BY sg.score DESC, sg.feed_id, sg.source)
+	FROM sighting_rows sg JOIN feeds f ON f.id = sg.feed_id WHERE sg.ioc_id = iocs.id)`
+	if s.Dialect == SQLite {
+		// SQLite's group_concat follows the order of its subquery's rows.
+		rows = `(SELECT group_concat(x, ';') FROM (SELECT f.name || '/' || sg.source AS x
+	FROM sighting_rows sg JOIN feeds f ON f.id = sg.feed_id WHERE sg.ioc_id = iocs.id
+	ORDER BY sg.score DESC, sg.feed_id, sg.source))`
 	}
-	// SQLite's group_concat follows the order of its subquery's rows.
-	return `(SELECT group_concat(x, ';') FROM (SELECT f.name || '/' || sg.source AS x
-	FROM sightings sg JOIN feeds f ON f.id = sg.feed_id WHERE sg.ioc_id = iocs.id
-	ORDER BY sg.score DESC, sg.feed_id, sg.source)) AS sources`
+	return `CASE WHEN iocs.feed_id IS NULL THEN ` + rows + ` ELSE ` + inline + ` END AS sources`
 }

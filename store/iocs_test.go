@@ -399,14 +399,18 @@ func TestSweepExpired(t *testing.T) {
 func TestSweepExpiredCatchesOrphans(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		a, b := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b")
+		a, b, c := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b"), newFeed(t, s, "TSV_c")
 		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: day, Indicators: []ioc.Indicator{dom("x.example", "s", 1), dom("y.example", "s", 1)}})
 		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 3 * day, Indicators: []ioc.Indicator{dom("y.example", "s", 1)}})
+		apply(t, s, store.Batch{FeedID: c, Now: t0, Retention: 2 * day, Indicators: []ioc.Indicator{dom("z.example", "s", 1)}})
 		// Deleting feed b's sightings by hand (an old database's cascade
 		// from the feed's row did it; neither has that key now) skips the
 		// recomputing: y keeps a stale expiry of t0 + 3 days.
-		storetest.MustExec(t, s, "DELETE FROM sightings WHERE feed_id = ?", b)
+		storetest.MustExec(t, s, "DELETE FROM sighting_rows WHERE feed_id = ?", b)
 		storetest.MustExec(t, s, "DELETE FROM feeds WHERE id = ?", b)
+		// z's one sighting is in its row: its feed's row goes alone, and
+		// no feed's sweep finds it.
+		storetest.MustExec(t, s, "DELETE FROM feeds WHERE id = ?", c)
 		if _, _, err := s.SweepExpired(ctx, t0.Add(4*day), 10); err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func TestIoCsByKeysReadsAsTheModel(t *testing.T) {
 		}
 		// Every column, as the lookup read them through bun before.
 		var stored []store.IoC
-		if err := st.DB.NewRaw("SELECT * FROM iocs").Scan(ctx, &stored); err != nil {
+		if err := st.DB.NewRaw("SELECT id, type, value, score, tags, first_seen, last_seen, expires_at, changed_at FROM iocs").Scan(ctx, &stored); err != nil {
 			t.Fatal(err)
 		}
 		want := map[store.IoCKey]store.IoC{}

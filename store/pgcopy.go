@@ -36,6 +36,9 @@ func (e *copyEncoder) text(s string) {
 	e.buf = append(e.buf, s...)
 }
 
+// null writes SQL NULL.
+func (e *copyEncoder) null() { e.buf = binary.BigEndian.AppendUint32(e.buf, 0xffffffff) }
+
 // jsonb takes JSON text: jsonb's binary form is a version byte before it.
 func (e *copyEncoder) jsonb(s string) {
 	e.buf = binary.BigEndian.AppendUint32(e.buf, uint32(len(s)+1))

@@ -11,22 +11,34 @@ import (
 )
 
 // recomputeSQL sets the aggregates of the IoCs whose ids are bound to the
-// single IN (?) from their remaining sightings.
+// single IN (?) from their remaining sightings. An IoC with an inline
+// sighting has no other: its aggregates are that sighting.
 func (s *Store) recomputeSQL() string {
-	tags := `(SELECT json_group_array(t) FROM (SELECT DISTINCT j.value AS t FROM sightings s, json_each(s.tags) j
+	tags := `(SELECT json_group_array(t) FROM (SELECT DISTINCT j.value AS t FROM sighting_rows s, json_each(s.tags) j
 		WHERE s.ioc_id = iocs.id ORDER BY 1))`
 	if s.Dialect == Postgres {
 		tags = `(SELECT coalesce(jsonb_agg(t ORDER BY t), '[]'::jsonb) FROM (SELECT DISTINCT jsonb_array_elements_text(s.tags) AS t
-		FROM sightings s WHERE s.ioc_id = iocs.id) u)`
+		FROM sighting_rows s WHERE s.ioc_id = iocs.id) u)`
 	}
 	return `UPDATE iocs SET
-	score = (SELECT max(score) FROM sightings s WHERE s.ioc_id = iocs.id),
+	score = (SELECT max(score) FROM sighting_rows s WHERE s.ioc_id = iocs.id),
 	tags = ` + tags + `,
-	first_seen = (SELECT min(first_seen) FROM sightings s WHERE s.ioc_id = iocs.id),
-	last_seen = (SELECT max(last_seen) FROM sightings s WHERE s.ioc_id = iocs.id),
-	expires_at = (SELECT max(expires_at) FROM sightings s WHERE s.ioc_id = iocs.id),
+	first_seen = (SELECT min(first_seen) FROM sighting_rows s WHERE s.ioc_id = iocs.id),
+	last_seen = (SELECT max(last_seen) FROM sighting_rows s WHERE s.ioc_id = iocs.id),
+	expires_at = (SELECT max(expires_at) FROM sighting_rows s WHERE s.ioc_id = iocs.id),
 	changed_at = ` + iocStampExpr + `
-WHERE id IN (?) AND EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id)`
+WHERE id IN (?) AND feed_id IS NULL AND EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`
+}
+
+// txExec is tx as the writers' exec, which takes $n placeholders.
+func txExec(tx bun.Tx) func(ctx context.Context, query string, args ...any) (int64, error) {
+	return func(ctx context.Context, query string, args ...any) (int64, error) {
+		r, err := tx.ExecContext(ctx, strings.NewReplacer("$1", "?", "$2", "?").Replace(query), args...)
+		if err != nil {
+			return 0, err
+		}
+		return r.RowsAffected()
+	}
 }
 
 // writeTx runs fn in a transaction that may change sightings: on PostgreSQL
@@ -49,21 +61,16 @@ func (s *Store) lockedTx(ctx context.Context, lockID int64, fn func(ctx context.
 }
 
 // dropOrphans deletes those of ids left without a sighting and recomputes
-// the others; it returns how many IoCs it deleted.
+// the others; it returns how many IoCs it deleted. An IoC with an inline
+// sighting is never an orphan: deleteInline removes it with its sighting.
 func (s *Store) dropOrphans(ctx context.Context, tx bun.Tx, ids []int64) (int64, error) {
-	r, err := tx.ExecContext(ctx, `DELETE FROM iocs WHERE id IN (?)
-AND NOT EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id)`, bun.In(ids))
+	r, err := tx.ExecContext(ctx, `DELETE FROM iocs WHERE id IN (?) AND feed_id IS NULL
+AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In(ids))
 	if err != nil {
 		return 0, err
 	}
 	n, _ := r.RowsAffected()
-	exec := func(ctx context.Context, query string, args ...any) (int64, error) {
-		r, err := tx.ExecContext(ctx, strings.NewReplacer("$1", "?", "$2", "?").Replace(query), args...)
-		if err != nil {
-			return 0, err
-		}
-		return r.RowsAffected()
-	}
+	exec := txExec(tx)
 	if err := stampChange(ctx, exec); err != nil {
 		return n, err
 	}
@@ -71,6 +78,34 @@ AND NOT EXISTS (SELECT 1 FROM sightings s WHERE s.ioc_id = iocs.id)`, bun.In(ids
 		return n, err
 	}
 	return n, bumpIoCStats(ctx, exec, -n)
+}
+
+// deleteInline deletes those of ids that keep their one sighting in their
+// row (an IoC without another sighting goes with it) and returns how many
+// it deleted.
+func deleteInline(ctx context.Context, tx bun.Tx, ids []int64) (int64, error) {
+	r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?) AND feed_id IS NOT NULL", bun.In(ids))
+	if err != nil {
+		return 0, err
+	}
+	n, _ := r.RowsAffected()
+	if n == 0 {
+		return 0, nil
+	}
+	return n, bumpIoCStats(ctx, txExec(tx), -n)
+}
+
+// inlineIDs reads the ids of at most limit IoCs whose inline sighting is
+// the feed's and matches cond (a condition on iocs with args, "" for none),
+// in expiry order: a range of iocs_feed_idx.
+func inlineIDs(ctx context.Context, tx bun.Tx, feedID int64, cond string, limit int, args ...any) ([]int64, error) {
+	q := tx.NewSelect().Table("iocs").Column("id").Where("feed_id = ?", feedID)
+	if cond != "" {
+		q = q.Where(cond, args...)
+	}
+	var ids []int64
+	err := q.OrderExpr("feed_id, expires_at").Limit(int64(limit)).Scan(ctx, &ids)
+	return ids, err
 }
 
 // maintenanceBatch is how many sightings DeleteFeedSightings removes per
@@ -88,17 +123,24 @@ func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedI
 			// The first sightings in the feed's index (the order asks
 			// PostgreSQL for it too); they are all deleted below.
 			var ids []int64
-			if err := tx.NewRaw(`SELECT ioc_id FROM sightings WHERE feed_id = ? ORDER BY expires_at LIMIT ?`,
+			if err := tx.NewRaw(`SELECT ioc_id FROM sighting_rows WHERE feed_id = ? ORDER BY expires_at LIMIT ?`,
 				feedID, maintenanceBatch).Scan(ctx, &ids); err != nil {
 				return err
 			}
 			if len(ids) == 0 {
-				done = true
-				return nil
+				// Then the IoCs whose one sighting is the feed's.
+				inline, err := inlineIDs(ctx, tx, feedID, "", maintenanceBatch)
+				if err != nil {
+					return err
+				}
+				n, err := deleteInline(ctx, tx, inline)
+				removedIoCs += n
+				done = len(inline) == 0
+				return err
 			}
 			slices.Sort(ids)
 			ids = slices.Compact(ids)
-			if _, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids)); err != nil {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids)); err != nil {
 				return err
 			}
 			n, err := s.dropOrphans(ctx, tx, ids)
@@ -135,19 +177,34 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 			var n int
 			err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 				var ids []int64
-				if err := tx.NewRaw(`SELECT ioc_id FROM sightings WHERE feed_id = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?`,
+				if err := tx.NewRaw(`SELECT ioc_id FROM sighting_rows WHERE feed_id = ? AND expires_at <= ? ORDER BY expires_at LIMIT ?`,
 					feedID, nowUS, batchSize).Scan(ctx, &ids); err != nil {
 					return err
 				}
-				n = len(ids)
-				if n == 0 {
+				if len(ids) < batchSize {
+					// The rows are done: then the IoCs whose one sighting
+					// is the feed's and expired, which go with it.
+					inline, err := inlineIDs(ctx, tx, feedID, "expires_at <= ?", batchSize-len(ids), nowUS)
+					if err != nil {
+						return err
+					}
+					d, err := deleteInline(ctx, tx, inline)
+					sightings += d
+					iocs += d
+					n = len(inline)
+					if err != nil {
+						return err
+					}
+				}
+				n += len(ids)
+				if len(ids) == 0 {
 					return nil
 				}
 				slices.Sort(ids)
 				ids = slices.Compact(ids)
 				// By key: "+" keeps the planner off the (feed, expiry)
 				// range, which holds every expired sighting of the feed.
-				r, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE ioc_id IN (?) AND feed_id = ? AND +expires_at <= ?",
+				r, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?) AND feed_id = ? AND +expires_at <= ?",
 					bun.In(ids), feedID, nowUS)
 				if err != nil {
 					return err
@@ -178,9 +235,16 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 			if n == 0 {
 				return nil
 			}
+			// An inline sighting expires with its IoC (the per-feed sweep
+			// missed it: its feed is gone).
+			d, err := deleteInline(ctx, tx, ids)
+			iocs += d
+			if err != nil {
+				return err
+			}
 			// Sightings here are live (expired ones went above): the IoC's
 			// aggregates were stale, so recompute rather than delete.
-			d, err := s.dropOrphans(ctx, tx, ids)
+			d, err = s.dropOrphans(ctx, tx, ids)
 			iocs += d
 			return err
 		})
@@ -220,15 +284,28 @@ func (s *Store) ExpireUnseen(ctx context.Context, feedID int64, source string, s
 		var n int
 		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 			var ids []int64
-			if err := tx.NewRaw(`SELECT ioc_id FROM sightings WHERE feed_id = ? AND source = ? AND last_seen < ? LIMIT ?`,
+			if err := tx.NewRaw(`SELECT ioc_id FROM sighting_rows WHERE feed_id = ? AND source = ? AND last_seen < ? LIMIT ?`,
 				feedID, source, sinceUS, maintenanceBatch).Scan(ctx, &ids); err != nil {
 				return err
 			}
-			n = len(ids)
-			if n == 0 {
+			if len(ids) < maintenanceBatch {
+				// Then the IoCs whose one sighting it is, which go with it.
+				inline, err := inlineIDs(ctx, tx, feedID, "source = ? AND last_seen < ?", maintenanceBatch-len(ids), source, sinceUS)
+				if err != nil {
+					return err
+				}
+				d, err := deleteInline(ctx, tx, inline)
+				removed += d
+				n = len(inline)
+				if err != nil {
+					return err
+				}
+			}
+			n += len(ids)
+			if len(ids) == 0 {
 				return nil
 			}
-			r, err := tx.ExecContext(ctx, `DELETE FROM sightings WHERE feed_id = ? AND source = ? AND last_seen < ? AND ioc_id IN (?)`,
+			r, err := tx.ExecContext(ctx, `DELETE FROM sighting_rows WHERE feed_id = ? AND source = ? AND last_seen < ? AND ioc_id IN (?)`,
 				feedID, source, sinceUS, bun.In(ids))
 			if err != nil {
 				return err
