@@ -268,15 +268,18 @@ func timed(fn func() error) (float64, error) {
 	return time.Since(start).Seconds(), err
 }
 
-// exportQueries are the rows each export reads, as the store streams them.
+// exportQueries are the rows each export reads, as the store streams them:
+// an IoC's sources are its inline sighting's or those of its rows.
 func exportQueries(d store.Dialect) map[string]string {
-	sources := `(SELECT group_concat(x, ';') FROM (SELECT f.name || '/' || sg.source AS x
-	FROM sightings sg JOIN feeds f ON f.id = sg.feed_id WHERE sg.ioc_id = iocs.id
+	rows := `(SELECT group_concat(x, ';') FROM (SELECT f.name || '/' || sg.source AS x
+	FROM sighting_rows sg JOIN feeds f ON f.id = sg.feed_id WHERE sg.ioc_id = iocs.id
 	ORDER BY sg.score DESC, sg.feed_id, sg.source))`
 	if d == store.Postgres {
-		sources = `(SELECT string_agg(f.name || '/' || sg.source, ';' ORDER BY sg.score DESC, sg.feed_id, sg.source)
-	FROM sightings sg JOIN feeds f ON f.id = sg.feed_id WHERE sg.ioc_id = iocs.id)`
+		rows = `(SELECT string_agg(f.name || '/' || sg.source, ';' ORDER BY sg.score DESC, sg.feed_id, sg.source)
+	FROM sighting_rows sg JOIN feeds f ON f.id = sg.feed_id WHERE sg.ioc_id = iocs.id)`
 	}
+	sources := `CASE WHEN iocs.feed_id IS NULL THEN ` + rows + `
+	ELSE (SELECT f.name || '/' || iocs.source FROM feeds f WHERE f.id = iocs.feed_id) END`
 	return map[string]string{
 		"txt": "SELECT type, value FROM iocs ORDER BY id",
 		"csv": "SELECT id, type, value, score, tags, first_seen, last_seen, expires_at, " + sources +
