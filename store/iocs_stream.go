@@ -41,6 +41,9 @@ func (s *Store) StreamIoCs(ctx context.Context, f IoCFilter, o IoCOrder, cols St
 	default:
 		return Invalid("orderBy", "unknown order %q", o.Field)
 	}
+	if err := s.sizeFeedFilter(ctx, &f); err != nil {
+		return err
+	}
 	q, ok, err := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
 	if err != nil || !ok {
 		return err

@@ -127,7 +127,12 @@ func (s *Store) ComputeOverview(ctx context.Context, now time.Time) (*Overview, 
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to count indicators by type: %w", err)
 	}
-	err = scanRows(ctx, db, `SELECT feed_id, count(DISTINCT ioc_id) FROM sightings GROUP BY feed_id ORDER BY 2 DESC, 1`, func(r *sql.Rows) error {
+	// The two places apart (an IoC with an inline sighting has no row),
+	// each counted from a feed index.
+	err = scanRows(ctx, db, `SELECT feed_id, sum(n) FROM (
+	SELECT feed_id, count(*) AS n FROM iocs WHERE feed_id IS NOT NULL GROUP BY feed_id
+	UNION ALL SELECT feed_id, count(DISTINCT ioc_id) FROM sighting_rows GROUP BY feed_id) AS c
+GROUP BY feed_id ORDER BY 2 DESC, 1`, func(r *sql.Rows) error {
 		var c FeedCount
 		err := r.Scan(&c.FeedID, &c.Count)
 		o.ByFeed = append(o.ByFeed, c)

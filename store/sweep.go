@@ -266,7 +266,9 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 // CountFeedIoCs returns how many IoCs the feed has a sighting of.
 func (s *Store) CountFeedIoCs(ctx context.Context, feedID int64) (int64, error) {
 	var n int64
-	if err := s.DB.NewRaw("SELECT count(DISTINCT ioc_id) FROM sightings WHERE feed_id = ?", feedID).Scan(ctx, &n); err != nil {
+	// The two places apart: an IoC with an inline sighting has no row.
+	if err := s.DB.NewRaw(`SELECT (SELECT count(*) FROM iocs WHERE feed_id = ?)
+	+ (SELECT count(DISTINCT ioc_id) FROM sighting_rows WHERE feed_id = ?)`, feedID, feedID).Scan(ctx, &n); err != nil {
 		return 0, fmt.Errorf("store: unable to count the indicators of feed %d: %w", feedID, err)
 	}
 	return n, nil
