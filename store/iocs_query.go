@@ -154,18 +154,36 @@ func likeEscape(s string) string {
 
 // feedIsDense says whether a page of the feed's IoCs is better read by
 // probing each IoC (EXISTS) than by listing the feed's IoCs first (IN).
-// SQLite materialises an IN list whole before the page or the capped count
-// can stop (a feed of all 1,000,000 IoCs: 180-550 ms); probing costs
-// cap*total/feedSize probes instead. The two meet, at a probe costing about
-// three list entries, where feedSize^2 = 3*cap*total: at 1,000,000 IoCs,
-// 173,000 sightings, some 50 ms either way, and each side of it is cheaper.
-// Counting the feed stops at that size (a range of each of its indexes).
-// PostgreSQL needs it too since most sightings are inline: the IN list of
-// the sightings view (two index ranges) has no id order to merge with the
-// page's, so it hashed a large feed whole (a feed of 1,000,000 IoCs: 1.4 s,
-// 0.1 ms probing).
+// Probing costs cap*total/feedSize probes for the capped count (fewer for
+// the page). SQLite materialises an IN list whole before the page or the
+// capped count can stop (a feed of all 1,000,000 IoCs: 180-550 ms). The
+// two meet, at a probe costing about three list entries, where feedSize^2
+// = 3*cap*total: at 1,000,000 IoCs, 173,000 sightings, some 50 ms either
+// way, and each side of it is cheaper; counting the feed stops there.
+// PostgreSQL used to merge the page's id order with sightings' primary key
+// by itself; the IN list of the sightings view (two index ranges) has no
+// id order, so it hashes the feed whole (1,000,000 IoCs: 1.4 s; probing
+// 0.1 ms). There counting a feed to 173,000 costs more than the page
+// (18-35 ms), and the two forms meet near 40,000 of 1,000,000 IoCs
+// (docs/benchmarks.md): a feed past the count cap probes, which costs one
+// count to the cap to decide.
 func (s *Store) feedIsDense(ctx context.Context, feedID int64) (bool, error) {
-	return s.atLeastMeet(ctx, "SELECT count(*) FROM (SELECT 1 FROM sightings WHERE feed_id = ? LIMIT ?) AS f", feedID)
+	limit := int64(s.countCap()) + 1
+	if s.Dialect == SQLite {
+		st, err := s.IoCStats(ctx)
+		if err != nil {
+			return false, err
+		}
+		limit = int64(math.Sqrt(3 * float64(s.countCap()) * float64(st.Count)))
+	}
+	// The two places apart: an IoC with an inline sighting has no row.
+	var n int64
+	if err := s.reader().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM (SELECT 1 FROM iocs WHERE feed_id = ? LIMIT ?) AS i)
+	+ (SELECT count(*) FROM (SELECT 1 FROM sighting_rows WHERE feed_id = ? LIMIT ?) AS r)`,
+		feedID, limit, feedID, limit).Scan(&n); err != nil {
+		return false, fmt.Errorf("store: unable to size a filter: %w", err)
+	}
+	return n >= limit, nil
 }
 
 // sizeFeedFilter picks the form of f's feed condition (feedIsDense).
@@ -176,21 +194,6 @@ func (s *Store) sizeFeedFilter(ctx context.Context, f *IoCFilter) error {
 	var err error
 	f.feedDense, err = s.feedIsDense(ctx, f.FeedID)
 	return err
-}
-
-// atLeastMeet says whether countSQL, a count of the rows matching arg with
-// a LIMIT, reaches sqrt(3 * count cap * IoC count) (see feedIsDense).
-func (s *Store) atLeastMeet(ctx context.Context, countSQL string, arg any) (bool, error) {
-	st, err := s.IoCStats(ctx)
-	if err != nil {
-		return false, err
-	}
-	meet := int64(math.Sqrt(3 * float64(s.countCap()) * float64(st.Count)))
-	var n int64
-	if err := s.reader().QueryRowContext(ctx, countSQL, arg, meet).Scan(&n); err != nil {
-		return false, fmt.Errorf("store: unable to size a filter: %w", err)
-	}
-	return n >= meet, nil
 }
 
 func (s *Store) countCap() int {
