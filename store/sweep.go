@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -82,6 +84,13 @@ const maintenanceBatch = 5000
 // one, in transactions of a few thousand IoCs (no long lock), recomputing the
 // aggregates of IoCs that keep sightings of other feeds.
 func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedIoCs int64, err error) {
+	_, removedIoCs, err = s.deleteFeedSightings(ctx, feedID, maintenanceBatch)
+	return removedIoCs, err
+}
+
+// deleteFeedSightings is DeleteFeedSightings in transactions of batchSize
+// IoCs; it also returns how many sightings it deleted.
+func (s *Store) deleteFeedSightings(ctx context.Context, feedID int64, batchSize int) (sightings, removedIoCs int64, err error) {
 	for {
 		var done bool
 		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -89,7 +98,7 @@ func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedI
 			// PostgreSQL for it too); they are all deleted below.
 			var ids []int64
 			if err := tx.NewRaw(`SELECT ioc_id FROM sightings WHERE feed_id = ? ORDER BY expires_at LIMIT ?`,
-				feedID, maintenanceBatch).Scan(ctx, &ids); err != nil {
+				feedID, batchSize).Scan(ctx, &ids); err != nil {
 				return err
 			}
 			if len(ids) == 0 {
@@ -98,18 +107,21 @@ func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedI
 			}
 			slices.Sort(ids)
 			ids = slices.Compact(ids)
-			if _, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids)); err != nil {
+			r, err := tx.ExecContext(ctx, "DELETE FROM sightings WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids))
+			if err != nil {
 				return err
 			}
+			c, _ := r.RowsAffected()
+			sightings += c
 			n, err := s.dropOrphans(ctx, tx, ids)
 			removedIoCs += n
 			return err
 		})
 		if err != nil {
-			return removedIoCs, fmt.Errorf("store: unable to delete the sightings of feed %d: %w", feedID, err)
+			return sightings, removedIoCs, fmt.Errorf("store: unable to delete the sightings of feed %d: %w", feedID, err)
 		}
 		if done {
-			return removedIoCs, nil
+			return sightings, removedIoCs, nil
 		}
 	}
 }
@@ -117,15 +129,16 @@ func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedI
 // SweepExpired deletes sightings that expired at now and the IoCs left
 // without one, feed by feed in transactions of batchSize sightings,
 // recomputing the aggregates of IoCs that keep live sightings. It also
-// removes IoCs whose own expiry has passed, which catches any IoC left
-// behind by a feed row deleted without DeleteFeedSightings.
+// deletes the sightings of feeds that are gone (a feed row deleted without
+// DeleteFeedSightings), as deleting the feed would have, with the IoCs
+// they leave behind.
 func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) (sightings, iocs int64, err error) {
 	if batchSize <= 0 {
 		batchSize = maintenanceBatch
 	}
 	nowUS := micros(now)
-	// Sightings are indexed by (feed, expiry): every sighting has a feed
-	// (a foreign key with cascade), so sweeping each feed sweeps them all.
+	// Sightings are indexed by (feed, expiry): sweeping each feed sweeps
+	// them all, but for those of feeds that are gone (below).
 	var feeds []int64
 	if err := s.DB.NewRaw("SELECT id FROM feeds ORDER BY id").Scan(ctx, &feeds); err != nil {
 		return 0, 0, fmt.Errorf("store: unable to sweep expired sightings: %w", err)
@@ -166,37 +179,46 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 			}
 		}
 	}
-	for {
-		var n int
-		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			var ids []int64
-			if err := tx.NewRaw("SELECT id FROM iocs WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", nowUS, batchSize).
-				Scan(ctx, &ids); err != nil {
-				return err
-			}
-			n = len(ids)
-			if n == 0 {
-				return nil
-			}
-			// Sightings here are live (expired ones went above): the IoC's
-			// aggregates were stale, so recompute rather than delete.
-			d, err := s.dropOrphans(ctx, tx, ids)
-			iocs += d
-			return err
-		})
+	// The per-feed loop never meets the sightings of a feed whose row
+	// went: they would keep their IoCs for ever. sightings_feed_idx names
+	// every feed that has sightings, so they are found without an index
+	// on iocs' expiry (docs/decisions.md, "Order keys").
+	gone, err := s.goneFeeds(ctx)
+	if err != nil {
+		return sightings, iocs, fmt.Errorf("store: unable to find the sightings of deleted feeds: %w", err)
+	}
+	for _, feedID := range gone {
+		n, d, err := s.deleteFeedSightings(ctx, feedID, batchSize)
+		sightings += n
+		iocs += d
 		if err != nil {
-			return sightings, iocs, fmt.Errorf("store: unable to sweep expired indicators: %w", err)
-		}
-		if n < batchSize {
-			if err := s.recordExpired(ctx, now, iocs); err != nil {
-				return sightings, iocs, err
-			}
-			if err := s.recountIoCs(ctx); err != nil {
-				return sightings, iocs, fmt.Errorf("store: unable to re-count indicators: %w", err)
-			}
-			return sightings, iocs, nil
+			return sightings, iocs, err
 		}
 	}
+	if err := s.recordExpired(ctx, now, iocs); err != nil {
+		return sightings, iocs, err
+	}
+	if err := s.recountIoCs(ctx); err != nil {
+		return sightings, iocs, fmt.Errorf("store: unable to re-count indicators: %w", err)
+	}
+	return sightings, iocs, nil
+}
+
+// goneFeeds returns the feeds that have sightings but no row in feeds. It
+// skips through sightings_feed_idx from one feed to the next (an index
+// probe per feed, not a read of every sighting).
+func (s *Store) goneFeeds(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	err := s.DB.NewRaw(`WITH RECURSIVE f (id) AS (
+	SELECT min(feed_id) FROM sightings
+	UNION ALL
+	SELECT (SELECT min(feed_id) FROM sightings WHERE feed_id > f.id) FROM f WHERE f.id IS NOT NULL
+)
+SELECT id FROM f WHERE id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM feeds WHERE feeds.id = f.id)`).Scan(ctx, &ids)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	return ids, nil
 }
 
 // CountFeedIoCs returns how many IoCs the feed has a sighting of.
