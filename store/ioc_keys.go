@@ -11,23 +11,49 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// The key tables, ioc_score_keys (score, id), on SQLite ioc_tag_keys (tag,
-// id; PostgreSQL has a GIN index over tags) and on PostgreSQL
-// ioc_value_keys (a trigram index of the values), serve the SCORE order,
-// the tag filter and the search as indexes on iocs would, but
-// the writers do not keep them: an index costs every batch a B-tree
-// insert per IoC (a (score, id) index took SQLite's ingestion from 0.52
-// to well under 0.5 of sqlite3 .import, and PostgreSQL's 15-30 %), while
-// the key indexer adds a quiet moment's changes in bulk, in key order.
+// The key tables serve reads as indexes on iocs would, but the writers do
+// not keep them: an index costs every batch a B-tree insert per IoC (a
+// (score, id) index took SQLite's ingestion from 0.52 to well under 0.5 of
+// sqlite3 .import and PostgreSQL's down 15-30 %; each time-ordered one cost
+// PostgreSQL 0.7-1.0 s per 1,000,000 new IoCs), while the key indexer adds
+// a quiet moment's changes in bulk, in key order. They are:
+//
+//   - ioc_order_keys (ord, key, id): the SCORE, FIRST_SEEN, LAST_SEEN and
+//     EXPIRATION_DATE orders, and the ranges of minScore and the expiry
+//     filters; ord says which column key is (orderKeys);
+//   - ioc_tag_keys (tag, id): the tag filter;
+//   - on PostgreSQL, ioc_value_keys (a trigram index of the values): the
+//     search.
 //
 // A key's stamp is its IoC's change stamp (iocs.changed_at) when the key
 // was made, and the key holds while the IoC has not changed since: a
 // change always draws a stamp above every stamp handed out before
 // (iocs_changes.go). ioc_keys_state.stamp is how far the tables are
 // complete: every IoC whose change stamp is at most it has a key that
-// holds for its score and for each of its tags. Readers take the IoCs
+// holds for each of its orders and each of its tags. Readers take the IoCs
 // changed since from iocs itself; keys that no longer hold (the IoC went
 // or changed) are skipped by readers and deleted by CleanKeys.
+
+// orderKey is an order whose keys are in ioc_order_keys.
+type orderKey struct {
+	// ord numbers the order in the table: stored, never renumbered.
+	ord   int
+	field IoCOrderField
+}
+
+// orderKeys are the orders of ioc_order_keys: every integer-valued column
+// of iocs that a page is ordered by.
+var orderKeys = []orderKey{{1, IoCOrderScore}, {2, IoCOrderFirstSeen}, {3, IoCOrderLastSeen}, {4, IoCOrderExpiresAt}}
+
+// orderKeyOf returns the ord of the order keys of field, if it has some.
+func orderKeyOf(field IoCOrderField) (int, bool) {
+	for _, k := range orderKeys {
+		if k.field == field {
+			return k.ord, true
+		}
+	}
+	return 0, false
+}
 
 // DefaultKeyChunk is how many changed IoCs one catch-up transaction of
 // the key indexer adds, at most (one transaction's IoCs are never split):
@@ -73,21 +99,32 @@ func (s *Store) CatchUpKeys(ctx context.Context, maxRows int) (caught bool, err 
 		default:
 			to = past.Int64
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_score_keys (score, id, stamp)
-SELECT score, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY score, id
-ON CONFLICT (score, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
+		// Each order's keys, then the tags', in key order: mostly
+		// appends at the end of each order's range.
+		for _, k := range orderKeys {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_order_keys (ord, key, id, stamp)
+SELECT ?, `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY 2, 3
+ON CONFLICT (ord, key, id) DO UPDATE SET stamp = excluded.stamp`, k.ord, from, to); err != nil {
+				return err
+			}
+		}
+		tags := `SELECT j.value, iocs.id, iocs.changed_at FROM iocs, json_each(iocs.tags) j
+WHERE j.type = 'text' AND iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY 1, 2`
+		if s.Dialect == Postgres {
+			// Tags are a JSON array of strings, or NULL (or a JSON null,
+			// which CASE makes NULL: no elements rather than an error).
+			// Sorted in the byte order of the key.
+			tags = `SELECT t, iocs.id, iocs.changed_at FROM iocs,
+	jsonb_array_elements_text(CASE jsonb_typeof(iocs.tags) WHEN 'array' THEN iocs.tags END) t
+WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY t COLLATE "C", iocs.id`
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_tag_keys (tag, id, stamp) `+tags+`
+ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 			return err
 		}
 		if s.Dialect == Postgres {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_value_keys (id, value)
 SELECT id, value FROM iocs WHERE changed_at > ? AND changed_at <= ? ON CONFLICT (id) DO NOTHING`, from, to); err != nil {
-				return err
-			}
-		} else {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_tag_keys (tag, id, stamp)
-SELECT j.value, iocs.id, iocs.changed_at FROM iocs, json_each(iocs.tags) j
-WHERE j.type = 'text' AND iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY 1, 2
-ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 				return err
 			}
 		}
@@ -125,33 +162,44 @@ func (s *Store) keysTx(ctx context.Context, fn func(ctx context.Context, tx bun.
 // KeyPositions is where CleanKeys stopped in each key table: the last key
 // it looked at (zero: the start).
 type KeyPositions struct {
-	Score   int
-	ScoreID int64
-	Tag     string
-	TagID   int64
-	ValueID int64
+	Ord      int
+	OrderKey int64
+	OrderID  int64
+	Tag      string
+	TagID    int64
+	ValueID  int64
 }
 
 // CleanKeys deletes the keys that no longer hold (their IoC went or
 // changed since) among the next chunk of each key table after at, in one
 // transaction, and returns where to go on: a table's start after its end.
-// A key of an IoC that changed but still has that score or tag goes too:
+// A key of an IoC that changed but still has that value or tag goes too:
 // the indexer makes it again with the change.
 func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyPositions, error) {
-	// A score or tag key holds while its IoC has not changed since it was
-	// made; a value key while its IoC is there (a value never changes).
+	// An order or tag key holds while its IoC has not changed since it
+	// was made; a value key while its IoC is there (a value never changes).
 	const unchanged = "iocs.changed_at = x.stamp"
 	var next KeyPositions
 	err := s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if err := cleanKeyChunk(ctx, tx, "ioc_score_keys", "score, id", unchanged, chunk,
-			[]any{at.Score, at.ScoreID}, &next.Score, &next.ScoreID); err != nil {
+		if s.Dialect == Postgres {
+			// Else PostgreSQL hashed all of iocs for each chunk of 50,000
+			// keys (0.5 s a table), every quiet second.
+			if _, err := tx.ExecContext(ctx, pinKeyWalks); err != nil {
+				return err
+			}
+		}
+		if err := cleanKeyChunk(ctx, tx, "ioc_order_keys", "ord, key, id", unchanged, chunk,
+			[]any{at.Ord, at.OrderKey, at.OrderID}, &next.Ord, &next.OrderKey, &next.OrderID); err != nil {
+			return err
+		}
+		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", unchanged, chunk,
+			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID); err != nil {
 			return err
 		}
 		if s.Dialect == Postgres {
 			return cleanKeyChunk(ctx, tx, "ioc_value_keys", "id", "true", chunk, []any{at.ValueID}, &next.ValueID)
 		}
-		return cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", unchanged, chunk,
-			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID)
+		return nil
 	})
 	if err != nil {
 		return KeyPositions{}, fmt.Errorf("store: unable to clean the indicator keys: %w", err)
