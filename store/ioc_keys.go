@@ -57,8 +57,8 @@ func orderKeyOf(field IoCOrderField) (int, bool) {
 
 // DefaultKeyChunk is how many changed IoCs one catch-up transaction of
 // the key indexer adds, at most (one transaction's IoCs are never split):
-// about a quarter of a second of SQLite's writer, which the batches wait
-// for.
+// about 0.3 s of SQLite's writer for new IoCs, 0.8 s for re-sighted ones
+// (their old order keys go), which the batches wait for.
 const DefaultKeyChunk = 50_000
 
 // CatchUpKeys adds to the key tables the keys of the IoCs changed since
@@ -99,12 +99,26 @@ func (s *Store) CatchUpKeys(ctx context.Context, maxRows int) (caught bool, err 
 		default:
 			to = past.Int64
 		}
-		// Each order's keys, then the tags', in key order: mostly
-		// appends at the end of each order's range.
+		if s.Dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, pinKeyPlans); err != nil {
+				return err
+			}
+		}
+		// The chunk's IoCs get their order keys anew: those they had are
+		// stale (made at a stamp up to from), and each would cost a walk
+		// of its order a probe until cleaned. A re-sighting moves
+		// last_seen and expires_at: after a feed re-sighted 1,000,000
+		// IoCs, the first LAST_SEEN ASC page walked the million stale
+		// keys (1.7 s on PostgreSQL). Then each order's keys in key
+		// order: mostly appends at the end of each order's range.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM ioc_order_keys
+WHERE id IN (SELECT id FROM iocs WHERE changed_at > ? AND changed_at <= ?)`, from, to); err != nil {
+			return err
+		}
 		for _, k := range orderKeys {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_order_keys (ord, key, id, stamp)
-SELECT ?, `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY 2, 3
-ON CONFLICT (ord, key, id) DO UPDATE SET stamp = excluded.stamp`, k.ord, from, to); err != nil {
+SELECT ?, `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY 2, 3`,
+				k.ord, from, to); err != nil {
 				return err
 			}
 		}
@@ -184,7 +198,7 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 		if s.Dialect == Postgres {
 			// Else PostgreSQL hashed all of iocs for each chunk of 50,000
 			// keys (0.5 s a table), every quiet second.
-			if _, err := tx.ExecContext(ctx, pinKeyWalks); err != nil {
+			if _, err := tx.ExecContext(ctx, pinKeyPlans); err != nil {
 				return err
 			}
 		}

@@ -77,6 +77,11 @@ func TestKeyedPagesFollowEveryChange(t *testing.T) {
 			}
 		}
 		checkKeyedPages(t, s, "caught up")
+		// An IoC that changed has its order keys anew: the walks of its
+		// orders never meet its old ones.
+		if n := countRows(t, s, "ioc_order_keys x JOIN iocs ON iocs.id = x.id WHERE iocs.changed_at <> x.stamp"); n != 0 {
+			t.Errorf("%d stale order keys of IoCs that are there, after catching up", n)
+		}
 
 		// B goes: its IoCs fall back to A's score and tags, b1 goes.
 		if _, err := s.DeleteFeedSightings(ctx, feedB); err != nil {

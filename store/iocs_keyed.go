@@ -295,16 +295,17 @@ func (s *Store) keyedRead(ctx context.Context, read func(db bun.IDB) error) erro
 		return read(s.reader())
 	}
 	return s.reader().RunInTx(ctx, &sql.TxOptions{ReadOnly: true}, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, pinKeyWalks); err != nil {
+		if _, err := tx.ExecContext(ctx, pinKeyPlans); err != nil {
 			return err
 		}
 		return read(tx)
 	})
 }
 
-// pinKeyWalks pins a PostgreSQL transaction's plans to walks of key ranges
-// probing iocs by id (see keyedRead).
-const pinKeyWalks = `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off;
+// pinKeyPlans pins a PostgreSQL transaction's plans to walks of key ranges
+// (and of iocs_changed_idx's) probing the other table by its key (see
+// keyedRead).
+const pinKeyPlans = `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off;
 SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off;
 SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL jit = off`
 

@@ -32,6 +32,9 @@ func init() {
 	stamp BIGINT NOT NULL,
 	PRIMARY KEY (ord, key, id)
 ) {norowid}`,
+			// The indexer replaces an IoC's order keys whole when it
+			// changed, finding them by id.
+			`CREATE INDEX ioc_order_keys_id_idx ON ioc_order_keys (id)`,
 			`DROP TABLE ioc_score_keys`,
 			// The score keys are now order keys: the indexer starts over
 			// from stamp 0 and makes every key again. Its inserts are
