@@ -184,6 +184,20 @@ type KeyPositions struct {
 	ValueID  int64
 }
 
+// keyTables is how many key tables KeyPositions walks.
+const keyTables = 3
+
+// starts says, for each key table, whether p is at its start: where
+// CleanKeys puts a table's position once past its end (or the table's
+// empty).
+func (p KeyPositions) starts() [keyTables]bool {
+	return [keyTables]bool{
+		p.Ord == 0 && p.OrderKey == 0 && p.OrderID == 0,
+		p.Tag == "" && p.TagID == 0,
+		p.ValueID == 0,
+	}
+}
+
 // CleanKeys deletes the keys that no longer hold (their IoC went or
 // changed since) among the next chunk of each key table after at, in one
 // transaction, and returns where to go on: a table's start after its end.

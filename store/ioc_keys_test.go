@@ -161,6 +161,47 @@ func TestKeyIndexerWaitsForQuiet(t *testing.T) {
 	})
 }
 
+// The cleaner rests once it has been through every key table with nothing
+// changed meanwhile, and goes again when the IoCs change.
+func TestKeyCleanerRestsUntilAChange(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		batch := func(n int) {
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: 10 * day,
+				Indicators: []ioc.Indicator{dom(fmt.Sprintf("r%d.example", n), "src", 50, "t")}})
+		}
+		k := &store.KeyIndexer{Store: s, Chunk: 2}
+		now := time.Now()
+		tick := func() {
+			now = now.Add(time.Second)
+			if err := k.Tick(ctx, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batch(0)
+		for range 20 { // quiet: keys made, every table cleaned
+			tick()
+		}
+		// A key no IoC holds, made without a change of the IoCs: a
+		// resting cleaner leaves it.
+		storetest.MustExec(t, s, "INSERT INTO ioc_order_keys (ord, key, id, stamp) VALUES (1, 7, 999999, 1)")
+		for range 20 {
+			tick()
+		}
+		if n := countRows(t, s, "ioc_order_keys WHERE id = 999999"); n != 1 {
+			t.Fatalf("the resting cleaner took the key (%d left)", n)
+		}
+		batch(1)
+		for range 20 {
+			tick()
+		}
+		if n := countRows(t, s, "ioc_order_keys WHERE id = 999999"); n != 0 {
+			t.Errorf("the stale key is still there after a change and 20 quiet ticks")
+		}
+	})
+}
+
 // scoreKeys counts the keys of the SCORE order.
 func scoreKeys(t *testing.T, s *store.Store) int {
 	t.Helper()
