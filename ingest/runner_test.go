@@ -761,8 +761,10 @@ func TestRunnerIndexesKeysWhenQuiet(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		// Four orders' keys for each IoC.
-		if n := h.count("SELECT count(*) FROM ioc_order_keys k JOIN iocs i ON i.id = k.id AND i.changed_at = k.stamp"); n != 4*9 {
-			t.Errorf("%d order keys hold, want %d", n, 4*9)
+		for _, table := range []string{"ioc_score_keys", "ioc_first_seen_keys", "ioc_last_seen_keys", "ioc_expires_keys"} {
+			if n := h.count("SELECT count(*) FROM " + table + " k JOIN iocs i ON i.id = k.id AND i.changed_at = k.stamp"); n != 9 {
+				t.Errorf("%d keys hold in %s, want 9", n, table)
+			}
 		}
 	})
 }

@@ -18,9 +18,10 @@ import (
 // PostgreSQL 0.7-1.0 s per 1,000,000 new IoCs), while the key indexer adds
 // a quiet moment's changes in bulk, in key order. They are:
 //
-//   - ioc_order_keys (ord, key, id): the SCORE, FIRST_SEEN, LAST_SEEN and
+//   - ioc_score_keys, ioc_first_seen_keys, ioc_last_seen_keys and
+//     ioc_expires_keys (key, id): the SCORE, FIRST_SEEN, LAST_SEEN and
 //     EXPIRATION_DATE orders, and the ranges of minScore and the expiry
-//     filters; ord says which column key is (orderKeys);
+//     filters (orderKeys);
 //   - ioc_tag_keys (tag, id): the tag filter;
 //   - on PostgreSQL, ioc_value_keys (a trigram index of the values): the
 //     search.
@@ -34,25 +35,35 @@ import (
 // changed since from iocs itself; keys that no longer hold (the IoC went
 // or changed) are skipped by readers and deleted by CleanKeys.
 
-// orderKey is an order whose keys are in ioc_order_keys.
+// orderKey is an order whose keys the key indexer keeps: table holds them
+// as (key, id, stamp), key being the IoC's column of the order.
 type orderKey struct {
-	// ord numbers the order in the table: stored, never renumbered.
-	ord   int
 	field IoCOrderField
+	table string
 }
 
-// orderKeys are the orders of ioc_order_keys: every integer-valued column
-// of iocs that a page is ordered by.
-var orderKeys = []orderKey{{1, IoCOrderScore}, {2, IoCOrderFirstSeen}, {3, IoCOrderLastSeen}, {4, IoCOrderExpiresAt}}
+// orderKeyTables is how many orders have keys.
+const orderKeyTables = 4
 
-// orderKeyOf returns the ord of the order keys of field, if it has some.
-func orderKeyOf(field IoCOrderField) (int, bool) {
+// orderKeys are the orders with keys: every integer-valued column of iocs
+// that a page is ordered by. Each has a table of its own, so that
+// PostgreSQL has statistics of each order's keys (see migration
+// 20261228000100).
+var orderKeys = [orderKeyTables]orderKey{
+	{IoCOrderScore, "ioc_score_keys"},
+	{IoCOrderFirstSeen, "ioc_first_seen_keys"},
+	{IoCOrderLastSeen, "ioc_last_seen_keys"},
+	{IoCOrderExpiresAt, "ioc_expires_keys"},
+}
+
+// orderKeyOf returns the order keys of field, if it has some.
+func orderKeyOf(field IoCOrderField) (orderKey, bool) {
 	for _, k := range orderKeys {
 		if k.field == field {
-			return k.ord, true
+			return k, true
 		}
 	}
-	return 0, false
+	return orderKey{}, false
 }
 
 // DefaultKeyChunk is how many changed IoCs one catch-up transaction of
@@ -109,16 +120,16 @@ func (s *Store) CatchUpKeys(ctx context.Context, maxRows int) (caught bool, err 
 		// of its order a probe until cleaned. A re-sighting moves
 		// last_seen and expires_at: after a feed re-sighted 1,000,000
 		// IoCs, the first LAST_SEEN ASC page walked the million stale
-		// keys (1.7 s on PostgreSQL). Then each order's keys in key
-		// order: mostly appends at the end of each order's range.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM ioc_order_keys
-WHERE id IN (SELECT id FROM iocs WHERE changed_at > ? AND changed_at <= ?)`, from, to); err != nil {
-			return err
-		}
+		// keys (1.7 s on PostgreSQL). The new keys go in in key order:
+		// mostly appends at the end of each table.
 		for _, k := range orderKeys {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_order_keys (ord, key, id, stamp)
-SELECT ?, `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY 2, 3`,
-				k.ord, from, to); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+k.table+`
+WHERE id IN (SELECT id FROM iocs WHERE changed_at > ? AND changed_at <= ?)`, from, to); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+k.table+` (key, id, stamp)
+SELECT `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY 1, 2`,
+				from, to); err != nil {
 				return err
 			}
 		}
@@ -176,26 +187,31 @@ func (s *Store) keysTx(ctx context.Context, fn func(ctx context.Context, tx bun.
 // KeyPositions is where CleanKeys stopped in each key table: the last key
 // it looked at (zero: the start).
 type KeyPositions struct {
-	Ord      int
-	OrderKey int64
-	OrderID  int64
-	Tag      string
-	TagID    int64
-	ValueID  int64
+	// Orders are the positions in the order keys' tables, as orderKeys
+	// lists them.
+	Orders  [orderKeyTables]KeyPosition
+	Tag     string
+	TagID   int64
+	ValueID int64
 }
 
-// keyTables is how many key tables KeyPositions walks.
-const keyTables = 3
+// KeyPosition is a position in an order's keys.
+type KeyPosition struct{ Key, ID int64 }
 
-// starts says, for each key table, whether p is at its start: where
-// CleanKeys puts a table's position once past its end (or the table's
-// empty).
+// keyTables is how many key tables KeyPositions walks.
+const keyTables = orderKeyTables + 2
+
+// starts says, for each key table (the orders', the tags', the values'),
+// whether p is at its start: where CleanKeys puts a table's position once
+// past its end (or the table's empty).
 func (p KeyPositions) starts() [keyTables]bool {
-	return [keyTables]bool{
-		p.Ord == 0 && p.OrderKey == 0 && p.OrderID == 0,
-		p.Tag == "" && p.TagID == 0,
-		p.ValueID == 0,
+	var out [keyTables]bool
+	for i, o := range p.Orders {
+		out[i] = o == KeyPosition{}
 	}
+	out[orderKeyTables] = p.Tag == "" && p.TagID == 0
+	out[orderKeyTables+1] = p.ValueID == 0
+	return out
 }
 
 // CleanKeys deletes the keys that no longer hold (their IoC went or
@@ -216,9 +232,11 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 				return err
 			}
 		}
-		if err := cleanKeyChunk(ctx, tx, "ioc_order_keys", "ord, key, id", unchanged, chunk,
-			[]any{at.Ord, at.OrderKey, at.OrderID}, &next.Ord, &next.OrderKey, &next.OrderID); err != nil {
-			return err
+		for i, k := range orderKeys {
+			if err := cleanKeyChunk(ctx, tx, k.table, "key, id", unchanged, chunk,
+				[]any{at.Orders[i].Key, at.Orders[i].ID}, &next.Orders[i].Key, &next.Orders[i].ID); err != nil {
+				return err
+			}
 		}
 		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", unchanged, chunk,
 			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID); err != nil {

@@ -47,7 +47,7 @@ func TestKeyedPagesFollowEveryChange(t *testing.T) {
 		if err != nil || caught {
 			t.Fatalf("first chunk: caught %v, %v; want part of the IoCs", caught, err)
 		}
-		if n := countRows(t, s, "ioc_order_keys"); n == 0 || n >= 4*63 {
+		if n := orderKeyCount(t, s, ""); n == 0 || n >= 4*63 {
 			t.Fatalf("%d order keys after a chunk of 15, want some", n)
 		}
 		checkKeyedPages(t, s, "part way")
@@ -79,7 +79,7 @@ func TestKeyedPagesFollowEveryChange(t *testing.T) {
 		checkKeyedPages(t, s, "caught up")
 		// An IoC that changed has its order keys anew: the walks of its
 		// orders never meet its old ones.
-		if n := countRows(t, s, "ioc_order_keys x JOIN iocs ON iocs.id = x.id WHERE iocs.changed_at <> x.stamp"); n != 0 {
+		if n := orderKeyCount(t, s, " x JOIN iocs ON iocs.id = x.id WHERE iocs.changed_at <> x.stamp"); n != 0 {
 			t.Errorf("%d stale order keys of IoCs that are there, after catching up", n)
 		}
 
@@ -185,18 +185,18 @@ func TestKeyCleanerRestsUntilAChange(t *testing.T) {
 		}
 		// A key no IoC holds, made without a change of the IoCs: a
 		// resting cleaner leaves it.
-		storetest.MustExec(t, s, "INSERT INTO ioc_order_keys (ord, key, id, stamp) VALUES (1, 7, 999999, 1)")
+		storetest.MustExec(t, s, "INSERT INTO ioc_score_keys (key, id, stamp) VALUES (7, 999999, 1)")
 		for range 20 {
 			tick()
 		}
-		if n := countRows(t, s, "ioc_order_keys WHERE id = 999999"); n != 1 {
+		if n := countRows(t, s, "ioc_score_keys WHERE id = 999999"); n != 1 {
 			t.Fatalf("the resting cleaner took the key (%d left)", n)
 		}
 		batch(1)
 		for range 20 {
 			tick()
 		}
-		if n := countRows(t, s, "ioc_order_keys WHERE id = 999999"); n != 0 {
+		if n := countRows(t, s, "ioc_score_keys WHERE id = 999999"); n != 0 {
 			t.Errorf("the stale key is still there after a change and 20 quiet ticks")
 		}
 	})
@@ -205,7 +205,23 @@ func TestKeyCleanerRestsUntilAChange(t *testing.T) {
 // scoreKeys counts the keys of the SCORE order.
 func scoreKeys(t *testing.T, s *store.Store) int {
 	t.Helper()
-	return countRows(t, s, "ioc_order_keys WHERE ord = 1")
+	return countRows(t, s, "ioc_score_keys")
+}
+
+// orderKeyTables are the tables of the orders' keys, each with the column
+// of iocs its keys are.
+var orderKeyTables = map[string]string{"ioc_score_keys": "score", "ioc_first_seen_keys": "first_seen",
+	"ioc_last_seen_keys": "last_seen", "ioc_expires_keys": "expires_at"}
+
+// orderKeyCount counts the rows of every order's keys, each table followed
+// by rest (an alias, joins, a condition).
+func orderKeyCount(t *testing.T, s *store.Store, rest string) int {
+	t.Helper()
+	n := 0
+	for table := range orderKeyTables {
+		n += countRows(t, s, table+rest)
+	}
+	return n
 }
 
 func countRows(t *testing.T, s *store.Store, table string) int {
@@ -228,10 +244,9 @@ type keyedRow struct {
 	changed int64
 }
 
-// orderKey is r's value of an order with keys, as ioc_order_keys' ord
-// numbers them.
-func (r keyedRow) orderKey(ord int) int64 {
-	return [...]int64{1: int64(r.score), 2: r.first, 3: r.last, 4: r.expires}[ord]
+// column is r's value of a column of iocs that has order keys.
+func (r keyedRow) column(name string) int64 {
+	return map[string]int64{"score": int64(r.score), "first_seen": r.first, "last_seen": r.last, "expires_at": r.expires}[name]
 }
 
 // allIoCRows reads every IoC row, for the reference orders.
@@ -301,12 +316,9 @@ func staleKeys(t *testing.T, s *store.Store) int {
 			t.Fatal(err)
 		}
 	}
-	scan("SELECT ord || ' ' || key, id, stamp FROM ioc_order_keys", func(key string, r keyedRow) bool {
-		var ord int
-		var value int64
-		_, err := fmt.Sscan(key, &ord, &value)
-		return err == nil && ord >= 1 && ord <= 4 && r.orderKey(ord) == value
-	})
+	for table, column := range orderKeyTables {
+		scan("SELECT key, id, stamp FROM "+table, func(key string, r keyedRow) bool { return key == fmt.Sprint(r.column(column)) })
+	}
 	scan("SELECT tag, id, stamp FROM ioc_tag_keys", func(tag string, r keyedRow) bool { return slices.Contains(r.tags, tag) })
 	if s.Dialect == store.Postgres {
 		// Value keys: a value never changes, its key holds while the IoC

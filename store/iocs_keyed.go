@@ -76,9 +76,9 @@ func tagKeys(tag string, byID bool) *iocKeys {
 	return k
 }
 
-// keyRange is the order keys of one order from lo to hi, both included.
+// keyRange is the keys of one order from lo to hi, both included.
 type keyRange struct {
-	ord    int
+	order  orderKey
 	lo, hi int64
 }
 
@@ -90,13 +90,13 @@ func (r keyRange) bounded() bool { return r.lo > math.MinInt64 || r.hi < math.Ma
 // what it proves of f.
 func keyRanges(f IoCFilter) (ranges []keyRange, proves []func(*IoCFilter)) {
 	if f.MinScore != nil {
-		ord, _ := orderKeyOf(IoCOrderScore)
-		ranges = append(ranges, keyRange{ord, int64(*f.MinScore), math.MaxInt64})
+		score, _ := orderKeyOf(IoCOrderScore)
+		ranges = append(ranges, keyRange{score, int64(*f.MinScore), math.MaxInt64})
 		proves = append(proves, func(f *IoCFilter) { f.MinScore = nil })
 	}
 	if f.ExpiresBefore != nil || f.ExpiresAfter != nil {
-		ord, _ := orderKeyOf(IoCOrderExpiresAt)
-		r := keyRange{ord, math.MinInt64, math.MaxInt64}
+		expires, _ := orderKeyOf(IoCOrderExpiresAt)
+		r := keyRange{expires, math.MinInt64, math.MaxInt64}
 		// Times are whole microseconds: < b is <= b-1, > a is >= a+1.
 		if f.ExpiresAfter != nil {
 			r.lo = micros(*f.ExpiresAfter) + 1
@@ -110,21 +110,21 @@ func keyRanges(f IoCFilter) (ranges []keyRange, proves []func(*IoCFilter)) {
 	return ranges, proves
 }
 
-// orderKeysIn reads the IoCs whose order key of r.ord is in r through
-// ioc_order_keys, walking the keys in their order when ordered.
+// orderKeysIn reads the IoCs whose key of r's order is in r through the
+// order's keys, walking them in their order when ordered.
 func orderKeysIn(r keyRange, ordered bool, proves func(*IoCFilter)) *iocKeys {
 	k := &iocKeys{
 		join: func(q *bun.SelectQuery) *bun.SelectQuery {
-			q = q.ModelTableExpr("ioc_order_keys AS x CROSS JOIN iocs AS iocs").
-				Where("x.ord = ? AND iocs.id = x.id AND iocs.changed_at = x.stamp", r.ord)
+			q = q.ModelTableExpr("? AS x CROSS JOIN iocs AS iocs", bun.Ident(r.order.table)).
+				Where("iocs.id = x.id AND iocs.changed_at = x.stamp")
 			if r.bounded() {
 				q = q.Where("x.key BETWEEN ? AND ?", r.lo, r.hi)
 			}
 			return q
 		},
 		proves:    proves,
-		countSQL:  "SELECT count(*) FROM (SELECT 1 FROM ioc_order_keys WHERE ord = ? AND key BETWEEN ? AND ? LIMIT ?) k",
-		countArgs: []any{r.ord, r.lo, r.hi},
+		countSQL:  "SELECT count(*) FROM (SELECT 1 FROM " + r.order.table + " WHERE key BETWEEN ? AND ? LIMIT ?) k",
+		countArgs: []any{r.lo, r.hi},
 	}
 	if ordered {
 		k.col, k.id = "x.key", "x.id"
@@ -144,9 +144,9 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 		return nil, nil // a few IoCs, through the unique (type, value) index
 	}
 	plan := &keyPlan{}
-	walkOrd, walks := orderKeyOf(o.Field)
+	walkKey, walks := orderKeyOf(o.Field)
 	if walks {
-		plan.walk = orderKeysIn(keyRange{walkOrd, math.MinInt64, math.MaxInt64}, true, nil)
+		plan.walk = orderKeysIn(keyRange{walkKey, math.MinInt64, math.MaxInt64}, true, nil)
 	}
 	var finders []*iocKeys
 	if f.ValuePrefix == "" && f.FeedID == 0 && f.Search == "" {
@@ -155,7 +155,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 		}
 		ranges, proves := keyRanges(f)
 		for i, r := range ranges {
-			k := orderKeysIn(r, walks && r.ord == walkOrd, proves[i])
+			k := orderKeysIn(r, walks && r.order == walkKey, proves[i])
 			if k.ordered() {
 				plan.walk = k // the order's own keys, within the range
 			}
@@ -283,9 +283,8 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *
 // read is, index walks of key ranges, each key probing iocs, stopping
 // with the page or the count. The planner's estimates cannot see that: it
 // takes a key's stamp equal to its IoC's change stamp for a coincidence
-// (it guessed 19,573 of 1,000,000 keys hold), and the key column of
-// ioc_order_keys mixes scores with three kinds of times. So it hashed both
-// tables whole (530 ms for a count that stops at 10,001), mapped a whole
+// (it guessed 19,573 of 1,000,000 keys hold). So it hashed both tables
+// whole (530 ms for a count that stops at 10,001), mapped a whole
 // key range before reading the first key (a bitmap scan, 70 ms), planned
 // the walk in parallel (10-20 ms of starting workers for a walk of a
 // millisecond), and, its costs inflated by the pinning, compiled the
