@@ -120,11 +120,17 @@ func (s *Store) CatchUpKeys(ctx context.Context, maxRows int) (caught bool, err 
 		// of its order a probe until cleaned. A re-sighting moves
 		// last_seen and expires_at: after a feed re-sighted 1,000,000
 		// IoCs, the first LAST_SEEN ASC page walked the million stale
-		// keys (1.7 s on PostgreSQL). The new keys go in in key order:
-		// mostly appends at the end of each table.
+		// keys (1.7 s on PostgreSQL). An IoC above the table's highest id
+		// has none to delete: new IoCs cost no probe (0.5 s a chunk on
+		// PostgreSQL). The chunk's ids are materialised first, so that
+		// they drive the probes: without statistics of a new table,
+		// PostgreSQL walked the whole table instead (1 s a chunk).
+		// The new keys go in in key order: mostly appends at the end of
+		// each table.
 		for _, k := range orderKeys {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+k.table+`
-WHERE id IN (SELECT id FROM iocs WHERE changed_at > ? AND changed_at <= ?)`, from, to); err != nil {
+			if _, err := tx.ExecContext(ctx, `WITH chunk AS MATERIALIZED (SELECT id FROM iocs
+	WHERE changed_at > ? AND changed_at <= ? AND id <= (SELECT max(id) FROM `+k.table+`))
+DELETE FROM `+k.table+` WHERE id IN (SELECT id FROM chunk)`, from, to); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO `+k.table+` (key, id, stamp)
