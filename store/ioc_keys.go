@@ -33,7 +33,8 @@ import (
 // complete: every IoC whose change stamp is at most it has a key that
 // holds for each of its orders and each of its tags. Readers take the IoCs
 // changed since from iocs itself; keys that no longer hold (the IoC went
-// or changed) are skipped by readers and deleted by CleanKeys.
+// or changed) are skipped by readers and deleted by CleanKeys, and the
+// indexer replaces a changed IoC's order keys whole.
 
 // orderKey is an order whose keys the key indexer keeps: table holds them
 // as (key, id, stamp), key being the IoC's column of the order.
