@@ -743,7 +743,7 @@ func TestRunNowAsTheRunEnds(t *testing.T) {
 }
 
 // The runner's key indexer brings the key tables up to a run's IoCs once
-// writes are quiet: a SCORE page then reads them through the keys.
+// writes are quiet: the keyed orders then read them through the keys.
 func TestRunnerIndexesKeysWhenQuiet(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		h := newHarnessWith(t, st, TSVOptions{}, func(o *Options) { o.KeyIndexInterval = 20 * time.Millisecond })
@@ -760,8 +760,11 @@ func TestRunnerIndexesKeysWhenQuiet(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		if n := h.count("SELECT count(*) FROM ioc_score_keys k JOIN iocs i ON i.id = k.id AND i.changed_at = k.stamp"); n != 9 {
-			t.Errorf("%d score keys hold, want 9", n)
+		// Four orders' keys for each IoC.
+		for _, table := range []string{"ioc_score_keys", "ioc_first_seen_keys", "ioc_last_seen_keys", "ioc_expires_keys"} {
+			if n := h.count("SELECT count(*) FROM " + table + " k JOIN iocs i ON i.id = k.id AND i.changed_at = k.stamp"); n != 9 {
+				t.Errorf("%d keys hold in %s, want 9", n, table)
+			}
 		}
 	})
 }

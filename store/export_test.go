@@ -21,3 +21,6 @@ var DenseKind = &denseKind
 
 // ReadDB is the pool s reads from outside transactions.
 func ReadDB(s *Store) *sql.DB { return s.readDB() }
+
+// SparseKeys lets tests take the walk of keyed pages with few IoCs.
+var SparseKeys = &sparseKeys

@@ -7,33 +7,70 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/uptrace/bun"
 )
 
-// The key tables, ioc_score_keys (score, id), on SQLite ioc_tag_keys (tag,
-// id; PostgreSQL has a GIN index over tags) and on PostgreSQL
-// ioc_value_keys (a trigram index of the values), serve the SCORE order,
-// the tag filter and the search as indexes on iocs would, but
-// the writers do not keep them: an index costs every batch a B-tree
-// insert per IoC (a (score, id) index took SQLite's ingestion from 0.52
-// to well under 0.5 of sqlite3 .import, and PostgreSQL's 15-30 %), while
-// the key indexer adds a quiet moment's changes in bulk, in key order.
+// The key tables serve reads as indexes on iocs would, but the writers do
+// not keep them: an index costs every batch a B-tree insert per IoC (a
+// (score, id) index took SQLite's ingestion from 0.52 to well under 0.5 of
+// sqlite3 .import and PostgreSQL's down 15-30 %; each time-ordered one cost
+// PostgreSQL 0.7-1.0 s per 1,000,000 new IoCs), while the key indexer adds
+// a quiet moment's changes in bulk, in key order. They are:
+//
+//   - ioc_score_keys, ioc_first_seen_keys, ioc_last_seen_keys and
+//     ioc_expires_keys (key, id): the SCORE, FIRST_SEEN, LAST_SEEN and
+//     EXPIRATION_DATE orders, and the ranges of minScore and the expiry
+//     filters (orderKeys);
+//   - ioc_tag_keys (tag, id): the tag filter;
+//   - on PostgreSQL, ioc_value_keys (a trigram index of the values): the
+//     search.
 //
 // A key's stamp is its IoC's change stamp (iocs.changed_at) when the key
 // was made, and the key holds while the IoC has not changed since: a
 // change always draws a stamp above every stamp handed out before
 // (iocs_changes.go). ioc_keys_state.stamp is how far the tables are
 // complete: every IoC whose change stamp is at most it has a key that
-// holds for its score and for each of its tags. Readers take the IoCs
+// holds for each of its orders and each of its tags. Readers take the IoCs
 // changed since from iocs itself; keys that no longer hold (the IoC went
-// or changed) are skipped by readers and deleted by CleanKeys.
+// or changed) are skipped by readers and deleted by CleanKeys, and the
+// indexer replaces a changed IoC's order keys whole.
+
+// orderKey is an order whose keys the key indexer keeps: table holds them
+// as (key, id, stamp), key being the IoC's column of the order.
+type orderKey struct {
+	field IoCOrderField
+	table string
+}
+
+// orderKeyTables is how many orders have keys.
+const orderKeyTables = 4
+
+// orderKeys are the orders with keys: every integer-valued column of iocs
+// that a page is ordered by. Each has a table of its own, so that
+// PostgreSQL has statistics of each order's keys (see migration
+// 20261228000100).
+var orderKeys = [orderKeyTables]orderKey{
+	{IoCOrderScore, "ioc_score_keys"},
+	{IoCOrderFirstSeen, "ioc_first_seen_keys"},
+	{IoCOrderLastSeen, "ioc_last_seen_keys"},
+	{IoCOrderExpiresAt, "ioc_expires_keys"},
+}
+
+// orderKeyOf returns the order keys of field, if it has some.
+func orderKeyOf(field IoCOrderField) (orderKey, bool) {
+	for _, k := range orderKeys {
+		if k.field == field {
+			return k, true
+		}
+	}
+	return orderKey{}, false
+}
 
 // DefaultKeyChunk is how many changed IoCs one catch-up transaction of
 // the key indexer adds, at most (one transaction's IoCs are never split):
-// about a quarter of a second of SQLite's writer, which the batches wait
-// for.
+// about 0.3 s of SQLite's writer for new IoCs, 0.8 s for re-sighted ones
+// (their old order keys go), which the batches wait for.
 const DefaultKeyChunk = 50_000
 
 // CatchUpKeys adds to the key tables the keys of the IoCs changed since
@@ -74,21 +111,52 @@ func (s *Store) CatchUpKeys(ctx context.Context, maxRows int) (caught bool, err 
 		default:
 			to = past.Int64
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_score_keys (score, id, stamp)
-SELECT score, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY score, id
-ON CONFLICT (score, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
+		if s.Dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, pinKeyPlans); err != nil {
+				return err
+			}
+		}
+		// The chunk's IoCs get their order keys anew: those they had are
+		// stale (made at a stamp up to from), and each would cost a walk
+		// of its order a probe until cleaned. A re-sighting moves
+		// last_seen and expires_at: after a feed re-sighted 1,000,000
+		// IoCs, the first LAST_SEEN ASC page walked the million stale
+		// keys (1.7 s on PostgreSQL). An IoC above the table's highest id
+		// has none to delete: new IoCs cost no probe (0.5 s a chunk on
+		// PostgreSQL). The chunk's ids are materialised first, so that
+		// they drive the probes: without statistics of a new table,
+		// PostgreSQL walked the whole table instead (1 s a chunk).
+		// The new keys go in in key order: mostly appends at the end of
+		// each table.
+		for _, k := range orderKeys {
+			if _, err := tx.ExecContext(ctx, `WITH chunk AS MATERIALIZED (SELECT id FROM iocs
+	WHERE changed_at > ? AND changed_at <= ? AND id <= (SELECT max(id) FROM `+k.table+`))
+DELETE FROM `+k.table+` WHERE id IN (SELECT id FROM chunk)`, from, to); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+k.table+` (key, id, stamp)
+SELECT `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY 1, 2`,
+				from, to); err != nil {
+				return err
+			}
+		}
+		tags := `SELECT j.value, iocs.id, iocs.changed_at FROM iocs, json_each(iocs.tags) j
+WHERE j.type = 'text' AND iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY 1, 2`
+		if s.Dialect == Postgres {
+			// Tags are a JSON array of strings, or NULL (or a JSON null,
+			// which CASE makes NULL: no elements rather than an error).
+			// Sorted in the byte order of the key.
+			tags = `SELECT t, iocs.id, iocs.changed_at FROM iocs,
+	jsonb_array_elements_text(CASE jsonb_typeof(iocs.tags) WHEN 'array' THEN iocs.tags END) t
+WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY t COLLATE "C", iocs.id`
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_tag_keys (tag, id, stamp) `+tags+`
+ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 			return err
 		}
 		if s.Dialect == Postgres {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_value_keys (id, value)
 SELECT id, value FROM iocs WHERE changed_at > ? AND changed_at <= ? ON CONFLICT (id) DO NOTHING`, from, to); err != nil {
-				return err
-			}
-		} else {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_tag_keys (tag, id, stamp)
-SELECT j.value, iocs.id, iocs.changed_at FROM iocs, json_each(iocs.tags) j
-WHERE j.type = 'text' AND iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY 1, 2
-ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 				return err
 			}
 		}
@@ -126,33 +194,65 @@ func (s *Store) keysTx(ctx context.Context, fn func(ctx context.Context, tx bun.
 // KeyPositions is where CleanKeys stopped in each key table: the last key
 // it looked at (zero: the start).
 type KeyPositions struct {
-	Score   int
-	ScoreID int64
+	// Orders are the positions in the order keys' tables, as orderKeys
+	// lists them.
+	Orders  [orderKeyTables]KeyPosition
 	Tag     string
 	TagID   int64
 	ValueID int64
 }
 
+// KeyPosition is a position in an order's keys.
+type KeyPosition struct{ Key, ID int64 }
+
+// keyTables is how many key tables KeyPositions walks.
+const keyTables = orderKeyTables + 2
+
+// starts says, for each key table (the orders', the tags', the values'),
+// whether p is at its start: where CleanKeys puts a table's position once
+// past its end (or the table's empty).
+func (p KeyPositions) starts() [keyTables]bool {
+	var out [keyTables]bool
+	for i, o := range p.Orders {
+		out[i] = o == KeyPosition{}
+	}
+	out[orderKeyTables] = p.Tag == "" && p.TagID == 0
+	out[orderKeyTables+1] = p.ValueID == 0
+	return out
+}
+
 // CleanKeys deletes the keys that no longer hold (their IoC went or
 // changed since) among the next chunk of each key table after at, in one
 // transaction, and returns where to go on: a table's start after its end.
-// A key of an IoC that changed but still has that score or tag goes too:
+// A key of an IoC that changed but still has that value or tag goes too:
 // the indexer makes it again with the change.
 func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyPositions, error) {
-	// A score or tag key holds while its IoC has not changed since it was
-	// made; a value key while its IoC is there (a value never changes).
+	// An order or tag key holds while its IoC has not changed since it
+	// was made; a value key while its IoC is there (a value never changes).
 	const unchanged = "iocs.changed_at = x.stamp"
 	var next KeyPositions
 	err := s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if err := cleanKeyChunk(ctx, tx, "ioc_score_keys", "score, id", unchanged, chunk,
-			[]any{at.Score, at.ScoreID}, &next.Score, &next.ScoreID); err != nil {
+		if s.Dialect == Postgres {
+			// Else PostgreSQL hashed all of iocs for each chunk of 50,000
+			// keys (0.5 s a table), every quiet second.
+			if _, err := tx.ExecContext(ctx, pinKeyPlans); err != nil {
+				return err
+			}
+		}
+		for i, k := range orderKeys {
+			if err := cleanKeyChunk(ctx, tx, k.table, "key, id", unchanged, chunk,
+				[]any{at.Orders[i].Key, at.Orders[i].ID}, &next.Orders[i].Key, &next.Orders[i].ID); err != nil {
+				return err
+			}
+		}
+		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", unchanged, chunk,
+			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID); err != nil {
 			return err
 		}
 		if s.Dialect == Postgres {
 			return cleanKeyChunk(ctx, tx, "ioc_value_keys", "id", "true", chunk, []any{at.ValueID}, &next.ValueID)
 		}
-		return cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", unchanged, chunk,
-			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID)
+		return nil
 	})
 	if err != nil {
 		return KeyPositions{}, fmt.Errorf("store: unable to clean the indicator keys: %w", err)
@@ -185,71 +285,4 @@ func found(err error) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// KeyIndexer keeps the key tables: ingestion's batches come first, so it
-// catches up when the IoCs have been quiet for a tick, or, under constant
-// writes, one chunk at a time once the tables have lagged for MaxLag.
-type KeyIndexer struct {
-	Store *Store
-	// Chunk is DefaultKeyChunk when zero.
-	Chunk int
-	// MaxLag is DefaultKeyLag when zero.
-	MaxLag time.Duration
-
-	lastStamp   int64
-	behindSince time.Time
-	cleaned     KeyPositions
-}
-
-// DefaultKeyLag is how long the key tables may lag behind constant writes
-// before the indexer takes a chunk between batches.
-const DefaultKeyLag = 30 * time.Second
-
-// Tick does the indexer's work of one tick at now: call it every second or
-// so.
-func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
-	chunk, maxLag := k.Chunk, k.MaxLag
-	if chunk <= 0 {
-		chunk = DefaultKeyChunk
-	}
-	if maxLag <= 0 {
-		maxLag = DefaultKeyLag
-	}
-	var keysStamp, stamp int64
-	if err := k.Store.reader().QueryRowContext(ctx, `SELECT k.stamp, st.stamp FROM ioc_keys_state k, ioc_stats st
-WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp); err != nil {
-		return fmt.Errorf("store: unable to read the indicator keys' state: %w", err)
-	}
-	quiet := stamp == k.lastStamp
-	k.lastStamp = stamp
-	if keysStamp >= stamp {
-		k.behindSince = time.Time{}
-	} else {
-		if k.behindSince.IsZero() {
-			k.behindSince = now
-		}
-		if quiet || now.Sub(k.behindSince) >= maxLag {
-			for {
-				caught, err := k.Store.CatchUpKeys(ctx, chunk)
-				if err != nil {
-					return err
-				}
-				if caught {
-					k.behindSince = time.Time{}
-					break
-				}
-				if !quiet {
-					k.behindSince = now // lagging: a chunk per MaxLag
-					break
-				}
-			}
-		}
-	}
-	if !quiet {
-		return nil
-	}
-	var err error
-	k.cleaned, err = k.Store.CleanKeys(ctx, k.cleaned, chunk)
-	return err
 }

@@ -15,10 +15,13 @@ import (
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
-// Pages read through the key tables (the SCORE order, the tag filter)
+// Pages read through the key tables (the SCORE, FIRST_SEEN, LAST_SEEN and
+// EXPIRATION_DATE orders, the tag, minScore and expiry filters, search)
 // answer what ordering every matching IoC row gives, whatever the key
-// indexer has done: before it ran, part way, after IoCs changed score or
-// tags or went (stale keys), caught up, and cleaned.
+// indexer has done: before it ran, part way, after IoCs changed score,
+// times or tags or went (stale keys), far behind, caught up, and cleaned;
+// with few IoCs to each key (read and sorted) and many (walked in the
+// page's order).
 func TestKeyedPagesFollowEveryChange(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -44,8 +47,8 @@ func TestKeyedPagesFollowEveryChange(t *testing.T) {
 		if err != nil || caught {
 			t.Fatalf("first chunk: caught %v, %v; want part of the IoCs", caught, err)
 		}
-		if n := countRows(t, s, "ioc_score_keys"); n == 0 || n >= 63 {
-			t.Fatalf("%d score keys after a chunk of 15, want some", n)
+		if n := orderKeyCount(t, s, ""); n == 0 || n >= 4*63 {
+			t.Fatalf("%d order keys after a chunk of 15, want some", n)
 		}
 		checkKeyedPages(t, s, "part way")
 
@@ -74,6 +77,11 @@ func TestKeyedPagesFollowEveryChange(t *testing.T) {
 			}
 		}
 		checkKeyedPages(t, s, "caught up")
+		// An IoC that changed has its order keys anew: the walks of its
+		// orders never meet its old ones.
+		if n := orderKeyCount(t, s, " x JOIN iocs ON iocs.id = x.id WHERE iocs.changed_at <> x.stamp"); n != 0 {
+			t.Errorf("%d stale order keys of IoCs that are there, after catching up", n)
+		}
 
 		// B goes: its IoCs fall back to A's score and tags, b1 goes.
 		if _, err := s.DeleteFeedSightings(ctx, feedB); err != nil {
@@ -87,7 +95,7 @@ func TestKeyedPagesFollowEveryChange(t *testing.T) {
 			t.Fatal("no stale key to clean: the test changes nothing")
 		}
 		at := store.KeyPositions{}
-		for range 40 { // chunks of 4: a walk through both tables
+		for range 80 { // chunks of 4: a walk through every table
 			if at, err = s.CleanKeys(ctx, at, 4); err != nil {
 				t.Fatal(err)
 			}
@@ -123,11 +131,11 @@ func TestKeyIndexerWaitsForQuiet(t *testing.T) {
 		}
 		batch(0)
 		tick() // the first tick sees the writes as new
-		if n := countRows(t, s, "ioc_score_keys"); n != 0 {
+		if n := scoreKeys(t, s); n != 0 {
 			t.Fatalf("%d keys while writes went on, want 0", n)
 		}
 		tick()
-		if n := countRows(t, s, "ioc_score_keys"); n != 3 {
+		if n := scoreKeys(t, s); n != 3 {
 			t.Fatalf("%d keys after a quiet tick, want 3", n)
 		}
 		// Writes every tick: nothing until a minute has passed, then one
@@ -136,21 +144,84 @@ func TestKeyIndexerWaitsForQuiet(t *testing.T) {
 			batch(n)
 			tick()
 		}
-		if got := countRows(t, s, "ioc_score_keys"); got != 3 {
+		if got := scoreKeys(t, s); got != 3 {
 			t.Fatalf("%d keys after 30 s of writes, want 3", got)
 		}
 		for n := 31; n <= 61; n++ {
 			batch(n)
 			tick()
 		}
-		if got := countRows(t, s, "ioc_score_keys"); got != 6 {
+		if got := scoreKeys(t, s); got != 6 {
 			t.Fatalf("%d keys after a minute of writes, want 6 (one chunk)", got)
 		}
 		tick()
-		if got := countRows(t, s, "ioc_score_keys"); got != 3*62 {
+		if got := scoreKeys(t, s); got != 3*62 {
 			t.Fatalf("%d keys after a quiet tick, want %d", got, 3*62)
 		}
 	})
+}
+
+// The cleaner rests once it has been through every key table with nothing
+// changed meanwhile, and goes again when the IoCs change.
+func TestKeyCleanerRestsUntilAChange(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		batch := func(n int) {
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: 10 * day,
+				Indicators: []ioc.Indicator{dom(fmt.Sprintf("r%d.example", n), "src", 50, "t")}})
+		}
+		k := &store.KeyIndexer{Store: s, Chunk: 2}
+		now := time.Now()
+		tick := func() {
+			now = now.Add(time.Second)
+			if err := k.Tick(ctx, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batch(0)
+		for range 20 { // quiet: keys made, every table cleaned
+			tick()
+		}
+		// A key no IoC holds, made without a change of the IoCs: a
+		// resting cleaner leaves it.
+		storetest.MustExec(t, s, "INSERT INTO ioc_score_keys (key, id, stamp) VALUES (7, 999999, 1)")
+		for range 20 {
+			tick()
+		}
+		if n := countRows(t, s, "ioc_score_keys WHERE id = 999999"); n != 1 {
+			t.Fatalf("the resting cleaner took the key (%d left)", n)
+		}
+		batch(1)
+		for range 20 {
+			tick()
+		}
+		if n := countRows(t, s, "ioc_score_keys WHERE id = 999999"); n != 0 {
+			t.Errorf("the stale key is still there after a change and 20 quiet ticks")
+		}
+	})
+}
+
+// scoreKeys counts the keys of the SCORE order.
+func scoreKeys(t *testing.T, s *store.Store) int {
+	t.Helper()
+	return countRows(t, s, "ioc_score_keys")
+}
+
+// orderKeyTables are the tables of the orders' keys, each with the column
+// of iocs its keys are.
+var orderKeyTables = map[string]string{"ioc_score_keys": "score", "ioc_first_seen_keys": "first_seen",
+	"ioc_last_seen_keys": "last_seen", "ioc_expires_keys": "expires_at"}
+
+// orderKeyCount counts the rows of every order's keys, each table followed
+// by rest (an alias, joins, a condition).
+func orderKeyCount(t *testing.T, s *store.Store, rest string) int {
+	t.Helper()
+	n := 0
+	for table := range orderKeyTables {
+		n += countRows(t, s, table+rest)
+	}
+	return n
 }
 
 func countRows(t *testing.T, s *store.Store, table string) int {
@@ -167,14 +238,21 @@ type keyedRow struct {
 	value   string
 	score   int
 	tags    []string
+	first   int64
 	last    int64
+	expires int64
 	changed int64
+}
+
+// column is r's value of a column of iocs that has order keys.
+func (r keyedRow) column(name string) int64 {
+	return map[string]int64{"score": int64(r.score), "first_seen": r.first, "last_seen": r.last, "expires_at": r.expires}[name]
 }
 
 // allIoCRows reads every IoC row, for the reference orders.
 func allIoCRows(t *testing.T, s *store.Store) []keyedRow {
 	t.Helper()
-	rows, err := s.DB.QueryContext(context.Background(), "SELECT id, value, score, tags, last_seen, changed_at FROM iocs")
+	rows, err := s.DB.QueryContext(context.Background(), "SELECT id, value, score, tags, first_seen, last_seen, expires_at, changed_at FROM iocs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +261,7 @@ func allIoCRows(t *testing.T, s *store.Store) []keyedRow {
 	for rows.Next() {
 		var r keyedRow
 		var tags []byte
-		if err := rows.Scan(&r.id, &r.value, &r.score, &tags, &r.last, &r.changed); err != nil {
+		if err := rows.Scan(&r.id, &r.value, &r.score, &tags, &r.first, &r.last, &r.expires, &r.changed); err != nil {
 			t.Fatal(err)
 		}
 		if len(tags) > 0 {
@@ -205,27 +283,21 @@ func contains(term string) func(keyedRow) bool {
 
 // staleKeys counts the keys that no longer hold: their IoC went or
 // changed since they were made. A key that holds must match its IoC's
-// score or one of its tags.
+// value of the order or one of its tags.
 func staleKeys(t *testing.T, s *store.Store) int {
 	t.Helper()
+	ctx := context.Background()
 	rows := map[int64]keyedRow{}
 	for _, r := range allIoCRows(t, s) {
 		rows[r.id] = r
 	}
 	stale := 0
-	tables := []string{"ioc_score_keys"}
-	if s.Dialect == store.SQLite {
-		tables = append(tables, "ioc_tag_keys") // PostgreSQL: a GIN index
-	}
-	for _, table := range tables {
-		col := "score"
-		if table == "ioc_tag_keys" {
-			col = "tag"
-		}
-		keys, err := s.DB.QueryContext(context.Background(), "SELECT "+col+", id, stamp FROM "+table)
+	scan := func(query string, check func(key string, r keyedRow) bool) {
+		keys, err := s.DB.QueryContext(ctx, query)
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer keys.Close()
 		for keys.Next() {
 			var key string
 			var id, stamp int64
@@ -236,17 +308,23 @@ func staleKeys(t *testing.T, s *store.Store) int {
 			switch {
 			case !ok || r.changed != stamp:
 				stale++
-			case col == "score" && key != fmt.Sprint(r.score), col == "tag" && !slices.Contains(r.tags, key):
-				t.Errorf("key %s %s of IoC %d holds but its IoC has score %d, tags %q", col, key, id, r.score, r.tags)
+			case !check(key, r):
+				t.Errorf("key %s of IoC %d holds but its IoC is %+v", key, id, r)
 			}
 		}
-		keys.Close()
+		if err := keys.Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
+	for table, column := range orderKeyTables {
+		scan("SELECT key, id, stamp FROM "+table, func(key string, r keyedRow) bool { return key == fmt.Sprint(r.column(column)) })
+	}
+	scan("SELECT tag, id, stamp FROM ioc_tag_keys", func(tag string, r keyedRow) bool { return slices.Contains(r.tags, tag) })
 	if s.Dialect == store.Postgres {
 		// Value keys: a value never changes, its key holds while the IoC
 		// is there.
 		var values int
-		if err := s.DB.QueryRowContext(context.Background(), "SELECT count(*) FROM ioc_value_keys x WHERE NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id)").Scan(&values); err != nil {
+		if err := s.DB.QueryRowContext(ctx, "SELECT count(*) FROM ioc_value_keys x WHERE NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id)").Scan(&values); err != nil {
 			t.Fatal(err)
 		}
 		stale += values
@@ -254,46 +332,128 @@ func staleKeys(t *testing.T, s *store.Store) int {
 	return stale
 }
 
+// keyedCase is a page kind of checkKeyedPages: the filter and order, and
+// the rows' reference: which match, in which order.
+type keyedCase struct {
+	name   string
+	filter store.IoCFilter
+	order  store.IoCOrder
+	keep   func(keyedRow) bool
+	cmp    func(a, b keyedRow) int
+}
+
+// keyedOrder is the reference of an order: by the column, then id, both
+// ways.
+func keyedOrder(col func(keyedRow) int64, desc bool) func(a, b keyedRow) int {
+	if desc {
+		return func(a, b keyedRow) int { return cmp.Or(cmp.Compare(col(b), col(a)), cmp.Compare(b.id, a.id)) }
+	}
+	return func(a, b keyedRow) int { return cmp.Or(cmp.Compare(col(a), col(b)), cmp.Compare(a.id, b.id)) }
+}
+
+// keyedCases are every page kind read through keys, on the IoCs of
+// TestKeyedPagesFollowEveryChange.
+func keyedCases() []keyedCase {
+	id := func(r keyedRow) int64 { return r.id }
+	score := func(r keyedRow) int64 { return int64(r.score) }
+	first := func(r keyedRow) int64 { return r.first }
+	last := func(r keyedRow) int64 { return r.last }
+	expires := func(r keyedRow) int64 { return r.expires }
+	order := func(f store.IoCOrderField, desc bool) store.IoCOrder { return store.IoCOrder{Field: f, Desc: desc} }
+	has := func(tag string) func(r keyedRow) bool {
+		return func(r keyedRow) bool { return slices.Contains(r.tags, tag) }
+	}
+	and := func(a, b func(keyedRow) bool) func(keyedRow) bool {
+		return func(r keyedRow) bool { return a(r) && b(r) }
+	}
+	// Feed A's first three batches expire before soon; B's and C's
+	// sightings after late.
+	soon, late := t0.Add(10*day+150*time.Second), t0.Add(10*day+30*time.Minute)
+	before := func(r keyedRow) bool { return r.expires < soon.UnixMicro() }
+	after := func(r keyedRow) bool { return r.expires > late.UnixMicro() }
+	minScore := func(r keyedRow) bool { return r.score >= 40 }
+	cases := []keyedCase{
+		{"rare, id", store.IoCFilter{Tag: "rare"}, store.IoCOrder{}, has("rare"), keyedOrder(id, false)},
+		{"rare, id desc", store.IoCFilter{Tag: "rare"}, order(store.IoCOrderID, true), has("rare"), keyedOrder(id, true)},
+		{"rare, score desc", store.IoCFilter{Tag: "rare"}, order(store.IoCOrderScore, true), has("rare"), keyedOrder(score, true)},
+		{"rare, last seen", store.IoCFilter{Tag: "rare"}, order(store.IoCOrderLastSeen, false), has("rare"), keyedOrder(last, false)},
+		{"rare, min score 40", store.IoCFilter{Tag: "rare", MinScore: ptr(40)}, store.IoCOrder{}, and(has("rare"), minScore), keyedOrder(id, false)},
+		{"common, id desc", store.IoCFilter{Tag: "common"}, order(store.IoCOrderID, true), has("common"), keyedOrder(id, true)},
+		{"common, first seen desc", store.IoCFilter{Tag: "common"}, order(store.IoCOrderFirstSeen, true), has("common"), keyedOrder(first, true)},
+		{"search 1.EX", store.IoCFilter{Search: "1.EX"}, store.IoCOrder{}, contains("1.ex"), keyedOrder(id, false)},
+		{"search h0, score desc", store.IoCFilter{Search: "h0"}, order(store.IoCOrderScore, true), contains("h0"), keyedOrder(score, true)},
+		{"search c2.example", store.IoCFilter{Search: "c2.example"}, store.IoCOrder{}, contains("c2.example"), keyedOrder(id, false)},
+		{"prefix h1, expires", store.IoCFilter{ValuePrefix: "h1"}, order(store.IoCOrderExpiresAt, false),
+			func(r keyedRow) bool { return strings.HasPrefix(r.value, "h1") }, keyedOrder(expires, false)},
+		{"domains, last seen desc", store.IoCFilter{Types: []ioc.Kind{ioc.Domain}}, order(store.IoCOrderLastSeen, true), nil, keyedOrder(last, true)},
+		{"expires before, id", store.IoCFilter{ExpiresBefore: &soon}, store.IoCOrder{}, before, keyedOrder(id, false)},
+		{"expires before, expires desc", store.IoCFilter{ExpiresBefore: &soon}, order(store.IoCOrderExpiresAt, true), before, keyedOrder(expires, true)},
+		{"expires before, value", store.IoCFilter{ExpiresBefore: &soon}, order(store.IoCOrderValue, false), before,
+			func(a, b keyedRow) int { return cmp.Or(strings.Compare(a.value, b.value), cmp.Compare(a.id, b.id)) }},
+		{"expires after, id desc", store.IoCFilter{ExpiresAfter: &late}, order(store.IoCOrderID, true), after, keyedOrder(id, true)},
+		{"expires after, last seen", store.IoCFilter{ExpiresAfter: &late}, order(store.IoCOrderLastSeen, false), after, keyedOrder(last, false)},
+		{"expires after and before, score desc", store.IoCFilter{ExpiresAfter: &soon, ExpiresBefore: &late}, order(store.IoCOrderScore, true),
+			func(r keyedRow) bool { return r.expires > soon.UnixMicro() && r.expires < late.UnixMicro() }, keyedOrder(score, true)},
+		{"expires after, rare", store.IoCFilter{ExpiresAfter: &soon, Tag: "rare"}, store.IoCOrder{},
+			and(has("rare"), func(r keyedRow) bool { return r.expires > soon.UnixMicro() }), keyedOrder(id, false)},
+		{"min score 40, score", store.IoCFilter{MinScore: ptr(40)}, order(store.IoCOrderScore, false), minScore, keyedOrder(score, false)},
+		{"min score 40, first seen desc", store.IoCFilter{MinScore: ptr(40)}, order(store.IoCOrderFirstSeen, true), minScore, keyedOrder(first, true)},
+		{"min score 40, expires before, expires", store.IoCFilter{MinScore: ptr(40), ExpiresBefore: &late}, order(store.IoCOrderExpiresAt, false),
+			and(minScore, func(r keyedRow) bool { return r.expires < late.UnixMicro() }), keyedOrder(expires, false)},
+	}
+	for _, o := range []struct {
+		name  string
+		field store.IoCOrderField
+		col   func(keyedRow) int64
+	}{{"score", store.IoCOrderScore, score}, {"first seen", store.IoCOrderFirstSeen, first},
+		{"last seen", store.IoCOrderLastSeen, last}, {"expires", store.IoCOrderExpiresAt, expires}} {
+		for _, desc := range []bool{false, true} {
+			name := o.name
+			if desc {
+				name += " desc"
+			}
+			cases = append(cases, keyedCase{name, store.IoCFilter{}, order(o.field, desc), nil, keyedOrder(o.col, desc)})
+		}
+	}
+	return cases
+}
+
 // checkKeyedPages walks every keyed page kind in pages of 4 and compares
-// it with the rows ordered in Go.
+// it with the rows ordered in Go: as the store reads them, then with every
+// filter's keys too many to sort (sparseKeys 1) and a count cap of 3 (the
+// pages walk their order's keys).
 func checkKeyedPages(t *testing.T, s *store.Store, state string) {
+	t.Helper()
+	savedSparse, savedCap := *store.SparseKeys, s.IoCCountCap
+	defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, savedCap }()
+	for _, dense := range []bool{false, true} {
+		if dense {
+			*store.SparseKeys, s.IoCCountCap = 1, 3
+		}
+		checkKeyedPagesNow(t, s, state, dense)
+	}
+}
+
+func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) {
 	t.Helper()
 	ctx := context.Background()
 	all := allIoCRows(t, s)
-	hasRare := func(r keyedRow) bool { return slices.Contains(r.tags, "rare") }
-	byID := func(a, b keyedRow) int { return cmp.Compare(a.id, b.id) }
-	cases := []struct {
-		name   string
-		filter store.IoCFilter
-		order  store.IoCOrder
-		keep   func(keyedRow) bool
-		cmp    func(a, b keyedRow) int
-	}{
-		{"score asc", store.IoCFilter{}, store.IoCOrder{Field: store.IoCOrderScore}, nil,
-			func(a, b keyedRow) int { return cmp.Or(cmp.Compare(a.score, b.score), byID(a, b)) }},
-		{"score desc", store.IoCFilter{}, store.IoCOrder{Field: store.IoCOrderScore, Desc: true}, nil,
-			func(a, b keyedRow) int { return cmp.Or(cmp.Compare(b.score, a.score), byID(b, a)) }},
-		{"rare, id", store.IoCFilter{Tag: "rare"}, store.IoCOrder{}, hasRare, byID},
-		{"rare, id desc", store.IoCFilter{Tag: "rare"}, store.IoCOrder{Field: store.IoCOrderID, Desc: true}, hasRare,
-			func(a, b keyedRow) int { return byID(b, a) }},
-		{"rare, score desc", store.IoCFilter{Tag: "rare"}, store.IoCOrder{Field: store.IoCOrderScore, Desc: true}, hasRare,
-			func(a, b keyedRow) int { return cmp.Or(cmp.Compare(b.score, a.score), byID(b, a)) }},
-		{"rare, last seen", store.IoCFilter{Tag: "rare"}, store.IoCOrder{Field: store.IoCOrderLastSeen}, hasRare,
-			func(a, b keyedRow) int { return cmp.Or(cmp.Compare(a.last, b.last), byID(a, b)) }},
-		{"rare, min score 40", store.IoCFilter{Tag: "rare", MinScore: ptr(40)}, store.IoCOrder{}, func(r keyedRow) bool { return hasRare(r) && r.score >= 40 }, byID},
-		{"common, id desc", store.IoCFilter{Tag: "common"}, store.IoCOrder{Field: store.IoCOrderID, Desc: true},
-			func(r keyedRow) bool { return slices.Contains(r.tags, "common") }, func(a, b keyedRow) int { return byID(b, a) }},
-		{"search 1.EX", store.IoCFilter{Search: "1.EX"}, store.IoCOrder{}, contains("1.ex"), byID},
-		{"search h0, score desc", store.IoCFilter{Search: "h0"}, store.IoCOrder{Field: store.IoCOrderScore, Desc: true}, contains("h0"),
-			func(a, b keyedRow) int { return cmp.Or(cmp.Compare(b.score, a.score), byID(b, a)) }},
-		{"search c2.example", store.IoCFilter{Search: "c2.example"}, store.IoCOrder{}, contains("c2.example"), byID},
+	countCap := store.DefaultIoCCountCap
+	if dense {
+		state += ", dense"
+		countCap = s.IoCCountCap
 	}
-	for _, c := range cases {
+	for _, c := range keyedCases() {
 		var want []string
 		for _, r := range slices.SortedFunc(slices.Values(all), c.cmp) {
 			if c.keep == nil || c.keep(r) {
 				want = append(want, r.value)
 			}
+		}
+		wantTotal := len(want)
+		if c.filter.Tag != "" || c.filter.Search != "" || c.filter.ValuePrefix != "" || len(c.filter.Types) > 0 ||
+			c.filter.MinScore != nil || c.filter.ExpiresBefore != nil || c.filter.ExpiresAfter != nil {
+			wantTotal = min(wantTotal, countCap)
 		}
 		var got []string
 		after := ""
@@ -305,8 +465,8 @@ func checkKeyedPages(t *testing.T, s *store.Store, state string) {
 			if err != nil {
 				t.Fatalf("%s, %s: %v", state, c.name, err)
 			}
-			if page.Total != len(want) {
-				t.Errorf("%s, %s: total %d, want %d", state, c.name, page.Total, len(want))
+			if page.Total != wantTotal || page.TotalCapped != (wantTotal < len(want)) {
+				t.Errorf("%s, %s: total %d (capped %v), want %d of %d", state, c.name, page.Total, page.TotalCapped, wantTotal, len(want))
 			}
 			for _, r := range page.IoCs {
 				got = append(got, r.Value)

@@ -5,80 +5,208 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/uptrace/bun"
 )
 
-// iocKeys is how a page reads its IoCs through a key table (ioc_keys.go).
+// iocKeys is how a page reads its IoCs through a key table (ioc_keys.go):
+// the keys of one condition of its filter (a tag, a range of an order's
+// keys), or of its order.
 type iocKeys struct {
 	// join makes an IoC query read the key table x joined to iocs, x
-	// leading.
+	// leading, through the keys that hold.
 	join func(q *bun.SelectQuery) *bun.SelectQuery
-	// ordered says that the key table's own order is the page's: x's
-	// columns then order the page, so the planner walks its key and stops
-	// with the page; otherwise the keys found are sorted.
-	ordered bool
-	// tag says the keys are the filter's tag: a key that holds is the
-	// proof, which the tag condition need not check again.
-	tag bool
-	// stamp is the key tables' stamp the page reads with.
-	stamp int64
+	// proves drops from a filter the condition that a key that holds
+	// proves, which iocs' own column need not check again.
+	proves func(f *IoCFilter)
+	// countSQL counts the keys (holding or not) up to a LIMIT bound after
+	// countArgs.
+	countSQL  string
+	countArgs []any
+	// col and id are x's columns in the page's order when the key table's
+	// own order is the page's (col is empty in id order): the planner then
+	// walks the keys and stops with the page. Empty id: the keys found are
+	// sorted.
+	col, id string
+	// sparse says the keys are few enough (sparseKeys) for a page to read
+	// them all and sort them.
+	sparse bool
 }
 
-// sparseTagKeys is the most IoCs of a tag that a page in an order other
-// than id reads through the tag keys and sorts: past it, the page walks
-// the order's index and stops early, most IoCs having the tag.
-const sparseTagKeys = 50_000
+// ordered says whether the keys are in the page's order.
+func (k *iocKeys) ordered() bool { return k.id != "" }
 
-// keysFor says whether a page of f in order o reads through a key table,
-// and which. The SCORE order without a filter reads ioc_score_keys; on
-// SQLite, a tag filter reads ioc_tag_keys unless another condition is the
-// one that finds the IoCs (a value, a prefix, a feed, a search), or the
-// tag is on most IoCs and the order has an index of its own. Neither does
-// while the key indexer lags far behind (see recentKeysMax).
-func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*iocKeys, error) {
-	var keys *iocKeys
-	switch {
-	case f.empty():
-		if o.Field != IoCOrderScore {
-			return nil, nil
-		}
-		keys = &iocKeys{ordered: true, join: func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.ModelTableExpr("ioc_score_keys AS x CROSS JOIN iocs AS iocs").
-				Where("iocs.id = x.id AND iocs.changed_at = x.stamp")
-		}}
-	case s.Dialect != SQLite || f.Tag == "" || f.Value != "" || f.ValuePrefix != "" || f.FeedID != 0 || f.Search != "":
-		return nil, nil
-	default:
-		keys = &iocKeys{ordered: o.Field == IoCOrderID, tag: true, join: func(q *bun.SelectQuery) *bun.SelectQuery {
+// keyPlan is how a page of IoCs reads through the key tables.
+type keyPlan struct {
+	// stamp is the key tables' stamp the page reads with.
+	stamp int64
+	// find, when set, finds the IoCs of the filter through the keys of one
+	// of its conditions: when its keys are few (sparse), it counts them and
+	// reads the page; when they are many, it reads the page if its keys are
+	// in the page's order.
+	find *iocKeys
+	// walk, when set, is the keys of the page's order: the page walks them
+	// with the filter checked on iocs when the filter is empty or matches
+	// more IoCs than the count cap, so that the walk soon meets a page of
+	// them.
+	walk *iocKeys
+}
+
+// sparseKeys is the most keys of a filter's condition that a page in
+// another order reads and sorts: past it, the page walks its own order
+// and stops early, most IoCs meeting the condition.
+var sparseKeys = 50_000
+
+// tagKeys reads the IoCs of tag through ioc_tag_keys, in id order when
+// byID.
+func tagKeys(tag string, byID bool) *iocKeys {
+	k := &iocKeys{
+		join: func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.ModelTableExpr("ioc_tag_keys AS x CROSS JOIN iocs AS iocs").
-				Where("x.tag = ? AND iocs.id = x.id AND iocs.changed_at = x.stamp", f.Tag)
-		}}
+				Where("x.tag = ? AND iocs.id = x.id AND iocs.changed_at = x.stamp", tag)
+		},
+		proves:    func(f *IoCFilter) { f.Tag = "" },
+		countSQL:  "SELECT count(*) FROM (SELECT 1 FROM ioc_tag_keys WHERE tag = ? LIMIT ?) k",
+		countArgs: []any{tag},
+	}
+	if byID {
+		k.id = "x.id"
+	}
+	return k
+}
+
+// keyRange is the keys of one order from lo to hi, both included.
+type keyRange struct {
+	order  orderKey
+	lo, hi int64
+}
+
+// bounded says whether the range leaves out some keys.
+func (r keyRange) bounded() bool { return r.lo > math.MinInt64 || r.hi < math.MaxInt64 }
+
+// keyRanges returns the ranges of order keys that f's conditions on
+// integer-valued columns select (minScore, the expiry bounds), each with
+// what it proves of f.
+func keyRanges(f IoCFilter) (ranges []keyRange, proves []func(*IoCFilter)) {
+	if f.MinScore != nil {
+		score, _ := orderKeyOf(IoCOrderScore)
+		ranges = append(ranges, keyRange{score, int64(*f.MinScore), math.MaxInt64})
+		proves = append(proves, func(f *IoCFilter) { f.MinScore = nil })
+	}
+	if f.ExpiresBefore != nil || f.ExpiresAfter != nil {
+		expires, _ := orderKeyOf(IoCOrderExpiresAt)
+		r := keyRange{expires, math.MinInt64, math.MaxInt64}
+		// Times are whole microseconds: < b is <= b-1, > a is >= a+1.
+		if f.ExpiresAfter != nil {
+			r.lo = micros(*f.ExpiresAfter) + 1
+		}
+		if f.ExpiresBefore != nil {
+			r.hi = micros(*f.ExpiresBefore) - 1
+		}
+		ranges = append(ranges, r)
+		proves = append(proves, func(f *IoCFilter) { f.ExpiresBefore, f.ExpiresAfter = nil, nil })
+	}
+	return ranges, proves
+}
+
+// orderKeysIn reads the IoCs whose key of r's order is in r through the
+// order's keys, walking them in their order when ordered.
+func orderKeysIn(r keyRange, ordered bool, proves func(*IoCFilter)) *iocKeys {
+	k := &iocKeys{
+		join: func(q *bun.SelectQuery) *bun.SelectQuery {
+			q = q.ModelTableExpr("? AS x CROSS JOIN iocs AS iocs", bun.Ident(r.order.table)).
+				Where("iocs.id = x.id AND iocs.changed_at = x.stamp")
+			if r.bounded() {
+				q = q.Where("x.key BETWEEN ? AND ?", r.lo, r.hi)
+			}
+			return q
+		},
+		proves:    proves,
+		countSQL:  "SELECT count(*) FROM (SELECT 1 FROM " + r.order.table + " WHERE key BETWEEN ? AND ? LIMIT ?) k",
+		countArgs: []any{r.lo, r.hi},
+	}
+	if ordered {
+		k.col, k.id = "x.key", "x.id"
+	}
+	return k
+}
+
+// keysFor says how a page of f in order o reads through the key tables;
+// nil: it does not. An order with keys (SCORE, FIRST_SEEN, LAST_SEEN,
+// EXPIRATION_DATE) has them to walk. A tag, minScore or an expiry range
+// finds the IoCs through its keys unless another condition is the one
+// that finds them (a value, a prefix, a feed, a search); of several, the
+// one with the fewest keys. Nothing does while the key indexer lags far
+// behind (see recentKeysMax).
+func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan, error) {
+	if f.Value != "" {
+		return nil, nil // a few IoCs, through the unique (type, value) index
+	}
+	plan := &keyPlan{}
+	walkKey, walks := orderKeyOf(o.Field)
+	if walks {
+		plan.walk = orderKeysIn(keyRange{walkKey, math.MinInt64, math.MaxInt64}, true, nil)
+	}
+	var finders []*iocKeys
+	if f.ValuePrefix == "" && f.FeedID == 0 && f.Search == "" {
+		if f.Tag != "" {
+			finders = append(finders, tagKeys(f.Tag, o.Field == IoCOrderID))
+		}
+		ranges, proves := keyRanges(f)
+		for i, r := range ranges {
+			k := orderKeysIn(r, walks && r.order == walkKey, proves[i])
+			if k.ordered() {
+				plan.walk = k // the order's own keys, within the range
+			}
+			finders = append(finders, k)
+		}
+	}
+	if plan.walk == nil && len(finders) == 0 {
+		return nil, nil
 	}
 	var err error
-	if keys.stamp, err = s.keysStamp(ctx); err != nil {
+	if plan.stamp, err = s.keysStamp(ctx); err != nil {
 		return nil, err
 	}
 	var recent int
 	if err := s.reader().NewRaw("SELECT count(*) FROM (SELECT 1 FROM iocs WHERE changed_at > ? LIMIT ?) r",
-		keys.stamp, recentKeysMax+1).Scan(ctx, &recent); err != nil {
+		plan.stamp, recentKeysMax+1).Scan(ctx, &recent); err != nil {
 		return nil, fmt.Errorf("store: unable to count the indicators changed since their keys: %w", err)
 	}
 	if recent > recentKeysMax {
 		return nil, nil
 	}
-	if keys.ordered {
-		return keys, nil
+	if plan.find, err = s.pickFinder(ctx, finders); err != nil {
+		return nil, err
 	}
-	var n int
-	if err := s.reader().NewRaw("SELECT count(*) FROM (SELECT 1 FROM ioc_tag_keys WHERE tag = ? LIMIT ?) k",
-		f.Tag, sparseTagKeys+1).Scan(ctx, &n); err != nil {
-		return nil, fmt.Errorf("store: unable to count the keys of tag %q: %w", f.Tag, err)
+	return plan, nil
+}
+
+// pickFinder returns the finder a page reads through, if any: of those
+// with few keys (sparse), the one with the fewest; when none is sparse, one
+// whose keys are in the page's order, for the page alone (the count stops
+// early on iocs' own columns, most IoCs meeting the condition).
+func (s *Store) pickFinder(ctx context.Context, finders []*iocKeys) (*iocKeys, error) {
+	var best, ordered *iocKeys
+	fewest := 0
+	for _, k := range finders {
+		var n int
+		if err := s.reader().NewRaw(k.countSQL, append(k.countArgs, sparseKeys+1)...).Scan(ctx, &n); err != nil {
+			return nil, fmt.Errorf("store: unable to count the keys of a filter: %w", err)
+		}
+		if k.ordered() {
+			ordered = k
+		}
+		if n <= sparseKeys && (best == nil || n < fewest) {
+			best, fewest = k, n
+		}
 	}
-	if n > sparseTagKeys {
-		return nil, nil
+	if best == nil {
+		return ordered, nil
 	}
-	return keys, nil
+	best.sparse = true
+	return best, nil
 }
 
 // recentKeysMax is the most IoCs changed since the key tables' stamp that
@@ -89,17 +217,16 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*iocKeys,
 var recentKeysMax = 50_000
 
 // keyArms returns the two queries whose union is the IoCs of f: those
-// changed up to keys.stamp, found through keys that hold, and those
-// changed since, from iocs alone. No IoC is in both, and each is in one as
-// long as the key tables are complete up to that stamp: true of any stamp
-// they had, since the indexer only adds keys and the cleaner only deletes
-// keys that no longer hold. So the stamp is read first, as a value the
-// planners can weigh (as a subquery, PostgreSQL guessed a third of the
-// table changed).
-func (s *Store) keyArms(f IoCFilter, keys *iocKeys) (keyed, recent *bun.SelectQuery) {
+// changed up to stamp, found through keys that hold, and those changed
+// since, from iocs alone. No IoC is in both, and each is in one as long as
+// the key tables are complete up to stamp: true of any stamp they had,
+// since the indexer only adds keys and the cleaner only deletes keys that
+// no longer hold. So the stamp is read first, as a value the planners can
+// weigh (as a subquery, PostgreSQL guessed a third of the table changed).
+func (s *Store) keyArms(f IoCFilter, stamp int64, keys *iocKeys) (keyed, recent *bun.SelectQuery) {
 	keyedFilter := f
-	if keys.tag {
-		keyedFilter.Tag = ""
+	if keys.proves != nil {
+		keys.proves(&keyedFilter)
 	}
 	keyed, _, _ = s.applyIoCFilter(keys.join(s.reader().NewSelect().Model((*IoC)(nil))), keyedFilter)
 	recent = s.reader().NewSelect().Model((*IoC)(nil))
@@ -109,7 +236,7 @@ func (s *Store) keyArms(f IoCFilter, keys *iocKeys) (keyed, recent *bun.SelectQu
 		recent = recent.ModelTableExpr("iocs AS iocs INDEXED BY iocs_changed_idx")
 	}
 	recent, _, _ = s.applyIoCFilter(recent, f)
-	return keyed.Where("iocs.changed_at <= ?", keys.stamp), recent.Where("iocs.changed_at > ?", keys.stamp)
+	return keyed.Where("iocs.changed_at <= ?", stamp), recent.Where("iocs.changed_at > ?", stamp)
 }
 
 // keysStamp reads how far the key tables are complete.
@@ -124,14 +251,14 @@ func (s *Store) keysStamp(ctx context.Context) (int64, error) {
 // pageByKeys reads limit IoCs of f in order o after the cursor, each arm
 // ordered and limited on its own, then merged: one statement, so both arms
 // see the same state of the tables.
-func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, keys *iocKeys, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
-	keyed, recent := s.keyArms(f, keys)
-	alias := "iocs"
-	if keys.ordered {
-		alias = "x"
+func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *iocKeys, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
+	keyed, recent := s.keyArms(f, stamp, keys)
+	if keys.ordered() {
+		keyed = orderPage(keyed, keys.col, keys.id, o, after, cursorValue, cursorID, limit)
+	} else {
+		keyed = orderPage(keyed, "iocs."+string(o.Field), "iocs.id", o, after, cursorValue, cursorID, limit)
 	}
-	keyed = orderPage(keyed, alias, o, after, cursorValue, cursorID, limit, false)
-	recent = orderPage(recent, "iocs", o, after, cursorValue, cursorID, limit, false)
+	recent = orderPage(recent, "iocs."+string(o.Field), "iocs.id", o, after, cursorValue, cursorID, limit)
 	dir := "ASC"
 	if o.Desc {
 		dir = "DESC"
@@ -141,38 +268,57 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, keys *iocKeys, o Io
 		order = string(o.Field) + " " + dir + ", " + order
 	}
 	rows := []IoC{}
-	var err error
-	read := func(db bun.IDB) error {
+	err := s.keyedRead(ctx, func(db bun.IDB) error {
 		return db.NewRaw("SELECT * FROM (?) AS keyed UNION ALL SELECT * FROM (?) AS recent ORDER BY "+order+" LIMIT ?",
 			keyed, recent, limit).Scan(ctx, &rows)
-	}
-	if s.Dialect == Postgres {
-		// PostgreSQL planned the key walk in parallel: 10-20 ms of
-		// starting workers for a walk of a millisecond.
-		err = s.reader().RunInTx(ctx, &sql.TxOptions{ReadOnly: true}, func(ctx context.Context, tx bun.Tx) error {
-			if _, err := tx.ExecContext(ctx, "SET LOCAL max_parallel_workers_per_gather = 0"); err != nil {
-				return err
-			}
-			return read(tx)
-		})
-	} else {
-		err = read(s.reader())
-	}
+	})
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
 	return rows, nil
 }
 
+// keyedRead runs read, a query through keys, on the read pool: on
+// PostgreSQL in a read-only transaction that pins its plan to what a keyed
+// read is, index walks of key ranges, each key probing iocs, stopping
+// with the page or the count. The planner's estimates cannot see that: it
+// takes a key's stamp equal to its IoC's change stamp for a coincidence
+// (it guessed 19,573 of 1,000,000 keys hold). So it hashed both tables
+// whole (530 ms for a count that stops at 10,001), mapped a whole
+// key range before reading the first key (a bitmap scan, 70 ms), planned
+// the walk in parallel (10-20 ms of starting workers for a walk of a
+// millisecond), and, its costs inflated by the pinning, compiled the
+// query (JIT, 5-100 ms).
+func (s *Store) keyedRead(ctx context.Context, read func(db bun.IDB) error) error {
+	if s.Dialect != Postgres {
+		return read(s.reader())
+	}
+	return s.reader().RunInTx(ctx, &sql.TxOptions{ReadOnly: true}, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, pinKeyPlans); err != nil {
+			return err
+		}
+		return read(tx)
+	})
+}
+
+// pinKeyPlans pins a PostgreSQL transaction's plans to walks of key ranges
+// (and of iocs_changed_idx's) probing the other table by its key (see
+// keyedRead).
+const pinKeyPlans = `SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off;
+SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off;
+SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL jit = off`
+
 // countByKeys counts the IoCs of f up to the count cap, through keys.
-func (s *Store) countByKeys(ctx context.Context, f IoCFilter, keys *iocKeys) (total int, capped bool, err error) {
+func (s *Store) countByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *iocKeys) (total int, capped bool, err error) {
 	limit := s.countCap()
-	keyed, recent := s.keyArms(f, keys)
+	keyed, recent := s.keyArms(f, stamp, keys)
 	one := func(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
 	}
-	if err := s.reader().NewRaw("SELECT (SELECT count(*) FROM (?) AS keyed) + (SELECT count(*) FROM (?) AS recent)",
-		one(keyed), one(recent)).Scan(ctx, &total); err != nil {
+	if err := s.keyedRead(ctx, func(db bun.IDB) error {
+		return db.NewRaw("SELECT (SELECT count(*) FROM (?) AS keyed) + (SELECT count(*) FROM (?) AS recent)",
+			one(keyed), one(recent)).Scan(ctx, &total)
+	}); err != nil {
 		return 0, false, fmt.Errorf("store: unable to count indicators: %w", err)
 	}
 	return min(total, limit), total > limit, nil

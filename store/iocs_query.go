@@ -336,15 +336,11 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 	if err != nil || !ok {
 		return page, err
 	}
-	keys, err := s.keysFor(ctx, f, o)
+	plan, err := s.keysFor(ctx, f, o)
 	if err != nil {
 		return nil, err
 	}
-	if keys != nil && !f.empty() {
-		if page.Total, page.TotalCapped, err = s.countByKeys(ctx, f, keys); err != nil {
-			return nil, err
-		}
-	} else if f.empty() {
+	if f.empty() {
 		// Kept by the writers (ioc_stats): counting a million rows for
 		// every first page would cost more than the page.
 		st, err := s.IoCStats(ctx)
@@ -352,7 +348,13 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 			return nil, err
 		}
 		page.Total = int(st.Count)
+	} else if plan != nil && plan.find != nil && plan.find.sparse {
+		if page.Total, page.TotalCapped, err = s.countByKeys(ctx, f, plan.stamp, plan.find); err != nil {
+			return nil, err
+		}
 	} else {
+		// Few IoCs match and a condition's own index finds them, or many
+		// match and counting stops soon.
 		limit := s.countCap()
 		// One more than the cap tells "more than" from "exactly".
 		capped := count.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
@@ -366,29 +368,40 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 	if first == 0 {
 		return page, nil
 	}
+	var keys *iocKeys
+	switch {
+	case plan == nil:
+	case plan.find != nil && (plan.find.ordered() || plan.find.sparse):
+		keys = plan.find
+	case plan.walk != nil && (f.empty() || page.TotalCapped):
+		// More IoCs match than the count cap: a walk of the order's keys
+		// meets a page of them soon (at 1,000,000 IoCs, after some
+		// 10,000 keys at most, unless the filter and the order go
+		// together).
+		keys = plan.walk
+	}
 	var q *bun.SelectQuery
-	if o.Field == IoCOrderType && f.empty() {
+	switch {
+	case keys != nil:
+		rows, err := s.pageByKeys(ctx, f, plan.stamp, keys, o, after != "", cursorValue, cursorID, first+1)
+		if err != nil {
+			return nil, err
+		}
+		page.IoCs = rows
+	case o.Field == IoCOrderType && f.empty():
 		rows, err := s.pageByType(ctx, o.Desc, after != "", cursorValue, cursorID, first+1)
 		if err != nil {
 			return nil, err
 		}
 		page.IoCs = rows
-	} else if o.Field == IoCOrderValue {
+	case o.Field == IoCOrderValue:
 		q = s.byValueOfEachKind(f, o.Desc, after != "", cursorValue, cursorID, first, &page.IoCs)
-	} else if keys != nil {
-		rows, err := s.pageByKeys(ctx, f, keys, o, after != "", cursorValue, cursorID, first+1)
-		if err != nil {
-			return nil, err
-		}
-		page.IoCs = rows
-	} else {
+	default:
+		// In id order, or few IoCs match (or the key tables lag far
+		// behind): the filter's conditions on iocs find the page, walking
+		// the primary key in id order, else found and sorted.
 		q, _, _ = s.applyIoCFilter(s.reader().NewSelect().Model(&page.IoCs), f)
-		// When the count says an expiry range holds few IoCs, SQLite
-		// reads them through its index and sorts them, rather than walk
-		// the order's index through every IoC when none match (52 ms at
-		// 1,000,000 IoCs; 0.1 ms so).
-		sortFew := s.Dialect == SQLite && !page.TotalCapped && (f.ExpiresBefore != nil || f.ExpiresAfter != nil)
-		q = orderPage(q, "iocs", o, after != "", cursorValue, cursorID, first+1, sortFew)
+		q = orderPage(q, "iocs."+string(o.Field), "iocs.id", o, after != "", cursorValue, cursorID, first+1)
 	}
 	if q != nil {
 		if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -411,34 +424,27 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 }
 
 // orderPage orders q (IoCs, filtered) for a page in order o after the
-// cursor, limit rows; alias names the table whose columns carry the order
-// (a key table's are named like iocs', and lead the planner to its key).
-// sort keeps SQLite from reading in the order's index (a unary + on an
-// ORDER BY term), so that it finds the rows by the filter and sorts them.
-func orderPage(q *bun.SelectQuery, alias string, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int, sort bool) *bun.SelectQuery {
+// cursor, limit rows; col and id are the columns that carry the order: iocs'
+// own, or a key table's, which lead the planner to its key.
+func orderPage(q *bun.SelectQuery, col, id string, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) *bun.SelectQuery {
 	dir, cmp := "ASC", ">"
 	if o.Desc {
 		dir, cmp = "DESC", "<"
 	}
-	col, id := bun.Ident(alias+"."+string(o.Field)), bun.Ident(alias+".id")
 	if after {
 		if o.Field == IoCOrderID {
-			q = q.Where("? "+cmp+" ?", id, cursorID)
+			q = q.Where("? "+cmp+" ?", bun.Safe(id), cursorID)
 		} else {
 			if t, isTime := cursorValue.(time.Time); isTime {
 				cursorValue = micros(t)
 			}
-			q = q.Where("(?, ?) "+cmp+" (?, ?)", col, id, cursorValue, cursorID)
+			q = q.Where("(?, ?) "+cmp+" (?, ?)", bun.Safe(col), bun.Safe(id), cursorValue, cursorID)
 		}
 	}
-	unindexed := ""
-	if sort {
-		unindexed = "+"
-	}
 	if o.Field != IoCOrderID {
-		q = q.OrderExpr(unindexed+"? "+dir, col)
+		q = q.OrderExpr(col + " " + dir)
 	}
-	return q.OrderExpr(unindexed+"? "+dir, id).Limit(int64(limit))
+	return q.OrderExpr(id + " " + dir).Limit(int64(limit))
 }
 
 // denseKind is how many IoCs of a kind make SQLite read it in id order

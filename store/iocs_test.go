@@ -420,6 +420,50 @@ func TestSweepExpiredCatchesOrphans(t *testing.T) {
 	})
 }
 
+// A feed row deleted without DeleteFeedSightings (by hand, or by an older
+// build) leaves its sightings behind; no foreign key takes them. The
+// sweeper deletes them as deleting the feed would have, live or expired,
+// in batches, with the IoCs they leave without a sighting, and recomputes
+// the others from what remains.
+func TestSweepExpiredTakesTheSightingsOfGoneFeeds(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		a, b, c := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b"), newFeed(t, s, "TSV_c")
+		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: day, Indicators: []ioc.Indicator{
+			dom("x.example", "s", 10, "a"), dom("y.example", "s", 10, "a")}})
+		inds := []ioc.Indicator{dom("y.example", "s", 90, "b")}
+		for i := range 5 { // more than a batch of 2
+			inds = append(inds, dom(fmt.Sprintf("b%d.example", i), "s", 50))
+		}
+		apply(t, s, store.Batch{FeedID: b, Now: t0.Add(time.Hour), Retention: 3 * day, Indicators: inds})
+		apply(t, s, store.Batch{FeedID: c, Now: t0.Add(time.Hour), Retention: 3 * day, Indicators: []ioc.Indicator{dom("c.example", "s", 50)}})
+		storetest.MustExec(t, s, "DELETE FROM feeds WHERE id IN (?, ?)", b, c)
+
+		// Nothing expired: only the gone feeds' sightings go.
+		sn, in, err := s.SweepExpired(ctx, t0.Add(2*time.Hour), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sn != 7 || in != 6 {
+			t.Errorf("sweep = %d sightings, %d IoCs; want 7 and 6", sn, in)
+		}
+		if n := count(t, s, "iocs"); n != 2 {
+			t.Errorf("iocs left = %d, want x and y", n)
+		}
+		wantIoC(t, s, "y.example", 10, []string{"a"}, t0, t0, t0.Add(day))
+		if n := count(t, s, "sightings"); n != 2 {
+			t.Errorf("sightings left = %d, want feed a's 2", n)
+		}
+		if st, err := s.IoCStats(ctx); err != nil || st.Count != 2 {
+			t.Errorf("ioc count %d, %v; want 2", st.Count, err)
+		}
+		// And what is left expires as usual.
+		if _, in, err := s.SweepExpired(ctx, t0.Add(2*day), 2); err != nil || in != 2 || count(t, s, "iocs") != 0 {
+			t.Errorf("second sweep removed %d IoCs, %v; %d left", in, err, count(t, s, "iocs"))
+		}
+	})
+}
+
 // TestBatchOfNewIoCsThenAKnownOne checks the batches after a run of new IoCs
 // (on PostgreSQL they copy without looking first): a batch holding a stored
 // IoC among new ones stores the new ones once, updates the stored one from

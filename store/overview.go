@@ -189,7 +189,10 @@ GROUP BY feed_id ORDER BY 2 DESC, 1`, func(r *sql.Rows) error {
 	for i := range o.Expiring {
 		o.Expiring[i].Day = today.AddDate(0, 0, i)
 	}
-	// A range of iocs_expires_idx: the count is read from the index.
+	// A scan of iocs, as the tag counts above: no index on iocs has
+	// expires_at (docs/decisions.md, "Order keys"), and through the expiry
+	// keys the count would cost a probe of iocs per IoC that expires
+	// within the week, up to the whole table.
 	err = scanRows(ctx, db, `SELECT expires_at / $1, count(*) FROM iocs WHERE expires_at > $2 AND expires_at < $3 GROUP BY 1`,
 		func(r *sql.Rows) error {
 			var day, n int64

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,6 +119,13 @@ const maintenanceBatch = 5000
 // one, in transactions of a few thousand IoCs (no long lock), recomputing the
 // aggregates of IoCs that keep sightings of other feeds.
 func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedIoCs int64, err error) {
+	_, removedIoCs, err = s.deleteFeedSightings(ctx, feedID, maintenanceBatch)
+	return removedIoCs, err
+}
+
+// deleteFeedSightings is DeleteFeedSightings in transactions of batchSize
+// IoCs; it also returns how many sightings it deleted.
+func (s *Store) deleteFeedSightings(ctx context.Context, feedID int64, batchSize int) (sightings, removedIoCs int64, err error) {
 	for {
 		var done bool
 		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -124,34 +133,38 @@ func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedI
 			// PostgreSQL for it too); they are all deleted below.
 			var ids []int64
 			if err := tx.NewRaw(`SELECT ioc_id FROM sighting_rows WHERE feed_id = ? ORDER BY expires_at LIMIT ?`,
-				feedID, maintenanceBatch).Scan(ctx, &ids); err != nil {
+				feedID, batchSize).Scan(ctx, &ids); err != nil {
 				return err
 			}
 			if len(ids) == 0 {
 				// Then the IoCs whose one sighting is the feed's.
-				inline, err := inlineIDs(ctx, tx, feedID, "", maintenanceBatch)
+				inline, err := inlineIDs(ctx, tx, feedID, "", batchSize)
 				if err != nil {
 					return err
 				}
 				n, err := deleteInline(ctx, tx, inline)
+				sightings += n
 				removedIoCs += n
 				done = len(inline) == 0
 				return err
 			}
 			slices.Sort(ids)
 			ids = slices.Compact(ids)
-			if _, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids)); err != nil {
+			r, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids))
+			if err != nil {
 				return err
 			}
+			c, _ := r.RowsAffected()
+			sightings += c
 			n, err := s.dropOrphans(ctx, tx, ids)
 			removedIoCs += n
 			return err
 		})
 		if err != nil {
-			return removedIoCs, fmt.Errorf("store: unable to delete the sightings of feed %d: %w", feedID, err)
+			return sightings, removedIoCs, fmt.Errorf("store: unable to delete the sightings of feed %d: %w", feedID, err)
 		}
 		if done {
-			return removedIoCs, nil
+			return sightings, removedIoCs, nil
 		}
 	}
 }
@@ -159,15 +172,17 @@ func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedI
 // SweepExpired deletes sightings that expired at now and the IoCs left
 // without one, feed by feed in transactions of batchSize sightings,
 // recomputing the aggregates of IoCs that keep live sightings. It also
-// removes IoCs whose own expiry has passed, which catches any IoC left
-// behind by a feed row deleted without DeleteFeedSightings.
+// deletes the sightings of feeds that are gone (a feed row deleted without
+// DeleteFeedSightings), as deleting the feed would have, with the IoCs
+// they leave behind.
 func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) (sightings, iocs int64, err error) {
 	if batchSize <= 0 {
 		batchSize = maintenanceBatch
 	}
 	nowUS := micros(now)
-	// Sightings are indexed by (feed, expiry): every sighting has a feed
-	// (a foreign key with cascade), so sweeping each feed sweeps them all.
+	// Sightings are indexed by (feed, expiry), the rows' and the inline
+	// ones': sweeping each feed sweeps them all, but for those of feeds
+	// that are gone (below).
 	var feeds []int64
 	if err := s.DB.NewRaw("SELECT id FROM feeds ORDER BY id").Scan(ctx, &feeds); err != nil {
 		return 0, 0, fmt.Errorf("store: unable to sweep expired sightings: %w", err)
@@ -223,44 +238,53 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 			}
 		}
 	}
-	for {
-		var n int
-		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			var ids []int64
-			if err := tx.NewRaw("SELECT id FROM iocs WHERE expires_at <= ? ORDER BY expires_at LIMIT ?", nowUS, batchSize).
-				Scan(ctx, &ids); err != nil {
-				return err
-			}
-			n = len(ids)
-			if n == 0 {
-				return nil
-			}
-			// An inline sighting expires with its IoC (the per-feed sweep
-			// missed it: its feed is gone).
-			d, err := deleteInline(ctx, tx, ids)
-			iocs += d
-			if err != nil {
-				return err
-			}
-			// Sightings here are live (expired ones went above): the IoC's
-			// aggregates were stale, so recompute rather than delete.
-			d, err = s.dropOrphans(ctx, tx, ids)
-			iocs += d
-			return err
-		})
+	// The per-feed loop never meets the sightings of a feed whose row
+	// went: they would keep their IoCs for ever. The feed indexes name
+	// every feed that has sightings, so they are found without an index
+	// on iocs' expiry (docs/decisions.md, "Order keys").
+	gone, err := s.goneFeeds(ctx)
+	if err != nil {
+		return sightings, iocs, fmt.Errorf("store: unable to find the sightings of deleted feeds: %w", err)
+	}
+	for _, feedID := range gone {
+		n, d, err := s.deleteFeedSightings(ctx, feedID, batchSize)
+		sightings += n
+		iocs += d
 		if err != nil {
-			return sightings, iocs, fmt.Errorf("store: unable to sweep expired indicators: %w", err)
-		}
-		if n < batchSize {
-			if err := s.recordExpired(ctx, now, iocs); err != nil {
-				return sightings, iocs, err
-			}
-			if err := s.recountIoCs(ctx); err != nil {
-				return sightings, iocs, fmt.Errorf("store: unable to re-count indicators: %w", err)
-			}
-			return sightings, iocs, nil
+			return sightings, iocs, err
 		}
 	}
+	if err := s.recordExpired(ctx, now, iocs); err != nil {
+		return sightings, iocs, err
+	}
+	if err := s.recountIoCs(ctx); err != nil {
+		return sightings, iocs, fmt.Errorf("store: unable to re-count indicators: %w", err)
+	}
+	return sightings, iocs, nil
+}
+
+// goneFeeds returns the feeds that have sightings, rows or inline, but no
+// row in feeds. It skips through each feed index from one feed to the next
+// (an index probe per feed, not a read of every sighting).
+func (s *Store) goneFeeds(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	for _, table := range []string{"sighting_rows", "iocs"} {
+		var some []int64
+		// "feed_id >" keeps iocs to its partial feed index.
+		err := s.DB.NewRaw(`WITH RECURSIVE f (id) AS (
+	SELECT min(feed_id) FROM ? WHERE feed_id > 0
+	UNION ALL
+	SELECT (SELECT min(feed_id) FROM ? WHERE feed_id > f.id) FROM f WHERE f.id IS NOT NULL
+)
+SELECT id FROM f WHERE id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM feeds WHERE feeds.id = f.id)`,
+			bun.Ident(table), bun.Ident(table)).Scan(ctx, &some)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		ids = append(ids, some...)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // CountFeedIoCs returns how many IoCs the feed has a sighting of.

@@ -1,0 +1,84 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/uptrace/bun/migrate"
+
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/migrations"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// Migration 20261228000100 goes down to the indexes on iocs and the score
+// keys, and up again to the order keys, on a store with IoCs; each way the
+// key tables start over, and pages answer after the indexer caught up.
+func TestOrderKeysMigrationGoesBothWays(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: []ioc.Indicator{
+			dom("a.example", "s", 10, "x"), dom("b.example", "s", 90, "x", "y")}})
+		if _, err := s.CatchUpKeys(ctx, 100); err != nil {
+			t.Fatal(err)
+		}
+		m := migrate.NewMigrator(s.DB, migrations.Migrations)
+		all := migrations.Migrations.Sorted()
+		i := slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == "20261228000100" })
+		if i < 0 {
+			t.Fatal("no migration 20261228000100")
+		}
+		mig := &all[i]
+		indexes := func() []string {
+			query := "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'iocs' AND name NOT LIKE 'sqlite_autoindex_%' ORDER BY 1"
+			if s.Dialect == store.Postgres {
+				query = "SELECT indexname FROM pg_indexes WHERE tablename = 'iocs' AND indexname NOT IN ('iocs_pkey', 'iocs_type_value_key') ORDER BY 1"
+			}
+			var names []string
+			if err := s.DB.NewRaw(query).Scan(ctx, &names); err != nil {
+				t.Fatal(err)
+			}
+			return names
+		}
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		// iocs_feed_idx is a later migration's (20261229000100).
+		want := []string{"iocs_changed_idx", "iocs_expires_idx", "iocs_feed_idx", "iocs_first_seen_idx", "iocs_last_seen_idx"}
+		if s.Dialect == store.Postgres {
+			want = append(want, "iocs_tags_idx")
+		}
+		if got := indexes(); !slices.Equal(got, want) {
+			t.Errorf("indexes on iocs after going down: %q, want %q", got, want)
+		}
+		if n := countRows(t, s, "ioc_score_keys"); n != 0 {
+			t.Errorf("%d score keys after going down, want none until the indexer runs", n)
+		}
+		if n := countRows(t, s, "ioc_keys_state WHERE stamp = 0"); n != 1 {
+			t.Error("the keys' stamp was not reset going down")
+		}
+
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if got := indexes(); !slices.Equal(got, []string{"iocs_changed_idx", "iocs_feed_idx"}) {
+			t.Errorf("indexes on iocs after going up: %q", got)
+		}
+		if n := countRows(t, s, "ioc_keys_state WHERE stamp = 0"); n != 1 {
+			t.Error("the keys' stamp was not reset going up")
+		}
+		if _, err := s.CatchUpKeys(ctx, 100); err != nil {
+			t.Fatal(err)
+		}
+		if n := scoreKeys(t, s); n != 2 {
+			t.Errorf("%d score keys after catching up, want 2", n)
+		}
+		page, err := s.IoCs(ctx, store.IoCFilter{Tag: "y"}, store.IoCOrder{Field: store.IoCOrderLastSeen, Desc: true}, 10, "")
+		if err != nil || len(page.IoCs) != 1 || page.IoCs[0].Value != "b.example" {
+			t.Errorf("tag y after the migrations: %+v, %v", page, err)
+		}
+	})
+}
