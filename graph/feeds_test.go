@@ -232,6 +232,9 @@ func TestFeedsAPI(t *testing.T) {
 		var upd struct{ UpdateFeed feedJSON }
 		a.must(`mutation($id: ID!, $in: FeedUpdateInput!) { updateFeed(id: $id, input: $in) { `+feedFields+` } }`, &upd,
 			map[string]any{"id": f.ID, "in": map[string]any{"pollingFrequency": 12, "password": ""}})
+		// Changed credentials start a run: it ends before the feed is
+		// disabled below, or it would not run at all.
+		a.runner.Wait()
 		if u := upd.UpdateFeed; u.PollingFrequency != 12 || u.HasPassword || u.RetentionPeriod != 30 ||
 			u.Description != "Acme threats" || u.Name != "TSV_acme" {
 			t.Errorf("updated = %+v", u)
