@@ -25,6 +25,30 @@ const (
 	crashRows     = 300000
 )
 
+// crashChildApp is the application_name of the killed child's PostgreSQL
+// connections.
+const crashChildApp = "tifeeds-crash-child"
+
+// waitGone waits until PostgreSQL has no connection of application app.
+func waitGone(t *testing.T, st *store.Store, app string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := st.DB.QueryRowContext(context.Background(),
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = ?", app).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections of %s are still there 30 s after its process was killed", n, app)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // bigRows makes n distinct good ip rows.
 func bigRows(n int) []byte {
 	var b bytes.Buffer
@@ -116,8 +140,12 @@ func TestCrashMidRun(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			childDSN := dsn
+			if name == "postgres" {
+				childDSN = withAppName(dsn, crashChildApp)
+			}
 			cmd := exec.Command(os.Args[0], "-test.run", "^$", "-test.count=1")
-			cmd.Env = append(os.Environ(), crashChildEnv+"="+dsn, "TMPDIR="+t.TempDir()) // the killed child cannot clean up
+			cmd.Env = append(os.Environ(), crashChildEnv+"="+childDSN, "TMPDIR="+t.TempDir()) // the killed child cannot clean up
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
@@ -138,6 +166,12 @@ func TestCrashMidRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd.Wait()
+			if name == "postgres" {
+				// A backend of the killed child may still be committing
+				// the batch it was sent: the server ends it once it
+				// finds the client gone. Read the store after that.
+				waitGone(t, st, crashChildApp)
+			}
 
 			runs, err := st.UnfinishedRuns(ctx)
 			if err != nil || len(runs) != 1 {
