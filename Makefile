@@ -8,6 +8,9 @@ BIN      := bin/tifeeds
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 export CGO_ENABLED := 1
+# SQLite's FTS5, search's trigram index: mattn/go-sqlite3 builds it in only
+# under this tag. Every go command below (and the e2e setup's) inherits it.
+export GOFLAGS += -tags=sqlite_fts5
 
 # Node is optional for building: without it the binary embeds a placeholder page.
 HAVE_NODE := $(shell command -v npm >/dev/null 2>&1 && echo yes)

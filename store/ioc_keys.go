@@ -23,8 +23,8 @@ import (
 //     EXPIRATION_DATE orders, and the ranges of minScore and the expiry
 //     filters (orderKeys);
 //   - ioc_tag_keys (tag, id): the tag filter;
-//   - on PostgreSQL, ioc_value_keys (a trigram index of the values): the
-//     search.
+//   - ioc_value_keys (a trigram index of the values: pg_trgm's GIN on
+//     PostgreSQL, an FTS5 table on SQLite): the search.
 //
 // A key's stamp is its IoC's change stamp (iocs.changed_at) when the key
 // was made, and the key holds while the IoC has not changed since: a
@@ -154,11 +154,18 @@ WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY t COLLATE "C", iocs.
 ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 			return err
 		}
-		if s.Dialect == Postgres {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_value_keys (id, value)
-SELECT id, value FROM iocs WHERE changed_at > ? AND changed_at <= ? ON CONFLICT (id) DO NOTHING`, from, to); err != nil {
-				return err
-			}
+		// A value key holds while its IoC is there: a changed IoC that
+		// has one keeps it.
+		values := `INSERT INTO ioc_value_keys (id, value)
+SELECT id, value FROM iocs WHERE changed_at > ? AND changed_at <= ? ON CONFLICT (id) DO NOTHING`
+		if s.Dialect == SQLite {
+			// An FTS5 table takes no ON CONFLICT; its rowid is the id.
+			values = `INSERT INTO ioc_value_keys (rowid, value)
+SELECT id, value FROM iocs WHERE changed_at > ? AND changed_at <= ?
+AND NOT EXISTS (SELECT 1 FROM ioc_value_keys k WHERE k.rowid = iocs.id)`
+		}
+		if _, err := tx.ExecContext(ctx, values, from, to); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, "UPDATE ioc_keys_state SET stamp = ? WHERE id = 1", to)
 		return err
@@ -249,10 +256,7 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID); err != nil {
 			return err
 		}
-		if s.Dialect == Postgres {
-			return cleanKeyChunk(ctx, tx, "ioc_value_keys", "id", "true", chunk, []any{at.ValueID}, &next.ValueID)
-		}
-		return nil
+		return cleanKeyChunk(ctx, tx, "ioc_value_keys", s.valueKeyID(), "true", chunk, []any{at.ValueID}, &next.ValueID)
 	})
 	if err != nil {
 		return KeyPositions{}, fmt.Errorf("store: unable to clean the indicator keys: %w", err)
@@ -262,11 +266,13 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 
 // cleanKeyChunk deletes the keys of table that no longer hold (holds, a
 // condition on the key x and its IoC iocs, fails) among the chunk of keys
-// (columns key, its primary key) after the key after, and scans the
-// chunk's last key into last: left as it was past the table's end.
+// (columns key, its primary key, whose last is the IoC's id) after the key
+// after, and scans the chunk's last key into last: left as it was past the
+// table's end.
 func cleanKeyChunk(ctx context.Context, tx bun.Tx, table, key, holds string, chunk int, after []any, last ...any) error {
 	marks := placeholders(len(after))
 	desc := strings.ReplaceAll(key, ",", " DESC,") + " DESC"
+	id := strings.TrimSpace(key[strings.LastIndexByte(key, ',')+1:])
 	err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT %[2]s FROM (SELECT %[2]s FROM %[1]s
 WHERE (%[2]s) > (%[3]s) ORDER BY %[2]s LIMIT ?) c ORDER BY %[4]s LIMIT 1`, table, key, marks, desc),
 		append(slices.Clone(after), chunk)...).Scan(last...)
@@ -274,9 +280,18 @@ WHERE (%[2]s) > (%[3]s) ORDER BY %[2]s LIMIT ?) c ORDER BY %[4]s LIMIT 1`, table
 		return err
 	}
 	_, err = tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %[1]s AS x WHERE (%[2]s) > (%[3]s) AND (%[2]s) <= (%[3]s)
-AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id AND %[4]s)`, table, key, marks, holds),
+AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.%[5]s AND %[4]s)`, table, key, marks, holds, id),
 		append(slices.Clone(after), last...)...)
 	return err
+}
+
+// valueKeyID is the column of ioc_value_keys that holds the IoC's id: on
+// SQLite an FTS5 table's rowid.
+func (s *Store) valueKeyID() string {
+	if s.Dialect == SQLite {
+		return "rowid"
+	}
+	return "id"
 }
 
 // found tells a row from none in a QueryRow's err.

@@ -110,6 +110,10 @@ func openSQLite(path string) (*Store, error) {
 	sqldb.SetMaxOpenConns(1)
 	sqldb.SetConnMaxLifetime(0)
 	sqldb.SetConnMaxIdleTime(0)
+	if err := requireFTS5(sqldb); err != nil {
+		sqldb.Close()
+		return nil, err
+	}
 	s := &Store{DB: bun.NewDB(sqldb, sqlitedialect.New()), Dialect: SQLite, tenantCache: newTenantCache()}
 	if path != ":memory:" {
 		s.stopCheckpointer = startCheckpointer(dsn)
@@ -123,6 +127,21 @@ func openSQLite(path string) (*Store, error) {
 		s.reads = bun.NewDB(reads, sqlitedialect.New())
 	}
 	return s, nil
+}
+
+// requireFTS5 fails unless SQLite was built with FTS5, whose trigram index
+// search reads (ioc_value_keys): mattn/go-sqlite3 builds it in only under
+// the sqlite_fts5 build tag, which the Makefile sets.
+func requireFTS5(db *sql.DB) error {
+	var on bool
+	if err := db.QueryRow("SELECT sqlite_compileoption_used('ENABLE_FTS5')").Scan(&on); err != nil {
+		return fmt.Errorf("store: unable to read SQLite's build options: %w", err)
+	}
+	if !on {
+		return errors.New("store: this tifeeds was built without SQLite's FTS5, which search needs: " +
+			"build it with `go build -tags sqlite_fts5` (make does)")
+	}
+	return nil
 }
 
 // sqliteReaders bounds the SQLite read pool: the machine's cores are the
