@@ -38,6 +38,14 @@ func wantKept(t testing.TB, s *store.Store, value string, feedID int64, source s
 	}
 }
 
+// wantIoCCount checks the IoC count the writers keep (ioc_stats).
+func wantIoCCount(t testing.TB, s *store.Store, want int64) {
+	t.Helper()
+	if st, err := s.IoCStats(context.Background()); err != nil || st.Count != want {
+		t.Errorf("IoC count %d, %v; want %d", st.Count, err, want)
+	}
+}
+
 // sightingsOf reads an IoC's sightings through the store, as "feed/source
 // score tags first last expires" lines.
 func sightingsOf(t testing.TB, s *store.Store, value string) []string {
@@ -159,10 +167,7 @@ func TestInlineSightingRevoked(t *testing.T) {
 		wantIoC(t, s, "moved.example", 50, nil, t0.Add(time.Hour), t0.Add(time.Hour), t0.Add(time.Hour+day))
 		wantKept(t, s, "kept.example", a, "s", 0)
 		wantIoC(t, s, "kept.example", 10, nil, t0, t0, t0.Add(day))
-		st, err := s.IoCStats(context.Background())
-		if err != nil || st.Count != 2 {
-			t.Errorf("IoC count %d, %v; want 2", st.Count, err)
-		}
+		wantIoCCount(t, s, 2)
 	})
 }
 
@@ -221,10 +226,7 @@ func TestMaintenanceOfInlineSightings(t *testing.T) {
 		if err != nil || gone != 3 || count(t, s, "iocs") != 0 {
 			t.Errorf("DeleteFeedSightings = %d, %v; %d IoCs left", gone, err, count(t, s, "iocs"))
 		}
-		st, err := s.IoCStats(ctx)
-		if err != nil || st.Count != 0 {
-			t.Errorf("IoC count %d, %v; want 0", st.Count, err)
-		}
+		wantIoCCount(t, s, 0)
 	})
 }
 

@@ -82,32 +82,31 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In
 	return n, bumpIoCStats(ctx, exec, -n)
 }
 
-// deleteInline deletes those of ids that keep their one sighting in their
-// row (an IoC without another sighting goes with it) and returns how many
-// it deleted.
-func deleteInline(ctx context.Context, tx bun.Tx, ids []int64) (int64, error) {
-	r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?) AND feed_id IS NOT NULL", bun.In(ids))
-	if err != nil {
-		return 0, err
-	}
-	n, _ := r.RowsAffected()
-	if n == 0 {
-		return 0, nil
-	}
-	return n, bumpIoCStats(ctx, txExec(tx), -n)
-}
-
-// inlineIDs reads the ids of at most limit IoCs whose inline sighting is
-// the feed's and matches cond (a condition on iocs with args, "" for none),
-// in expiry order: a range of iocs_feed_idx.
-func inlineIDs(ctx context.Context, tx bun.Tx, feedID int64, cond string, limit int, args ...any) ([]int64, error) {
+// deleteInline deletes at most limit IoCs whose one sighting is the feed's,
+// kept in their row, and matches cond (a condition on iocs with args, ""
+// for none): each goes with its sighting. They are read in expiry order, a
+// range of iocs_feed_idx. found is how many it found, deleted how many of
+// them it deleted.
+func deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond string, limit int, args ...any) (found int, deleted int64, err error) {
 	q := tx.NewSelect().Table("iocs").Column("id").Where("feed_id = ?", feedID)
 	if cond != "" {
 		q = q.Where(cond, args...)
 	}
 	var ids []int64
-	err := q.OrderExpr("feed_id, expires_at").Limit(int64(limit)).Scan(ctx, &ids)
-	return ids, err
+	if err := q.OrderExpr("feed_id, expires_at").Limit(int64(limit)).Scan(ctx, &ids); err != nil {
+		return 0, 0, err
+	}
+	if len(ids) == 0 {
+		return 0, 0, nil
+	}
+	r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?) AND feed_id = ?", bun.In(ids), feedID)
+	if err != nil {
+		return len(ids), 0, err
+	}
+	if deleted, _ = r.RowsAffected(); deleted == 0 {
+		return len(ids), 0, nil
+	}
+	return len(ids), deleted, bumpIoCStats(ctx, txExec(tx), -deleted)
 }
 
 // maintenanceBatch is how many sightings DeleteFeedSightings removes per
@@ -138,14 +137,10 @@ func (s *Store) deleteFeedSightings(ctx context.Context, feedID int64, batchSize
 			}
 			if len(ids) == 0 {
 				// Then the IoCs whose one sighting is the feed's.
-				inline, err := inlineIDs(ctx, tx, feedID, "", batchSize)
-				if err != nil {
-					return err
-				}
-				n, err := deleteInline(ctx, tx, inline)
+				found, n, err := deleteInline(ctx, tx, feedID, "", batchSize)
 				sightings += n
 				removedIoCs += n
-				done = len(inline) == 0
+				done = found == 0
 				return err
 			}
 			slices.Sort(ids)
@@ -199,14 +194,10 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 				if len(ids) < batchSize {
 					// The rows are done: then the IoCs whose one sighting
 					// is the feed's and expired, which go with it.
-					inline, err := inlineIDs(ctx, tx, feedID, "expires_at <= ?", batchSize-len(ids), nowUS)
-					if err != nil {
-						return err
-					}
-					d, err := deleteInline(ctx, tx, inline)
+					found, d, err := deleteInline(ctx, tx, feedID, "expires_at <= ?", batchSize-len(ids), nowUS)
 					sightings += d
 					iocs += d
-					n = len(inline)
+					n = found
 					if err != nil {
 						return err
 					}
@@ -316,13 +307,9 @@ func (s *Store) ExpireUnseen(ctx context.Context, feedID int64, source string, s
 			}
 			if len(ids) < maintenanceBatch {
 				// Then the IoCs whose one sighting it is, which go with it.
-				inline, err := inlineIDs(ctx, tx, feedID, "source = ? AND last_seen < ?", maintenanceBatch-len(ids), source, sinceUS)
-				if err != nil {
-					return err
-				}
-				d, err := deleteInline(ctx, tx, inline)
+				found, d, err := deleteInline(ctx, tx, feedID, "source = ? AND last_seen < ?", maintenanceBatch-len(ids), source, sinceUS)
 				removed += d
-				n = len(inline)
+				n = found
 				if err != nil {
 					return err
 				}
