@@ -231,7 +231,7 @@ func TestMaintenanceOfInlineSightings(t *testing.T) {
 }
 
 // Pages of a feed's IoCs and exports' sources read both places, in both of
-// SQLite's forms of the feed filter.
+// the feed filter's forms (probing each IoC, listing the feed's).
 func TestReadsOfInlineSightings(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
