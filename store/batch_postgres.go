@@ -201,7 +201,10 @@ func (w *pgWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string) ([
 	var ids []int64
 	var out []storedSighting
 	for kind, values := range keys {
-		rows, err := w.tx.Query(ctx, `SELECT id, value, feed_id, source, score, tags, first_seen, last_seen, expires_at
+		// The tags only of an inline sighting: the others' are not used,
+		// and decoding them cost a JSON parse per re-sighted IoC.
+		rows, err := w.tx.Query(ctx, `SELECT id, value, feed_id, source, score,
+	CASE WHEN feed_id IS NOT NULL THEN tags END, first_seen, last_seen, expires_at
 FROM iocs WHERE type = $1 AND value = ANY(CAST($2 AS TEXT[]) COLLATE "C")`, string(kind), values)
 		if err != nil {
 			return nil, err
