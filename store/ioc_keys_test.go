@@ -112,7 +112,6 @@ func TestKeyedPagesFollowEveryChange(t *testing.T) {
 // have lagged for MaxLag.
 func TestKeyIndexerWaitsForQuiet(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
 		feed := newFeed(t, s, "f")
 		batch := func(n int) {
 			var inds []ioc.Indicator
@@ -122,13 +121,7 @@ func TestKeyIndexerWaitsForQuiet(t *testing.T) {
 			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: 10 * day, Indicators: inds})
 		}
 		k := &store.KeyIndexer{Store: s, Chunk: 2, MaxLag: time.Minute}
-		now := time.Now()
-		tick := func() {
-			now = now.Add(time.Second)
-			if err := k.Tick(ctx, now); err != nil {
-				t.Fatal(err)
-			}
-		}
+		tick := ticker(t, k)
 		batch(0)
 		tick() // the first tick sees the writes as new
 		if n := scoreKeys(t, s); n != 0 {
@@ -165,20 +158,13 @@ func TestKeyIndexerWaitsForQuiet(t *testing.T) {
 // changed meanwhile, and goes again when the IoCs change.
 func TestKeyCleanerRestsUntilAChange(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
 		feed := newFeed(t, s, "f")
 		batch := func(n int) {
 			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: 10 * day,
 				Indicators: []ioc.Indicator{dom(fmt.Sprintf("r%d.example", n), "src", 50, "t")}})
 		}
 		k := &store.KeyIndexer{Store: s, Chunk: 2}
-		now := time.Now()
-		tick := func() {
-			now = now.Add(time.Second)
-			if err := k.Tick(ctx, now); err != nil {
-				t.Fatal(err)
-			}
-		}
+		tick := ticker(t, k)
 		batch(0)
 		for range 20 { // quiet: keys made, every table cleaned
 			tick()
@@ -482,6 +468,19 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s, %s:\n got  %q\n want %q", state, c.name, got, want)
+		}
+	}
+}
+
+// ticker returns a function that runs k's next tick, a second after the
+// one before.
+func ticker(t *testing.T, k *store.KeyIndexer) func() {
+	now := time.Now()
+	return func() {
+		t.Helper()
+		now = now.Add(time.Second)
+		if err := k.Tick(context.Background(), now); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
