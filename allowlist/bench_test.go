@@ -33,3 +33,43 @@ func BenchmarkMatch(b *testing.B) {
 		})
 	}
 }
+
+// onePrefixPerPage returns n URL prefixes of one site, as an operator who
+// allowlists a site page by page would add them.
+func onePrefixPerPage(b *testing.B, n int) []allowlist.Entry {
+	b.Helper()
+	entries := make([]allowlist.Entry, n)
+	for i := range entries {
+		k, v, err := allowlist.ParseEntry(fmt.Sprintf("https://intranet.example.org/docs/%d/page-%d", i%97, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		entries[i] = allowlist.Entry{ID: int64(i + 1), Kind: k, Value: v}
+	}
+	return entries
+}
+
+// BenchmarkURLPrefixesBuild builds the set of 100,000 URL prefixes of one
+// site, as every change of the allowlist does.
+func BenchmarkURLPrefixesBuild(b *testing.B) {
+	entries := onePrefixPerPage(b, 100000)
+	for b.Loop() {
+		allowlist.NewSet(entries)
+	}
+}
+
+// BenchmarkURLPrefixesMatch looks up URLs of a site with 30,000 prefixes:
+// one covered by the last prefix added, and one covered by none.
+func BenchmarkURLPrefixesMatch(b *testing.B) {
+	s := allowlist.NewSet(onePrefixPerPage(b, 30000))
+	for name, u := range map[string]string{
+		"covered":     "https://intranet.example.org/docs/28/page-29999/section?x=1",
+		"not covered": "https://intranet.example.org/docs/28/other",
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				s.Match(ioc.URL, u)
+			}
+		})
+	}
+}

@@ -42,7 +42,8 @@ func NewSet(entries []Entry) *Set {
 }
 
 func newUserSet(entries []Entry) *userSet {
-	u := &userSet{ips: newPrefixSet(), names: newDomainSet(true), urls: newURLSet(), n: len(entries)}
+	u := &userSet{ips: newPrefixSet(), names: newDomainSet(true), n: len(entries)}
+	var urls []Match
 	for _, e := range entries {
 		m := Match{List: ListUser, Entry: e.Value, ID: e.ID, Comment: e.Comment}
 		switch e.Kind {
@@ -53,9 +54,10 @@ func newUserSet(entries []Entry) *userSet {
 		case EntryDomain:
 			u.names.add(e.Value, m)
 		case EntryURL:
-			u.urls.add(e.Value, m)
+			urls = append(urls, m)
 		}
 	}
+	u.urls = newURLSet(urls)
 	return u
 }
 

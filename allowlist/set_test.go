@@ -2,6 +2,9 @@ package allowlist_test
 
 import (
 	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/tifeeds/tifeeds/allowlist"
@@ -127,5 +130,54 @@ func TestParseEntry(t *testing.T) {
 		if _, _, err := allowlist.ParseEntry(raw); !errors.Is(err, allowlist.ErrInvalidEntry) {
 			t.Errorf("ParseEntry(%q) error = %v, want ErrInvalidEntry", raw, err)
 		}
+	}
+}
+
+// TestURLPrefixesMatchAsPlainPrefixes: a URL is covered by the URL prefixes
+// that are plain string prefixes of it (not whole path segments: "/safe"
+// covers "/safe-2"), on its own scheme and authority, and the match names
+// the first entry added among those covering it, as a scan of the entries
+// in order would. Checked against that scan over nested, overlapping and
+// repeated prefixes of a few sites.
+func TestURLPrefixesMatchAsPlainPrefixes(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	sites := []string{"https://a.example/", "http://a.example/", "https://a.example:8443/", "https://a.example.evil/", "https://b.example/"}
+	path := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString([]string{"a", "b", "/", "ab", "a/", "?", "="}[rnd.IntN(7)])
+		}
+		return b.String()
+	}
+	var entries []allowlist.Entry
+	for i := range 400 {
+		v := sites[rnd.IntN(len(sites))] + path(2+rnd.IntN(4))
+		if i%50 == 7 {
+			v = entries[rnd.IntN(len(entries))].Value // the same prefix again
+		}
+		entries = append(entries, allowlist.Entry{ID: int64(i + 1), Kind: allowlist.EntryURL, Value: v, Comment: "c"})
+	}
+	s := allowlist.NewSet(entries)
+	covered := 0
+	for range 5000 {
+		u := sites[rnd.IntN(len(sites))] + path(rnd.IntN(9))
+		want := ""
+		for _, e := range entries {
+			if strings.HasPrefix(u, e.Value) {
+				want = e.Value + "#" + strconv.FormatInt(e.ID, 10)
+				break
+			}
+		}
+		got := ""
+		if m, ok := s.Match(ioc.URL, u); ok {
+			got = m.Entry + "#" + strconv.FormatInt(m.ID, 10)
+			covered++
+		}
+		if got != want {
+			t.Fatalf("Match(%q) = %q, want %q", u, got, want)
+		}
+	}
+	if covered < 500 || covered > 4500 {
+		t.Fatalf("%d of 5000 URLs covered: the sample does not test both outcomes", covered)
 	}
 }

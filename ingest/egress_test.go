@@ -15,7 +15,7 @@ import (
 )
 
 // TestEgressPolicyStatus: under the default policy a feed pointing at
-// loopback shows Invalid URL with a detail naming the address and the
+// loopback, or at an IPv6 address that reaches it, shows Invalid URL with a detail naming the address and the
 // setting, and the server is never reached; a URL with user information
 // stored before the policy is refused at fetch time; query tokens are
 // masked in run details.
@@ -28,6 +28,7 @@ func TestEgressPolicyStatus(t *testing.T) {
 			defer l.Close()
 			return "http://" + l.Addr().String()
 		}()
+		_, srvPort, _ := net.SplitHostPort(srv.Listener.Addr().String())
 		ctx := context.Background()
 		for name, tc := range map[string]struct {
 			url     string
@@ -38,6 +39,8 @@ func TestEgressPolicyStatus(t *testing.T) {
 		}{
 			"loopback refused": {url: srv.URL + "/feed.tsv?key=s3cret", kind: ioc.InvalidURL,
 				want: []string{"127.0.0.1", egress.Setting, "key=***"}, secrets: []string{"s3cret"}},
+			"NAT64 loopback refused": {url: "http://[64:ff9b::7f00:1]:" + srvPort + "/feed.tsv", kind: ioc.InvalidURL,
+				want: []string{"64:ff9b::7f00:1", "NAT64", "127.0.0.1", egress.Setting}},
 			"user info at fetch": {url: strings.Replace(srv.URL, "//", "//alice:pw-s3cret@", 1) + "/feed.tsv", stored: true,
 				kind: ioc.InvalidURL, want: []string{"user information"}, secrets: []string{"pw-s3cret", "alice"}},
 		} {

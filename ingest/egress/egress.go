@@ -70,15 +70,57 @@ type Options struct {
 }
 
 // Forbidden says why the default policy refuses a, or "" when it allows
-// it. IPv4-mapped IPv6 addresses are judged as the IPv4 address they map.
+// it. It follows the IANA special-purpose address registries (IPv4 and
+// IPv6): what is not globally reachable is refused, and so are IPv6
+// addresses outside the global unicast space 2000::/3. An IPv6 address
+// that embeds an IPv4 one (IPv4-mapped, IPv4-compatible, IPv4-translated,
+// NAT64 64:ff9b::/96, 6to4) reaches that IPv4 address through a gateway, a
+// relay or the host's own stack, so it is judged as the address it embeds;
+// IPv4-mapped ones with the very reason of their IPv4 address.
 func Forbidden(a netip.Addr) string {
-	a = a.Unmap()
+	// A zone names the interface, not another destination; a zoned address
+	// is in no netip.Prefix, so it would otherwise pass every range.
+	a = a.WithZone("").Unmap()
 	switch {
 	case !a.IsValid():
 		return "an invalid address"
+	case a.Is4():
+		return forbidden4(a)
 	case a.IsLoopback():
 		return "a loopback address"
-	case a.IsUnspecified() || (a.Is4() && a.As4()[0] == 0):
+	case a.IsUnspecified():
+		return "an unspecified address"
+	}
+	if v4, name, ok := embeddedIPv4(a); ok {
+		if why := forbidden4(v4); why != "" {
+			return fmt.Sprintf("%s of %s, %s", name, v4, why)
+		}
+		return ""
+	}
+	switch {
+	case a.IsLinkLocalUnicast():
+		return "a link-local address"
+	case a.IsMulticast():
+		return "a multicast address"
+	case a.IsPrivate():
+		return "a private address"
+	}
+	for _, r := range special6 {
+		if r.Contains(a) {
+			return r.why
+		}
+	}
+	if !globalUnicast6.Contains(a) {
+		return "a reserved address"
+	}
+	return ""
+}
+
+func forbidden4(a netip.Addr) string {
+	switch {
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsUnspecified() || a.As4()[0] == 0:
 		return "an unspecified address"
 	case a.IsLinkLocalUnicast():
 		return "a link-local address"
@@ -86,17 +128,85 @@ func Forbidden(a netip.Addr) string {
 		return "a multicast address"
 	case a.IsPrivate():
 		return "a private address"
-	case sharedSpace.Contains(a):
-		// Carrier-grade NAT space; some clouds serve metadata there
-		// (100.100.100.200).
-		return "a private address"
-	case a.Is4() && a.As4() == [4]byte{255, 255, 255, 255}:
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 		return "a broadcast address"
+	}
+	for _, r := range special4 {
+		if r.Contains(a) {
+			return r.why
+		}
 	}
 	return ""
 }
 
-var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+// specialRange is a block of a special-purpose registry that is not
+// globally reachable, and how a refusal names it.
+type specialRange struct {
+	netip.Prefix
+	why string
+}
+
+func special(prefix, why string) specialRange {
+	return specialRange{netip.MustParsePrefix(prefix), why}
+}
+
+// special4 are the IPv4 blocks refused besides those netip names. The
+// anycast addresses of 192.0.0.0/24 that the registry calls globally
+// reachable (PCP, TURN) serve no feed, so the block is refused whole; the
+// AS112 and AMT blocks are public and allowed.
+var special4 = []specialRange{
+	// Carrier-grade NAT space; some clouds serve metadata there
+	// (100.100.100.200).
+	special("100.64.0.0/10", "a private address"),
+	special("192.0.0.0/24", "an IETF protocol address"),
+	special("192.0.2.0/24", "a documentation address"),
+	special("198.51.100.0/24", "a documentation address"),
+	special("203.0.113.0/24", "a documentation address"),
+	special("198.18.0.0/15", "a benchmarking address"),
+	special("192.88.99.0/24", "a 6to4 relay anycast address"),
+	special("240.0.0.0/4", "a reserved address"),
+}
+
+// special6 are the IPv6 blocks inside 2000::/3 refused (everything outside
+// it that is not embedding IPv4 is refused as reserved). 2001::/23 holds
+// Teredo, benchmarking, ORCHID and protocol anycast addresses: none serves
+// a feed, and Teredo's embedded client address is the NAT's outside one,
+// which says nothing of the host behind it, so the block is refused whole.
+var special6 = []specialRange{
+	special("64:ff9b:1::/48", "a local-use NAT64 address"),
+	special("2001::/32", "a Teredo address"),
+	special("2001::/23", "an IETF protocol address"),
+	special("2001:db8::/32", "a documentation address"),
+	special("3fff::/20", "a documentation address"),
+	special("fec0::/10", "a site-local address"),
+}
+
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	compatible = netip.MustParsePrefix("::/96")
+	translated = netip.MustParsePrefix("::ffff:0:0:0/96")
+)
+
+// embeddedIPv4 returns the IPv4 address an IPv6 address reaches through a
+// translator, a relay or the host's stack, and the name of the form.
+func embeddedIPv4(a netip.Addr) (netip.Addr, string, bool) {
+	b := a.As16()
+	last := netip.AddrFrom4([4]byte(b[12:]))
+	switch {
+	case nat64.Contains(a):
+		return last, "a NAT64 address", true
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte(b[2:6])), "a 6to4 address", true
+	case compatible.Contains(a):
+		return last, "an IPv4-compatible address", true
+	case translated.Contains(a):
+		return last, "an IPv4-translated address", true
+	}
+	return netip.Addr{}, "", false
+}
 
 // RefusedError is a destination the policy refuses.
 type RefusedError struct {
@@ -106,7 +216,7 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string {
 	if e.Addr.IsValid() {
-		return fmt.Sprintf("egress: %s is %s; feeds may not fetch from loopback, private, link-local, unspecified or multicast addresses unless %s is set",
+		return fmt.Sprintf("egress: %s is %s; feeds may not fetch from loopback, private, link-local, unspecified, multicast or reserved addresses unless %s is set",
 			e.Addr, e.Reason, Setting)
 	}
 	return "egress: " + e.Reason

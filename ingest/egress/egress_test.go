@@ -44,6 +44,52 @@ func TestForbidden(t *testing.T) {
 		"public v4 near 172": {"172.32.0.1", false},
 		"public mapped":      {"::ffff:1.1.1.1", false},
 		"public v6":          {"2001:4860:4860::8888", false},
+
+		// The IANA special-purpose registries (IPv4 and IPv6), range by
+		// range: what is not globally reachable is refused, and an IPv6
+		// address that embeds an IPv4 one is judged by what it embeds.
+		"IETF protocol 192.0.0/24":    {"192.0.0.8", true},
+		"PCP anycast 192.0.0.9":       {"192.0.0.9", true},
+		"TEST-NET-1":                  {"192.0.2.1", true},
+		"TEST-NET-2":                  {"198.51.100.7", true},
+		"TEST-NET-3":                  {"203.0.113.9", true},
+		"benchmarking 198.18/15":      {"198.19.255.1", true},
+		"public near 198.18/15":       {"198.20.0.1", false},
+		"6to4 relay anycast":          {"192.88.99.1", true},
+		"reserved 240/4":              {"240.0.0.1", true},
+		"reserved 240/4 top":          {"254.255.255.254", true},
+		"AS112 192.31.196/24":         {"192.31.196.1", false},
+		"AMT 192.52.193/24":           {"192.52.193.1", false},
+		"AS112 192.175.48/24":         {"192.175.48.1", false},
+		"public near 192.0.0/24":      {"192.0.1.1", false},
+		"mapped TEST-NET":             {"::ffff:192.0.2.1", true},
+		"NAT64 loopback":              {"64:ff9b::127.0.0.1", true},
+		"NAT64 metadata":              {"64:ff9b::169.254.169.254", true},
+		"NAT64 private":               {"64:ff9b::10.0.0.1", true},
+		"NAT64 public":                {"64:ff9b::8.8.8.8", false},
+		"NAT64 local-use":             {"64:ff9b:1::8.8.8.8", true},
+		"6to4 loopback":               {"2002:7f00:1::1", true},
+		"6to4 private":                {"2002:c0a8:101::", true},
+		"6to4 public":                 {"2002:808:808::1", false},
+		"IPv4-compatible loopback":    {"::127.0.0.1", true},
+		"IPv4-compatible private":     {"::10.0.0.1", true},
+		"IPv4-compatible this net":    {"::0.0.0.2", true},
+		"IPv4-compatible public":      {"::8.8.8.8", false},
+		"IPv4-translated loopback":    {"::ffff:0:127.0.0.1", true},
+		"IPv4-translated public":      {"::ffff:0:8.8.8.8", false},
+		"Teredo":                      {"2001:0:4136:e378:8000:63bf:3fff:fdd2", true},
+		"IETF protocol 2001::/23":     {"2001:2::1", true},
+		"ORCHIDv2":                    {"2001:20::1", true},
+		"documentation 2001:db8::/32": {"2001:db8::1", true},
+		"documentation 3fff::/20":     {"3fff:fff::1", true},
+		"public near 3fff::/20":       {"3fff:1000::1", false},
+		"AS112 2620:4f:8000::/48":     {"2620:4f:8000::1", false},
+		"discard-only 100::/64":       {"100::1", true},
+		"SRv6 5f00::/16":              {"5f00::1", true},
+		"site-local fec0::/10":        {"fec0::1", true},
+		"outside 2000::/3":            {"4000::1", true},
+		"zoned documentation":         {"2001:db8::1%eth0", true},
+		"zoned public":                {"2001:4860:4860::8888%eth0", false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			why := egress.Forbidden(netip.MustParseAddr(tc.addr))
@@ -118,6 +164,12 @@ func TestRefusedDestinations(t *testing.T) {
 		"[::]":               {"[::]", "::"},
 		"224.0.0.1":          {"224.0.0.1", "224.0.0.1"},
 		"ff02::1":            {"[ff02::1]", "ff02::1"},
+		// Routed to the IPv4 loopback by a NAT64 gateway, a 6to4 relay
+		// or an old stack: refused before any packet leaves.
+		"NAT64 loopback":           {"[64:ff9b::7f00:1]", "64:ff9b::7f00:1"},
+		"6to4 loopback":            {"[2002:7f00:1::1]", "2002:7f00:1::1"},
+		"IPv4-compatible loopback": {"[::7f00:1]", "::7f00:1"},
+		"TEST-NET-1":               {"192.0.2.1", "192.0.2.1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := client.Get("http://" + tc.host + ":" + port + "/")
