@@ -28,18 +28,18 @@ func ParseMirror(raw string) (*url.URL, error) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("egress: %s: the mirror's URL takes no query or fragment", MirrorSetting)
 	}
-	if why := ambiguousPath(u); why != "" {
+	if why := AmbiguousPath(u); why != "" {
 		return nil, fmt.Errorf("egress: %s: the mirror's path %s", MirrorSetting, why)
 	}
 	return u, nil
 }
 
-// ambiguousPath says why servers could read u's path as another one than
+// AmbiguousPath says why servers could read u's path as another one than
 // its text says, or "" when they cannot: a dot segment, encoded or not
 // ("..", "%2e%2e", "..;" for Tomcat), an encoded slash or a backslash
 // (IIS). Such paths are refused rather than resolved, since how a server
 // resolves them varies.
-func ambiguousPath(u *url.URL) string {
+func AmbiguousPath(u *url.URL) string {
 	esc := strings.ToLower(u.EscapedPath())
 	if strings.Contains(esc, "%2f") || strings.Contains(esc, "%5c") || strings.Contains(u.Path, `\`) {
 		return "has an encoded slash or a backslash"
@@ -133,7 +133,7 @@ func (m *mirrorTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // redirect elsewhere on the mirror's host, or a path a server would
 // resolve there. The path is not quoted: it may hold a vendor's key.
 func (m *mirrorTransport) checkPath(u *url.URL) error {
-	if why := ambiguousPath(u); why != "" {
+	if why := AmbiguousPath(u); why != "" {
 		return &RefusedError{Reason: "a feed mirror request whose path " + why + " is refused"}
 	}
 	if !strings.HasPrefix(path.Clean("/"+u.Path)+"/", m.prefix) {

@@ -12,6 +12,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/tifeeds/tifeeds/ingest/egress"
 )
 
 // Kind names a premium feed kind. It is stored in feeds.kind and is the
@@ -244,13 +246,28 @@ func ParseEndpoint(raw, base string) (Endpoint, error) {
 	if q.Get("v") != "2" {
 		return Endpoint{}, fmt.Errorf("must ask for version 2 of the feed (v=2)")
 	}
-	if base = strings.TrimSuffix(strings.TrimSpace(base), "/"); base != "" && !strings.HasPrefix(raw, base+"/") {
+	if base = strings.TrimSuffix(strings.TrimSpace(base), "/"); base != "" && !underBase(u, base) {
 		return Endpoint{}, fmt.Errorf("must be under %s", base)
 	}
 	q.Del("key")
 	shown := *u
 	shown.RawQuery = q.Encode()
 	return Endpoint{URL: shown.String(), Key: key, CollectionID: strings.TrimSuffix(file, ".json")}, nil
+}
+
+// underBase says whether u is under the operator's base URL: same scheme
+// and host, and a path that no server could read as one outside the base's
+// (no dot segment or encoded slash, "%2e%2e" included), since the base is
+// what keeps tenants' endpoints on the vendor's API.
+func underBase(u *url.URL, base string) bool {
+	b, err := url.Parse(base)
+	if err != nil || !strings.EqualFold(u.Scheme, b.Scheme) || !strings.EqualFold(u.Host, b.Host) {
+		return false
+	}
+	if egress.AmbiguousPath(u) != "" {
+		return false
+	}
+	return strings.HasPrefix(path.Clean("/"+u.Path)+"/", strings.TrimSuffix(b.Path, "/")+"/")
 }
 
 // WithKey puts key back into an endpoint shown without it.
