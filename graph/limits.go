@@ -28,6 +28,10 @@ const (
 	// MaxAliases bounds the aliased fields of one operation: aliases are
 	// how one request repeats an expensive field.
 	MaxAliases = 50
+	// MaxAnswerBytes bounds the data of one query or mutation answer, which
+	// gqlgen holds in memory whole: the dashboard's 10,000-value lookup
+	// writes about 2 MB, a page of 1,000 IoCs with their sources a few.
+	MaxAnswerBytes = 32 << 20
 	// defaultPageCost is what a connection without `first` is charged for.
 	defaultPageCost = 50
 	// iocScanCost is what every iocs field costs besides its page: it
@@ -36,6 +40,10 @@ const (
 	// textSearchCost is the surcharge of a substring search, which no index
 	// serves: it reads every row. 1.2 million IoCs take ~150 ms.
 	textSearchCost = 1000
+	// lookupValuesPerPoint is how many bulk-lookup values cost one point
+	// per selected field: the dashboard's lookup of 10,000 values, 19
+	// fields, costs 10,001.
+	lookupValuesPerPoint = 20
 )
 
 // complexity charges list fields by how many items they may return, so a
@@ -63,20 +71,40 @@ func complexity() ComplexityRoot {
 	c.Query.FeedRuns = func(child int, _ string, first *int) int { return perPage(child, first) }
 	c.Query.Tenants = func(child int, limit, _ *int) int { return perPage(child, limit) }
 	c.Query.TenantGroups = func(child int, limit, _ *int) int { return perPage(child, limit) }
-	// A bulk lookup is one indexed query per thousand values, whatever the
-	// selection: charge the selection once per thousand.
+	// A bulk lookup answers one element per value, like a page per item,
+	// plus the probe of each value in the store; but the dashboard asks for
+	// 10,000 at once, ten times the largest page, so a value is charged a
+	// twentieth of a page item (lookupValuesPerPoint). The values are the
+	// variables' own, known here before any resolver runs.
 	c.Query.LookupIocs = func(child int, values []string) int {
-		return 1 + child*(len(values)/1000+1)
+		return 1 + (len(values)*(child+1)+lookupValuesPerPoint-1)/lookupValuesPerPoint
 	}
 	return c
 }
 
-// UseLimits installs the operation limits on a GraphQL handler: fields,
-// aliases, depth, cost (introspection included) and string inputs. All of
-// them run while the operation is validated, before any resolver.
-func UseLimits(srv *handler.Server) {
-	srv.Use(&operationLimits{maxCost: MaxComplexity, maxFields: MaxFields, maxAliases: MaxAliases, maxDepth: MaxDepth})
+// Limits are the bounds UseLimitsOf installs.
+type Limits struct {
+	MaxComplexity, MaxFields, MaxAliases, MaxDepth int
+	MaxAnswerBytes                                 int64
+}
+
+// DefaultLimits are the service's limits.
+func DefaultLimits() Limits {
+	return Limits{MaxComplexity: MaxComplexity, MaxFields: MaxFields, MaxAliases: MaxAliases, MaxDepth: MaxDepth, MaxAnswerBytes: MaxAnswerBytes}
+}
+
+// UseLimits installs the service's limits on a GraphQL handler.
+func UseLimits(srv *handler.Server) { UseLimitsOf(srv, DefaultLimits()) }
+
+// UseLimitsOf installs the operation limits on a GraphQL handler: fields,
+// aliases, depth, cost (introspection included) and string inputs, all
+// checked while the operation is validated, before any resolver, whatever
+// the transport; and the size of each query or mutation answer, checked
+// while it is written.
+func UseLimitsOf(srv *handler.Server, l Limits) {
+	srv.Use(&operationLimits{maxCost: l.MaxComplexity, maxFields: l.MaxFields, maxAliases: l.MaxAliases, maxDepth: l.MaxDepth})
 	srv.Use(&inputLimits{})
+	srv.Use(answerLimit{maxBytes: l.MaxAnswerBytes})
 }
 
 // operationLimits refuses operations that are too big or too costly.

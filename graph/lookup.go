@@ -156,6 +156,8 @@ func (r *Resolver) fastLookup(ctx context.Context, field graphql.CollectedField)
 		// The generated path reports the error as the schema does.
 		return nil, false
 	}
+	budget := answerBudgetFrom(ctx)
+	spent := 0
 	buf := answerBuffer()
 	buf.WriteByte('[')
 	for i, l := range res {
@@ -166,15 +168,34 @@ func (r *Resolver) fastLookup(ctx context.Context, field graphql.CollectedField)
 			releaseAnswerBuffer(buf)
 			return nil, false
 		}
+		if budget != nil && (i+1)%lookupSample == 0 {
+			// Spent as written, in steps, so that aliased lookups written
+			// at once stop together near the answer's limit. The answer is
+			// replaced by the limit's refusal; this field's value is moot.
+			if !budget.spend(buf.Len() - spent) {
+				releaseAnswerBuffer(buf)
+				return graphql.Null, true
+			}
+			spent = buf.Len()
+		}
 		if i == lookupSample-1 {
 			// Size the answer from its first elements: a guess from the
 			// selection alone was twice the 2 MB of 10,000 values, and
 			// touching the memory (page faults, clearing) cost more than
 			// writing into it.
-			buf.Grow(buf.Len() / lookupSample * (len(res) - lookupSample) * 9 / 8)
+			// No more than the answer may still take, though.
+			grow := buf.Len() / lookupSample * (len(res) - lookupSample) * 9 / 8
+			if budget != nil {
+				grow = min(grow, int(max(budget.left.Load(), 0)))
+			}
+			buf.Grow(grow)
 		}
 	}
 	buf.WriteByte(']')
+	if budget != nil && !budget.spend(buf.Len()-spent) {
+		releaseAnswerBuffer(buf)
+		return graphql.Null, true
+	}
 	return &FastLookupAnswer{buf: buf}, true
 }
 

@@ -10,9 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph"
@@ -41,6 +45,7 @@ func (s *Server) graphqlHandler() http.Handler {
 	graph.UseFastLookups(srv, s.resolver)
 	srv.SetErrorPresenter(graph.ErrorPresenter)
 	srv.AroundOperations(s.checkSocketOperation)
+	srv.Use(subscriptionsOnSockets{})
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if websocketUpgrade(r) {
@@ -107,4 +112,33 @@ func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayloa
 		return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 	}
 	return graph.WithLoaders(s.openSocket(ctx, cred), s.store), nil, nil
+}
+
+// subscriptionsOnSockets refuses a subscription sent anywhere but on a
+// websocket, while the operation is validated: an HTTP answer can carry no
+// stream of events, and gqlgen's POST transport would wait for the first
+// one until the request timed out, then answer null. The refusal is
+// gqlgen's own for an operation it cannot run (422, or 400 for
+// application/graphql-response+json).
+type subscriptionsOnSockets struct{}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = subscriptionsOnSockets{}
+
+func (subscriptionsOnSockets) ExtensionName() string { return "SubscriptionsOnSockets" }
+
+func (subscriptionsOnSockets) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (subscriptionsOnSockets) MutateOperationContext(ctx context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
+	if opCtx.Operation == nil || opCtx.Operation.Operation != ast.Subscription {
+		return nil
+	}
+	if _, onSocket := ctx.Value(socketKey{}).(*socket); onSocket {
+		return nil
+	}
+	err := gqlerror.Errorf("subscriptions are served over the websocket (graphql-transport-ws on /graphql), not over HTTP")
+	errcode.Set(err, errcode.ValidationFailed)
+	return err
 }

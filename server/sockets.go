@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tifeeds/tifeeds/auth"
@@ -190,18 +191,42 @@ func (s *Server) announceRevocation(r ingest.Revocation) {
 // operation sent on it, so none runs once the key is revoked or the session
 // ended, even before the socket is closed. HTTP requests were authenticated
 // just now and pass through.
+//
+// A query or mutation sent on a socket gets the work deadline of an HTTP
+// request (Config.RequestTimeout, which boundRequest gives HTTP requests
+// and leaves the upgrade without), its credential check included; a
+// subscription lives as long as the socket.
 func (s *Server) checkSocketOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	sock, ok := ctx.Value(socketKey{}).(*socket)
 	if !ok {
 		return next(ctx)
 	}
+	cancel := context.CancelFunc(func() {})
+	if op := graphql.GetOperationContext(ctx).Operation; s.cfg.RequestTimeout > 0 && op != nil && op.Operation != ast.Subscription {
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	}
+	responses := s.checkedSocketOperation(ctx, sock, next)
+	return func(ctx context.Context) *graphql.Response {
+		resp := responses(ctx)
+		if resp == nil {
+			cancel()
+		}
+		return resp
+	}
+}
+
+func (s *Server) checkedSocketOperation(ctx context.Context, sock *socket, next graphql.OperationHandler) graphql.ResponseHandler {
 	u, err := s.store.CheckCredential(ctx, sock.cred)
 	if err == nil {
 		return next(auth.WithUser(ctx, u))
 	}
 	revoked := errors.Is(err, store.ErrBadCredentials)
 	code, msg := graph.CodeUnauthenticated, "the credentials of this connection no longer hold"
-	if !revoked {
+	switch {
+	case revoked:
+	case errors.Is(err, context.DeadlineExceeded):
+		code, msg = graph.CodeTimeout, "the request took longer than the server allows and was stopped"
+	default:
 		s.log.Log(ctx, slog.LevelWarn, "Unable to check a websocket's credential", "user_id", sock.cred.UserID, "error", err)
 		code, msg = graph.CodeInternal, "unable to check the credentials of this connection"
 	}

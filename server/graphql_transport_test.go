@@ -1,0 +1,84 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/server"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// TestWebsocketOperationsHaveTheRequestDeadline: a query sent over the
+// websocket is stopped at the request timeout, as over HTTP, while its
+// statement waits for the database (SQLite's one connection taken, or the
+// PostgreSQL table locked); the socket stays usable afterwards.
+func TestWebsocketOperationsHaveTheRequestDeadline(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f, _ := boundedServer(t, st, func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond })
+		c := f.dialWS(nil)
+		c.init(map[string]any{"username": "admin", "apiKey": adminKey})
+		// The operation's credential check reads the store too: warm the
+		// server's caches with one operation while the database is free.
+		c.subscribe("warm", `{ me { username } }`)
+		if m, err := c.read(5 * time.Second); err != nil || !strings.Contains(string(m.Payload), `"admin"`) {
+			t.Fatalf("first operation: %+v %v", m, err)
+		}
+		_, _ = c.read(5 * time.Second) // its complete
+
+		ctx := context.Background()
+		conn, err := st.DB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Dialect == store.Postgres {
+			if _, err := conn.ExecContext(ctx, "BEGIN; LOCK TABLE iocs IN ACCESS EXCLUSIVE MODE"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		release := func() {
+			if st.Dialect == store.Postgres {
+				conn.ExecContext(ctx, "ROLLBACK")
+			}
+			conn.Close()
+		}
+		c.subscribe("slow", `{ iocs(first: 1) { totalCount } }`)
+		// Generous: the point is that it ends at all, with TIMEOUT; without a
+		// deadline it waits as long as the database is held.
+		m, err := c.read(15 * time.Second)
+		release()
+		if err != nil || m.ID != "slow" || !strings.Contains(string(m.Payload), `"code":"TIMEOUT"`) {
+			t.Fatalf("query over the websocket while the database is held: %+v %v, want a TIMEOUT error", m, err)
+		}
+	})
+}
+
+// TestSubscriptionOverPOSTIsRefused: subscriptions need the websocket; over
+// POST one is refused at once with a clear error instead of waiting for an
+// event that the request's answer cannot carry.
+func TestSubscriptionOverPOSTIsRefused(t *testing.T) {
+	f := newFixture(t, storetest.NewSQLite(t))
+	// gqlgen's statuses for an operation it cannot run, per media type.
+	for accept, status := range map[string]int{"application/json": http.StatusUnprocessableEntity, "application/graphql-response+json": http.StatusBadRequest} {
+		t.Run(accept, func(t *testing.T) {
+			done := make(chan response, 1)
+			go func() {
+				done <- f.do("POST", "/graphql", "admin", adminKey,
+					`{"query":"subscription { feedStatusChanged { id } }"}`, map[string]string{"Accept": accept})
+			}()
+			var r response
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("a subscription over POST is still waiting after 10 s")
+			}
+			if r.status != status || !strings.Contains(string(r.body), "websocket") ||
+				!strings.Contains(string(r.body), `"code":"GRAPHQL_VALIDATION_FAILED"`) {
+				t.Errorf("subscription over POST: %d %s, want %d and an error naming the websocket", r.status, r.body, status)
+			}
+		})
+	}
+}
