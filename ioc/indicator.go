@@ -6,9 +6,9 @@ package ioc
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -139,7 +139,16 @@ type FetchError struct {
 	Err  error
 }
 
-func (e *FetchError) Error() string { return fmt.Sprintf("%s: %v", e.Kind, e.Err) }
+// Error is the kind, then what went wrong. An error that says the kind
+// already (a failure classified again, or its message wrapped) is not
+// prefixed twice: the run's detail shows beside its kind.
+func (e *FetchError) Error() string {
+	msg := e.Err.Error()
+	if strings.HasPrefix(msg, string(e.Kind)+": ") {
+		return msg
+	}
+	return string(e.Kind) + ": " + msg
+}
 func (e *FetchError) Unwrap() error { return e.Err }
 
 // Fail wraps err as a FetchError of the given kind.
