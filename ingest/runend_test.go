@@ -3,6 +3,10 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +61,43 @@ func TestOrphanKeepsItsCounters(t *testing.T) {
 		if closed.Fetched != 10 || closed.Stored != 8 || closed.Rejected != 2 {
 			t.Errorf("the orphan's counters: fetched %d stored %d rejected %d, want 10, 8, 2",
 				closed.Fetched, closed.Stored, closed.Rejected)
+		}
+	})
+}
+
+// A download's progress ends on its total: however fast the download, the
+// last report (all of its bytes) is published, not only the first.
+func TestDownloadProgressReachesItsTotal(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		body := strings.Repeat("# padding to pass the reader's 64 KiB step\n", 5000) + ipRows(1, 3) // about 220 KB
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.Write([]byte(body))
+		}))
+		defer srv.Close()
+		h := newHarness(t, st, TSVOptions{})
+		events, cancel := h.r.Bus().Subscribe(0)
+		defer cancel()
+		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "fast",
+			CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := h.runNow(f.ID)
+		var last *Progress
+		for more := true; more; {
+			select {
+			case ev := <-events:
+				if p := ev.Progress; p != nil && p.RunID == run.ID && !p.Done && p.Downloaded > 0 {
+					last = p
+				}
+			default:
+				more = false
+			}
+		}
+		if last == nil || last.Downloaded != int64(len(body)) || last.DownloadTotal != int64(len(body)) {
+			t.Errorf("last download progress %+v, want %d of %d bytes", last, len(body), len(body))
 		}
 	})
 }
