@@ -3,10 +3,12 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,102 @@ import (
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
+
+// errorLog is a slog handler that keeps the messages logged at ERROR, for
+// tests of what an expected situation must not log as one.
+type errorLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *errorLog) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelError }
+func (l *errorLog) WithAttrs([]slog.Attr) slog.Handler               { return l }
+func (l *errorLog) WithGroup(string) slog.Handler                    { return l }
+func (l *errorLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Message)
+	return nil
+}
+
+func (l *errorLog) logged() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.msgs...)
+}
+
+// runEnd waits on an instance's events for the final progress event of
+// run, skipping the others, and then makes sure no progress of that run
+// follows it for a while: a subscriber repeats a run's counters until it
+// sees that event.
+func runEnd(t *testing.T, name string, events <-chan Event, runID int64) *Progress {
+	t.Helper()
+	var done *Progress
+	for deadline := time.After(deliveryWait); done == nil; {
+		select {
+		case ev := <-events:
+			if p := ev.Progress; p != nil && p.RunID == runID && p.Done {
+				done = p
+			}
+		case <-deadline:
+			t.Fatalf("%s: no final progress event of run %d", name, runID)
+		}
+	}
+	for quiet := time.After(1500 * time.Millisecond); ; {
+		select {
+		case ev := <-events:
+			if p := ev.Progress; p != nil && p.RunID == runID {
+				t.Errorf("%s: progress of run %d after its end: %+v", name, runID, p)
+			}
+		case <-quiet:
+			return done
+		}
+	}
+}
+
+// A feed deleted through instance a while instance b runs it: b's run is
+// cancelled, and every subscriber on both instances is told that the run
+// ended, once. Nothing of it is logged as an error: a deletion mid-run is
+// expected. The deletion races with b's end of run (b may record it before
+// the feed is gone, or find the feed gone), so it is tried a few times.
+func TestDeleteElsewhereEndsTheRunEverywhere(t *testing.T) {
+	dsn := storetest.NewPostgresDSN(t)
+	ctx := context.Background()
+	ia, ib := newInstance(t, dsn), newInstance(t, dsn)
+	logA, logB := &errorLog{}, &errorLog{}
+	a := newHarnessWith(t, ia.st, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ia.bus, slog.New(logA) })
+	b := newHarnessWith(t, ib.st, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ib.bus, slog.New(logB) })
+	for try := range 4 {
+		gate := make(chan struct{})
+		srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
+		f, err := ib.st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "del" + strconv.Itoa(try),
+			CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "b's download", 10*time.Second, func() bool { return srv.requests() == 1 })
+		run := b.lastRun(f.ID)
+		if err := a.r.DeleteFeed(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "b's run stopping", 5*time.Second, func() bool { return !b.r.Running(f.ID) })
+		for name, in := range map[string]*instance{"a": ia, "b": ib} {
+			p := runEnd(t, fmt.Sprintf("try %d, instance %s", try, name), in.events, run.ID)
+			if p.ErrorKind != store.MessageStopped || p.FeedID != f.ID {
+				t.Errorf("try %d, instance %s: the run's end %+v, want Stopped", try, name, p)
+			}
+		}
+		close(gate)
+	}
+	for name, l := range map[string]*errorLog{"a": logA, "b": logB} {
+		if msgs := l.logged(); len(msgs) > 0 {
+			t.Errorf("instance %s logged errors for expected situations: %q", name, msgs)
+		}
+	}
+}
 
 // A run closed as an orphan keeps the counters it reached: what it read
 // and rejected is saved with each batch, beside what it stored, so the

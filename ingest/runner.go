@@ -745,6 +745,10 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	log := r.log.With("feed_id", f.ID)
 	start := r.opts.Now()
 	run, err := r.st.StartRun(ctx, f.ID, start)
+	if errors.Is(err, store.ErrNotFound) {
+		log.Info("The feed was deleted before its run started")
+		return
+	}
 	if err != nil {
 		log.Error("Unable to start a run", "error", err)
 		return
@@ -770,28 +774,44 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	// run open in the store and refuses it as it should.
 	r.markEnded(f.ID)
 	after, err := r.recordEnd(log, run, out.message)
-	if errors.Is(err, store.ErrRunClosed) {
+	// The run has ended here whether its end was recorded or not: every
+	// subscriber, on every instance, is told so, or it would go on
+	// repeating the run's last counters.
+	switch {
+	case errors.Is(err, store.ErrRunClosed):
 		// Another instance closed the run, taking this one for gone (its
 		// lock's connection was lost), or a reset erased it: the feed shows
 		// what that left, and nothing of this run's end is recorded.
 		log.Warn("The run was closed by another instance or a reset; its end is not recorded", "count", run.Stored)
-		r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID, Fetched: run.Fetched,
-			Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: store.MessageStopped}})
+		r.publishEnd(run, store.MessageStopped)
 		r.bus.publishFeed(after)
 		return
-	}
-	if err != nil {
+	case errors.Is(err, store.ErrNotFound):
+		// Deleted (here or on another instance) during the run: its runs
+		// went with it, and the deletion was announced.
+		log.Info("The feed was deleted during the run; its end is not recorded", "count", run.Stored)
+		r.publishEnd(run, store.MessageStopped)
+		return
+	case err != nil:
+		// The database stayed out of reach until the runner stopped: the
+		// run is closed as Stopped by the next pass over orphaned runs.
 		log.Error("Unable to record the end of a run", "error", err)
+		r.publishEnd(run, store.MessageStopped)
 		return
 	}
-	r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID, Fetched: run.Fetched,
-		Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: run.ErrorKind}})
+	r.publishEnd(run, run.ErrorKind)
 	r.bus.publishFeed(after)
 	if out.kind != "" && out.kind != store.MessageStopped {
 		log.Warn("Feed run failed", "count", run.Stored, "error", run.ErrorDetail)
 	} else {
 		log.Info("Feed run ended", "count", run.Stored, "note", run.Note)
 	}
+}
+
+// publishEnd publishes the final progress event of run, ended as kind.
+func (r *Runner) publishEnd(run *store.FeedRun, kind string) {
+	r.bus.Publish(Event{FeedID: run.FeedID, Progress: &Progress{FeedID: run.FeedID, RunID: run.ID,
+		Fetched: run.Fetched, Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: kind}})
 }
 
 // recordEnd records the end of run and the feed state it leaves. While the
@@ -1176,8 +1196,7 @@ func (r *Runner) closeOrphanedRuns(ctx context.Context) ([]int64, error) {
 			return stopped, err
 		}
 		r.log.Warn("Closed a run whose instance stopped", "feed_id", run.FeedID, "run_id", run.ID)
-		r.bus.Publish(Event{FeedID: run.FeedID, Progress: &Progress{FeedID: run.FeedID, RunID: run.ID,
-			Fetched: run.Fetched, Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: run.ErrorKind}})
+		r.publishEnd(run, run.ErrorKind)
 		r.bus.publishFeed(f)
 		if f.Enabled && f.StatusMessage == store.MessageStopped {
 			stopped = append(stopped, f.ID)
