@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -109,6 +110,61 @@ func TestDeleteElsewhereEndsTheRunEverywhere(t *testing.T) {
 	for name, l := range map[string]*errorLog{"a": logA, "b": logB} {
 		if msgs := l.logged(); len(msgs) > 0 {
 			t.Errorf("instance %s logged errors for expected situations: %q", name, msgs)
+		}
+	}
+}
+
+// Run now asked of two instances at the same moment starts one run: one
+// answers with the feed, the other ErrAlreadyRunning (GraphQL CONFLICT),
+// never both a success for the one run that starts.
+func TestConcurrentRunNowStartsOneRun(t *testing.T) {
+	dsn := storetest.NewPostgresDSN(t)
+	ctx := context.Background()
+	ia, ib := newInstance(t, dsn), newInstance(t, dsn)
+	a := newHarnessWith(t, ia.st, TSVOptions{}, func(o *Options) { o.Bus = ia.bus })
+	b := newHarnessWith(t, ib.st, TSVOptions{}, func(o *Options) { o.Bus = ib.bus })
+	for try := range 5 {
+		gate := make(chan struct{})
+		srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
+		f, err := ia.st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "now" + strconv.Itoa(try),
+			CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, r := range []*Runner{a.r, b.r} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[i] = r.RunNow(ctx, f.ID)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		started := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				started++
+			case !errors.Is(err, ErrAlreadyRunning):
+				t.Fatalf("try %d: run now: %v", try, err)
+			}
+		}
+		if started != 1 {
+			t.Errorf("try %d: %d of the two asks answered that they started the run (%v), want 1", try, started, errs)
+		}
+		waitFor(t, "the run's download", 10*time.Second, func() bool { return srv.requests() >= 1 })
+		close(gate)
+		a.r.Wait()
+		b.r.Wait()
+		if n := srv.requests(); n != 1 {
+			t.Errorf("try %d: %d downloads, want 1", try, n)
+		}
+		if runs := a.runs(f.ID); len(runs) != 1 || runs[0].EndedAt == nil || runs[0].ErrorKind != "" {
+			t.Errorf("try %d: runs %+v, want one, successful", try, runs)
 		}
 	}
 }

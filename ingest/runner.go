@@ -621,7 +621,7 @@ func (r *Runner) askRun(feedID int64, why runReason, queue bool) runAnswer {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		r.runClaimed(ctx, feedID, ar, why)
+		r.runClaimed(ctx, feedID, ar, why, nil)
 	}()
 	return runStarted
 }
@@ -675,39 +675,87 @@ func (r *Runner) runFeed(feedID int64, why runReason) {
 	}
 	ctx, ar := r.claimLocked(feedID)
 	r.mu.Unlock()
-	r.runClaimed(ctx, feedID, ar, why)
+	r.runClaimed(ctx, feedID, ar, why, nil)
+}
+
+// startNow starts a run of the feed for RunNow. Unlike askRun it takes the
+// feed's cluster-wide lock before it answers, so that of the instances
+// asked at the same moment exactly one says it started the run; the others
+// answer runBusy (ErrAlreadyRunning), not a success for a run that their
+// runner would then skip as running elsewhere.
+func (r *Runner) startNow(ctx context.Context, feedID int64) (runAnswer, error) {
+	r.mu.Lock()
+	if r.stopping.Load() {
+		r.mu.Unlock()
+		return runRefused, nil
+	}
+	if ar, busy := r.running[feedID]; busy {
+		defer r.mu.Unlock()
+		if ar.ended {
+			ar.again = true
+			return runQueued, nil
+		}
+		return runBusy, nil
+	}
+	runCtx, ar := r.claimLocked(feedID)
+	r.wg.Add(1)
+	r.mu.Unlock()
+	unlock, ok, err := r.st.TryLockFeed(ctx, feedID)
+	if err != nil || !ok {
+		r.release(feedID, ar)
+		r.wg.Done()
+		if err != nil {
+			return 0, err
+		}
+		r.log.Info("Run now of a feed running in another instance", "feed_id", feedID)
+		return runBusy, nil
+	}
+	go func() {
+		defer r.wg.Done()
+		r.runClaimed(runCtx, feedID, ar, runAsked, unlock)
+	}()
+	return runStarted, nil
 }
 
 // runClaimed runs a feed claimed by claimLocked, lets go of it, and starts
 // the run queued meanwhile, if any. A scheduled run is skipped when another
-// instance ran the feed recently.
-func (r *Runner) runClaimed(ctx context.Context, feedID int64, ar *activeRun, why runReason) {
-	defer func() {
-		ar.cancel(nil)
-		r.mu.Lock()
-		delete(r.running, feedID)
-		again := ar.again && !r.stopping.Load()
-		r.mu.Unlock()
-		close(ar.done)
-		if again {
-			r.goRun(feedID)
-		}
-	}()
-	r.lockAndExecute(ctx, feedID, why)
+// instance ran the feed recently. unlock, when not nil, releases the
+// feed's lock in the store, taken already.
+func (r *Runner) runClaimed(ctx context.Context, feedID int64, ar *activeRun, why runReason, unlock func()) {
+	defer r.release(feedID, ar)
+	r.lockAndExecute(ctx, feedID, why, unlock)
 }
 
-// lockAndExecute takes the feed's lock in the store, checks the feed still
-// wants this run, and runs it.
-func (r *Runner) lockAndExecute(ctx context.Context, feedID int64, why runReason) {
-	scheduled := why == runScheduled
-	unlock, ok, err := r.st.TryLockFeed(ctx, feedID)
-	if err != nil {
-		r.log.Error("Unable to lock feed", "feed_id", feedID, "error", err)
-		return
+// release lets go of a feed claimed by claimLocked, and starts the run
+// queued meanwhile, if any.
+func (r *Runner) release(feedID int64, ar *activeRun) {
+	ar.cancel(nil)
+	r.mu.Lock()
+	delete(r.running, feedID)
+	again := ar.again && !r.stopping.Load()
+	r.mu.Unlock()
+	close(ar.done)
+	if again {
+		r.goRun(feedID)
 	}
-	if !ok {
-		r.log.Info("Feed is running in another instance", "feed_id", feedID)
-		return
+}
+
+// lockAndExecute takes the feed's lock in the store (unless unlock says it
+// is held already), checks the feed still wants this run, and runs it.
+func (r *Runner) lockAndExecute(ctx context.Context, feedID int64, why runReason, unlock func()) {
+	scheduled := why == runScheduled
+	if unlock == nil {
+		var ok bool
+		var err error
+		unlock, ok, err = r.st.TryLockFeed(ctx, feedID)
+		if err != nil {
+			r.log.Error("Unable to lock feed", "feed_id", feedID, "error", err)
+			return
+		}
+		if !ok {
+			r.log.Info("Feed is running in another instance", "feed_id", feedID)
+			return
+		}
 	}
 	defer unlock()
 	f, err := r.st.Feed(ctx, feedID)
