@@ -281,10 +281,13 @@ func (b *BatchSink) handOver(ctx context.Context) error {
 	if len(b.buf) == 0 && cursor == nil {
 		return b.settle()
 	}
+	b.mu.Lock()
+	fetched, rejected := b.stats.Fetched, b.stats.Rejected
+	b.mu.Unlock()
 	// Prepared while the batch before is being written.
 	p, err := store.PrepareBatch(store.Batch{
 		FeedID: b.feedID, RunID: b.runID, Retention: b.opts.Retention, Now: b.opts.Now(),
-		Indicators: b.buf, Cursor: cursor,
+		Indicators: b.buf, Cursor: cursor, Fetched: fetched, Rejected: rejected,
 	})
 	if err != nil {
 		// Bad input: the buffer is kept, as a failed write's. The batch in

@@ -264,8 +264,9 @@ var ErrAlreadyRunning = errors.New("the feed is already running; its run goes on
 
 // RunNow starts a run of an enabled feed at once and returns the feed as it
 // is when the run has been queued. A feed with a run in flight, here or on
-// another instance (its run is open in the store), is not run twice:
-// ErrAlreadyRunning. A run whose end is committed no longer counts, even
+// another instance (its run is open in the store, or its lock is held), is
+// not run twice: ErrAlreadyRunning; of instances asked at the same moment,
+// one starts the run. A run whose end is committed no longer counts, even
 // while the runner is letting go of the feed: the new run then starts as
 // soon as it has.
 func (r *Runner) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
@@ -283,7 +284,11 @@ func (r *Runner) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
 	if last != nil && last.EndedAt == nil {
 		return nil, ErrAlreadyRunning
 	}
-	switch r.askRun(id, runAsked, false) {
+	answer, err := r.startNow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch answer {
 	case runRefused:
 		return nil, fmt.Errorf("ingest: unable to run feed %d: %w", id, ErrRunnerStopped)
 	case runBusy:

@@ -621,7 +621,7 @@ func (r *Runner) askRun(feedID int64, why runReason, queue bool) runAnswer {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		r.runClaimed(ctx, feedID, ar, why)
+		r.runClaimed(ctx, feedID, ar, why, nil)
 	}()
 	return runStarted
 }
@@ -675,39 +675,87 @@ func (r *Runner) runFeed(feedID int64, why runReason) {
 	}
 	ctx, ar := r.claimLocked(feedID)
 	r.mu.Unlock()
-	r.runClaimed(ctx, feedID, ar, why)
+	r.runClaimed(ctx, feedID, ar, why, nil)
+}
+
+// startNow starts a run of the feed for RunNow. Unlike askRun it takes the
+// feed's cluster-wide lock before it answers, so that of the instances
+// asked at the same moment exactly one says it started the run; the others
+// answer runBusy (ErrAlreadyRunning), not a success for a run that their
+// runner would then skip as running elsewhere.
+func (r *Runner) startNow(ctx context.Context, feedID int64) (runAnswer, error) {
+	r.mu.Lock()
+	if r.stopping.Load() {
+		r.mu.Unlock()
+		return runRefused, nil
+	}
+	if ar, busy := r.running[feedID]; busy {
+		defer r.mu.Unlock()
+		if ar.ended {
+			ar.again = true
+			return runQueued, nil
+		}
+		return runBusy, nil
+	}
+	runCtx, ar := r.claimLocked(feedID)
+	r.wg.Add(1)
+	r.mu.Unlock()
+	unlock, ok, err := r.st.TryLockFeed(ctx, feedID)
+	if err != nil || !ok {
+		r.release(feedID, ar)
+		r.wg.Done()
+		if err != nil {
+			return 0, err
+		}
+		r.log.Info("Run now of a feed running in another instance", "feed_id", feedID)
+		return runBusy, nil
+	}
+	go func() {
+		defer r.wg.Done()
+		r.runClaimed(runCtx, feedID, ar, runAsked, unlock)
+	}()
+	return runStarted, nil
 }
 
 // runClaimed runs a feed claimed by claimLocked, lets go of it, and starts
 // the run queued meanwhile, if any. A scheduled run is skipped when another
-// instance ran the feed recently.
-func (r *Runner) runClaimed(ctx context.Context, feedID int64, ar *activeRun, why runReason) {
-	defer func() {
-		ar.cancel(nil)
-		r.mu.Lock()
-		delete(r.running, feedID)
-		again := ar.again && !r.stopping.Load()
-		r.mu.Unlock()
-		close(ar.done)
-		if again {
-			r.goRun(feedID)
-		}
-	}()
-	r.lockAndExecute(ctx, feedID, why)
+// instance ran the feed recently. unlock, when not nil, releases the
+// feed's lock in the store, taken already.
+func (r *Runner) runClaimed(ctx context.Context, feedID int64, ar *activeRun, why runReason, unlock func()) {
+	defer r.release(feedID, ar)
+	r.lockAndExecute(ctx, feedID, why, unlock)
 }
 
-// lockAndExecute takes the feed's lock in the store, checks the feed still
-// wants this run, and runs it.
-func (r *Runner) lockAndExecute(ctx context.Context, feedID int64, why runReason) {
-	scheduled := why == runScheduled
-	unlock, ok, err := r.st.TryLockFeed(ctx, feedID)
-	if err != nil {
-		r.log.Error("Unable to lock feed", "feed_id", feedID, "error", err)
-		return
+// release lets go of a feed claimed by claimLocked, and starts the run
+// queued meanwhile, if any.
+func (r *Runner) release(feedID int64, ar *activeRun) {
+	ar.cancel(nil)
+	r.mu.Lock()
+	delete(r.running, feedID)
+	again := ar.again && !r.stopping.Load()
+	r.mu.Unlock()
+	close(ar.done)
+	if again {
+		r.goRun(feedID)
 	}
-	if !ok {
-		r.log.Info("Feed is running in another instance", "feed_id", feedID)
-		return
+}
+
+// lockAndExecute takes the feed's lock in the store (unless unlock says it
+// is held already), checks the feed still wants this run, and runs it.
+func (r *Runner) lockAndExecute(ctx context.Context, feedID int64, why runReason, unlock func()) {
+	scheduled := why == runScheduled
+	if unlock == nil {
+		var ok bool
+		var err error
+		unlock, ok, err = r.st.TryLockFeed(ctx, feedID)
+		if err != nil {
+			r.log.Error("Unable to lock feed", "feed_id", feedID, "error", err)
+			return
+		}
+		if !ok {
+			r.log.Info("Feed is running in another instance", "feed_id", feedID)
+			return
+		}
 	}
 	defer unlock()
 	f, err := r.st.Feed(ctx, feedID)
@@ -745,6 +793,10 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	log := r.log.With("feed_id", f.ID)
 	start := r.opts.Now()
 	run, err := r.st.StartRun(ctx, f.ID, start)
+	if errors.Is(err, store.ErrNotFound) {
+		log.Info("The feed was deleted before its run started")
+		return
+	}
 	if err != nil {
 		log.Error("Unable to start a run", "error", err)
 		return
@@ -770,28 +822,44 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	// run open in the store and refuses it as it should.
 	r.markEnded(f.ID)
 	after, err := r.recordEnd(log, run, out.message)
-	if errors.Is(err, store.ErrRunClosed) {
+	// The run has ended here whether its end was recorded or not: every
+	// subscriber, on every instance, is told so, or it would go on
+	// repeating the run's last counters.
+	switch {
+	case errors.Is(err, store.ErrRunClosed):
 		// Another instance closed the run, taking this one for gone (its
 		// lock's connection was lost), or a reset erased it: the feed shows
 		// what that left, and nothing of this run's end is recorded.
 		log.Warn("The run was closed by another instance or a reset; its end is not recorded", "count", run.Stored)
-		r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID, Fetched: run.Fetched,
-			Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: store.MessageStopped}})
+		r.publishEnd(run, store.MessageStopped)
 		r.bus.publishFeed(after)
 		return
-	}
-	if err != nil {
+	case errors.Is(err, store.ErrNotFound):
+		// Deleted (here or on another instance) during the run: its runs
+		// went with it, and the deletion was announced.
+		log.Info("The feed was deleted during the run; its end is not recorded", "count", run.Stored)
+		r.publishEnd(run, store.MessageStopped)
+		return
+	case err != nil:
+		// The database stayed out of reach until the runner stopped: the
+		// run is closed as Stopped by the next pass over orphaned runs.
 		log.Error("Unable to record the end of a run", "error", err)
+		r.publishEnd(run, store.MessageStopped)
 		return
 	}
-	r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID, Fetched: run.Fetched,
-		Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: run.ErrorKind}})
+	r.publishEnd(run, run.ErrorKind)
 	r.bus.publishFeed(after)
 	if out.kind != "" && out.kind != store.MessageStopped {
 		log.Warn("Feed run failed", "count", run.Stored, "error", run.ErrorDetail)
 	} else {
 		log.Info("Feed run ended", "count", run.Stored, "note", run.Note)
 	}
+}
+
+// publishEnd publishes the final progress event of run, ended as kind.
+func (r *Runner) publishEnd(run *store.FeedRun, kind string) {
+	r.bus.Publish(Event{FeedID: run.FeedID, Progress: &Progress{FeedID: run.FeedID, RunID: run.ID,
+		Fetched: run.Fetched, Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: kind}})
 }
 
 // recordEnd records the end of run and the feed state it leaves. While the
@@ -909,8 +977,10 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		},
 	})
 	lists := &completeLists{}
+	download := r.downloadProgress(f.ID, run.ID, sink)
 	cursor, err := src.Fetch(ctx, req, &safeSink{Sink: sink, stopping: &r.stopping, lists: lists,
-		downloaded: r.downloadProgress(f.ID, run.ID, sink), pace: pace})
+		downloaded: download.report, pace: pace})
+	download.end()
 	unchanged := errors.Is(err, ioc.ErrUnchanged)
 	if unchanged {
 		err = nil
@@ -1047,19 +1117,82 @@ func (s *safeSink) Downloaded(read, total int64) {
 // download.
 const downloadProgressEvery = time.Second
 
-// downloadProgress returns what publishes a run's download progress: the
-// first report at once, then at most one a second, so that subscribers see
-// the run move while it downloads, before anything is parsed.
-func (r *Runner) downloadProgress(feedID, runID int64, sink *BatchSink) func(read, total int64) {
-	var last time.Time
-	return func(read, total int64) {
-		if now := time.Now(); last.IsZero() || now.Sub(last) >= downloadProgressEvery {
-			last = now
-			s := sink.Stats()
-			r.bus.Publish(Event{FeedID: feedID, Progress: &Progress{FeedID: feedID, RunID: runID,
-				Fetched: s.Fetched, Stored: s.Stored, Rejected: s.Rejected, Downloaded: read, DownloadTotal: total}})
-		}
+// downloadReporter publishes a run's download progress: the first report
+// at once, then at most one a second, so that subscribers see the run move
+// while it downloads, before anything is parsed. A report held back by that
+// pace is published when the second is over, and the report of the whole
+// download at once: the last event of a download shows where it ended
+// (its total, when the server sent one), not where the pace last let one
+// through.
+type downloadReporter struct {
+	bus           *Bus
+	feedID, runID int64
+	sink          *BatchSink
+
+	mu          sync.Mutex
+	read, total int64 // the latest report
+	shown       int64 // read, as last published
+	shownAt     time.Time
+	trailing    *time.Timer // publishes a held-back report
+	ended       bool
+}
+
+func (r *Runner) downloadProgress(feedID, runID int64, sink *BatchSink) *downloadReporter {
+	return &downloadReporter{bus: r.bus, feedID: feedID, runID: runID, sink: sink}
+}
+
+// report takes a download's progress (ioc.ProgressSink).
+func (d *downloadReporter) report(read, total int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ended {
+		return
 	}
+	d.read, d.total = read, total
+	now := time.Now()
+	whole := total > 0 && read >= total
+	if d.shownAt.IsZero() || whole || now.Sub(d.shownAt) >= downloadProgressEvery {
+		d.publishLocked(now)
+		return
+	}
+	if d.trailing == nil {
+		d.trailing = time.AfterFunc(downloadProgressEvery-now.Sub(d.shownAt), d.publishHeldBack)
+	}
+}
+
+func (d *downloadReporter) publishHeldBack() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.trailing = nil
+	if !d.ended && d.read != d.shown {
+		d.publishLocked(time.Now())
+	}
+}
+
+// end publishes a report still held back, before the run's final event,
+// and stops the reporting.
+func (d *downloadReporter) end() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.trailing != nil {
+		d.trailing.Stop()
+		d.trailing = nil
+	}
+	if !d.ended && d.read != d.shown {
+		d.publishLocked(time.Now())
+	}
+	d.ended = true
+}
+
+func (d *downloadReporter) publishLocked(now time.Time) {
+	if d.trailing != nil {
+		d.trailing.Stop()
+		d.trailing = nil
+	}
+	d.shown, d.shownAt = d.read, now
+	s := d.sink.Stats()
+	d.bus.Publish(Event{FeedID: d.feedID, Progress: &Progress{FeedID: d.feedID, RunID: d.runID,
+		Fetched: s.Fetched, Stored: s.Stored, Rejected: s.Rejected, Downloaded: d.read, DownloadTotal: d.total}})
 }
 
 func (s *safeSink) Checkpoint(ctx context.Context, cursor string) error {
@@ -1111,8 +1244,7 @@ func (r *Runner) closeOrphanedRuns(ctx context.Context) ([]int64, error) {
 			return stopped, err
 		}
 		r.log.Warn("Closed a run whose instance stopped", "feed_id", run.FeedID, "run_id", run.ID)
-		r.bus.Publish(Event{FeedID: run.FeedID, Progress: &Progress{FeedID: run.FeedID, RunID: run.ID,
-			Fetched: run.Fetched, Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: run.ErrorKind}})
+		r.publishEnd(run, run.ErrorKind)
 		r.bus.publishFeed(f)
 		if f.Enabled && f.StatusMessage == store.MessageStopped {
 			stopped = append(stopped, f.ID)

@@ -733,7 +733,7 @@ func TestRunNowAsTheRunEnds(t *testing.T) {
 		h.r.wg.Add(1)
 		go func() {
 			defer h.r.wg.Done()
-			h.r.runClaimed(runCtx, f.ID, ar, runAsked)
+			h.r.runClaimed(runCtx, f.ID, ar, runAsked, nil)
 		}()
 		h.r.Wait()
 		if n := len(h.runs(f.ID)) - before; n != 2 {

@@ -6,9 +6,9 @@ package ioc
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -139,7 +139,16 @@ type FetchError struct {
 	Err  error
 }
 
-func (e *FetchError) Error() string { return fmt.Sprintf("%s: %v", e.Kind, e.Err) }
+// Error is the kind, then what went wrong. An error that says the kind
+// already (a failure classified again, or its message wrapped) is not
+// prefixed twice: the run's detail shows beside its kind.
+func (e *FetchError) Error() string {
+	msg := e.Err.Error()
+	if strings.HasPrefix(msg, string(e.Kind)+": ") {
+		return msg
+	}
+	return string(e.Kind) + ": " + msg
+}
 func (e *FetchError) Unwrap() error { return e.Err }
 
 // Fail wraps err as a FetchError of the given kind.
@@ -168,7 +177,7 @@ const progressEvery = time.Second
 
 // ProgressReader reads r and tells sink, when it is a ProgressSink, how
 // many bytes were read so far: on the first bytes, then every 64 KiB or
-// every second while bytes come, and at the end, so that a run shows
+// every second while bytes come, and at the end (EOF, or all of total), so that a run shows
 // progress while it downloads and before it parses.
 func ProgressReader(sink Sink, r io.Reader, total int64) io.Reader {
 	ps, ok := sink.(ProgressSink)
@@ -193,7 +202,8 @@ func (p *progressReader) Read(b []byte) (int, error) {
 		return n, err
 	}
 	now := time.Now()
-	if p.shown == 0 || p.read-p.shown >= 64<<10 || err != nil || now.Sub(p.shownAt) >= progressEvery {
+	whole := p.total > 0 && p.read >= p.total // a decoder may never read on to EOF
+	if p.shown == 0 || p.read-p.shown >= 64<<10 || err != nil || whole || now.Sub(p.shownAt) >= progressEvery {
 		p.shown, p.shownAt = p.read, now
 		p.sink.Downloaded(p.read, p.total)
 	}

@@ -2,6 +2,7 @@ package ioc
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -74,5 +75,32 @@ func TestProgressReader(t *testing.T) {
 	}
 	if got := ProgressReader(plainSink{}, body, 0); got != io.Reader(body) {
 		t.Error("a sink without progress should get the reader as it is")
+	}
+}
+
+// A failure classified again (a source wrapping what the HTTP classifier
+// returned, or its message) says its kind once: the run's detail is shown
+// beside the kind already.
+func TestFetchErrorSaysItsKindOnce(t *testing.T) {
+	inner := Fail(ConnectionError, errors.New("falcon: the connection failed: reset"))
+	tests := map[string]struct {
+		err  error
+		want string
+	}{
+		"once":                {inner, "Connection Error: falcon: the connection failed: reset"},
+		"wrapped again":       {Fail(ConnectionError, inner), "Connection Error: falcon: the connection failed: reset"},
+		"its message again":   {Fail(ConnectionError, errors.New(inner.Error())), "Connection Error: falcon: the connection failed: reset"},
+		"another kind":        {Fail(FetchingDataError, inner), "Fetching Data Error: Connection Error: falcon: the connection failed: reset"},
+		"kind as a word only": {Fail(ConnectionError, errors.New("Connection Errors were many")), "Connection Error: Connection Errors were many"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.want {
+				t.Errorf("Error() = %q, want %q", got, tc.want)
+			}
+			if got, want := FailureOf(tc.err), FailureKind(strings.SplitN(tc.want, ":", 2)[0]); got != want {
+				t.Errorf("FailureOf = %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -36,6 +36,10 @@ type Batch struct {
 	// += result.Stored (and added += result.Added) in the same transaction,
 	// which fails with ErrRunClosed once that run was closed.
 	RunID int64
+	// Fetched and Rejected are the run's counts of records read and
+	// rejected so far, saved with the batch (never lowered) so that a run
+	// closed for its instance gone keeps what it reached.
+	Fetched, Rejected int64
 }
 
 // BatchResult counts what ApplyBatch changed: sightings stored, those of
@@ -660,8 +664,12 @@ func finishBatch(ctx context.Context, w batchWriter, b Batch, res BatchResult) e
 		// instance closed (its owner seemed gone: a lost connection, a
 		// paused process) writes nothing more, so it cannot move the
 		// cursor under a newer run.
-		n, err := w.exec(ctx, `UPDATE feed_runs SET stored = stored + $1, added = added + $2
-			WHERE id = $3 AND feed_id = $4 AND ended_at IS NULL`, int64(res.Stored), int64(res.Added), b.RunID, b.FeedID)
+		// Numbered in order of appearance: SQLite numbers $N parameters so.
+		n, err := w.exec(ctx, `UPDATE feed_runs SET stored = stored + $1, added = added + $2,
+			fetched = CASE WHEN fetched < $3 THEN $3 ELSE fetched END,
+			rejected = CASE WHEN rejected < $4 THEN $4 ELSE rejected END
+			WHERE id = $5 AND feed_id = $6 AND ended_at IS NULL`,
+			int64(res.Stored), int64(res.Added), b.Fetched, b.Rejected, b.RunID, b.FeedID)
 		if err != nil {
 			return err
 		}

@@ -729,10 +729,17 @@ func (s *Store) ResetFeedCursor(ctx context.Context, id int64) (*Feed, error) {
 }
 
 // StartRun records the start of a run. The first run of a feed (one that
-// never finished a run) shows Initializing, in the same transaction.
+// never finished a run) shows Initializing, in the same transaction. A feed
+// that is gone is ErrNotFound.
 func (s *Store) StartRun(ctx context.Context, feedID int64, now time.Time) (*FeedRun, error) {
 	run := &FeedRun{FeedID: feedID, StartedAt: now.UTC(), Rejections: []Rejection{}}
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		// Locked first, as FinishRun and batches lock it; a feed deleted
+		// meanwhile (on another instance) is not found rather than a
+		// broken foreign key.
+		if _, err := feedForUpdate(ctx, tx, s.Dialect, feedID); err != nil {
+			return err
+		}
 		if _, err := tx.NewInsert().Model(run).Returning("id").Exec(ctx); err != nil {
 			return fmt.Errorf("store: unable to start a run of feed %d: %w", feedID, err)
 		}

@@ -3,6 +3,8 @@ package taxii
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -199,18 +201,28 @@ func FuzzParsePattern(f *testing.F) {
 			b.WriteString(" = 'x']")
 		}
 		if b.Len() > 0 {
-			if _, err := parsePattern(b.String()); err != nil {
+			again, err := parsePattern(b.String())
+			if err != nil {
 				t.Fatalf("rebuilt pattern %q of %q does not parse: %v", b.String(), s, err)
+			}
+			for i := range min(len(cmps), len(again)) {
+				if again[i].Object != cmps[i].Object || !slices.Equal(again[i].Path, cmps[i].Path) {
+					t.Fatalf("rebuilt pattern %q of %q reads %s:%q, not %s:%q", b.String(), s,
+						again[i].Object, again[i].Path, cmps[i].Object, cmps[i].Path)
+				}
 			}
 		}
 	})
 }
 
+// quotePath prints a comparison's path. A list step is "[" index "]" as
+// the parser keeps it; a quoted component may start with "[" too ('[' or
+// even '[0]'), so only the exact form of a step is printed as one.
 func quotePath(path []string) string {
 	var b strings.Builder
 	for i, p := range path {
 		switch {
-		case strings.HasPrefix(p, "[") && i > 0:
+		case i > 0 && isListStep(p):
 			b.WriteString(p)
 			continue
 		case i > 0:
@@ -219,4 +231,16 @@ func quotePath(path []string) string {
 		b.WriteString("'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(p) + "'")
 	}
 	return b.String()
+}
+
+func isListStep(p string) bool {
+	if len(p) < 3 || p[0] != '[' || p[len(p)-1] != ']' {
+		return false
+	}
+	inner := p[1 : len(p)-1]
+	if inner == "*" {
+		return true
+	}
+	_, err := strconv.ParseInt(inner, 10, 64)
+	return err == nil
 }

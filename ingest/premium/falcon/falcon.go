@@ -262,8 +262,13 @@ func (w *walk) fetchToken(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return fmt.Errorf("falcon: unable to get a token: %w", ctx.Err())
 			}
-			f := ioc.HTTPRequestFailure("falcon", err)
-			return ioc.Fail(ioc.FailureOf(f), errors.New(g.Mask(f.Error())))
+			// Masked, and classified once: the kind is not said again in
+			// the message (the run's detail shows beside it).
+			var f *ioc.FetchError
+			if !errors.As(ioc.HTTPRequestFailure("falcon", err), &f) {
+				return errors.New(g.Mask(err.Error()))
+			}
+			return ioc.Fail(f.Kind, errors.New(g.Mask(f.Err.Error())))
 		}
 		code := resp.StatusCode
 		if code >= 200 && code < 300 {
