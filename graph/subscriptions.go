@@ -80,6 +80,18 @@ func (r *Resolver) feedRunProgress(ctx context.Context, feedID *string) (<-chan 
 				if !ok {
 					return
 				}
+				if ev.Deleted {
+					// A deleted feed's runs end with it. Their final event
+					// normally says so first; this covers one lost between
+					// instances, which would otherwise repeat for as long
+					// as the client stays.
+					for runID, p := range running {
+						if p.FeedID == strconv.FormatInt(ev.FeedID, 10) {
+							delete(running, runID)
+						}
+					}
+					continue
+				}
 				if ev.Progress == nil {
 					continue
 				}
