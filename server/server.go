@@ -134,7 +134,9 @@ func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger
 		s.cfg.MaxExportsPerUser = def.MaxExportsPerUser
 	}
 	s.exports = newExportSlots(s.cfg.MaxExports, s.cfg.MaxExportsPerUser)
-	st.SetExportConns(s.cfg.MaxExports)
+	if st != nil { // some tests serve only what needs no store
+		st.SetExportConns(s.cfg.MaxExports)
+	}
 	if resolver.Events != nil {
 		// For the server's lifetime, which is the bus's.
 		resolver.Events.OnRevocation(s.revoked)
