@@ -101,7 +101,7 @@ func TestStalledExportsLeavePagesAndLookups(t *testing.T) {
 					path = "/api/export/iocs.stix.json"
 				}
 				u := users[i%len(users)]
-				_, line := stallExport(t, addr, u[0], u[1], path, 3*time.Second)
+				_, line := stallExport(t, addr, u[0], u[1], path, 10*time.Second)
 				mu.Lock()
 				statuses[line]++
 				mu.Unlock()
@@ -174,7 +174,7 @@ func TestExportSlotsComeBack(t *testing.T) {
 
 	var conns []net.Conn
 	for range cfg.MaxExports + 1 {
-		c, _ := stallExport(t, addr, "admin", adminKey, "/api/export/iocs.csv", 3*time.Second)
+		c, _ := stallExport(t, addr, "admin", adminKey, "/api/export/iocs.csv", 10*time.Second)
 		conns = append(conns, c)
 	}
 	for _, c := range conns {
