@@ -94,3 +94,69 @@ func TestSelectColumns(t *testing.T) {
 		t.Errorf("unknown column: %v", err)
 	}
 }
+
+// TestCSVCellsInEveryLocale: spreadsheets split CSV on `,`, `;`, tab or
+// `|` depending on the locale, and some importers ignore quotes. A text
+// cell holding any of them is quoted, and every part between them that
+// would start a formula is neutralised, not only the cell's first
+// character.
+func TestCSVCellsInEveryLocale(t *testing.T) {
+	cases := map[string]struct{ cell, want string }{
+		"after a semicolon":      {`aaa;=cmd|' /C calc'!A0`, `aaa;'=cmd|' /C calc'!A0`},
+		"after a comma":          {`aaa,=cmd|' /C calc'!A0`, `aaa,'=cmd|' /C calc'!A0`},
+		"after a tab":            {"aaa\t=cmd|' /C calc'!A0", "aaa\t'=cmd|' /C calc'!A0"},
+		"after a bar":            {`aaa|=cmd|' /C calc'!A0`, `aaa|'=cmd|' /C calc'!A0`},
+		"after spaces":           {`aaa;  +1+2`, `aaa;  '+1+2`},
+		"at the start and after": {`@SUM(A1);-2;x`, `'@SUM(A1);'-2;x`},
+		"after a line break":     {"a\n=1+1", "a\n'=1+1"},
+		"full-width equals":      {"a;＝1+1", "a;'＝1+1"},
+		"empty parts":            {`;;=x;`, `;;'=x;`},
+		"a semicolon alone":      {`x;y`, `x;y`},
+		"a bar alone":            {`x|y`, `x|y`},
+		"nothing to do":          {`plain text`, `plain text`},
+	}
+	rec := httptest.NewRecorder()
+	e := newCSVExport(rec, "x.csv", csvTestColumns)
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name, c := range cases {
+		names = append(names, name)
+		if err := e.Write(csvRow{name: c.cell, count: len(names)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	body := rec.Body.String()
+	records, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil || len(records) != len(cases)+1 {
+		t.Fatalf("not CSV (%v) or %d records:\n%s", err, len(records), body)
+	}
+	for i, name := range names {
+		if got, want := records[i+1][0], cases[name].want; got != want {
+			t.Errorf("%s: cell %q, want %q", name, got, want)
+		}
+	}
+	for _, name := range names {
+		want := cases[name].want
+		quoted := `"` + strings.ReplaceAll(want, `"`, `""`) + `"`
+		if strings.ContainsAny(want, ",;\t|") && !strings.Contains(body, quoted) {
+			t.Errorf("%s: cell not quoted, want %s in\n%s", name, quoted, body)
+		}
+	}
+	// Split as an importer that ignores quotes would, on each locale's
+	// delimiter: no part starts a formula.
+	for _, line := range strings.FieldsFunc(body, func(r rune) bool { return r == '\r' || r == '\n' }) {
+		for _, comma := range []string{",", ";", "\t", "|"} {
+			for _, part := range strings.Split(line, comma) {
+				if p := strings.TrimLeft(part, ` "`); p != "" && strings.ContainsAny(p[:1], "=+-@") ||
+					strings.HasPrefix(p, "＝") {
+					t.Errorf("split on %q: part %q of %q starts a formula", comma, part, line)
+				}
+			}
+		}
+	}
+}

@@ -163,7 +163,8 @@ type rowWriter interface {
 // StreamIoCs query, each written by write. key names the export's format
 // and columns in its ETag, which also covers exp's filter and order, and
 // moves with every change of iocs (ioc_stats.version). The rules export
-// uses it with its own key, columns and writer.
+// uses it with its own key, columns and writer. The rows are read within
+// the bound of exportSlots.
 func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Request, key string, exp graph.IoCExport,
 	cols store.StreamColumns, out W, write func(W, *store.IoCRow) error) {
 	ctx := r.Context()
@@ -175,6 +176,16 @@ func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Requ
 	if notModified(w, r, exportETag(st.Version, key, exp), st.ChangedAt) {
 		return
 	}
+	user, err := auth.UserFrom(ctx)
+	if err != nil {
+		writeErr(w, r, err)
+		return
+	}
+	release, ok := s.exports.take(w, user.ID)
+	if !ok {
+		return
+	}
+	defer release()
 	if err := out.Start(); err != nil {
 		return
 	}

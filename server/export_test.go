@@ -182,3 +182,48 @@ func between(s, from, to string) string {
 	}
 	return s
 }
+
+// TestExportedCSVInEveryLocale: both CSV exports (feeds.csv and iocs.csv)
+// quote a cell holding any locale's delimiter and neutralise a formula
+// after one, not only at the cell's start.
+func TestExportedCSVInEveryLocale(t *testing.T) {
+	const hostile = `aaa;=cmd|' /C calc'!A0`
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f := newFixture(t, st)
+		ctx := context.Background()
+		now := time.Now().UTC()
+		feed := store.Feed{Name: "TSV_x", Type: store.FeedCustom, Category: "TSV", Enabled: true,
+			PollingFrequency: 4, RetentionPeriod: 30, Description: hostile, CreatedAt: now, UpdatedAt: now}
+		if _, err := st.DB.NewInsert().Model(&feed).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.ApplyBatch(ctx, store.Batch{FeedID: feed.ID, Retention: time.Hour, Now: now, Indicators: []ioc.Indicator{
+			{Kind: ioc.Domain, Value: "a.example", Source: "src|@SUM(A1)", Score: 50, Tags: []string{"x", "+1+2"}},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+
+		for path, want := range map[string][]string{
+			"/api/export/feeds.csv?columns=name,description":  {"Name", "Description", "TSV_x", `aaa;'=cmd|' /C calc'!A0`},
+			"/api/export/iocs.csv?columns=value,tags,sources": {"Value", "Tags", "Sources", "a.example", `'+1+2;x`, `TSV_x/src|'@SUM(A1)`},
+		} {
+			r := f.do("GET", path, "admin", adminKey, "", nil)
+			records := readCSV(t, r.body)
+			if got := fmt.Sprint(records); r.status != 200 || got != fmt.Sprint(want[:len(want)/2], want[len(want)/2:]) &&
+				got != fmt.Sprint([][]string{want[:len(want)/2], want[len(want)/2:]}) {
+				t.Errorf("%s: %d %q, want %q", path, r.status, records, want)
+			}
+			// An importer splitting on any locale's delimiter, quotes or not,
+			// finds no part that starts a formula.
+			for _, line := range strings.Split(string(r.body), "\r\n") {
+				for _, comma := range []string{",", ";", "\t", "|"} {
+					for _, part := range strings.Split(line, comma) {
+						if p := strings.TrimLeft(part, ` "`); p != "" && strings.ContainsAny(p[:1], "=+-@") {
+							t.Errorf("%s split on %q: part %q of %q starts a formula", path, comma, part, line)
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -67,6 +67,13 @@ type Config struct {
 	// CookieSecure forces the session cookie's Secure flag, for a server
 	// behind a TLS-terminating proxy; it is set anyway when serving TLS.
 	CookieSecure bool
+	// MaxExports bounds the IoC exports streaming at once, and so the
+	// store's export connections (store.SetExportConns); MaxExportsPerUser
+	// bounds one user's share. Past either, an export is refused at once
+	// (503 or 429 with Retry-After): a client that stops reading holds its
+	// export until the write deadline.
+	MaxExports        int
+	MaxExportsPerUser int
 	// AllowedOrigins are origins (scheme://host[:port]) that may send
 	// state-changing browser requests besides the request's own Host, for a
 	// reverse proxy that rewrites Host.
@@ -91,6 +98,8 @@ func DefaultConfig() Config {
 		Login:             DefaultLoginLimits(),
 		SocketRecheck:     DefaultSocketRecheck,
 		CredentialTTL:     DefaultCredentialTTL,
+		MaxExports:        store.DefaultExportConns,
+		MaxExportsPerUser: 2,
 	}
 }
 
@@ -106,6 +115,7 @@ type Server struct {
 	logins   *loginGuard
 	sockets  sockets
 	creds    *credentialCache
+	exports  *exportSlots
 }
 
 // New builds the server and its routes.
@@ -116,6 +126,17 @@ func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger
 		s.cfg.SocketRecheck = DefaultSocketRecheck
 	}
 	s.creds = newCredentialCache(s.cfg.CredentialTTL)
+	def := DefaultConfig()
+	if s.cfg.MaxExports <= 0 {
+		s.cfg.MaxExports = def.MaxExports
+	}
+	if s.cfg.MaxExportsPerUser <= 0 {
+		s.cfg.MaxExportsPerUser = def.MaxExportsPerUser
+	}
+	s.exports = newExportSlots(s.cfg.MaxExports, s.cfg.MaxExportsPerUser)
+	if st != nil { // some tests serve only what needs no store
+		st.SetExportConns(s.cfg.MaxExports)
+	}
 	if resolver.Events != nil {
 		// For the server's lifetime, which is the bus's.
 		resolver.Events.OnRevocation(s.revoked)

@@ -31,8 +31,10 @@ type StreamColumns struct {
 
 // StreamIoCs calls fn with each IoC matching f, in order o, reading them
 // with one query whose rows are never all in memory: exports use it at the
-// database's own pace. fn's row is reused: it must not keep it. An error of
-// fn ends the stream and is returned.
+// database's own pace. The query runs on the exports' own connections
+// (SetExportConns), never on those of pages and lookups, since fn writes to
+// a client that may stop reading. fn's row is reused: it must not keep it.
+// An error of fn ends the stream and is returned.
 func (s *Store) StreamIoCs(ctx context.Context, f IoCFilter, o IoCOrder, cols StreamColumns, fn func(*IoCRow) error) error {
 	switch o.Field {
 	case "":
@@ -44,7 +46,7 @@ func (s *Store) StreamIoCs(ctx context.Context, f IoCFilter, o IoCOrder, cols St
 	if err := s.sizeFeedFilter(ctx, &f); err != nil {
 		return err
 	}
-	q, ok, err := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
+	q, ok, err := s.applyIoCFilter(s.exporter().NewSelect().Model((*IoC)(nil)), f)
 	if err != nil || !ok {
 		return err
 	}

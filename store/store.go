@@ -40,6 +40,11 @@ type Store struct {
 	// behind the one connection of DB (tenants, IoC pages, exports,
 	// lookups); nil when DB serves them (PostgreSQL, ":memory:").
 	reads *bun.DB
+	// exports is the pool StreamIoCs reads through, apart from DB and
+	// reads: an export holds its connection while its client reads, at the
+	// client's pace, so a client that stops reading would otherwise keep
+	// one of the connections pages and lookups need. nil for ":memory:".
+	exports *bun.DB
 
 	// stopCheckpointer ends the SQLite WAL checkpointer; nil when there is
 	// none (PostgreSQL, ":memory:").
@@ -125,8 +130,37 @@ func openSQLite(path string) (*Store, error) {
 		reads.SetMaxIdleConns(sqliteReaders)
 		reads.SetConnMaxIdleTime(5 * time.Minute)
 		s.reads = bun.NewDB(reads, sqlitedialect.New())
+		s.exports = bun.NewDB(exportPool(sql.OpenDB(newSQLiteConnector(dsn, sqliteCacheKiB))), sqlitedialect.New())
 	}
 	return s, nil
+}
+
+// DefaultExportConns is how many exports may read at once (SetExportConns).
+const DefaultExportConns = 4
+
+func exportPool(db *sql.DB) *sql.DB {
+	db.SetMaxOpenConns(DefaultExportConns)
+	db.SetMaxIdleConns(DefaultExportConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db
+}
+
+// SetExportConns sets how many connections exports read through at once;
+// more exports wait for one. The server admits no more exports than that.
+func (s *Store) SetExportConns(n int) {
+	if s.exports != nil && n > 0 {
+		s.exports.SetMaxOpenConns(n)
+		s.exports.SetMaxIdleConns(n)
+	}
+}
+
+// exporter is the pool of exports' reads; on ":memory:" there is one
+// connection for everything.
+func (s *Store) exporter() *bun.DB {
+	if s.exports != nil {
+		return s.exports
+	}
+	return s.reader()
 }
 
 // requireFTS5 fails unless SQLite was built with FTS5, whose trigram index
@@ -288,7 +322,13 @@ func openPostgres(dsn string) (*Store, error) {
 	sqldb.SetMaxOpenConns(16)
 	sqldb.SetMaxIdleConns(16)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
-	return &Store{DB: bun.NewDB(sqldb, pgdialect.New()), Dialect: Postgres, tenantCache: newTenantCache()}, nil
+	exports, err := sql.Open("pgx", dsn)
+	if err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("store: unable to open postgres: %w", err)
+	}
+	return &Store{DB: bun.NewDB(sqldb, pgdialect.New()), Dialect: Postgres, tenantCache: newTenantCache(),
+		exports: bun.NewDB(exportPool(exports), pgdialect.New())}, nil
 }
 
 // Close stops the checkpointer and releases the database connections.
@@ -300,6 +340,9 @@ func (s *Store) Close() error {
 	}
 	if s.reads != nil {
 		s.reads.Close()
+	}
+	if s.exports != nil {
+		s.exports.Close()
 	}
 	return s.DB.Close()
 }

@@ -61,6 +61,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"when set, feed-list premium endpoints must be under this URL (TIFEEDS_PREMIUM_ENDPOINT_BASE)")
 	requestTimeout := fs.Duration("request-timeout", cfg.RequestTimeout,
 		"longest a request may work before it is stopped; exports and websockets excepted (TIFEEDS_REQUEST_TIMEOUT)")
+	fs.IntVar(&cfg.MaxExports, "max-exports", envInt("TIFEEDS_MAX_EXPORTS", cfg.MaxExports),
+		"IoC exports streaming at once, each on a database connection of its own; more are refused with 503 (TIFEEDS_MAX_EXPORTS)")
+	fs.IntVar(&cfg.MaxExportsPerUser, "max-exports-per-user", envInt("TIFEEDS_MAX_EXPORTS_PER_USER", cfg.MaxExportsPerUser),
+		"IoC exports one user may stream at once; more are refused with 429 (TIFEEDS_MAX_EXPORTS_PER_USER)")
 	trusted := fs.String("trusted-proxies", envDefault("TIFEEDS_TRUSTED_PROXIES", ""),
 		"comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For names the client, for login throttling (TIFEEDS_TRUSTED_PROXIES)")
 	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
@@ -198,6 +202,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func envFloat(name string, def float64) float64 {
 	if f, err := strconv.ParseFloat(envDefault(name, ""), 64); err == nil && f > 0 {
 		return f
+	}
+	return def
+}
+
+// envInt reads a count from the environment; unset, empty or not a
+// positive integer is def, as envFloat.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(envDefault(name, "")); err == nil && n > 0 {
+		return n
 	}
 	return def
 }
