@@ -111,8 +111,8 @@ type write struct {
 	batch         *store.PreparedBatch
 	buffered      int64 // upper bound of what it stores (BatchSink.unsaved)
 	rulePositions map[int]int64
-	done     chan struct{} // closed when the attempt ends
-	err      error         // the attempt's error, once done is closed
+	done          chan struct{} // closed when the attempt ends
+	err           error         // the attempt's error, once done is closed
 }
 
 // NewBatchSink returns a sink writing feedID's indicators, counting them on
