@@ -112,6 +112,7 @@ func (r *Resolver) createCustomFeed(ctx context.Context, input model.CustomFeedI
 		RetentionPeriod:  input.RetentionPeriod,
 		BackfillDays:     derefInt(input.BackfillDays),
 		Description:      deref(input.Description),
+		AllowRuleActions: input.AllowRuleActions != nil && *input.AllowRuleActions,
 	})
 }
 
@@ -129,6 +130,7 @@ func (r *Resolver) updateFeed(ctx context.Context, id string, input model.FeedUp
 		RetentionPeriod:  input.RetentionPeriod,
 		BackfillDays:     input.BackfillDays,
 		Description:      input.Description,
+		AllowRuleActions: input.AllowRuleActions,
 		APIKey:           input.APIKey,
 		ClientID:         input.ClientID,
 		ClientSecret:     input.ClientSecret,

@@ -88,6 +88,7 @@ type ComplexityRoot struct {
 	}
 
 	Feed struct {
+		AllowRuleActions func(childComplexity int) int
 		BackfillDays     func(childComplexity int) int
 		BuiltinKind      func(childComplexity int) int
 		CanDelete        func(childComplexity int) int
@@ -401,6 +402,7 @@ type FeedResolver interface {
 	CanEdit(ctx context.Context, obj *store.Feed) (bool, error)
 	CanDelete(ctx context.Context, obj *store.Feed) (bool, error)
 	CanReset(ctx context.Context, obj *store.Feed) (bool, error)
+
 	LastRun(ctx context.Context, obj *store.Feed) (*store.FeedRun, error)
 	NextRun(ctx context.Context, obj *store.Feed) (*time.Time, error)
 	PremiumKind(ctx context.Context, obj *store.Feed) (*model.PremiumFeedKind, error)
@@ -624,6 +626,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FacetValue.Value(childComplexity), true
 
+	case "Feed.allowRuleActions":
+		if e.ComplexityRoot.Feed.AllowRuleActions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Feed.AllowRuleActions(childComplexity), true
 	case "Feed.backfillDays":
 		if e.ComplexityRoot.Feed.BackfillDays == nil {
 			break
@@ -2386,6 +2394,11 @@ type Feed {
   canEdit: Boolean! @hasScope(scope: ROOT)
   canDelete: Boolean! @hasScope(scope: ROOT)
   canReset: Boolean! @hasScope(scope: ROOT)
+  """
+  Whether the feed's Suricata rules keep their action (pass, drop, reject...)
+  in the rules export; when false they are exported as alert.
+  """
+  allowRuleActions: Boolean! @hasScope(scope: ROOT)
   lastRun: FeedRun @hasScope(scope: ROOT)
   "When the feed's next scheduled run starts; null while it is disabled."
   nextRun: Time @hasScope(scope: ROOT)
@@ -2507,6 +2520,8 @@ input CustomFeedInput {
   "TAXII only."
   backfillDays: Int
   description: String
+  "Let the feed's Suricata rules keep an action other than alert in the rules export."
+  allowRuleActions: Boolean = false
 }
 
 """
@@ -2523,6 +2538,8 @@ input FeedUpdateInput {
   retentionPeriod: Int
   backfillDays: Int
   description: String
+  "Let the feed's Suricata rules keep an action other than alert in the rules export (custom and premium feeds)."
+  allowRuleActions: Boolean
   "Premium: the API key (an empty string clears it)."
   apiKey: String
   "Premium (endpoint protection): the client ID."
@@ -3114,6 +3131,8 @@ func (ec *executionContext) childFields_Feed(ctx context.Context, field graphql.
 		return ec.fieldContext_Feed_canDelete(ctx, field)
 	case "canReset":
 		return ec.fieldContext_Feed_canReset(ctx, field)
+	case "allowRuleActions":
+		return ec.fieldContext_Feed_allowRuleActions(ctx, field)
 	case "lastRun":
 		return ec.fieldContext_Feed_lastRun(ctx, field)
 	case "nextRun":
@@ -5628,6 +5647,47 @@ func (ec *executionContext) _Feed_canReset(ctx context.Context, field graphql.Co
 }
 func (ec *executionContext) fieldContext_Feed_canReset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Feed", field, true, true, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Feed_allowRuleActions(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Feed_allowRuleActions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AllowRuleActions, nil
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal bool
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal bool
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, obj, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Feed_allowRuleActions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Feed", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Feed_lastRun(ctx context.Context, field graphql.CollectedField, obj *store.Feed) (ret graphql.Marshaler) {
@@ -12803,8 +12863,11 @@ func (ec *executionContext) unmarshalInputCustomFeedInput(ctx context.Context, o
 	if _, present := asMap["category"]; !present {
 		asMap["category"] = "TAXII"
 	}
+	if _, present := asMap["allowRuleActions"]; !present {
+		asMap["allowRuleActions"] = false
+	}
 
-	fieldsInOrder := [...]string{"category", "name", "collectionUrl", "username", "password", "pollingFrequency", "retentionPeriod", "backfillDays", "description"}
+	fieldsInOrder := [...]string{"category", "name", "collectionUrl", "username", "password", "pollingFrequency", "retentionPeriod", "backfillDays", "description", "allowRuleActions"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12874,6 +12937,13 @@ func (ec *executionContext) unmarshalInputCustomFeedInput(ctx context.Context, o
 				return it, err
 			}
 			it.Description = data
+		case "allowRuleActions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("allowRuleActions"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AllowRuleActions = data
 		}
 	}
 	return it, nil
@@ -13031,7 +13101,7 @@ func (ec *executionContext) unmarshalInputFeedUpdateInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "collectionUrl", "username", "password", "pollingFrequency", "retentionPeriod", "backfillDays", "description", "apiKey", "clientId", "clientSecret", "apiEndpoint", "category"}
+	fieldsInOrder := [...]string{"name", "collectionUrl", "username", "password", "pollingFrequency", "retentionPeriod", "backfillDays", "description", "allowRuleActions", "apiKey", "clientId", "clientSecret", "apiEndpoint", "category"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13094,6 +13164,13 @@ func (ec *executionContext) unmarshalInputFeedUpdateInput(ctx context.Context, o
 				return it, err
 			}
 			it.Description = data
+		case "allowRuleActions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("allowRuleActions"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AllowRuleActions = data
 		case "apiKey":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKey"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -14280,6 +14357,11 @@ func (ec *executionContext) _Feed(ctx context.Context, sel ast.SelectionSet, obj
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "allowRuleActions":
+			out.Values[i] = ec._Feed_allowRuleActions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "lastRun":
 			field := field
 

@@ -85,6 +85,10 @@ type BatchSink struct {
 
 	buf      []ioc.Indicator
 	buffered int64 // indicators in buf that store a sighting (not revocations)
+	// rulePositions are the run positions (Fetched) of the rules in buf, by
+	// their place in it: the store may reject a rule (another feed owns its
+	// sid), and the run's rejection names the rule's position.
+	rulePositions map[int]int64
 
 	// The last checkpoint not written yet: its cursor, and buf and buffered
 	// as they were then.
@@ -104,10 +108,11 @@ type BatchSink struct {
 
 // write is one batch handed to a writer goroutine.
 type write struct {
-	batch    *store.PreparedBatch
-	buffered int64         // upper bound of what it stores (BatchSink.unsaved)
-	done     chan struct{} // closed when the attempt ends
-	err      error         // the attempt's error, once done is closed
+	batch         *store.PreparedBatch
+	buffered      int64 // upper bound of what it stores (BatchSink.unsaved)
+	rulePositions map[int]int64
+	done          chan struct{} // closed when the attempt ends
+	err           error         // the attempt's error, once done is closed
 }
 
 // NewBatchSink returns a sink writing feedID's indicators, counting them on
@@ -131,6 +136,7 @@ func (b *BatchSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 	if !reached {
 		b.stats.Fetched++
 	}
+	position := b.stats.Fetched
 	b.mu.Unlock()
 	if reached {
 		return ErrLimitReached
@@ -144,6 +150,12 @@ func (b *BatchSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 	b.buf = append(b.buf, detach(ind))
 	if !ind.Revoked {
 		b.buffered++
+		if ind.Kind == ioc.Rule {
+			if b.rulePositions == nil {
+				b.rulePositions = map[int]int64{}
+			}
+			b.rulePositions[len(b.buf)-1] = position
+		}
 	}
 	if b.nearLimit() {
 		// What is stored decides whether the limit is reached, and only a
@@ -258,12 +270,17 @@ func (b *BatchSink) Flush(ctx context.Context) error {
 // run can then record its end.
 func (b *BatchSink) Settle(ctx context.Context) error {
 	if b.cursor != nil {
+		for at := range b.rulePositions {
+			if at >= b.cpLen {
+				delete(b.rulePositions, at)
+			}
+		}
 		clear(b.buf[b.cpLen:])
 		b.buf, b.buffered = b.buf[:b.cpLen], b.cpBuffered
 		return b.Flush(ctx)
 	}
 	clear(b.buf)
-	b.buf, b.buffered = b.buf[:0], 0
+	b.buf, b.buffered, b.rulePositions = b.buf[:0], 0, nil
 	return b.settle()
 }
 
@@ -301,7 +318,8 @@ func (b *BatchSink) handOver(ctx context.Context) error {
 	}
 	// The prepared batch holds what it needs of the buffer, which is
 	// filled again while the batch is written.
-	w := &write{batch: p, buffered: b.buffered}
+	w := &write{batch: p, buffered: b.buffered, rulePositions: b.rulePositions}
+	b.rulePositions = nil
 	b.mu.Lock()
 	b.unsaved += w.buffered
 	b.mu.Unlock()
@@ -327,6 +345,12 @@ func (b *BatchSink) start(ctx context.Context, w *write) {
 		b.mu.Lock()
 		b.stats.Stored += int64(res.Stored)
 		b.stats.Added += int64(res.Added)
+		for _, r := range res.Rejections {
+			b.stats.Rejected++
+			if len(b.stats.Rejections) < MaxRejections {
+				b.stats.Rejections = append(b.stats.Rejections, store.Rejection{Position: w.rulePositions[r.At], Reason: r.Reason})
+			}
+		}
 		b.unsaved -= w.buffered
 		stats := b.statsLocked()
 		b.mu.Unlock()

@@ -21,6 +21,7 @@ type CustomFeedInput struct {
 	RetentionPeriod  int
 	BackfillDays     int
 	Description      string
+	AllowRuleActions bool
 }
 
 // FeedUpdate holds the fields to change; nil fields keep their value. An
@@ -34,6 +35,9 @@ type FeedUpdate struct {
 	RetentionPeriod  *int
 	BackfillDays     *int
 	Description      *string
+	// AllowRuleActions is tifeeds' own setting, not the source's: premium
+	// feeds take it whatever their kind edits.
+	AllowRuleActions *bool
 
 	// Settings of premium kinds (see ingest/premium); custom feeds refuse
 	// them. An empty APIKey or ClientSecret clears it.
@@ -54,7 +58,7 @@ func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*sto
 	fields := store.NewCustomFeed{
 		Category: in.Category, Name: in.Name, CollectionURL: in.CollectionURL, Username: in.Username,
 		PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
-		BackfillDays: in.BackfillDays, Description: in.Description,
+		BackfillDays: in.BackfillDays, Description: in.Description, AllowRuleActions: in.AllowRuleActions,
 	}
 	// The source's check and the store's together: the form learns of every
 	// invalid field at once.
@@ -113,7 +117,7 @@ func (r *Runner) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*stor
 	}
 	patch := store.FeedPatch{Name: in.Name, CollectionURL: in.CollectionURL, Username: in.Username,
 		PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
-		BackfillDays: in.BackfillDays, Description: in.Description}
+		BackfillDays: in.BackfillDays, Description: in.Description, AllowRuleActions: in.AllowRuleActions}
 	if in.CollectionURL != nil || in.Username != nil || in.Password != nil {
 		if err := r.validateSource(ctx, cur, in); err != nil {
 			return nil, err

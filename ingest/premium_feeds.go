@@ -190,7 +190,8 @@ func (r *Runner) updatePremium(ctx context.Context, cur *store.Feed, in FeedUpda
 		}
 	}
 	patch := store.FeedPatch{PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
-		BackfillDays: in.BackfillDays, Category: in.Category, CollectionURL: in.CollectionURL}
+		BackfillDays: in.BackfillDays, Category: in.Category, CollectionURL: in.CollectionURL,
+		AllowRuleActions: in.AllowRuleActions}
 	if in.Name != nil {
 		name, err := feedName(spec, *in.Name)
 		if err != nil {

@@ -3,11 +3,13 @@ package server
 import (
 	"bufio"
 	"database/sql"
+	"fmt"
 	"mime"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -17,7 +19,9 @@ import (
 // comment header, then each rule's text on one line. It takes the same
 // search, filter, order and saved view as the IoC exports; the type is
 // always RULE (a filter naming only other kinds exports no rule), and
-// expired rules the sweeper has not removed yet are left out.
+// expired rules the sweeper has not removed yet are left out. A rule whose
+// feed is not allowed its actions is exported as alert (docs/decisions.md,
+// "Who owns a Suricata sid").
 func (s *Server) exportRules(w http.ResponseWriter, r *http.Request) {
 	exp, err := s.resolver.IoCExportFrom(r.Context(), r.URL.Query())
 	if err != nil {
@@ -32,12 +36,30 @@ func (s *Server) exportRules(w http.ResponseWriter, r *http.Request) {
 		out.Flush()
 		return
 	}
-	var text sql.NullString
-	cols := store.StreamColumns{
-		Extra:     []string{"(SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id)"},
-		ExtraDest: func(*store.IoCRow) []any { return []any{&text} },
+	actions, err := s.store.RuleActions(r.Context())
+	if err != nil {
+		writeErr(w, r, err)
+		return
 	}
-	streamIoCExport(s, w, r, "rules.rules", exp, cols, out, func(out *rulesExport, row *store.IoCRow) error {
+	allowed := make(map[int64]bool, len(actions.Allowed))
+	for _, id := range actions.Allowed {
+		allowed[id] = true
+	}
+	// The same rules read otherwise once an allowance changes, while iocs,
+	// which the validators follow, may not: the ETag names the allowed
+	// feeds, and a copy older than a feed's update is not current.
+	key := fmt.Sprintf("rules.rules;actions of %v", actions.Allowed)
+	if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && actions.FeedUpdated.Truncate(time.Second).After(ims) {
+		r.Header.Del("If-Modified-Since")
+	}
+	var text sql.NullString
+	var owner sql.NullInt64
+	cols := store.StreamColumns{
+		Extra: []string{"(SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id)",
+			"(SELECT t.feed_id FROM ioc_texts t WHERE t.ioc_id = iocs.id)"},
+		ExtraDest: func(*store.IoCRow) []any { return []any{&text, &owner} },
+	}
+	streamIoCExport(s, w, r, key, exp, cols, out, func(out *rulesExport, row *store.IoCRow) error {
 		// Expired rules the sweeper has not removed yet are not live. This
 		// is checked here, not in the filter, so the ETag does not move with
 		// the clock.
@@ -45,8 +67,30 @@ func (s *Server) exportRules(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 		// A rule stored without its text has nothing to export.
-		return out.WriteRule(ruleLine(text.String))
+		line := ruleLine(text.String)
+		if !allowed[owner.Int64] {
+			line = alertOnly(line)
+		}
+		return out.WriteRule(line)
 	})
+}
+
+// ruleActions are the actions of a Suricata rule other than alert: each
+// lets traffic through or stops it, rather than only raising an alert.
+var ruleActions = map[string]bool{
+	"pass": true, "drop": true, "reject": true, "rejectsrc": true, "rejectdst": true, "rejectboth": true,
+}
+
+// alertOnly returns the rule with alert for its action: a feed the
+// operator has not allowed its actions does not decide what passes or is
+// dropped, nor keeps an alert quiet.
+func alertOnly(rule string) string {
+	end := strings.IndexFunc(rule, unicode.IsSpace)
+	if end < 0 || !ruleActions[rule[:end]] {
+		return rule
+	}
+	// One space after it: suricata-update reads no other separator there.
+	return "alert " + strings.TrimLeftFunc(rule[end:], unicode.IsSpace)
 }
 
 // rulesExport writes a Suricata rules file: a comment header, then one rule

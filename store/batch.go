@@ -44,8 +44,19 @@ type Batch struct {
 
 // BatchResult counts what ApplyBatch changed: sightings stored, those of
 // them new to the feed (Added; the others re-report a sighting it has), and
-// sightings removed by revocation.
-type BatchResult struct{ Stored, Added, Removed int }
+// sightings removed by revocation. Rejections are the indicators it refused
+// to store: rules whose sid another feed owns (see claimRules).
+type BatchResult struct {
+	Stored, Added, Removed int
+	Rejections             []BatchRejection
+}
+
+// BatchRejection is an indicator of a batch that was not stored: At is its
+// place in Batch.Indicators.
+type BatchRejection struct {
+	At     int
+	Reason string
+}
 
 type valKey struct {
 	kind  ioc.Kind
@@ -175,6 +186,9 @@ type batchWriter interface {
 	upsertSightings(ctx context.Context, feedID int64, now int64, rows []pendingSighting) error
 	deleteSightings(ctx context.Context, feedID int64, rows []storedSighting) (int, error)
 	deleteIoCs(ctx context.Context, ids []int64) error
+	// ruleTexts returns the stored texts of the Rule IoCs among ids with
+	// their owners, and the name of feed feedID.
+	ruleTexts(ctx context.Context, feedID int64, ids []int64) (map[int64]ruleText, string, error)
 	exec(ctx context.Context, query string, args ...any) (int64, error)
 }
 
@@ -435,6 +449,12 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 			return res, err
 		}
 	}
+	if len(stored) > 0 {
+		var err error
+		if upserts, res.Rejections, err = claimRules(ctx, w, b.FeedID, now, upserts, stored); err != nil {
+			return res, err
+		}
+	}
 	var batchKeys, isRevoked map[sightKey]bool
 	if len(stored) > 0 {
 		batchKeys = make(map[sightKey]bool, len(upserts))
@@ -563,7 +583,7 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 			return res, err
 		}
 		res.Stored = len(upserts)
-		if err := writeTexts(ctx, w, upserts); err != nil {
+		if err := writeTexts(ctx, w, b.FeedID, upserts); err != nil {
 			return res, err
 		}
 	}
@@ -584,14 +604,81 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 	return res, nil
 }
 
-// textChunkRows is how many ioc_texts rows one statement writes: two bound
-// values a row, far under either database's limit on them.
+// ruleText is the stored text of a rule and the feed that owns its sid (0
+// for none: its feed was deleted, or it was stored before sids had owners).
+type ruleText struct {
+	owner     int64
+	ownerName string
+	text      string
+}
+
+// claimRules keeps a feed from replacing the rule of a sid another feed
+// owns (docs/decisions.md, "Who owns a Suricata sid"). The feed whose text
+// is stored owns the sid while it has a live sighting of it; a rule of the
+// batch for a sid owned so by another feed is dropped and returned as a
+// rejection, unless its text is the stored one, which only adds a sighting.
+// Any other rule of the batch claims its sid (writeTexts records it). stored
+// holds every sighting of the batch's stored IoCs. upserts is not changed:
+// a batch that fails is applied again from it.
+func claimRules(ctx context.Context, w batchWriter, feedID, now int64, upserts []pendingSighting, stored []storedSighting) ([]pendingSighting, []BatchRejection, error) {
+	ids := map[valKey]int64{}
+	for i := range stored {
+		if stored[i].kind == ioc.Rule {
+			ids[stored[i].valKey] = stored[i].iocID
+		}
+	}
+	var claims []int64
+	for i := range upserts {
+		if p := &upserts[i]; p.kind == ioc.Rule && p.text != "" && ids[p.valKey] != 0 {
+			claims = append(claims, ids[p.valKey])
+		}
+	}
+	if len(claims) == 0 {
+		return upserts, nil, nil
+	}
+	texts, feedName, err := w.ruleTexts(ctx, feedID, claims)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rule owners: %w", err)
+	}
+	owned := map[int64]bool{} // by IoC id: another feed owns it and has a live sighting of it
+	for i := range stored {
+		st := &stored[i]
+		if t, ok := texts[st.iocID]; ok && t.owner != 0 && t.owner != feedID && st.feedID == t.owner && st.expires > now {
+			owned[st.iocID] = true
+		}
+	}
+	if len(owned) == 0 {
+		return upserts, nil, nil
+	}
+	kept := make([]pendingSighting, 0, len(upserts))
+	var rejected []BatchRejection
+	for _, p := range upserts {
+		id := ids[p.valKey]
+		if p.kind != ioc.Rule || p.text == "" || !owned[id] {
+			kept = append(kept, p)
+			continue
+		}
+		if t := texts[id]; p.text == t.text {
+			p.text = "" // the owner's: it stays the owner's
+			kept = append(kept, p)
+			continue
+		}
+		rejected = append(rejected, BatchRejection{At: p.textAt, Reason: fmt.Sprintf(
+			"rule %s of feed %q not stored: feed %q owns that sid and has a different rule for it",
+			p.value, feedName, texts[id].ownerName)})
+	}
+	return kept, rejected, nil
+}
+
+// textChunkRows is how many ioc_texts rows one statement writes: three
+// bound values a row, far under either database's limit on them.
 const textChunkRows = 500
 
 // writeTexts keeps the text of each Rule IoC the batch upserts: that of
-// its latest indicator in the batch. The other kinds never get here, so
-// their writes are as they were.
-func writeTexts(ctx context.Context, w batchWriter, upserts []pendingSighting) error {
+// its latest indicator in the batch, and the feed as the owner of its sid
+// (claimRules has dropped the rules it may not claim). The other kinds
+// never get here, so their writes are as they were.
+func writeTexts(ctx context.Context, w batchWriter, feedID int64, upserts []pendingSighting) error {
 	var latest map[int64]*pendingSighting
 	for i := range upserts {
 		p := &upserts[i]
@@ -615,16 +702,18 @@ func writeTexts(ctx context.Context, w batchWriter, upserts []pendingSighting) e
 	slices.Sort(ids) // one lock order on PostgreSQL
 	for chunk := range slices.Chunk(ids, textChunkRows) {
 		var q strings.Builder
-		q.WriteString("INSERT INTO ioc_texts (ioc_id, text) VALUES ")
-		args := make([]any, 0, 2*len(chunk))
+		q.WriteString("INSERT INTO ioc_texts (ioc_id, text, feed_id) VALUES ")
+		// Each placeholder once and in order: SQLite binds $n by the order
+		// its names first appear.
+		args := make([]any, 0, 3*len(chunk))
 		for i, id := range chunk {
 			if i > 0 {
 				q.WriteByte(',')
 			}
-			fmt.Fprintf(&q, "($%d, $%d)", 2*i+1, 2*i+2)
-			args = append(args, id, latest[id].text)
+			fmt.Fprintf(&q, "($%d, $%d, $%d)", 3*i+1, 3*i+2, 3*i+3)
+			args = append(args, id, latest[id].text, feedID)
 		}
-		q.WriteString(" ON CONFLICT (ioc_id) DO UPDATE SET text = excluded.text")
+		q.WriteString(" ON CONFLICT (ioc_id) DO UPDATE SET text = excluded.text, feed_id = excluded.feed_id")
 		if _, err := w.exec(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("rule texts: %w", err)
 		}

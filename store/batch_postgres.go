@@ -376,3 +376,26 @@ func (w *pgWriter) deleteIoCs(ctx context.Context, ids []int64) error {
 	_, err := w.tx.Exec(ctx, "DELETE FROM iocs WHERE id = ANY($1)", ids)
 	return err
 }
+
+func (w *pgWriter) ruleTexts(ctx context.Context, feedID int64, ids []int64) (map[int64]ruleText, string, error) {
+	var name string
+	if err := w.tx.QueryRow(ctx, "SELECT name FROM feeds WHERE id = $1", feedID).Scan(&name); err != nil {
+		return nil, "", err
+	}
+	rows, err := w.tx.Query(ctx, `SELECT t.ioc_id, coalesce(t.feed_id, 0), coalesce(f.name, ''), t.text
+FROM ioc_texts t LEFT JOIN feeds f ON f.id = t.feed_id WHERE t.ioc_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	out := make(map[int64]ruleText, len(ids))
+	for rows.Next() {
+		var id int64
+		var t ruleText
+		if err := rows.Scan(&id, &t.owner, &t.ownerName, &t.text); err != nil {
+			return nil, "", err
+		}
+		out[id] = t
+	}
+	return out, name, rows.Err()
+}

@@ -481,3 +481,38 @@ func (w *sqliteWriter) stamp(ctx context.Context) (int64, error) {
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
+
+func (w *sqliteWriter) ruleTexts(ctx context.Context, feedID int64, ids []int64) (map[int64]ruleText, string, error) {
+	var name string
+	if err := w.tx.Tx.QueryRowContext(ctx, "SELECT name FROM feeds WHERE id = ?", feedID).Scan(&name); err != nil {
+		return nil, "", err
+	}
+	out := make(map[int64]ruleText, len(ids))
+	for chunk := range slices.Chunk(ids, sqliteLookupChunk) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := w.tx.Tx.QueryContext(ctx, `SELECT t.ioc_id, coalesce(t.feed_id, 0), coalesce(f.name, ''), t.text
+FROM ioc_texts t LEFT JOIN feeds f ON f.id = t.feed_id WHERE t.ioc_id IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, "", err
+		}
+		for rows.Next() {
+			var id int64
+			var t ruleText
+			if err := rows.Scan(&id, &t.owner, &t.ownerName, &t.text); err != nil {
+				rows.Close()
+				return nil, "", err
+			}
+			out[id] = t
+		}
+		if err := rows.Close(); err != nil {
+			return nil, "", err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, "", err
+		}
+	}
+	return out, name, nil
+}

@@ -88,6 +88,11 @@ type Feed struct {
 	DisabledAt       *time.Time `bun:"disabled_at"`
 	CreatedAt        time.Time  `bun:"created_at,notnull"`
 	UpdatedAt        time.Time  `bun:"updated_at,notnull"`
+	// AllowRuleActions lets the feed's Suricata rules keep an action other
+	// than alert (pass, drop, reject...) in the rules export; without it
+	// they are exported as alert (docs/decisions.md, "Who owns a Suricata
+	// sid").
+	AllowRuleActions bool `bun:"allow_rule_actions,notnull"`
 }
 
 // DerivedStatus is the colour the spec gives the feed: Disabled when it is
@@ -183,6 +188,7 @@ type NewCustomFeed struct {
 	RetentionPeriod  int
 	BackfillDays     int
 	Description      string
+	AllowRuleActions bool
 }
 
 // customFeedsLockID serialises custom feed creation on PostgreSQL so that
@@ -205,6 +211,7 @@ func (s *Store) CreateCustomFeed(ctx context.Context, in NewCustomFeed) (*Feed, 
 		CollectionURL:    strings.TrimSpace(in.CollectionURL),
 		Username:         in.Username,
 		Secret:           in.Secret,
+		AllowRuleActions: in.AllowRuleActions,
 		CreatedAt:        now,
 		UpdatedAt:        now,
 	}
@@ -375,6 +382,7 @@ func (s *Store) ResetPremiumFeed(ctx context.Context, id int64, to FeedReset) (*
 		f.PollingFrequency, f.RetentionPeriod, f.BackfillDays = to.PollingFrequency, to.RetentionPeriod, to.BackfillDays
 		f.Enabled, f.StatusMessage = false, MessageDisabled
 		f.CollectionURL, f.Username, f.Secret, f.Cursor = "", "", nil, ""
+		f.AllowRuleActions = false
 		f.LastIngestion, f.LastRunAt, f.DisabledAt, f.UpdatedAt = nil, nil, nil, now
 		if err := validateFeed(f); err != nil {
 			return err
@@ -494,6 +502,7 @@ type FeedPatch struct {
 	RetentionPeriod  *int
 	BackfillDays     *int
 	Description      *string
+	AllowRuleActions *bool
 }
 
 // UpdateFeed applies the given fields, enforcing the spec's action rules
@@ -558,13 +567,16 @@ func (s *Store) UpdateFeed(ctx context.Context, id int64, p FeedPatch) (before, 
 		if p.Description != nil {
 			f.Description = strings.TrimSpace(*p.Description)
 		}
+		if p.AllowRuleActions != nil {
+			f.AllowRuleActions = *p.AllowRuleActions
+		}
 		if err := validateFeed(f); err != nil {
 			return err
 		}
 		f.UpdatedAt = time.Now().UTC()
 		if _, err := tx.NewUpdate().Model(f).WherePK().
 			Column("name", "category", "collection_url", "username", "secret", "polling_frequency",
-				"retention_period", "backfill_days", "description", "updated_at").Exec(ctx); err != nil {
+				"retention_period", "backfill_days", "description", "allow_rule_actions", "updated_at").Exec(ctx); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("store: a feed named %q already exists: %w", f.Name, ErrConflict)
 			}

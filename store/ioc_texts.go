@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -23,6 +24,33 @@ func (s *Store) IoCTexts(ctx context.Context, ids []int64) (map[int64]string, er
 		}
 		for _, r := range rows {
 			out[r.IoCID] = r.Text
+		}
+	}
+	return out, nil
+}
+
+// RuleActions is what the rules export needs to know of the feeds' rule
+// actions: the feeds whose rules keep theirs (by id, in order), and the
+// latest update of any feed, which is no earlier than the last change of
+// an allowance.
+type RuleActions struct {
+	Allowed     []int64
+	FeedUpdated time.Time
+}
+
+// RuleActions reads the feeds' allowances of rule actions.
+func (s *Store) RuleActions(ctx context.Context) (RuleActions, error) {
+	var out RuleActions
+	var feeds []Feed
+	if err := s.reader().NewSelect().Model(&feeds).Column("id", "allow_rule_actions", "updated_at").Order("id").Scan(ctx); err != nil {
+		return out, fmt.Errorf("store: unable to read the feeds' rule actions: %w", err)
+	}
+	for _, f := range feeds {
+		if f.AllowRuleActions {
+			out.Allowed = append(out.Allowed, f.ID)
+		}
+		if f.UpdatedAt.After(out.FeedUpdated) {
+			out.FeedUpdated = f.UpdatedAt
 		}
 	}
 	return out, nil

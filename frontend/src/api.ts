@@ -34,6 +34,7 @@ export const FeedRowFields = graphql(`
     canEdit
     canDelete
     canReset
+    allowRuleActions
     premiumKind
     builtinKind
     icon

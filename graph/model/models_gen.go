@@ -58,6 +58,8 @@ type CustomFeedInput struct {
 	// TAXII only.
 	BackfillDays *int    `json:"backfillDays,omitempty"`
 	Description  *string `json:"description,omitempty"`
+	// Let the feed's Suricata rules keep an action other than alert in the rules export.
+	AllowRuleActions *bool `json:"allowRuleActions,omitempty"`
 }
 
 type ExpiringDay struct {
@@ -149,6 +151,8 @@ type FeedUpdateInput struct {
 	RetentionPeriod  *int    `json:"retentionPeriod,omitempty"`
 	BackfillDays     *int    `json:"backfillDays,omitempty"`
 	Description      *string `json:"description,omitempty"`
+	// Let the feed's Suricata rules keep an action other than alert in the rules export (custom and premium feeds).
+	AllowRuleActions *bool `json:"allowRuleActions,omitempty"`
 	// Premium: the API key (an empty string clears it).
 	APIKey *string `json:"apiKey,omitempty"`
 	// Premium (endpoint protection): the client ID.

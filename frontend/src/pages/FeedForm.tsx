@@ -87,6 +87,7 @@ function CustomFeedForm(props: FormProps) {
   const editing = !!feed;
   const [v, setV] = useState<Values>(() => initialValues(feed));
   const [clearPassword, setClearPassword] = useState(false);
+  const [allowRuleActions, setAllowRuleActions] = useState(!!feed?.allowRuleActions);
   const invalidate = useInvalidateFeeds();
   const toast = useToast();
   const set = (k: keyof Values) => (e: { target: { value: string } }) => setV((s) => ({ ...s, [k]: e.target.value }));
@@ -105,6 +106,7 @@ function CustomFeedForm(props: FormProps) {
             retentionPeriod: int(v.retentionPeriod) as number,
             backfillDays: v.category === 'TAXII' ? int(v.backfillDays) : undefined,
             description: v.description || undefined,
+            allowRuleActions: v.category === 'TAXII' ? allowRuleActions : undefined,
           },
         });
         return r.createCustomFeed;
@@ -119,7 +121,10 @@ function CustomFeedForm(props: FormProps) {
       else if (clearPassword) input.password = '';
       input.name = v.name;
       input.description = v.description;
-      if (v.category === 'TAXII') input.backfillDays = int(v.backfillDays);
+      if (v.category === 'TAXII') {
+        input.backfillDays = int(v.backfillDays);
+        input.allowRuleActions = allowRuleActions;
+      }
       const r = await request(UpdateFeedMutation, { id: feed.id, input });
       return r.updateFeed;
     },
@@ -211,6 +216,12 @@ function CustomFeedForm(props: FormProps) {
               <input id={id} aria-describedby={d} aria-invalid={!!errs.backfillDays} type="number" inputMode="numeric" min={customRanges.backfill[0]} max={customRanges.backfill[1]} value={v.backfillDays} onChange={set('backfillDays')} />
             )}
           </Field>
+        )}
+        {showBackfill && (
+          <label className="check span-2">
+            <input type="checkbox" checked={allowRuleActions} onChange={(e) => setAllowRuleActions(e.target.checked)} /> Keep the
+            actions of its Suricata rules (pass, drop, reject) in the rules export; otherwise they are exported as alert
+          </label>
         )}
         <div className="span-2">
           <Field label="Description" error={errs.description} hint={`Up to ${customRanges.description.toLocaleString('en-US')} characters`}>
