@@ -9,12 +9,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -393,4 +396,50 @@ func TestTAXIIFilters(t *testing.T) {
 		}
 		wantTAXIIError(t, "object of another collection", f.taxii(ips+"objects/"+id1+"/", "admin", adminKey), 404)
 	})
+}
+
+// Discovery names its API root from configuration, never from the request's
+// Host header: a forged Host would otherwise send clients that follow the
+// answer (and their credentials) to another server.
+func TestTAXIIDiscoveryIgnoresHost(t *testing.T) {
+	st := storetest.NewSQLite(t)
+	discover := func(f *fixture) []string {
+		req, err := http.NewRequest("GET", f.srv.URL+"/taxii2/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "attacker.example"
+		req.SetBasicAuth("admin", adminKey)
+		req.Header.Set("Accept", taxiiMedia)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		var disc struct {
+			Default  string   `json:"default"`
+			APIRoots []string `json:"api_roots"`
+		}
+		if res.StatusCode != 200 || json.Unmarshal(body, &disc) != nil {
+			t.Fatalf("discovery: %d %s", res.StatusCode, body)
+		}
+		if strings.Contains(string(body), "attacker.example") {
+			t.Errorf("discovery echoes the forged Host: %s", body)
+		}
+		return append(disc.APIRoots, disc.Default)
+	}
+	// Without a public URL the API root is relative: the client resolves
+	// it against the discovery URL it asked.
+	for _, u := range discover(newFixture(t, st)) {
+		if u != "/taxii2/api/" {
+			t.Errorf("without --public-url: API root %q, want /taxii2/api/", u)
+		}
+	}
+	withPublic := newFixtureWithoutTenant(t, storetest.NewSQLite(t), func(c *server.Config) { c.PublicURL = "https://ti.example.com/" })
+	for _, u := range discover(withPublic) {
+		if u != "https://ti.example.com/taxii2/api/" {
+			t.Errorf("with --public-url: API root %q", u)
+		}
+	}
 }

@@ -24,9 +24,10 @@ const chunkRows = 2000
 
 // Options are what the handler needs to know of its deployment.
 type Options struct {
-	// HTTPS says clients reach the server over TLS, even when a proxy
-	// terminates it: discovery's API root URLs then say https.
-	HTTPS bool
+	// PublicURL is the URL clients reach tifeeds at (server.Config's); empty:
+	// discovery names its API root with a relative URL, which TAXII 2.1
+	// (section 4.1.1) allows and clients resolve against discovery's URL.
+	PublicURL string
 }
 
 // Handler serves TAXII 2.1 under Prefix.
@@ -112,18 +113,20 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (h *Handler) discovery(w http.ResponseWriter, r *http.Request) {
+	root := h.apiRootURL()
 	writeJSON(w, http.StatusOK, discovery{Title: "tifeeds TAXII 2.1 server",
 		Description: "Read-only TAXII 2.1 access to tifeeds' live indicators.",
-		Default:     h.absolute(r, APIRootPath), APIRoots: []string{h.absolute(r, APIRootPath)}})
+		Default:     root, APIRoots: []string{root}})
 }
 
-// absolute is path as a URL of the host the client asked.
-func (h *Handler) absolute(r *http.Request, path string) string {
-	scheme := "http"
-	if r.TLS != nil || h.opts.HTTPS {
-		scheme = "https"
+// apiRootURL is the API root's URL from configuration alone: the request's
+// Host header is the client's to forge, and a discovery answer that echoed
+// it would send clients, credentials and all, to another server.
+func (h *Handler) apiRootURL() string {
+	if h.opts.PublicURL == "" {
+		return APIRootPath
 	}
-	return scheme + "://" + r.Host + path
+	return strings.TrimSuffix(h.opts.PublicURL, "/") + APIRootPath
 }
 
 // maxContentLength is what the API root announces: this server takes no
