@@ -443,3 +443,77 @@ func TestTAXIIDiscoveryIgnoresHost(t *testing.T) {
 		}
 	}
 }
+
+// A client may page with added_after = the last page's
+// X-TAXII-Date-Added-Last instead of next (section 3.4). Over one write of
+// 20,000 IoCs, far more than limit, that walk must see every object once
+// and end, and the header must be the last object's date added exactly.
+func TestTAXIIAddedAfterWalk(t *testing.T) {
+	const n, limit = 20000, 100
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f := newFixture(t, st)
+		seedTAXII(t, st, seedExport(t, st, 0), "big", n)
+		root, cols := collectionsOf(f)
+		col := root + "collections/" + cols["tifeeds: All indicators"] + "/"
+
+		byNext := map[string]bool{}
+		for _, o := range walk(f, col+"objects/", limit, nil) {
+			byNext[o["id"].(string)] = true
+		}
+		if len(byNext) < n {
+			t.Fatalf("the next walk served %d distinct objects, want %d and more", len(byNext), n)
+		}
+		for _, endpoint := range []string{"objects/", "manifest/"} {
+			seen := map[string]bool{}
+			after := ""
+			for page := 0; ; page++ {
+				if page > n/limit+10 {
+					t.Fatalf("%s: no end after %d pages of added_after (at %s)", endpoint, page, after)
+				}
+				q := url.Values{"limit": {fmt.Sprint(limit)}}
+				if after != "" {
+					q.Set("added_after", after)
+				}
+				var env struct {
+					More    *bool `json:"more"`
+					Objects []struct {
+						ID        string `json:"id"`
+						DateAdded string `json:"date_added"`
+					} `json:"objects"`
+				}
+				r := f.taxiiJSON(col+endpoint+"?"+q.Encode(), &env)
+				if env.More == nil || len(env.Objects) > limit {
+					t.Fatalf("%s page %d: more %v, %d objects", endpoint, page, env.More, len(env.Objects))
+				}
+				for _, o := range env.Objects {
+					if seen[o.ID] {
+						t.Fatalf("%s page %d: %s served again", endpoint, page, o.ID)
+					}
+					seen[o.ID] = true
+				}
+				if len(env.Objects) == 0 {
+					break
+				}
+				first, last := r.header.Get("X-TAXII-Date-Added-First"), r.header.Get("X-TAXII-Date-Added-Last")
+				if endpoint == "manifest/" {
+					if want := env.Objects[0].DateAdded; first != want {
+						t.Fatalf("page %d: X-TAXII-Date-Added-First %s, the first object's date added %s", page, first, want)
+					}
+					if want := env.Objects[len(env.Objects)-1].DateAdded; last != want {
+						t.Fatalf("page %d: X-TAXII-Date-Added-Last %s, the last object's date added %s", page, last, want)
+					}
+				}
+				after = last
+				if !*env.More {
+					break
+				}
+			}
+			for id := range byNext {
+				if !seen[id] {
+					t.Fatalf("%s: the added_after walk served %d distinct objects and not %s; next served %d",
+						endpoint, len(seen), id, len(byNext))
+				}
+			}
+		}
+	})
+}
