@@ -34,7 +34,7 @@ type pgWriter struct {
 	freshStreak *atomic.Bool
 }
 
-// stamp reads the transaction's next change stamp, for takeStamps.
+// stamp reads the last change stamp taken, for takeStamps.
 func (w *pgWriter) stamp(ctx context.Context) (int64, error) {
 	var stamp int64
 	err := w.tx.QueryRow(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&stamp)

@@ -468,8 +468,8 @@ func inlineSource(a *aggregate) any {
 	return a.source
 }
 
-// stamp is the transaction's next change stamp, read once for takeStamps
-// and bound as values: read in the statements, SQLite would read it again
+// stamp reads the last change stamp taken, for takeStamps. The stamps are
+// bound as values: read within the statements, SQLite would read it again
 // for every row of a multi-row INSERT and every UPDATE.
 func (w *sqliteWriter) stamp(ctx context.Context) (int64, error) {
 	var stamp int64
