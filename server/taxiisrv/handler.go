@@ -180,7 +180,8 @@ type pageOf struct {
 	objects []stix.Indicator
 	keys    []store.ChangeKey
 	more    bool
-	// split says the page is all one group of one stamp, larger than limit.
+	// split says the page is all one group of one stamp, larger than limit
+	// (stamped before each IoC row took its own).
 	split bool
 }
 
@@ -224,9 +225,10 @@ func (h *Handler) read(ctx context.Context, d collectionDef, org string, f filte
 		p.more = true
 		end := f.limit
 		if p.keys[end].At == p.keys[end-1].At {
-			// The page would end inside a group of one stamp: it ends
-			// before the group instead (TAXII lets a page be shorter than
-			// limit), unless the group is all of it.
+			// The page would end inside a group of one stamp (IoCs stamped
+			// before each row took its own): it ends before the group
+			// instead (TAXII lets a page be shorter than limit), unless the
+			// group is all of it.
 			group := p.keys[end].At
 			for end > 0 && p.keys[end-1].At == group {
 				end--
@@ -241,12 +243,15 @@ func (h *Handler) read(ctx context.Context, d collectionDef, org string, f filte
 }
 
 // dateAdded sets X-TAXII-Date-Added-First and -Last (TAXII 2.1 section
-// 3.3.1). An IoC's date added is its change stamp, the keyset of paging.
-// Pages end between stamps, so a client that resumes with added_after =
-// Last, as the spec allows, skips nothing. A page that is all one group of
-// IoCs of one stamp (one write larger than limit) says a microsecond before
-// it in both: such a client then reads the group again rather than skip its
-// rest.
+// 3.3.1): the date added of the page's first and last object, exactly as
+// the manifest says it. An IoC's date added is its change stamp, the keyset
+// of paging, and every IoC row written takes a stamp of its own
+// (store/iocs_changes.go): a client that resumes with added_after = Last,
+// as the spec allows, gets what follows the page, however large the write
+// it came from. IoCs stamped before stamps were per row may share one;
+// pages end between such stamps, and a page that is all one group of them
+// (larger than limit) says a microsecond before it in both: such a client
+// then reads the group again rather than skip its rest.
 func dateAdded(w http.ResponseWriter, p pageOf) {
 	if len(p.keys) == 0 {
 		return
