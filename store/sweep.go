@@ -14,8 +14,9 @@ import (
 
 // recomputeSQL sets the aggregates of n IoCs from their remaining
 // sightings, with a change stamp each: it takes n pairs (id, stamp) bound
-// to its VALUES rows. An IoC with an inline sighting has no other: its
-// aggregates are that sighting.
+// to its VALUES rows, then the ids again to an IN (?), without which
+// PostgreSQL joins the VALUES to a scan of every IoC. An IoC with an
+// inline sighting has no other: its aggregates are that sighting.
 func (s *Store) recomputeSQL(n int) string {
 	tags := `(SELECT json_group_array(t) FROM (SELECT DISTINCT j.value AS t FROM sighting_rows s, json_each(s.tags) j
 		WHERE s.ioc_id = iocs.id ORDER BY 1))`
@@ -31,7 +32,7 @@ func (s *Store) recomputeSQL(n int) string {
 	expires_at = (SELECT max(expires_at) FROM sighting_rows s WHERE s.ioc_id = iocs.id),
 	changed_at = r.column2
 FROM (VALUES ` + strings.Repeat("(?, ?), ", n-1) + `(?, ?)) AS r
-WHERE iocs.id = r.column1 AND feed_id IS NULL AND EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`
+WHERE iocs.id IN (?) AND iocs.id = r.column1 AND feed_id IS NULL AND EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`
 }
 
 // txExec is tx as the writers' exec, which takes $n placeholders.
@@ -94,7 +95,7 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In
 	for i, id := range ids {
 		pairs = append(pairs, id, stamp+int64(i))
 	}
-	if _, err := tx.ExecContext(ctx, s.recomputeSQL(len(ids)), pairs...); err != nil {
+	if _, err := tx.ExecContext(ctx, s.recomputeSQL(len(ids)), append(pairs, bun.In(ids))...); err != nil {
 		return n, err
 	}
 	return n, bumpIoCStats(ctx, exec, -n)
