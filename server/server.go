@@ -78,6 +78,11 @@ type Config struct {
 	// state-changing browser requests besides the request's own Host, for a
 	// reverse proxy that rewrites Host.
 	AllowedOrigins []string
+	// PublicURL is the URL clients reach the server at (scheme://host[:port]
+	// and an optional path prefix), for the links it hands out, such as
+	// TAXII discovery's API roots; empty: those links are relative. The
+	// request's Host header is never used: anyone can forge it.
+	PublicURL string
 }
 
 // DefaultConfig returns the defaults of `tifeeds serve`.

@@ -8,11 +8,11 @@ import (
 )
 
 // registerTAXII mounts the TAXII 2.1 server at /taxii2/ behind HTTP basic
-// auth with the API keys. Behind a TLS-terminating proxy (cookie-secure),
-// discovery names its API root with https. Every authenticated user reads it: IoCs are not
+// auth with the API keys. Discovery names its API root under --public-url,
+// or relative to itself. Every authenticated user reads it: IoCs are not
 // bound to tenants, and a tenant-scoped user reads them all elsewhere too.
 func (s *Server) registerTAXII(mux *http.ServeMux) {
-	mux.Handle(taxiisrv.Prefix, s.requireTAXIIUser(taxiisrv.New(s.store, s.log, taxiisrv.Options{HTTPS: s.secureCookie()})))
+	mux.Handle(taxiisrv.Prefix, s.requireTAXIIUser(taxiisrv.New(s.store, s.log, taxiisrv.Options{PublicURL: s.cfg.PublicURL})))
 }
 
 // requireTAXIIUser is requireUser answering with TAXII error messages.

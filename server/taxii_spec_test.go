@@ -9,12 +9,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -331,7 +334,7 @@ func TestTAXIIFilters(t *testing.T) {
 			"match[version]=last":                                   8,
 			"match[version]=first":                                  8,
 			"match[version]=all":                                    8,
-			"match[version]=" + env.Objects[0]["modified"].(string): 4, // the first batch
+			"match[version]=" + env.Objects[0]["modified"].(string): 1, // each IoC has a stamp of its own
 			"match[version]=2001-01-01T00:00:00Z":                   0,
 			"limit=3":                                               3,
 			"limit=1000000":                                         8,
@@ -392,5 +395,125 @@ func TestTAXIIFilters(t *testing.T) {
 			t.Errorf("versions of %s: %v", id1, vs)
 		}
 		wantTAXIIError(t, "object of another collection", f.taxii(ips+"objects/"+id1+"/", "admin", adminKey), 404)
+	})
+}
+
+// Discovery names its API root from configuration, never from the request's
+// Host header: a forged Host would otherwise send clients that follow the
+// answer (and their credentials) to another server.
+func TestTAXIIDiscoveryIgnoresHost(t *testing.T) {
+	st := storetest.NewSQLite(t)
+	discover := func(f *fixture) []string {
+		req, err := http.NewRequest("GET", f.srv.URL+"/taxii2/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "attacker.example"
+		req.SetBasicAuth("admin", adminKey)
+		req.Header.Set("Accept", taxiiMedia)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		var disc struct {
+			Default  string   `json:"default"`
+			APIRoots []string `json:"api_roots"`
+		}
+		if res.StatusCode != 200 || json.Unmarshal(body, &disc) != nil {
+			t.Fatalf("discovery: %d %s", res.StatusCode, body)
+		}
+		if strings.Contains(string(body), "attacker.example") {
+			t.Errorf("discovery echoes the forged Host: %s", body)
+		}
+		return append(disc.APIRoots, disc.Default)
+	}
+	// Without a public URL the API root is relative: the client resolves
+	// it against the discovery URL it asked.
+	for _, u := range discover(newFixture(t, st)) {
+		if u != "/taxii2/api/" {
+			t.Errorf("without --public-url: API root %q, want /taxii2/api/", u)
+		}
+	}
+	withPublic := newFixtureWithoutTenant(t, storetest.NewSQLite(t), func(c *server.Config) { c.PublicURL = "https://ti.example.com/" })
+	for _, u := range discover(withPublic) {
+		if u != "https://ti.example.com/taxii2/api/" {
+			t.Errorf("with --public-url: API root %q", u)
+		}
+	}
+}
+
+// A client may page with added_after = the last page's
+// X-TAXII-Date-Added-Last instead of next (section 3.4). Over one write of
+// 20,000 IoCs, far more than limit, that walk must see every object once
+// and end, and the header must be the last object's date added exactly.
+func TestTAXIIAddedAfterWalk(t *testing.T) {
+	const n, limit = 20000, 100
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f := newFixture(t, st)
+		seedTAXII(t, st, seedExport(t, st, 0), "big", n)
+		root, cols := collectionsOf(f)
+		col := root + "collections/" + cols["tifeeds: All indicators"] + "/"
+
+		byNext := map[string]bool{}
+		for _, o := range walk(f, col+"objects/", limit, nil) {
+			byNext[o["id"].(string)] = true
+		}
+		if len(byNext) < n {
+			t.Fatalf("the next walk served %d distinct objects, want %d and more", len(byNext), n)
+		}
+		for _, endpoint := range []string{"objects/", "manifest/"} {
+			seen := map[string]bool{}
+			after := ""
+			for page := 0; ; page++ {
+				if page > n/limit+10 {
+					t.Fatalf("%s: no end after %d pages of added_after (at %s)", endpoint, page, after)
+				}
+				q := url.Values{"limit": {fmt.Sprint(limit)}}
+				if after != "" {
+					q.Set("added_after", after)
+				}
+				var env struct {
+					More    *bool `json:"more"`
+					Objects []struct {
+						ID        string `json:"id"`
+						DateAdded string `json:"date_added"`
+					} `json:"objects"`
+				}
+				r := f.taxiiJSON(col+endpoint+"?"+q.Encode(), &env)
+				if env.More == nil || len(env.Objects) > limit {
+					t.Fatalf("%s page %d: more %v, %d objects", endpoint, page, env.More, len(env.Objects))
+				}
+				for _, o := range env.Objects {
+					if seen[o.ID] {
+						t.Fatalf("%s page %d: %s served again", endpoint, page, o.ID)
+					}
+					seen[o.ID] = true
+				}
+				if len(env.Objects) == 0 {
+					break
+				}
+				first, last := r.header.Get("X-TAXII-Date-Added-First"), r.header.Get("X-TAXII-Date-Added-Last")
+				if endpoint == "manifest/" {
+					if want := env.Objects[0].DateAdded; first != want {
+						t.Fatalf("page %d: X-TAXII-Date-Added-First %s, the first object's date added %s", page, first, want)
+					}
+					if want := env.Objects[len(env.Objects)-1].DateAdded; last != want {
+						t.Fatalf("page %d: X-TAXII-Date-Added-Last %s, the last object's date added %s", page, last, want)
+					}
+				}
+				after = last
+				if !*env.More {
+					break
+				}
+			}
+			for id := range byNext {
+				if !seen[id] {
+					t.Fatalf("%s: the added_after walk served %d distinct objects and not %s; next served %d",
+						endpoint, len(seen), id, len(byNext))
+				}
+			}
+		}
 	})
 }

@@ -34,6 +34,13 @@ type pgWriter struct {
 	freshStreak *atomic.Bool
 }
 
+// stamp reads the last change stamp taken, for takeStamps.
+func (w *pgWriter) stamp(ctx context.Context) (int64, error) {
+	var stamp int64
+	err := w.tx.QueryRow(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&stamp)
+	return stamp, err
+}
+
 func (w *pgWriter) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	tag, err := w.tx.Exec(ctx, query, args...)
 	if err != nil {
@@ -98,9 +105,10 @@ func (w *pgWriter) copyIoCs(ctx context.Context, aggs []*aggregate) error {
 // are stored and copies the others. The first stored IoC found ends the
 // streak, so a feed of known IoCs looks first and wastes no copy.
 func (w *pgWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
-	// COPY takes no expression: the stamp is read once and copied as a value.
-	var stamp int64
-	if err := w.tx.QueryRow(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&stamp); err != nil {
+	// COPY takes no expression: the stamps are copied as values. Reserved
+	// for every IoC of aggs, whichever attempt below copies them.
+	stamp, err := takeStamps(ctx, w.stamp, w.exec, len(aggs))
+	if err != nil {
 		return err
 	}
 	if w.freshStreak.Load() {
@@ -127,8 +135,8 @@ func (w *pgWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
 	return copyNewIoCs(ctx, w.tx, fresh, stamp)
 }
 
-// copyNewIoCs copies aggs into iocs with the transaction's change stamp and
-// sets their ids; a stored IoC among them fails it with a unique violation.
+// copyNewIoCs copies aggs into iocs with change stamps from stamp on, one
+// each, and sets their ids; a stored IoC among them fails it with a unique violation.
 func copyNewIoCs(ctx context.Context, tx pgx.Tx, aggs []*aggregate, stamp int64) error {
 	if len(aggs) == 0 {
 		return nil
@@ -147,7 +155,7 @@ func copyNewIoCs(ctx context.Context, tx pgx.Tx, aggs []*aggregate, stamp int64)
 			e.row(1 + iocFieldsN + 1)
 			e.int8(first + int64(i))
 			encodeIoC(e, aggs[i])
-			e.int8(stamp)
+			e.int8(stamp + int64(i))
 		})
 	if err != nil {
 		return err
@@ -264,13 +272,18 @@ func (w *pgWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error {
 	if err := w.copyIoCs(ctx, aggs); err != nil {
 		return err
 	}
+	stamp, err := takeStamps(ctx, w.stamp, w.exec, len(aggs))
+	if err != nil {
+		return err
+	}
 	// An upsert on the unique key probes the index row by row, whatever
-	// the statistics say; these rows all exist.
-	_, err := w.tx.Exec(ctx, `INSERT INTO iocs (`+iocColumns+`, changed_at)
-SELECT `+iocColumns+`, `+iocStampExpr+` FROM tifeeds_iocs_in ORDER BY type, value
+	// the statistics say; these rows all exist. Each takes its own stamp,
+	// in the order of the one sort both the numbering and the rows use.
+	_, err = w.tx.Exec(ctx, `INSERT INTO iocs (`+iocColumns+`, changed_at)
+SELECT `+iocColumns+`, $1::bigint + row_number() OVER (ORDER BY type, value) - 1 FROM tifeeds_iocs_in ORDER BY type, value
 ON CONFLICT (type, value) DO UPDATE SET score = excluded.score, tags = excluded.tags,
 first_seen = excluded.first_seen, last_seen = excluded.last_seen, expires_at = excluded.expires_at,
-feed_id = excluded.feed_id, source = excluded.source, changed_at = excluded.changed_at`)
+feed_id = excluded.feed_id, source = excluded.source, changed_at = excluded.changed_at`, stamp)
 	return err
 }
 

@@ -57,11 +57,11 @@ func (w *sqliteWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
 	ins.integer("expires_at", func(i int) int64 { return aggs[i].expires })
 	ins.nullInteger("feed_id", func(i int) (int64, bool) { return aggs[i].feedID, aggs[i].feedID != 0 })
 	ins.nullText("source", func(i int) (string, bool) { return aggs[i].source, aggs[i].feedID != 0 })
-	stamp, err := w.stamp(ctx)
+	stamp, err := takeStamps(ctx, w.stamp, w.exec, len(aggs))
 	if err != nil {
 		return err
 	}
-	ins.literal("changed_at", strconv.FormatInt(stamp, 10))
+	ins.integer("changed_at", func(i int) int64 { return stamp + int64(i) })
 	var inserted int64
 	err = ins.exec(ctx, w.tx.Tx, "INSERT INTO iocs ", " ON CONFLICT (type, value) DO NOTHING", func(r sql.Result) error {
 		n, err := r.RowsAffected()
@@ -351,7 +351,7 @@ FROM iocs i LEFT JOIN sighting_rows s ON s.ioc_id = i.id WHERE i.type = ? AND i.
 }
 
 func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error {
-	stamp, err := w.stamp(ctx)
+	stamp, err := takeStamps(ctx, w.stamp, w.exec, len(aggs))
 	if err != nil {
 		return err
 	}
@@ -359,12 +359,12 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 	// even to the same value: a re-sighting, which keeps its IoC's
 	// first_seen, is updated without naming it (docs/benchmarks.md).
 	const set = `UPDATE iocs SET score = ?, tags = ?, last_seen = ?, expires_at = ?, feed_id = ?, source = ?, changed_at = `
-	moved, err := w.tx.Tx.PrepareContext(ctx, set+strconv.FormatInt(stamp, 10)+`, first_seen = ? WHERE id = ?`)
+	moved, err := w.tx.Tx.PrepareContext(ctx, set+`?, first_seen = ? WHERE id = ?`)
 	if err != nil {
 		return err
 	}
 	defer moved.Close()
-	kept, err := w.tx.Tx.PrepareContext(ctx, set+strconv.FormatInt(stamp, 10)+` WHERE id = ?`)
+	kept, err := w.tx.Tx.PrepareContext(ctx, set+`? WHERE id = ?`)
 	if err != nil {
 		return err
 	}
@@ -382,9 +382,9 @@ func (w *sqliteWriter) updateIoCs(ctx context.Context, aggs []*aggregate) error 
 		}
 		source := inlineSource(a)
 		if first, ok := w.firstSeen[a.id]; ok && first == a.first {
-			_, err = kept.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, feedID, source, a.id)
+			_, err = kept.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, feedID, source, stamp+int64(i), a.id)
 		} else {
-			_, err = moved.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, feedID, source, a.first, a.id)
+			_, err = moved.ExecContext(rowCtx, a.score, a.tagJSON, a.last, a.expires, feedID, source, stamp+int64(i), a.first, a.id)
 		}
 		if err != nil {
 			return err
@@ -468,8 +468,8 @@ func inlineSource(a *aggregate) any {
 	return a.source
 }
 
-// stamp is the change stamp the transaction drew (stampChange), written into
-// the statements as a literal: as iocStampExpr, SQLite would read it again
+// stamp reads the last change stamp taken, for takeStamps. The stamps are
+// bound as values: read within the statements, SQLite would read it again
 // for every row of a multi-row INSERT and every UPDATE.
 func (w *sqliteWriter) stamp(ctx context.Context) (int64, error) {
 	var stamp int64

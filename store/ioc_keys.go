@@ -95,8 +95,8 @@ func (s *Store) CatchUpKeys(ctx context.Context, maxRows int) (caught bool, err 
 		// again since has a stamp above it: it waits for a later chunk.
 		to := latest
 		// The chunk ends before the stamp of the row past maxRows, unless
-		// that is the first stamp: a transaction's IoCs share their stamp
-		// and go in together.
+		// that is the first stamp: IoCs that share a stamp (written before
+		// each row took its own) go in together.
 		var first, past sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT (SELECT min(changed_at) FROM iocs WHERE changed_at > ?),
 	(SELECT changed_at FROM iocs WHERE changed_at > ? ORDER BY changed_at LIMIT 1 OFFSET ?)`,

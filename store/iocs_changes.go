@@ -13,28 +13,53 @@ import (
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
-// Every transaction that writes iocs first draws a change stamp (unix
-// microseconds, ioc_stats.stamp) and sets it as changed_at on every IoC row
-// it inserts or updates. Stamps are drawn under the write lock (SQLite's one
+// Every transaction that writes iocs first brings the change stamp (unix
+// microseconds, ioc_stats.stamp: the last one taken) up to its clock, then
+// gives every IoC row it inserts or updates a stamp of its own, the next
+// one up (takeStamps). Stamps are taken under the write lock (SQLite's one
 // writer, PostgreSQL's iocWriteLockID) and are never below the last one
-// plus one, whatever the clocks of the instances say: a transaction that
-// commits later has a higher stamp than every row a reader could have seen
-// before. So (changed_at, id) is a keyset in commit order, which TAXII
-// pages along without losing or repeating an IoC while ingestion goes on.
+// taken plus one, whatever the clocks of the instances say: a transaction
+// that commits later has higher stamps than every row a reader could have
+// seen before. So (changed_at, id) is a keyset in commit order, which TAXII
+// pages along without losing or repeating an IoC while ingestion goes on;
+// and since no two rows written so share a stamp, changed_at alone orders
+// them, which TAXII's added_after needs (docs/decisions.md). Rows written
+// before stamps were per row may share one; the id orders those.
 
-// stampSQL draws the transaction's stamp from $1, the writer's clock.
-const stampSQL = `UPDATE ioc_stats SET stamp = CASE WHEN stamp + 1 > $1 THEN stamp + 1 ELSE $2 END WHERE id = 1`
+// stampSQL brings ioc_stats.stamp, the last stamp taken, up to the
+// writer's clock $1 (less the microsecond $2 = $1 - 1, so that the next
+// stamp taken is $1), never down.
+const stampSQL = `UPDATE ioc_stats SET stamp = CASE WHEN stamp + 1 > $1 THEN stamp ELSE $2 END WHERE id = 1`
 
-// iocStampExpr is the transaction's stamp in a statement writing iocs.
-const iocStampExpr = `(SELECT stamp FROM ioc_stats WHERE id = 1)`
-
-// stampChange draws the change stamp of exec's transaction.
+// stampChange starts a transaction's change of iocs: the stamps it takes
+// from there on are at least the writer's clock.
 func stampChange(ctx context.Context, exec func(ctx context.Context, query string, args ...any) (int64, error)) error {
 	now := micros(time.Now())
-	if _, err := exec(ctx, stampSQL, now, now); err != nil {
+	if _, err := exec(ctx, stampSQL, now, now-1); err != nil {
 		return fmt.Errorf("store: unable to stamp a change of indicators: %w", err)
 	}
 	return nil
+}
+
+// takeStampsSQL takes $1 stamps.
+const takeStampsSQL = `UPDATE ioc_stats SET stamp = stamp + $1 WHERE id = 1`
+
+// takeStamps reserves n change stamps for the IoC rows a statement of the
+// transaction is about to write, one each, and returns the first: the rows
+// take first, first+1, ... first+n-1. read reads ioc_stats.stamp, the last
+// stamp taken, in the transaction. A row the statement ends up not writing
+// (it was there already) leaves a gap, which costs nothing: stamps need
+// only be distinct and rising.
+func takeStamps(ctx context.Context, read func(ctx context.Context) (int64, error),
+	exec func(ctx context.Context, query string, args ...any) (int64, error), n int) (int64, error) {
+	last, err := read(ctx)
+	if err == nil {
+		_, err = exec(ctx, takeStampsSQL, n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: unable to stamp indicators: %w", err)
+	}
+	return last + 1, nil
 }
 
 // ChangeKey is an IoC's place in change order: its change stamp (unix

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -93,6 +94,47 @@ func TestIoCChangesSeeExpiry(t *testing.T) {
 		got := changes(t, s, store.IoCChangesQuery{After: before[0].Key})
 		if len(got) != 1 || got[0].Score != 10 {
 			t.Fatalf("after the sweep: %+v, want x.example re-stamped with score 10", got)
+		}
+	})
+}
+
+// Every IoC row a write touches takes a stamp of its own, whichever writer
+// touched it: new IoCs, updated ones, and the sweeper's recomputation of
+// IoCs that keep another feed's sighting. TAXII's added_after pages by the
+// stamp alone.
+func TestIoCChangeStampsAreDistinct(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		short, long := newFeed(t, s, "short"), newFeed(t, s, "long")
+		batch := func(feed int64, from, to int, now time.Time, retention time.Duration) {
+			var inds []ioc.Indicator
+			for i := from; i < to; i++ {
+				inds = append(inds, dom(fmt.Sprintf("d%d.example", i), "src", 10+i%50))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: now, Retention: retention, Indicators: inds})
+		}
+		distinct := func(when string) {
+			t.Helper()
+			var rows, stamps int
+			if err := s.DB.QueryRowContext(context.Background(),
+				"SELECT count(*), count(DISTINCT changed_at) FROM iocs").Scan(&rows, &stamps); err != nil {
+				t.Fatal(err)
+			}
+			if rows == 0 || stamps != rows {
+				t.Fatalf("%s: %d IoCs with %d distinct stamps", when, rows, stamps)
+			}
+		}
+		now := time.Now()
+		batch(short, 0, 600, now.Add(-48*time.Hour), 24*time.Hour) // expired by now
+		distinct("new IoCs")
+		batch(long, 300, 900, now, 30*day) // 300 updated, 300 new
+		distinct("updated IoCs")
+		if _, _, err := s.SweepExpired(context.Background(), now, 100); err != nil {
+			t.Fatal(err)
+		}
+		distinct("after the sweep")
+		var left int
+		if err := s.DB.QueryRowContext(context.Background(), "SELECT count(*) FROM iocs").Scan(&left); err != nil || left != 600 {
+			t.Fatalf("%d IoCs after the sweep (%v), want 600", left, err)
 		}
 	})
 }

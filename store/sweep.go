@@ -12,10 +12,12 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// recomputeSQL sets the aggregates of the IoCs whose ids are bound to the
-// single IN (?) from their remaining sightings. An IoC with an inline
-// sighting has no other: its aggregates are that sighting.
-func (s *Store) recomputeSQL() string {
+// recomputeSQL sets the aggregates of n IoCs from their remaining
+// sightings, with a change stamp each: it takes n pairs (id, stamp) bound
+// to its VALUES rows, then the ids again to an IN (?), without which
+// PostgreSQL joins the VALUES to a scan of every IoC. An IoC with an
+// inline sighting has no other: its aggregates are that sighting.
+func (s *Store) recomputeSQL(n int) string {
 	tags := `(SELECT json_group_array(t) FROM (SELECT DISTINCT j.value AS t FROM sighting_rows s, json_each(s.tags) j
 		WHERE s.ioc_id = iocs.id ORDER BY 1))`
 	if s.Dialect == Postgres {
@@ -28,8 +30,9 @@ func (s *Store) recomputeSQL() string {
 	first_seen = (SELECT min(first_seen) FROM sighting_rows s WHERE s.ioc_id = iocs.id),
 	last_seen = (SELECT max(last_seen) FROM sighting_rows s WHERE s.ioc_id = iocs.id),
 	expires_at = (SELECT max(expires_at) FROM sighting_rows s WHERE s.ioc_id = iocs.id),
-	changed_at = ` + iocStampExpr + `
-WHERE id IN (?) AND feed_id IS NULL AND EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`
+	changed_at = r.column2
+FROM (VALUES ` + strings.Repeat("(?, ?), ", n-1) + `(?, ?)) AS r
+WHERE iocs.id IN (?) AND iocs.id = r.column1 AND feed_id IS NULL AND EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`
 }
 
 // txExec is tx as the writers' exec, which takes $n placeholders.
@@ -66,6 +69,9 @@ func (s *Store) lockedTx(ctx context.Context, lockID int64, fn func(ctx context.
 // the others; it returns how many IoCs it deleted. An IoC with an inline
 // sighting is never an orphan: deleteInline removes it with its sighting.
 func (s *Store) dropOrphans(ctx context.Context, tx bun.Tx, ids []int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
 	r, err := tx.ExecContext(ctx, `DELETE FROM iocs WHERE id IN (?) AND feed_id IS NULL
 AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In(ids))
 	if err != nil {
@@ -76,7 +82,20 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In
 	if err := stampChange(ctx, exec); err != nil {
 		return n, err
 	}
-	if _, err := tx.ExecContext(ctx, s.recomputeSQL(), bun.In(ids)); err != nil {
+	stamp, err := takeStamps(ctx, func(ctx context.Context) (int64, error) {
+		var v int64
+		err := tx.QueryRowContext(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&v)
+		return v, err
+	}, exec, len(ids))
+	if err != nil {
+		return n, err
+	}
+	// An id twice takes either of its stamps: still one no other IoC has.
+	pairs := make([]any, 0, 2*len(ids))
+	for i, id := range ids {
+		pairs = append(pairs, id, stamp+int64(i))
+	}
+	if _, err := tx.ExecContext(ctx, s.recomputeSQL(len(ids)), append(pairs, bun.In(ids))...); err != nil {
 		return n, err
 	}
 	return n, bumpIoCStats(ctx, exec, -n)

@@ -82,6 +82,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"mark the session cookie Secure though serving plain HTTP, behind a TLS-terminating proxy (TIFEEDS_COOKIE_SECURE)")
 	allowedOrigins := fs.String("allowed-origins", envDefault("TIFEEDS_ALLOWED_ORIGINS", ""),
 		"comma-separated origins (https://host[:port]) the dashboard is reached at, when a reverse proxy rewrites Host (TIFEEDS_ALLOWED_ORIGINS)")
+	fs.StringVar(&cfg.PublicURL, "public-url", envDefault("TIFEEDS_PUBLIC_URL", ""),
+		"URL clients reach tifeeds at (https://host[:port][/prefix]), for the links it hands out such as TAXII discovery's API root; empty: relative links (TIFEEDS_PUBLIC_URL)")
 	mirror := fs.String("feed-mirror", envDefault("TIFEEDS_FEED_MIRROR", ""),
 		"send every request of the built-in feeds and premium vendor clients to <URL>/<host><path>?<query>, for an egress mirror or tests (TIFEEDS_FEED_MIRROR)")
 	writeRate := fs.Float64("risk-list-rate", envFloat("TIFEEDS_RISK_LIST_RATE", ingest.DefaultWriteRate),
@@ -129,6 +131,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--allowed-origins: %q is not an origin like https://tifeeds.example.com", o)
 		}
 		cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
+	}
+	if cfg.PublicURL != "" {
+		u, err := url.Parse(cfg.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("--public-url: %q is not a URL like https://tifeeds.example.com", cfg.PublicURL)
+		}
 	}
 	vendorClient, err := egress.NewVendorClient(egress.Options{AllowPrivate: *allowPrivate}, *mirror)
 	if err != nil {

@@ -24,9 +24,10 @@ const chunkRows = 2000
 
 // Options are what the handler needs to know of its deployment.
 type Options struct {
-	// HTTPS says clients reach the server over TLS, even when a proxy
-	// terminates it: discovery's API root URLs then say https.
-	HTTPS bool
+	// PublicURL is the URL clients reach tifeeds at (server.Config's); empty:
+	// discovery names its API root with a relative URL, which TAXII 2.1
+	// (section 4.1.1) allows and clients resolve against discovery's URL.
+	PublicURL string
 }
 
 // Handler serves TAXII 2.1 under Prefix.
@@ -112,18 +113,20 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (h *Handler) discovery(w http.ResponseWriter, r *http.Request) {
+	root := h.apiRootURL()
 	writeJSON(w, http.StatusOK, discovery{Title: "tifeeds TAXII 2.1 server",
 		Description: "Read-only TAXII 2.1 access to tifeeds' live indicators.",
-		Default:     h.absolute(r, APIRootPath), APIRoots: []string{h.absolute(r, APIRootPath)}})
+		Default:     root, APIRoots: []string{root}})
 }
 
-// absolute is path as a URL of the host the client asked.
-func (h *Handler) absolute(r *http.Request, path string) string {
-	scheme := "http"
-	if r.TLS != nil || h.opts.HTTPS {
-		scheme = "https"
+// apiRootURL is the API root's URL from configuration alone: the request's
+// Host header is the client's to forge, and a discovery answer that echoed
+// it would send clients, credentials and all, to another server.
+func (h *Handler) apiRootURL() string {
+	if h.opts.PublicURL == "" {
+		return APIRootPath
 	}
-	return scheme + "://" + r.Host + path
+	return strings.TrimSuffix(h.opts.PublicURL, "/") + APIRootPath
 }
 
 // maxContentLength is what the API root announces: this server takes no
@@ -177,7 +180,8 @@ type pageOf struct {
 	objects []stix.Indicator
 	keys    []store.ChangeKey
 	more    bool
-	// split says the page is all one group of one stamp, larger than limit.
+	// split says the page is all one group of one stamp, larger than limit
+	// (stamped before each IoC row took its own).
 	split bool
 }
 
@@ -221,9 +225,10 @@ func (h *Handler) read(ctx context.Context, d collectionDef, org string, f filte
 		p.more = true
 		end := f.limit
 		if p.keys[end].At == p.keys[end-1].At {
-			// The page would end inside a group of one stamp: it ends
-			// before the group instead (TAXII lets a page be shorter than
-			// limit), unless the group is all of it.
+			// The page would end inside a group of one stamp (IoCs stamped
+			// before each row took its own): it ends before the group
+			// instead (TAXII lets a page be shorter than limit), unless the
+			// group is all of it.
 			group := p.keys[end].At
 			for end > 0 && p.keys[end-1].At == group {
 				end--
@@ -238,12 +243,15 @@ func (h *Handler) read(ctx context.Context, d collectionDef, org string, f filte
 }
 
 // dateAdded sets X-TAXII-Date-Added-First and -Last (TAXII 2.1 section
-// 3.3.1). An IoC's date added is its change stamp, the keyset of paging.
-// Pages end between stamps, so a client that resumes with added_after =
-// Last, as the spec allows, skips nothing. A page that is all one group of
-// IoCs of one stamp (one write larger than limit) says a microsecond before
-// it in both: such a client then reads the group again rather than skip its
-// rest.
+// 3.3.1): the date added of the page's first and last object, exactly as
+// the manifest says it. An IoC's date added is its change stamp, the keyset
+// of paging, and every IoC row written takes a stamp of its own
+// (store/iocs_changes.go): a client that resumes with added_after = Last,
+// as the spec allows, gets what follows the page, however large the write
+// it came from. IoCs stamped before stamps were per row may share one;
+// pages end between such stamps, and a page that is all one group of them
+// (larger than limit) says a microsecond before it in both: such a client
+// then reads the group again rather than skip its rest.
 func dateAdded(w http.ResponseWriter, p pageOf) {
 	if len(p.keys) == 0 {
 		return
