@@ -255,3 +255,33 @@ func TestBcryptNeverBlocksAPIKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestWebsocketOutlivesRequestBounds: a real websocket on /graphql keeps
+// working long after the request timeout and the per-write deadline, which
+// every other request is held to (TestUpgradeHeadersExemptNothing).
+func TestWebsocketOutlivesRequestBounds(t *testing.T) {
+	st := storetest.NewSQLite(t)
+	f := newFixture(t, st, func(c *server.Config) {
+		c.RequestTimeout, c.WriteIdleTimeout = 100*time.Millisecond, 100*time.Millisecond
+	})
+	c := f.dialWS(nil)
+	c.init(map[string]any{"username": "admin", "apiKey": adminKey})
+	time.Sleep(time.Second)
+	c.subscribe("1", `subscription { feedStatusChanged { id } }`)
+	c.send(map[string]string{"type": "ping"})
+	if err := c.conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var m wsMessage
+		if err := c.conn.ReadJSON(&m); err != nil {
+			t.Fatalf("the websocket, ten request timeouts after it opened: %v", err)
+		}
+		if m.Type == "pong" {
+			return
+		}
+		if m.Type == "error" {
+			t.Fatalf("subscribe after ten request timeouts: %s", m.Payload)
+		}
+	}
+}
