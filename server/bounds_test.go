@@ -178,10 +178,14 @@ func loginAs(t *testing.T, f *fixture, user, password, from string) response {
 	return f.do("POST", "/api/login", "", "", `{"username":"`+user+`","password":"`+password+`"}`, h)
 }
 
+// TestLoginThrottle: failed logins lock out a user name from the address
+// that failed (not from everywhere, or anyone could keep admin out), any
+// name from an address that failed too often, and a name failed from too
+// many addresses (guessing spread over many clients).
 func TestLoginThrottle(t *testing.T) {
 	limits := func(trusted bool) func(*server.Config) {
 		return func(c *server.Config) {
-			c.Login.MaxFailuresPerUser, c.Login.MaxFailuresPerAddr = 3, 5
+			c.Login.MaxFailuresPerUserAddr, c.Login.MaxFailuresPerAddr, c.Login.MaxFailuresPerUser = 3, 5, 8
 			if trusted {
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 			}
@@ -198,17 +202,28 @@ func TestLoginThrottle(t *testing.T) {
 	}
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		f, _ := boundedServer(t, st, limits(true))
-		t.Run("per user name, from any address", func(t *testing.T) {
+		t.Run("per user name and address", func(t *testing.T) {
 			for i := range 3 {
-				if r := loginAs(t, f, "admin", "wrong", fmt.Sprint("10.0.0.", i)); r.status != 401 {
+				if r := loginAs(t, f, "admin", "wrong", "10.0.0.1"); r.status != 401 {
 					t.Fatalf("bad login %d: %d", i, r.status)
 				}
 			}
-			want429(t, loginAs(t, f, "admin", "wrong", "10.0.0.9"))
-			want429(t, loginAs(t, f, "admin", "admin-password", "10.0.0.10")) // locked, even with the password
-			if r := loginAs(t, f, "analyst", "analyst-password", "10.0.0.11"); r.status != 200 {
-				t.Errorf("another user: %d %s", r.status, r.body)
+			want429(t, loginAs(t, f, "admin", "wrong", "10.0.0.1"))
+			want429(t, loginAs(t, f, "admin", "admin-password", "10.0.0.1")) // locked, even with the password
+			if r := loginAs(t, f, "admin", "admin-password", "10.0.0.2"); r.status != 200 {
+				t.Errorf("the same name from another address: %d %s", r.status, r.body)
 			}
+			if r := loginAs(t, f, "analyst", "analyst-password", "10.0.0.1"); r.status != 200 {
+				t.Errorf("another name from the same address: %d %s", r.status, r.body)
+			}
+		})
+		t.Run("per user name, from many addresses", func(t *testing.T) {
+			for i := range 8 {
+				if r := loginAs(t, f, "analyst", "wrong", fmt.Sprint("10.2.0.", i/2)); r.status != 401 {
+					t.Fatalf("bad login %d: %d", i, r.status)
+				}
+			}
+			want429(t, loginAs(t, f, "analyst", "analyst-password", "10.2.0.99"))
 		})
 		t.Run("per address, for any name", func(t *testing.T) {
 			for i := range 5 {
@@ -216,8 +231,8 @@ func TestLoginThrottle(t *testing.T) {
 					t.Fatalf("bad login %d: %d", i, r.status)
 				}
 			}
-			want429(t, loginAs(t, f, "analyst", "analyst-password", "10.9.9.9"))
-			if r := loginAs(t, f, "analyst", "analyst-password", "10.9.9.8"); r.status != 200 {
+			want429(t, loginAs(t, f, "admin", "admin-password", "10.9.9.9"))
+			if r := loginAs(t, f, "admin", "admin-password", "10.9.9.8"); r.status != 200 {
 				t.Errorf("another address: %d %s", r.status, r.body)
 			}
 		})
@@ -226,8 +241,60 @@ func TestLoginThrottle(t *testing.T) {
 			for i := range 5 {
 				loginAs(t, f, fmt.Sprint("spoof", i), "wrong", fmt.Sprint("10.1.1.", i))
 			}
-			want429(t, loginAs(t, f, "analyst", "analyst-password", "10.1.1.99"))
+			want429(t, loginAs(t, f, "admin", "admin-password", "10.1.1.99"))
 		})
+	})
+}
+
+// passwordChecks reads the password checks counted in /metrics.
+func passwordChecks(t *testing.T, f *fixture) int {
+	t.Helper()
+	r := f.do("GET", "/metrics", "", "", "", nil)
+	for _, line := range strings.Split(string(r.body), "\n") {
+		if v, ok := strings.CutPrefix(line, "tifeeds_password_checks_total "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%q", line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no tifeeds_password_checks_total in /metrics: %d %.300s", r.status, r.body)
+	return 0
+}
+
+// TestLoginThrottleUnderABurst: concurrent guesses for one name cannot
+// slip past the throttle between its check and its count: each attempt is
+// reserved before its password check, so a burst gets no more checks than
+// the limit.
+func TestLoginThrottleUnderABurst(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		// A queue long enough that no guess is refused as busy.
+		f, _ := boundedServer(t, st, func(c *server.Config) { c.Login.HashQueue = 64 })
+		before := passwordChecks(t, f)
+		const burst = 40
+		statuses := make(chan int, burst)
+		var wg sync.WaitGroup
+		for range burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- loginAs(t, f, "admin", "wrong", "").status
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		counts := map[int]int{}
+		for s := range statuses {
+			counts[s]++
+		}
+		limit := server.DefaultLoginLimits().MaxFailuresPerUserAddr
+		if checks := passwordChecks(t, f) - before; checks > limit || counts[401] > limit {
+			t.Errorf("%d password checks (answers %v) in a burst of %d guesses, want at most %d", checks, counts, burst, limit)
+		}
+		if counts[401]+counts[429] != burst {
+			t.Errorf("answers %v, want only 401 and 429", counts)
+		}
 	})
 }
 

@@ -13,6 +13,9 @@ type metrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// passwordChecks counts the bcrypt comparisons of logins: what the
+	// login throttle bounds.
+	passwordChecks prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -27,8 +30,12 @@ func newMetrics() *metrics {
 			Help:    "HTTP request durations by route pattern.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route"}),
+		passwordChecks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tifeeds_password_checks_total",
+			Help: "Passwords checked by logins (each a bcrypt comparison).",
+		}),
 	}
-	m.registry.MustRegister(m.requests, m.duration,
+	m.registry.MustRegister(m.requests, m.duration, m.passwordChecks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
