@@ -298,6 +298,63 @@ func TestLoginThrottleUnderABurst(t *testing.T) {
 	})
 }
 
+// TestSlowLoginBodiesHoldNoSlot: clients trickling login bodies, more of
+// them than there are login slots, do not keep a real sign-in out: a login
+// holds a slot only once its body is read.
+func TestSlowLoginBodiesHoldNoSlot(t *testing.T) {
+	st := storetest.NewSQLite(t)
+	newFixture(t, st) // its users
+	cfg := server.DefaultConfig()
+	s := server.New(cfg, st, &graph.Resolver{Store: st}, discardLogger())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	addr := ln.Addr().String()
+
+	slow := cfg.MaxLogins + 6
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(quit); wg.Wait(); stop(); <-done })
+	for i := range slow {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		fmt.Fprintf(c, "POST /api/login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			for {
+				select {
+				case <-quit:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				if _, err := c.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	// Every slow request is being served by now (their headers are whole).
+	time.Sleep(500 * time.Millisecond)
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Post("http://"+addr+"/api/login", "application/json",
+		strings.NewReader(`{"username":"admin","password":"admin-password"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("sign-in while %d clients trickle login bodies: %d %s", slow, res.StatusCode, body)
+	}
+}
+
 // TestBcryptNeverBlocksAPIKeys: with every bcrypt slot taken (as by a
 // flood of logins), API-key requests are still answered, since they never
 // wait for one, and more logins are refused at once instead of queueing.
