@@ -71,6 +71,11 @@ type Config struct {
 	// state-changing browser requests besides the request's own Host, for a
 	// reverse proxy that rewrites Host.
 	AllowedOrigins []string
+	// AllowedHosts are further host names (Host header, port ignored) that
+	// requests riding the session cookie may name; IP addresses, localhost
+	// and the hosts of AllowedOrigins are always allowed. Other names are
+	// refused, against DNS rebinding.
+	AllowedHosts []string
 }
 
 // DefaultConfig returns the defaults of `tifeeds serve`.
@@ -102,6 +107,7 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics
 	origins  originPolicy
+	hosts    hostPolicy
 	handler  http.Handler
 	logins   *loginGuard
 	sockets  sockets
@@ -111,7 +117,7 @@ type Server struct {
 // New builds the server and its routes.
 func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics(), logins: newLoginGuard(cfg.Login),
-		origins: newOriginPolicy(cfg.AllowedOrigins)}
+		origins: newOriginPolicy(cfg.AllowedOrigins), hosts: newHostPolicy(cfg.AllowedOrigins, cfg.AllowedHosts)}
 	if s.cfg.SocketRecheck <= 0 {
 		s.cfg.SocketRecheck = DefaultSocketRecheck
 	}
@@ -150,7 +156,7 @@ func (s *Server) routes() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", spaHandler())
-	h := s.observe(s.recoverPanics(securityHeaders(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(mux)))))))
+	h := s.observe(s.recoverPanics(securityHeaders(s.requireServedHost(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(mux))))))))
 	if wrapForTests != nil {
 		h = wrapForTests(h)
 	}
