@@ -13,8 +13,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
@@ -76,6 +74,9 @@ type Config struct {
 	// and the hosts of AllowedOrigins are always allowed. Other names are
 	// refused, against DNS rebinding.
 	AllowedHosts []string
+	// MetricsToken, when set, is the bearer token /metrics requires;
+	// empty leaves /metrics open to whoever reaches the port.
+	MetricsToken string
 }
 
 // DefaultConfig returns the defaults of `tifeeds serve`.
@@ -167,10 +168,6 @@ func (s *Server) routes() http.Handler {
 // wraps the root handler of every server New builds: there the tests check
 // each REST exchange against the OpenAPI document.
 var wrapForTests func(http.Handler) http.Handler
-
-func (s *Server) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})
-}
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
