@@ -78,6 +78,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"mark the session cookie Secure though serving plain HTTP, behind a TLS-terminating proxy (TIFEEDS_COOKIE_SECURE)")
 	allowedOrigins := fs.String("allowed-origins", envDefault("TIFEEDS_ALLOWED_ORIGINS", ""),
 		"comma-separated origins (https://host[:port]) the dashboard is reached at, when a reverse proxy rewrites Host (TIFEEDS_ALLOWED_ORIGINS)")
+	allowedHosts := fs.String("allowed-hosts", envDefault("TIFEEDS_ALLOWED_HOSTS", ""),
+		"comma-separated host names the dashboard is reached at besides IP addresses, localhost and the hosts of --allowed-origins; "+
+			"requests with the session cookie naming another Host are refused (TIFEEDS_ALLOWED_HOSTS)")
+	// No default shown: --help would print the token.
+	metricsToken := fs.String("metrics-token", "",
+		"bearer token /metrics requires; unset, /metrics is open to whoever reaches the port (TIFEEDS_METRICS_TOKEN)")
 	mirror := fs.String("feed-mirror", envDefault("TIFEEDS_FEED_MIRROR", ""),
 		"send every request of the built-in feeds and premium vendor clients to <URL>/<host><path>?<query>, for an egress mirror or tests (TIFEEDS_FEED_MIRROR)")
 	writeRate := fs.Float64("risk-list-rate", envFloat("TIFEEDS_RISK_LIST_RATE", ingest.DefaultWriteRate),
@@ -96,6 +102,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			*v = envDefault(k.Env, "")
 		}
 	}
+	if !flagSet(fs, "metrics-token") {
+		*metricsToken = envDefault("TIFEEDS_METRICS_TOKEN", "")
+	}
+	cfg.MetricsToken = strings.TrimSpace(*metricsToken)
 	keys := ingest.BuiltinKeys{OTX: *keyFlags[builtin.OTXKey], AbuseCH: *keyFlags[builtin.AbuseCHKey],
 		PhishTank: *keyFlags[builtin.PhishTankKey], ETReputation: *keyFlags[builtin.ETReputationKey]}
 	if fs.NArg() > 0 {
@@ -125,6 +135,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--allowed-origins: %q is not an origin like https://tifeeds.example.com", o)
 		}
 		cfg.AllowedOrigins = append(cfg.AllowedOrigins, o)
+	}
+	for _, h := range strings.Split(*allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, "/@ ") {
+			return fmt.Errorf("--allowed-hosts: %q is not a host name like tifeeds.example.com", h)
+		}
+		cfg.AllowedHosts = append(cfg.AllowedHosts, h)
 	}
 	vendorClient, err := egress.NewVendorClient(egress.Options{AllowPrivate: *allowPrivate}, *mirror)
 	if err != nil {
