@@ -304,6 +304,7 @@ func TestCookieRequestsNeedAServedHost(t *testing.T) {
 		checks := []response{
 			f.do("GET", "/api/export/feeds.csv", "", "", "", withCookie(host, nil)),
 			f.do("POST", "/graphql", "", "", query, withCookie(host, own)),
+			f.do("GET", "/connect/api/v1/tenants", "", "", "", withCookie(host, nil)),
 		}
 		for i, r := range checks {
 			switch {
