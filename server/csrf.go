@@ -110,12 +110,12 @@ func (p hostPolicy) serves(host string) bool {
 // requireServedHost refuses, with 403, a request riding the session cookie
 // (no basic auth) whose Host is not one the server serves; a browser
 // following a rebound name sends such requests, API clients send basic
-// auth. Logins too: a session started under a rebound name would be the
-// attacker's page's to use.
+// auth. A login under such a name is let through: the cookie it sets is
+// refused with its first use.
 func (s *Server) requireServedHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _, basic := r.BasicAuth()
-		if !basic && (hasSessionCookie(r) || r.URL.Path == "/api/login") && !s.hosts.serves(r.Host) {
+		if !basic && hasSessionCookie(r) && !s.hosts.serves(r.Host) {
 			writeError(w, http.StatusForbidden, "unknown_host", "host "+quoteHeader(r.Host)+
 				" is not served here; the dashboard's address must be an IP address, localhost, or one of --allowed-hosts")
 			return
