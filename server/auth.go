@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"time"
 
@@ -90,8 +91,30 @@ type loginResponse struct {
 // cookie. SameSite=Strict plus the JSON-only GraphQL endpoint keeps other
 // sites from riding the session.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	// Logins are read before anyone is authenticated: bound how many are in
-	// flight, so trickling clients hold at most this many.
+	// A login is read before anyone is authenticated: its small body gets
+	// a short deadline of its own, and only then does the login take one of
+	// the MaxLogins slots, so clients trickling bodies hold none.
+	if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.loginBodyTimeout())); err != nil &&
+		!errors.Is(err, http.ErrNotSupported) {
+		writeErr(w, r, err)
+		return
+	}
+	var req loginRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		var maxBytes *http.MaxBytesError
+		var netErr net.Error
+		switch {
+		case errors.As(err, &maxBytes):
+			writeErr(w, r, err)
+		case errors.As(err, &netErr) && netErr.Timeout():
+			// The connection cannot be read any more; the answer is
+			// for the log.
+			writeError(w, http.StatusRequestTimeout, "timeout", "the login body was not sent in time")
+		default:
+			writeError(w, http.StatusBadRequest, "invalid_json", "body must be a JSON object with username and password")
+		}
+		return
+	}
 	if s.logins.inFlight.Add(1) > int64(max(1, s.cfg.MaxLogins)) {
 		s.logins.inFlight.Add(-1)
 		retryAfterHeader(w, time.Second)
@@ -99,16 +122,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.logins.inFlight.Add(-1)
-	var req loginRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		var maxBytes *http.MaxBytesError
-		if errors.As(err, &maxBytes) {
-			writeErr(w, r, err)
-			return
-		}
-		writeError(w, http.StatusBadRequest, "invalid_json", "body must be a JSON object with username and password")
-		return
-	}
 	u, ok := s.checkLogin(w, r, req)
 	if !ok {
 		return
@@ -128,6 +141,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode,
 	})
 	writeJSON(w, http.StatusOK, loginResponse{Username: u.Username, Scope: u.Scope})
+}
+
+// loginBody is how long a client has to send a login's body: a username
+// and a password take one packet.
+const loginBody = 5 * time.Second
+
+func (s *Server) loginBodyTimeout() time.Duration {
+	if s.cfg.ReadTimeout > 0 {
+		return min(loginBody, s.cfg.ReadTimeout)
+	}
+	return loginBody
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {

@@ -2,23 +2,27 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/tifeeds/tifeeds/graph"
 )
 
 // boundRequest puts a deadline on the work of each request and on each
-// write of its answer. Websocket upgrades are left alone (long-lived; the
-// websocket keeps its own pings), and streamed exports get no work deadline
-// (they take as long as the data does) but still the per-write one, so a
-// client that stops reading is cut off.
+// write of its answer. Only the websocket handshake on /graphql is left
+// alone (long-lived; the websocket keeps its own pings and work bounds),
+// and streamed exports get no work deadline (they take as long as the data
+// does) but still the per-write one, so a client that stops reading is cut
+// off.
 func (s *Server) boundRequest(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if websocketUpgrade(r) {
+		if r.URL.Path == "/graphql" && websocketHandshake(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -32,6 +36,19 @@ func (s *Server) boundRequest(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// websocketHandshake reports whether r is a websocket opening handshake as
+// RFC 6455 (section 4.1) has a client send it. Headers alone prove nothing
+// (anyone can add Upgrade: websocket to any request), but a request
+// missing any of these is refused by the upgrader, never made long-lived.
+func websocketHandshake(r *http.Request) bool {
+	if r.Method != http.MethodGet || !websocket.IsWebSocketUpgrade(r) ||
+		r.Header.Get("Sec-WebSocket-Version") != "13" {
+		return false
+	}
+	nonce, err := base64.StdEncoding.DecodeString(r.Header.Get("Sec-WebSocket-Key"))
+	return err == nil && len(nonce) == 16
 }
 
 // writeDeadline moves the connection's write deadline before every write.

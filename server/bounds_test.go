@@ -178,10 +178,14 @@ func loginAs(t *testing.T, f *fixture, user, password, from string) response {
 	return f.do("POST", "/api/login", "", "", `{"username":"`+user+`","password":"`+password+`"}`, h)
 }
 
+// TestLoginThrottle: failed logins lock out a user name from the address
+// that failed (not from everywhere, or anyone could keep admin out), any
+// name from an address that failed too often, and a name failed from too
+// many addresses (guessing spread over many clients).
 func TestLoginThrottle(t *testing.T) {
 	limits := func(trusted bool) func(*server.Config) {
 		return func(c *server.Config) {
-			c.Login.MaxFailuresPerUser, c.Login.MaxFailuresPerAddr = 3, 5
+			c.Login.MaxFailuresPerUserAddr, c.Login.MaxFailuresPerAddr, c.Login.MaxFailuresPerUser = 3, 5, 8
 			if trusted {
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 			}
@@ -198,17 +202,28 @@ func TestLoginThrottle(t *testing.T) {
 	}
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		f, _ := boundedServer(t, st, limits(true))
-		t.Run("per user name, from any address", func(t *testing.T) {
+		t.Run("per user name and address", func(t *testing.T) {
 			for i := range 3 {
-				if r := loginAs(t, f, "admin", "wrong", fmt.Sprint("10.0.0.", i)); r.status != 401 {
+				if r := loginAs(t, f, "admin", "wrong", "10.0.0.1"); r.status != 401 {
 					t.Fatalf("bad login %d: %d", i, r.status)
 				}
 			}
-			want429(t, loginAs(t, f, "admin", "wrong", "10.0.0.9"))
-			want429(t, loginAs(t, f, "admin", "admin-password", "10.0.0.10")) // locked, even with the password
-			if r := loginAs(t, f, "analyst", "analyst-password", "10.0.0.11"); r.status != 200 {
-				t.Errorf("another user: %d %s", r.status, r.body)
+			want429(t, loginAs(t, f, "admin", "wrong", "10.0.0.1"))
+			want429(t, loginAs(t, f, "admin", "admin-password", "10.0.0.1")) // locked, even with the password
+			if r := loginAs(t, f, "admin", "admin-password", "10.0.0.2"); r.status != 200 {
+				t.Errorf("the same name from another address: %d %s", r.status, r.body)
 			}
+			if r := loginAs(t, f, "analyst", "analyst-password", "10.0.0.1"); r.status != 200 {
+				t.Errorf("another name from the same address: %d %s", r.status, r.body)
+			}
+		})
+		t.Run("per user name, from many addresses", func(t *testing.T) {
+			for i := range 8 {
+				if r := loginAs(t, f, "analyst", "wrong", fmt.Sprint("10.2.0.", i/2)); r.status != 401 {
+					t.Fatalf("bad login %d: %d", i, r.status)
+				}
+			}
+			want429(t, loginAs(t, f, "analyst", "analyst-password", "10.2.0.99"))
 		})
 		t.Run("per address, for any name", func(t *testing.T) {
 			for i := range 5 {
@@ -216,8 +231,8 @@ func TestLoginThrottle(t *testing.T) {
 					t.Fatalf("bad login %d: %d", i, r.status)
 				}
 			}
-			want429(t, loginAs(t, f, "analyst", "analyst-password", "10.9.9.9"))
-			if r := loginAs(t, f, "analyst", "analyst-password", "10.9.9.8"); r.status != 200 {
+			want429(t, loginAs(t, f, "admin", "admin-password", "10.9.9.9"))
+			if r := loginAs(t, f, "admin", "admin-password", "10.9.9.8"); r.status != 200 {
 				t.Errorf("another address: %d %s", r.status, r.body)
 			}
 		})
@@ -226,9 +241,118 @@ func TestLoginThrottle(t *testing.T) {
 			for i := range 5 {
 				loginAs(t, f, fmt.Sprint("spoof", i), "wrong", fmt.Sprint("10.1.1.", i))
 			}
-			want429(t, loginAs(t, f, "analyst", "analyst-password", "10.1.1.99"))
+			want429(t, loginAs(t, f, "admin", "admin-password", "10.1.1.99"))
 		})
 	})
+}
+
+// passwordChecks reads the password checks counted in /metrics.
+func passwordChecks(t *testing.T, f *fixture) int {
+	t.Helper()
+	r := f.do("GET", "/metrics", "", "", "", nil)
+	for _, line := range strings.Split(string(r.body), "\n") {
+		if v, ok := strings.CutPrefix(line, "tifeeds_password_checks_total "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%q", line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no tifeeds_password_checks_total in /metrics: %d %.300s", r.status, r.body)
+	return 0
+}
+
+// TestLoginThrottleUnderABurst: concurrent guesses for one name cannot
+// slip past the throttle between its check and its count: each attempt is
+// reserved before its password check, so a burst gets no more checks than
+// the limit.
+func TestLoginThrottleUnderABurst(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		// A queue long enough that no guess is refused as busy.
+		f, _ := boundedServer(t, st, func(c *server.Config) { c.Login.HashQueue = 64 })
+		before := passwordChecks(t, f)
+		const burst = 40
+		statuses := make(chan int, burst)
+		var wg sync.WaitGroup
+		for range burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- loginAs(t, f, "admin", "wrong", "").status
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		counts := map[int]int{}
+		for s := range statuses {
+			counts[s]++
+		}
+		limit := server.DefaultLoginLimits().MaxFailuresPerUserAddr
+		if checks := passwordChecks(t, f) - before; checks > limit || counts[401] > limit {
+			t.Errorf("%d password checks (answers %v) in a burst of %d guesses, want at most %d", checks, counts, burst, limit)
+		}
+		if counts[401]+counts[429] != burst {
+			t.Errorf("answers %v, want only 401 and 429", counts)
+		}
+	})
+}
+
+// TestSlowLoginBodiesHoldNoSlot: clients trickling login bodies, more of
+// them than there are login slots, do not keep a real sign-in out: a login
+// holds a slot only once its body is read.
+func TestSlowLoginBodiesHoldNoSlot(t *testing.T) {
+	st := storetest.NewSQLite(t)
+	newFixture(t, st) // its users
+	cfg := server.DefaultConfig()
+	s := server.New(cfg, st, &graph.Resolver{Store: st}, discardLogger())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	addr := ln.Addr().String()
+
+	slow := cfg.MaxLogins + 6
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(quit); wg.Wait(); stop(); <-done })
+	for i := range slow {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		fmt.Fprintf(c, "POST /api/login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			for {
+				select {
+				case <-quit:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				if _, err := c.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	// Every slow request is being served by now (their headers are whole).
+	time.Sleep(500 * time.Millisecond)
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Post("http://"+addr+"/api/login", "application/json",
+		strings.NewReader(`{"username":"admin","password":"admin-password"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("sign-in while %d clients trickle login bodies: %d %s", slow, res.StatusCode, body)
+	}
 }
 
 // TestBcryptNeverBlocksAPIKeys: with every bcrypt slot taken (as by a
@@ -254,4 +378,34 @@ func TestBcryptNeverBlocksAPIKeys(t *testing.T) {
 			t.Errorf("login after: %d %s", r.status, r.body)
 		}
 	})
+}
+
+// TestWebsocketOutlivesRequestBounds: a real websocket on /graphql keeps
+// working long after the request timeout and the per-write deadline, which
+// every other request is held to (TestUpgradeHeadersExemptNothing).
+func TestWebsocketOutlivesRequestBounds(t *testing.T) {
+	st := storetest.NewSQLite(t)
+	f := newFixture(t, st, func(c *server.Config) {
+		c.RequestTimeout, c.WriteIdleTimeout = 100*time.Millisecond, 100*time.Millisecond
+	})
+	c := f.dialWS(nil)
+	c.init(map[string]any{"username": "admin", "apiKey": adminKey})
+	time.Sleep(time.Second)
+	c.subscribe("1", `subscription { feedStatusChanged { id } }`)
+	c.send(map[string]string{"type": "ping"})
+	if err := c.conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var m wsMessage
+		if err := c.conn.ReadJSON(&m); err != nil {
+			t.Fatalf("the websocket, ten request timeouts after it opened: %v", err)
+		}
+		if m.Type == "pong" {
+			return
+		}
+		if m.Type == "error" {
+			t.Fatalf("subscribe after ten request timeouts: %s", m.Payload)
+		}
+	}
 }

@@ -2,7 +2,9 @@ package server
 
 import (
 	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -58,6 +60,68 @@ func (p originPolicy) ownOrigin(r *http.Request, origin string) bool {
 	}
 	host := strings.ToLower(u.Host)
 	return host == strings.ToLower(r.Host) || p.allowed[host]
+}
+
+// hostPolicy tells the host names the server serves, against DNS
+// rebinding: a page of the attacker's, whose name they then point at this
+// server, makes the browser send the cookie this server set with the
+// attacker's name as Host and Origin, so the origin checks above pass.
+// The name is what gives it away. IP addresses and localhost are always
+// served (no name to rebind: an attacker's page cannot make the browser
+// send them), and so are the hosts of --allowed-origins and
+// --allowed-hosts; ports are not compared.
+type hostPolicy struct {
+	names map[string]bool
+}
+
+func newHostPolicy(origins, hosts []string) hostPolicy {
+	p := hostPolicy{names: map[string]bool{"localhost": true}}
+	for _, o := range origins {
+		if u, err := url.Parse(strings.TrimSpace(o)); err == nil && u.Host != "" {
+			p.names[hostName(u.Host)] = true
+		}
+	}
+	for _, h := range hosts {
+		if h = hostName(strings.TrimSpace(h)); h != "" {
+			p.names[h] = true
+		}
+	}
+	return p
+}
+
+// hostName is host[:port] without its port, in lower case and without a
+// final dot: the form names are compared in.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+}
+
+// serves reports whether host (a Host header) names this server.
+func (p hostPolicy) serves(host string) bool {
+	name := hostName(host)
+	if _, err := netip.ParseAddr(name); err == nil {
+		return true
+	}
+	return name != "" && p.names[name]
+}
+
+// requireServedHost refuses, with 403, a request riding the session cookie
+// (no basic auth) whose Host is not one the server serves; a browser
+// following a rebound name sends such requests, API clients send basic
+// auth. A login under such a name is let through: the cookie it sets is
+// refused with its first use.
+func (s *Server) requireServedHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _, basic := r.BasicAuth()
+		if !basic && hasSessionCookie(r) && !s.hosts.serves(r.Host) {
+			writeError(w, http.StatusForbidden, "unknown_host", "host "+quoteHeader(r.Host)+
+				" is not served here; the dashboard's address must be an IP address, localhost, or one of --allowed-hosts")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // websocketOrigin accepts websocket clients without an Origin (not

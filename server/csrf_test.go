@@ -263,3 +263,70 @@ func TestDatabaseDown(t *testing.T) {
 		}
 	})
 }
+
+// TestCookieRequestsNeedAServedHost: a request riding the session cookie
+// must name, in Host, a host this server serves: DNS rebinding points a
+// name of the attacker's at the server, and the browser then sends the
+// cookie the server set with that name as Host (and Origin). IP addresses,
+// localhost, the hosts of --allowed-origins and --allowed-hosts are
+// served; API clients with basic auth are not concerned.
+func TestCookieRequestsNeedAServedHost(t *testing.T) {
+	st := storetest.NewSQLite(t)
+	f := newFixture(t, st, func(c *server.Config) {
+		c.AllowedOrigins = []string{"https://tifeeds.example.com"}
+		c.AllowedHosts = []string{"intranet.example.org", "Ops.Example.Org."}
+	})
+	cookie := f.adminSession()
+	_, port, _ := strings.Cut(strings.TrimPrefix(f.srv.URL, "http://"), ":")
+	withCookie := func(host string, extra map[string]string) map[string]string {
+		h := map[string]string{"Cookie": cookie.Name + "=" + cookie.Value, "Host": host}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return h
+	}
+	query := `{"query":"{ me { username } }"}`
+	for host, served := range map[string]bool{
+		"127.0.0.1:" + port:            true,
+		"localhost:" + port:            true,
+		"[::1]:" + port:                true,
+		"LOCALHOST":                    true,
+		"tifeeds.example.com":          true,
+		"intranet.example.org:8443":    true,
+		"ops.example.org":              true,
+		"rebind.evil.example:" + port:  false,
+		"evil.example":                 false,
+		"127.0.0.1.evil.example":       false,
+		"tifeeds.example.com.evil.org": false,
+	} {
+		// The page the browser shows is on that host: it is the origin too.
+		own := map[string]string{"Origin": "http://" + host}
+		checks := []response{
+			f.do("GET", "/api/export/feeds.csv", "", "", "", withCookie(host, nil)),
+			f.do("POST", "/graphql", "", "", query, withCookie(host, own)),
+			f.do("GET", "/connect/api/v1/tenants", "", "", "", withCookie(host, nil)),
+		}
+		for i, r := range checks {
+			switch {
+			case served && r.status != http.StatusOK:
+				t.Errorf("Host %s, request %d: %d %s, want 200", host, i, r.status, r.body)
+			case !served && (r.status != http.StatusForbidden || errorCode(t, r.body) != "unknown_host"):
+				t.Errorf("Host %s, request %d: %d %s, want 403 unknown_host", host, i, r.status, r.body)
+			}
+		}
+		if r := f.do("GET", "/api/export/feeds.csv", "admin", adminKey, "", map[string]string{"Host": host}); r.status != 200 {
+			t.Errorf("Host %s with basic auth: %d %s", host, r.status, r.body)
+		}
+	}
+	// The dashboard's websocket rides the cookie too.
+	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
+	url := "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/graphql"
+	c, res, err := d.Dial(url, http.Header{"Cookie": {cookie.Name + "=" + cookie.Value},
+		"Host": {"rebind.evil.example:" + port}, "Origin": {"http://rebind.evil.example:" + port}})
+	if err == nil || res == nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("websocket with the cookie from a rebound name: %v %v", res, err)
+	}
+	if c != nil {
+		c.Close()
+	}
+}

@@ -13,8 +13,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
@@ -83,6 +81,15 @@ type Config struct {
 	// TAXII discovery's API roots; empty: those links are relative. The
 	// request's Host header is never used: anyone can forge it.
 	PublicURL string
+
+	// AllowedHosts are further host names (Host header, port ignored) that
+	// requests riding the session cookie may name; IP addresses, localhost
+	// and the hosts of AllowedOrigins are always allowed. Other names are
+	// refused, against DNS rebinding.
+	AllowedHosts []string
+	// MetricsToken, when set, is the bearer token /metrics requires;
+	// empty leaves /metrics open to whoever reaches the port.
+	MetricsToken string
 }
 
 // DefaultConfig returns the defaults of `tifeeds serve`.
@@ -116,6 +123,7 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics
 	origins  originPolicy
+	hosts    hostPolicy
 	handler  http.Handler
 	logins   *loginGuard
 	sockets  sockets
@@ -126,7 +134,7 @@ type Server struct {
 // New builds the server and its routes.
 func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics(), logins: newLoginGuard(cfg.Login),
-		origins: newOriginPolicy(cfg.AllowedOrigins)}
+		origins: newOriginPolicy(cfg.AllowedOrigins), hosts: newHostPolicy(cfg.AllowedOrigins, cfg.AllowedHosts)}
 	if s.cfg.SocketRecheck <= 0 {
 		s.cfg.SocketRecheck = DefaultSocketRecheck
 	}
@@ -176,7 +184,7 @@ func (s *Server) routes() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", spaHandler())
-	h := s.observe(s.recoverPanics(securityHeaders(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(mux)))))))
+	h := s.observe(s.recoverPanics(securityHeaders(s.requireServedHost(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(mux))))))))
 	if wrapForTests != nil {
 		h = wrapForTests(h)
 	}
@@ -187,10 +195,6 @@ func (s *Server) routes() http.Handler {
 // wraps the root handler of every server New builds: there the tests check
 // each REST exchange against the OpenAPI document.
 var wrapForTests func(http.Handler) http.Handler
-
-func (s *Server) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})
-}
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

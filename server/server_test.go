@@ -89,6 +89,9 @@ func (f *fixture) do(method, path, user, key, body string, header map[string]str
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	if h, ok := header["Host"]; ok {
+		req.Host = h // the client sends req.Host, never a Host header
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		f.t.Fatal(err)

@@ -20,14 +20,23 @@ import (
 
 // LoginLimits throttle password logins and bound their bcrypt work.
 type LoginLimits struct {
-	// MaxFailuresPerUser and MaxFailuresPerAddr failed logins within
-	// Window lock that user name, or that client address, out until the
-	// window ends (429 with Retry-After).
-	MaxFailuresPerUser int
+	// MaxFailuresPerUserAddr failed logins of one user name from one client
+	// address within Window lock that name out for that address until the
+	// window ends (429 with Retry-After); from other addresses the name
+	// still gets in, so nobody can keep a user out by failing on purpose.
+	MaxFailuresPerUserAddr int
+	// MaxFailuresPerAddr failed logins from one address, whatever the
+	// names, lock that address out.
 	MaxFailuresPerAddr int
+	// MaxFailuresPerUser failed logins of one name, whatever the
+	// addresses, lock that name out everywhere: a ceiling against guessing
+	// spread over many addresses, high enough that reaching it takes many
+	// addresses (MaxFailuresPerUser / MaxFailuresPerUserAddr at least).
+	MaxFailuresPerUser int
 	Window             time.Duration
-	// MaxTracked bounds the names and addresses remembered; past it, new
-	// names are not tracked (addresses still are, up to twice as many).
+	// MaxTracked bounds the names and the (name, address) pairs
+	// remembered; past it, new ones are not tracked (addresses still are,
+	// up to twice as many).
 	MaxTracked int
 	// Hashing is how many bcrypt comparisons may run at once, so logins can
 	// never take every core from API requests; HashQueue is how many more
@@ -39,12 +48,13 @@ type LoginLimits struct {
 // DefaultLoginLimits: half the cores for bcrypt (one on two cores).
 func DefaultLoginLimits() LoginLimits {
 	return LoginLimits{
-		MaxFailuresPerUser: 5,
-		MaxFailuresPerAddr: 20,
-		Window:             15 * time.Minute,
-		MaxTracked:         100_000,
-		Hashing:            max(1, runtime.NumCPU()/2),
-		HashQueue:          32,
+		MaxFailuresPerUserAddr: 5,
+		MaxFailuresPerAddr:     20,
+		MaxFailuresPerUser:     100,
+		Window:                 15 * time.Minute,
+		MaxTracked:             100_000,
+		Hashing:                max(1, runtime.NumCPU()/2),
+		HashQueue:              32,
 	}
 }
 
@@ -53,13 +63,16 @@ type loginGuard struct {
 	limits  LoginLimits
 	hashing chan struct{}
 	waiting atomic.Int64
-	// inFlight counts login requests being served, body reading included.
+	// inFlight counts logins past reading their body.
 	inFlight atomic.Int64
 
 	mu    sync.Mutex
+	pairs map[userAddr]*failures
 	users map[string]*failures
 	addrs map[string]*failures
 }
+
+type userAddr struct{ user, addr string }
 
 type failures struct {
 	count int
@@ -68,33 +81,65 @@ type failures struct {
 
 func newLoginGuard(l LoginLimits) *loginGuard {
 	return &loginGuard{limits: l, hashing: make(chan struct{}, max(1, l.Hashing)),
-		users: map[string]*failures{}, addrs: map[string]*failures{}}
+		pairs: map[userAddr]*failures{}, users: map[string]*failures{}, addrs: map[string]*failures{}}
 }
 
-// retryAfter says how long the name or the address is locked out; zero
-// when neither is.
-func (g *loginGuard) retryAfter(user, addr string, now time.Time) time.Duration {
+// loginAttempt is an attempt reserved against the throttle: counted as a
+// failure until cancel or succeeded says otherwise.
+type loginAttempt struct {
+	g       *loginGuard
+	user    string
+	addr    string
+	counted []countedIn
+	done    bool
+}
+
+// countedIn is a window an attempt was counted in.
+type countedIn struct {
+	f     *failures
+	until time.Time
+}
+
+// reserve counts an attempt of user from addr as a failure before its
+// password is checked, in the same critical section as the check of the
+// limits: concurrent guesses cannot all pass the check before any is
+// counted. It returns how long the attempt must wait instead when the
+// name, the address or the pair is locked out.
+func (g *loginGuard) reserve(user, addr string, now time.Time) (*loginAttempt, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var wait time.Duration
-	if f := g.users[user]; f != nil && f.count >= g.limits.MaxFailuresPerUser && now.Before(f.until) {
-		wait = f.until.Sub(now)
+	pair, byUser, byAddr := g.pairs[userAddr{user, addr}], g.users[user], g.addrs[addr]
+	wait := max(lockedFor(pair, g.limits.MaxFailuresPerUserAddr, now),
+		lockedFor(byUser, g.limits.MaxFailuresPerUser, now),
+		lockedFor(byAddr, g.limits.MaxFailuresPerAddr, now))
+	if wait > 0 {
+		return nil, wait
 	}
-	if f := g.addrs[addr]; f != nil && f.count >= g.limits.MaxFailuresPerAddr && now.Before(f.until) {
-		wait = max(wait, f.until.Sub(now))
+	a := &loginAttempt{g: g, user: user, addr: addr}
+	for _, f := range []*failures{
+		count(g.pairs, userAddr{user, addr}, g.limits.MaxTracked, g.limits.Window, now),
+		count(g.users, user, g.limits.MaxTracked, g.limits.Window, now),
+		count(g.addrs, addr, 2*g.limits.MaxTracked, g.limits.Window, now),
+	} {
+		if f != nil {
+			a.counted = append(a.counted, countedIn{f, f.until})
+		}
 	}
-	return wait
+	return a, 0
 }
 
-// failed records a failed login of user from addr.
-func (g *loginGuard) failed(user, addr string, now time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.count(g.users, user, g.limits.MaxTracked, now)
-	g.count(g.addrs, addr, 2*g.limits.MaxTracked, now)
+// lockedFor is how long f's window still runs once it holds limit
+// failures; zero when it does not.
+func lockedFor(f *failures, limit int, now time.Time) time.Duration {
+	if f == nil || f.count < limit || !now.Before(f.until) {
+		return 0
+	}
+	return f.until.Sub(now)
 }
 
-func (g *loginGuard) count(m map[string]*failures, key string, limit int, now time.Time) {
+// count adds a failure to key's window, opening one if needed, and returns
+// it; nil when the map is full of live windows.
+func count[K comparable](m map[K]*failures, key K, limit int, window time.Duration, now time.Time) *failures {
 	f := m[key]
 	if f == nil {
 		if len(m) >= limit {
@@ -104,24 +149,49 @@ func (g *loginGuard) count(m map[string]*failures, key string, limit int, now ti
 				}
 			}
 			if len(m) >= limit {
-				return
+				return nil
 			}
 		}
 		f = &failures{}
 		m[key] = f
 	}
 	if !now.Before(f.until) {
-		f.count, f.until = 0, now.Add(g.limits.Window)
+		f.count, f.until = 0, now.Add(window)
 	}
 	f.count++
+	return f
 }
 
-// succeeded forgets the name's failures; the address's stay, so one good
-// account does not reset a guessing client.
-func (g *loginGuard) succeeded(user string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.users, user)
+// cancel takes back the attempt's reservation: its password was never
+// found wrong (busy, the database failed).
+func (a *loginAttempt) cancel() {
+	a.g.mu.Lock()
+	defer a.g.mu.Unlock()
+	a.uncount()
+}
+
+func (a *loginAttempt) uncount() {
+	if a.done {
+		return
+	}
+	a.done = true
+	for _, c := range a.counted {
+		// A window that ended since is a fresh count, not ours to lower.
+		if c.f.until.Equal(c.until) {
+			c.f.count = max(0, c.f.count-1)
+		}
+	}
+}
+
+// succeeded takes back the reservation and forgets the pair's failures,
+// so a user who mistyped starts over; the name's and the address's other
+// failures stay, so one good login does not reset a guessing client or a
+// guessing spread over many.
+func (a *loginAttempt) succeeded() {
+	a.g.mu.Lock()
+	defer a.g.mu.Unlock()
+	a.uncount()
+	delete(a.g.pairs, userAddr{a.user, a.addr})
 }
 
 // acquireHashing waits for a bcrypt slot. It fails at once when the queue
@@ -212,28 +282,32 @@ func (s *Server) checkLogin(w http.ResponseWriter, r *http.Request, req loginReq
 		}
 	}
 	addr := clientAddr(r, s.cfg.TrustedProxies)
-	if wait := s.logins.retryAfter(req.Username, addr, time.Now()); wait > 0 {
+	attempt, wait := s.logins.reserve(req.Username, addr, time.Now())
+	if wait > 0 {
 		retryAfterHeader(w, wait)
 		writeError(w, http.StatusTooManyRequests, "too_many_logins", "too many failed logins; retry later")
 		return nil, false
 	}
 	release, ok := s.logins.acquireHashing(r.Context())
 	if !ok {
+		attempt.cancel()
 		retryAfterHeader(w, time.Second)
 		writeError(w, http.StatusServiceUnavailable, "busy", "too many logins in progress; retry shortly")
 		return nil, false
 	}
+	s.metrics.passwordChecks.Inc()
 	u, err := s.store.CheckPassword(r.Context(), req.Username, req.Password)
 	release()
 	switch {
 	case errors.Is(err, store.ErrBadCredentials):
-		s.logins.failed(req.Username, addr, time.Now())
+		// The reservation stands as the failure.
 		writeError(w, http.StatusUnauthorized, "unauthenticated", "wrong username or password")
 		return nil, false
 	case err != nil:
+		attempt.cancel()
 		writeErr(w, r, err)
 		return nil, false
 	}
-	s.logins.succeeded(req.Username)
+	attempt.succeeded()
 	return u, true
 }

@@ -59,6 +59,7 @@ func TestServe(t *testing.T) {
 			t.Setenv("TIFEEDS_ADMIN_PASSWORD", "")
 			t.Setenv("TIFEEDS_ADMIN_API_KEY", "")
 			t.Setenv("TIFEEDS_LOG_FORMAT", "json")
+			t.Setenv("TIFEEDS_METRICS_TOKEN", "metrics-token-0123456789")
 			// The built-in feeds run at start: never against the real vendors.
 			t.Setenv("TIFEEDS_FEED_MIRROR", vendortest.New(t).URL)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -92,6 +93,21 @@ func TestServe(t *testing.T) {
 			res.Body.Close()
 			if res.StatusCode != 200 {
 				t.Errorf("admin me: %d", res.StatusCode)
+			}
+
+			for token, want := range map[string]int{"": 401, "metrics-token-0123456789": 200} {
+				req, _ := http.NewRequest("GET", base+"/metrics", nil)
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				if res.StatusCode != want {
+					t.Errorf("/metrics with TIFEEDS_METRICS_TOKEN set, token %q: %d, want %d", token, res.StatusCode, want)
+				}
 			}
 
 			cancel()
@@ -137,6 +153,7 @@ func TestFlagValidation(t *testing.T) {
 		"cert without key": {"--tls-cert", "c.pem"},
 		"stray argument":   {"extra"},
 		"bad feed mirror":  {"--feed-mirror", "ftp://mirror.example.com"},
+		"bad allowed host": {"--allowed-hosts", "https://tifeeds.example.com/"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

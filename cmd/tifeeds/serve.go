@@ -84,6 +84,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"comma-separated origins (https://host[:port]) the dashboard is reached at, when a reverse proxy rewrites Host (TIFEEDS_ALLOWED_ORIGINS)")
 	fs.StringVar(&cfg.PublicURL, "public-url", envDefault("TIFEEDS_PUBLIC_URL", ""),
 		"URL clients reach tifeeds at (https://host[:port][/prefix]), for the links it hands out such as TAXII discovery's API root; empty: relative links (TIFEEDS_PUBLIC_URL)")
+	allowedHosts := fs.String("allowed-hosts", envDefault("TIFEEDS_ALLOWED_HOSTS", ""),
+		"comma-separated host names the dashboard is reached at besides IP addresses, localhost and the hosts of --allowed-origins and --public-url; "+
+			"requests with the session cookie naming another Host are refused (TIFEEDS_ALLOWED_HOSTS)")
+	// No default shown: --help would print the token.
+	metricsToken := fs.String("metrics-token", "",
+		"bearer token /metrics requires; unset, /metrics is open to whoever reaches the port (TIFEEDS_METRICS_TOKEN)")
 	mirror := fs.String("feed-mirror", envDefault("TIFEEDS_FEED_MIRROR", ""),
 		"send every request of the built-in feeds and premium vendor clients to <URL>/<host><path>?<query>, for an egress mirror or tests (TIFEEDS_FEED_MIRROR)")
 	writeRate := fs.Float64("risk-list-rate", envFloat("TIFEEDS_RISK_LIST_RATE", ingest.DefaultWriteRate),
@@ -102,6 +108,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			*v = envDefault(k.Env, "")
 		}
 	}
+	if !flagSet(fs, "metrics-token") {
+		*metricsToken = envDefault("TIFEEDS_METRICS_TOKEN", "")
+	}
+	cfg.MetricsToken = strings.TrimSpace(*metricsToken)
 	keys := ingest.BuiltinKeys{OTX: *keyFlags[builtin.OTXKey], AbuseCH: *keyFlags[builtin.AbuseCHKey],
 		PhishTank: *keyFlags[builtin.PhishTankKey], ETReputation: *keyFlags[builtin.ETReputationKey]}
 	if fs.NArg() > 0 {
@@ -137,6 +147,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 			return fmt.Errorf("--public-url: %q is not a URL like https://tifeeds.example.com", cfg.PublicURL)
 		}
+		// Clients reach the server by that name: its cookie requests are ours.
+		cfg.AllowedHosts = append(cfg.AllowedHosts, u.Hostname())
+	}
+	for _, h := range strings.Split(*allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, "/@ ") {
+			return fmt.Errorf("--allowed-hosts: %q is not a host name like tifeeds.example.com", h)
+		}
+		cfg.AllowedHosts = append(cfg.AllowedHosts, h)
 	}
 	vendorClient, err := egress.NewVendorClient(egress.Options{AllowPrivate: *allowPrivate}, *mirror)
 	if err != nil {
