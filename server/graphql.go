@@ -49,7 +49,12 @@ func (s *Server) graphqlHandler() http.Handler {
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if websocketUpgrade(r) {
-			if u, cred, err := s.authenticateCredential(r); err == nil {
+			// The socket lives on, but its credential check is a request's
+			// work and gets a request's deadline.
+			ctx, cancel := s.workContext(r.Context())
+			u, cred, err := s.authenticateCredential(r.WithContext(ctx))
+			cancel()
+			if err == nil {
 				r = r.WithContext(withCredential(auth.WithUser(r.Context(), u), cred))
 			}
 			srv.ServeHTTP(w, r)
@@ -73,6 +78,15 @@ func (s *Server) graphqlHandler() http.Handler {
 		ctx := graph.WithLoaders(auth.WithUser(r.Context(), u), s.store)
 		srv.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// workContext bounds work done for a long-lived socket (its credential
+// checks) as boundRequest bounds a request's.
+func (s *Server) workContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.RequestTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.cfg.RequestTimeout)
 }
 
 func websocketUpgrade(r *http.Request) bool {
@@ -101,7 +115,9 @@ func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayloa
 				return refused, nil, errors.New("connection_init: authorization must be HTTP basic username:api_key")
 			}
 		}
-		u, cred, err := s.store.AuthenticateAPIKey(ctx, username, apiKey)
+		checkCtx, cancel := s.workContext(ctx)
+		u, cred, err := s.store.AuthenticateAPIKey(checkCtx, username, apiKey)
+		cancel()
 		if err != nil {
 			return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 		}

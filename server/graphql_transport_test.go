@@ -2,10 +2,13 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
@@ -81,4 +84,57 @@ func TestSubscriptionOverPOSTIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWebsocketCredentialChecksHaveTheRequestDeadline: a socket lives on,
+// but checking its credential is a request's work. With the database held,
+// the upgrade's basic auth and connection_init's key are given up at the
+// request timeout (the socket is refused with 4403) instead of waiting for
+// as long as the database is held.
+func TestWebsocketCredentialChecksHaveTheRequestDeadline(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f, _ := boundedServer(t, st, func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond })
+		ctx := context.Background()
+		conn, err := st.DB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Dialect == store.Postgres {
+			if _, err := conn.ExecContext(ctx, "BEGIN; LOCK TABLE api_keys, sessions, users IN ACCESS EXCLUSIVE MODE"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Released after the test's bound, so that a failing run ends.
+		released := time.AfterFunc(20*time.Second, func() {
+			if st.Dialect == store.Postgres {
+				conn.ExecContext(ctx, "ROLLBACK")
+			}
+			conn.Close()
+		})
+		defer func() {
+			if released.Stop() {
+				if st.Dialect == store.Postgres {
+					conn.ExecContext(ctx, "ROLLBACK")
+				}
+				conn.Close()
+			}
+		}()
+
+		start := time.Now()
+		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 15 * time.Second}
+		ws, res, err := d.Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+"/graphql",
+			http.Header{"Authorization": {basicHeader("admin", adminKey)}})
+		if err != nil {
+			t.Fatalf("upgrade while the database is held: %v (%v) after %v", err, res, time.Since(start))
+		}
+		defer ws.Close()
+		ws.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"username": "admin", "apiKey": adminKey}})
+		ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+		var m map[string]any
+		err = ws.ReadJSON(&m)
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != 4403 {
+			t.Fatalf("connection_init while the database is held: %v %v after %v, want the socket closed with 4403", m, err, time.Since(start))
+		}
+	})
 }

@@ -216,7 +216,9 @@ func (s *Server) checkSocketOperation(ctx context.Context, next graphql.Operatio
 }
 
 func (s *Server) checkedSocketOperation(ctx context.Context, sock *socket, next graphql.OperationHandler) graphql.ResponseHandler {
-	u, err := s.store.CheckCredential(ctx, sock.cred)
+	checkCtx, cancel := s.workContext(ctx) // a subscription's ctx has no deadline
+	u, err := s.store.CheckCredential(checkCtx, sock.cred)
+	cancel()
 	if err == nil {
 		return next(auth.WithUser(ctx, u))
 	}
