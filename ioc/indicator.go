@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Kind is the type of an indicator's value.
@@ -55,6 +56,25 @@ type Indicator struct {
 // RuleValue is the value of the Rule indicator for an IDS signature: one
 // indicator per signature id, whatever its revision.
 func RuleValue(sid int64) string { return "sid:" + strconv.FormatInt(sid, 10) }
+
+// ruleActions are the actions of a Suricata rule other than alert: each
+// lets traffic through or stops it, rather than only raising an alert.
+var ruleActions = map[string]bool{
+	"pass": true, "drop": true, "reject": true, "rejectsrc": true, "rejectdst": true, "rejectboth": true,
+}
+
+// AlertOnly returns the rule with alert for its action: what every export
+// hands out for a feed the operator has not allowed its actions, which
+// then does not decide what passes or is dropped, nor keeps an alert
+// quiet (docs/decisions.md, "Who owns a Suricata sid").
+func AlertOnly(rule string) string {
+	end := strings.IndexFunc(rule, unicode.IsSpace)
+	if end < 0 || !ruleActions[rule[:end]] {
+		return rule
+	}
+	// One space after it: suricata-update reads no other separator there.
+	return "alert " + strings.TrimLeftFunc(rule[end:], unicode.IsSpace)
+}
 
 // Sink receives what a source reads. The runner implements it; sources never
 // touch the store.

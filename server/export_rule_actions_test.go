@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -71,6 +72,38 @@ func TestExportRuleActions(t *testing.T) {
 			t.Errorf("actions %v, want %v", got, want)
 		}
 		etag, modified := r.header.Get("ETag"), r.header.Get("Last-Modified")
+
+		// The STIX export and the TAXII server hand the same rules out.
+		patternActions := func(body []byte, objectsKey string) map[string]string {
+			t.Helper()
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(body, &doc); err != nil {
+				t.Fatalf("%v: %s", err, body)
+			}
+			var objects []struct {
+				Pattern     string `json:"pattern"`
+				PatternType string `json:"pattern_type"`
+			}
+			if err := json.Unmarshal(doc[objectsKey], &objects); err != nil {
+				t.Fatalf("objects: %v", err)
+			}
+			out := map[string]string{}
+			for _, o := range objects {
+				if o.PatternType == "suricata" {
+					out[between(o.Pattern, "sid:", ";")] = strings.Fields(o.Pattern)[0]
+				}
+			}
+			return out
+		}
+		stixExport := f.do("GET", "/api/export/iocs.stix.json", "admin", adminKey, "", nil)
+		if got := patternActions(stixExport.body, "objects"); !mapsEqual(got, want) {
+			t.Errorf("STIX export: actions %v, want %v", got, want)
+		}
+		root, cols := collectionsOf(f)
+		objects := f.taxii(root+"collections/"+cols["tifeeds: Suricata rule indicators"]+"/objects/", "admin", adminKey)
+		if got := patternActions(objects.body, "objects"); !mapsEqual(got, want) {
+			t.Errorf("TAXII server: actions %v, want %v", got, want)
+		}
 
 		time.Sleep(1100 * time.Millisecond) // Last-Modified counts seconds
 		disallow := false

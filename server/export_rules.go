@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -36,21 +35,10 @@ func (s *Server) exportRules(w http.ResponseWriter, r *http.Request) {
 		out.Flush()
 		return
 	}
-	actions, err := s.store.RuleActions(r.Context())
+	allowed, key, err := s.ruleActionPolicy(r, "rules.rules")
 	if err != nil {
 		writeErr(w, r, err)
 		return
-	}
-	allowed := make(map[int64]bool, len(actions.Allowed))
-	for _, id := range actions.Allowed {
-		allowed[id] = true
-	}
-	// The same rules read otherwise once an allowance changes, while iocs,
-	// which the validators follow, may not: the ETag names the allowed
-	// feeds, and a copy older than a feed's update is not current.
-	key := fmt.Sprintf("rules.rules;actions of %v", actions.Allowed)
-	if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && actions.FeedUpdated.Truncate(time.Second).After(ims) {
-		r.Header.Del("If-Modified-Since")
 	}
 	var text sql.NullString
 	var owner sql.NullInt64
@@ -69,28 +57,30 @@ func (s *Server) exportRules(w http.ResponseWriter, r *http.Request) {
 		// A rule stored without its text has nothing to export.
 		line := ruleLine(text.String)
 		if !allowed[owner.Int64] {
-			line = alertOnly(line)
+			line = ioc.AlertOnly(line)
 		}
 		return out.WriteRule(line)
 	})
 }
 
-// ruleActions are the actions of a Suricata rule other than alert: each
-// lets traffic through or stops it, rather than only raising an alert.
-var ruleActions = map[string]bool{
-	"pass": true, "drop": true, "reject": true, "rejectsrc": true, "rejectdst": true, "rejectboth": true,
-}
-
-// alertOnly returns the rule with alert for its action: a feed the
-// operator has not allowed its actions does not decide what passes or is
-// dropped, nor keeps an alert quiet.
-func alertOnly(rule string) string {
-	end := strings.IndexFunc(rule, unicode.IsSpace)
-	if end < 0 || !ruleActions[rule[:end]] {
-		return rule
+// ruleActionPolicy reads which feeds keep their rules' actions, for an
+// export that hands out rules. The same rules read otherwise once an
+// allowance changes, while iocs, which the validators follow, may not: the
+// returned validator key names the allowed feeds, and a copy older than a
+// feed's update is not current.
+func (s *Server) ruleActionPolicy(r *http.Request, key string) (allowed map[int64]bool, validatorKey string, err error) {
+	actions, err := s.store.RuleActions(r.Context())
+	if err != nil {
+		return nil, "", err
 	}
-	// One space after it: suricata-update reads no other separator there.
-	return "alert " + strings.TrimLeftFunc(rule[end:], unicode.IsSpace)
+	allowed = make(map[int64]bool, len(actions.Allowed))
+	for _, id := range actions.Allowed {
+		allowed[id] = true
+	}
+	if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && actions.FeedUpdated.Truncate(time.Second).After(ims) {
+		r.Header.Del("If-Modified-Since")
+	}
+	return allowed, fmt.Sprintf("%s;actions of %v", key, actions.Allowed), nil
 }
 
 // rulesExport writes a Suricata rules file: a comment header, then one rule

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/stix"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -24,18 +25,29 @@ func (s *Server) exportSTIX(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, err)
 		return
 	}
+	allowed, key, err := s.ruleActionPolicy(r, "iocs.stix.json")
+	if err != nil {
+		writeErr(w, r, err)
+		return
+	}
 	var (
 		changedAt int64
 		text      sql.NullString
+		owner     sql.NullInt64
 	)
 	cols := store.StreamColumns{
 		Extra: []string{"iocs.changed_at",
-			"CASE WHEN iocs.type = 'rule' THEN (SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id) END"},
-		ExtraDest: func(*store.IoCRow) []any { return []any{&changedAt, &text} },
+			"CASE WHEN iocs.type = 'rule' THEN (SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id) END",
+			"CASE WHEN iocs.type = 'rule' THEN (SELECT t.feed_id FROM ioc_texts t WHERE t.ioc_id = iocs.id) END"},
+		ExtraDest: func(*store.IoCRow) []any { return []any{&changedAt, &text, &owner} },
 	}
 	out := &stixExport{w: w, filename: exportFilename("iocs", "stix.json"), identity: identity}
-	streamIoCExport(s, w, r, "iocs.stix.json", exp, cols, out, func(out *stixExport, row *store.IoCRow) error {
-		return out.bundle.Write(stix.NewIndicator(stix.IoC{Kind: row.Type, Value: row.Value, Text: text.String,
+	streamIoCExport(s, w, r, key, exp, cols, out, func(out *stixExport, row *store.IoCRow) error {
+		rule := text.String
+		if rule != "" && !allowed[owner.Int64] {
+			rule = ioc.AlertOnly(rule)
+		}
+		return out.bundle.Write(stix.NewIndicator(stix.IoC{Kind: row.Type, Value: row.Value, Text: rule,
 			Score: row.Score, Tags: row.Tags, FirstSeen: row.FirstSeen, ExpiresAt: row.ExpiresAt,
 			ChangedAt: time.UnixMicro(changedAt)}, identity.ID))
 	})

@@ -90,6 +90,10 @@ type IoCChange struct {
 	Key ChangeKey
 	// Text is the signature of a Rule IoC, with WithText.
 	Text string
+	// RuleActionsAllowed says the feed owning the rule's text may keep its
+	// action (feeds.allow_rule_actions), with WithText; otherwise what is
+	// handed out says alert (ioc.AlertOnly).
+	RuleActionsAllowed bool
 }
 
 // IoCChanges calls fn with each IoC q selects, in change order, from one
@@ -103,6 +107,7 @@ func (s *Store) IoCChanges(ctx context.Context, q IoCChangesQuery, fn func(*IoCC
 	b.WriteString(`SELECT id, type, value, score, tags, first_seen, last_seen, expires_at, changed_at`)
 	if q.WithText {
 		b.WriteString(`, CASE WHEN type = 'rule' THEN (SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id) END`)
+		b.WriteString(`, CASE WHEN type = 'rule' THEN (SELECT f.allow_rule_actions FROM ioc_texts t JOIN feeds f ON f.id = t.feed_id WHERE t.ioc_id = iocs.id) END`)
 	}
 	// The row-value comparison reads iocs_changed_idx from the key on.
 	b.WriteString(` FROM iocs WHERE (changed_at, id) > (?, ?)`)
@@ -129,11 +134,12 @@ func (s *Store) IoCChanges(ctx context.Context, q IoCChangesQuery, fn func(*IoCC
 		row  IoCChange
 		tags []byte
 		text sql.NullString
+		keep sql.NullBool
 		dest = []any{&row.ID, &row.Type, &row.Value, &row.Score, &tags,
 			&row.FirstSeenMicros, &row.LastSeenMicros, &row.ExpiresAtMicros, &row.Key.At}
 	)
 	if q.WithText {
-		dest = append(dest, &text)
+		dest = append(dest, &text, &keep)
 	}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
@@ -147,7 +153,7 @@ func (s *Store) IoCChanges(ctx context.Context, q IoCChangesQuery, fn func(*IoCC
 			}
 		}
 		row.FirstSeen, row.LastSeen, row.ExpiresAt = row.times()
-		row.Text = text.String
+		row.Text, row.RuleActionsAllowed = text.String, keep.Bool
 		if err := fn(&row); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/stix"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -208,7 +209,11 @@ func (h *Handler) read(ctx context.Context, d collectionDef, org string, f filte
 			if f.perObject() && !f.keep(stix.IndicatorID(c.Type, c.Value), c.Key.At) {
 				return nil
 			}
-			p.objects = append(p.objects, stix.NewIndicator(stix.IoC{Kind: c.Type, Value: c.Value, Text: c.Text,
+			rule := c.Text
+			if rule != "" && !c.RuleActionsAllowed {
+				rule = ioc.AlertOnly(rule)
+			}
+			p.objects = append(p.objects, stix.NewIndicator(stix.IoC{Kind: c.Type, Value: c.Value, Text: rule,
 				Score: c.Score, Tags: append([]string(nil), c.Tags...), FirstSeen: c.FirstSeen, ExpiresAt: c.ExpiresAt,
 				ChangedAt: c.Key.ChangedAt()}, identity))
 			p.keys = append(p.keys, c.Key)
