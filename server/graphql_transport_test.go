@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,22 +33,7 @@ func TestWebsocketOperationsHaveTheRequestDeadline(t *testing.T) {
 		}
 		_, _ = c.read(5 * time.Second) // its complete
 
-		ctx := context.Background()
-		conn, err := st.DB.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Dialect == store.Postgres {
-			if _, err := conn.ExecContext(ctx, "BEGIN; LOCK TABLE iocs IN ACCESS EXCLUSIVE MODE"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		release := func() {
-			if st.Dialect == store.Postgres {
-				conn.ExecContext(ctx, "ROLLBACK")
-			}
-			conn.Close()
-		}
+		release := holdDatabase(t, st, "iocs")
 		c.subscribe("slow", `{ iocs(first: 1) { totalCount } }`)
 		// Generous: the point is that it ends at all, with TIMEOUT; without a
 		// deadline it waits as long as the database is held.
@@ -57,6 +43,32 @@ func TestWebsocketOperationsHaveTheRequestDeadline(t *testing.T) {
 			t.Fatalf("query over the websocket while the database is held: %+v %v, want a TIMEOUT error", m, err)
 		}
 	})
+}
+
+// holdDatabase keeps statements from finishing until release is called
+// (once or more): on SQLite it takes the one connection, on PostgreSQL it
+// locks tables, so that the statements reading them wait.
+func holdDatabase(t *testing.T, st *store.Store, tables ...string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := st.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Dialect == store.Postgres {
+		if _, err := conn.ExecContext(ctx, "BEGIN; LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if st.Dialect == store.Postgres {
+				conn.ExecContext(ctx, "ROLLBACK")
+			}
+			conn.Close()
+		})
+	}
 }
 
 // TestSubscriptionOverPOSTIsRefused: subscriptions need the websocket; over
@@ -94,31 +106,10 @@ func TestSubscriptionOverPOSTIsRefused(t *testing.T) {
 func TestWebsocketCredentialChecksHaveTheRequestDeadline(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		f, _ := boundedServer(t, st, func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond })
-		ctx := context.Background()
-		conn, err := st.DB.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Dialect == store.Postgres {
-			if _, err := conn.ExecContext(ctx, "BEGIN; LOCK TABLE api_keys, sessions, users IN ACCESS EXCLUSIVE MODE"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// Released after the test's bound, so that a failing run ends.
-		released := time.AfterFunc(20*time.Second, func() {
-			if st.Dialect == store.Postgres {
-				conn.ExecContext(ctx, "ROLLBACK")
-			}
-			conn.Close()
-		})
-		defer func() {
-			if released.Stop() {
-				if st.Dialect == store.Postgres {
-					conn.ExecContext(ctx, "ROLLBACK")
-				}
-				conn.Close()
-			}
-		}()
+		release := holdDatabase(t, st, "api_keys", "sessions", "users")
+		// Released after the test's bound too, so that a failing run ends.
+		defer time.AfterFunc(20*time.Second, release).Stop()
+		defer release()
 
 		start := time.Now()
 		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 15 * time.Second}
