@@ -16,16 +16,12 @@ func Detect(raw string) (Kind, string, error) {
 	if v == "" {
 		return "", "", fmt.Errorf("%w: empty value", ErrInvalid)
 	}
-	var kind Kind
+	kind, hash := HashKind(v)
 	switch {
 	case strings.Contains(v, "://"):
 		kind = URL
-	case isHexString(v) && len(v) == 32:
-		kind = MD5
-	case isHexString(v) && len(v) == 40:
-		kind = SHA1
-	case isHexString(v) && len(v) == 64:
-		kind = SHA256
+	case hash && isHexString(v):
+		// kind is the hash's
 	default:
 		if _, err := netip.ParseAddr(v); err == nil {
 			kind = IP

@@ -53,6 +53,21 @@ type Indicator struct {
 	Text string
 }
 
+// HashKind is the kind of hash a value's length says (32, 40 or 64
+// characters: MD5, SHA-1, SHA-256), whatever a feed labels it: feeds put
+// SHA-256 values under MD5 labels. ok is false for any other length.
+func HashKind(v string) (kind Kind, ok bool) {
+	switch len(v) {
+	case 32:
+		return MD5, true
+	case 40:
+		return SHA1, true
+	case 64:
+		return SHA256, true
+	}
+	return "", false
+}
+
 // RuleValue is the value of the Rule indicator for an IDS signature: one
 // indicator per signature id, whatever its revision.
 func RuleValue(sid int64) string { return "sid:" + strconv.FormatInt(sid, 10) }

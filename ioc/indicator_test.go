@@ -104,3 +104,15 @@ func TestFetchErrorSaysItsKindOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestHashKind: a hash's length names its kind, whatever a feed labels it.
+func TestHashKind(t *testing.T) {
+	for v, want := range map[string]Kind{
+		strings.Repeat("a", 32): MD5, strings.Repeat("b", 40): SHA1, strings.Repeat("c", 64): SHA256,
+		strings.Repeat("d", 31): "", strings.Repeat("e", 128): "", "": "",
+	} {
+		if got, ok := HashKind(v); got != want || ok != (want != "") {
+			t.Errorf("HashKind(%d characters) = %q, %v; want %q", len(v), got, ok, want)
+		}
+	}
+}

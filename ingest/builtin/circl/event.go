@@ -211,13 +211,8 @@ func mapType(typ, v string) (kind ioc.Kind, raw, port, reason string) {
 // hashKind is the kind a hash's length says, whatever the type claims;
 // another length keeps the labelled kind, which Normalize then refuses.
 func hashKind(typ, v string) ioc.Kind {
-	switch len(v) {
-	case 32:
-		return ioc.MD5
-	case 40:
-		return ioc.SHA1
-	case 64:
-		return ioc.SHA256
+	if kind, ok := ioc.HashKind(v); ok {
+		return kind
 	}
 	return ioc.Kind(typ)
 }

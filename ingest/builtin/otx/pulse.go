@@ -163,13 +163,8 @@ func mapType(typ, v string) (kind ioc.Kind, raw, port, reason string) {
 // (feeds put SHA256 values under MD5 labels); another length keeps the
 // labelled kind, which Normalize then refuses.
 func hashKind(typ, v string) ioc.Kind {
-	switch len(v) {
-	case 32:
-		return ioc.MD5
-	case 40:
-		return ioc.SHA1
-	case 64:
-		return ioc.SHA256
+	if kind, ok := ioc.HashKind(v); ok {
+		return kind
 	}
 	switch typ {
 	case "FileHash-MD5":

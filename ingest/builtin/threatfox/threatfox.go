@@ -144,7 +144,7 @@ func indicator(t *csvtable.Table, rec []string) (ioc.Indicator, string) {
 		// The value's length names its algorithm: a 32-digit value under
 		// sha256_hash is an MD5, whatever the key says, and is kept as one.
 		var ok bool
-		if kind, ok = hashKind(raw); !ok {
+		if kind, ok = ioc.HashKind(raw); !ok {
 			return ioc.Indicator{}, fmt.Sprintf("%s of %d characters is not an MD5, SHA1 or SHA256", typ, len(raw))
 		}
 	case "":
@@ -192,18 +192,6 @@ func splitHostPort(v string) (host, port string, ok bool) {
 		return "", "", false
 	}
 	return host, port, true
-}
-
-func hashKind(v string) (ioc.Kind, bool) {
-	switch len(v) {
-	case 32:
-		return ioc.MD5, true
-	case 40:
-		return ioc.SHA1, true
-	case 64:
-		return ioc.SHA256, true
-	}
-	return "", false
 }
 
 func (s *Source) conn() abusech.Conn {

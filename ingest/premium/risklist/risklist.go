@@ -432,14 +432,8 @@ func indicator(t *csvtable.Table, rec []string, list string, validUntil time.Tim
 		kind = ioc.URL
 	case "hash":
 		// The hash's length decides, whatever Algorithm says.
-		switch len(name) {
-		case 32:
-			kind = ioc.MD5
-		case 40:
-			kind = ioc.SHA1
-		case 64:
-			kind = ioc.SHA256
-		default:
+		var ok bool
+		if kind, ok = ioc.HashKind(name); !ok {
 			algo := t.Get(rec, "algorithm")
 			if algo == "" {
 				algo = strconv.Itoa(len(name)) + "-character"

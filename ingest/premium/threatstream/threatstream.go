@@ -284,13 +284,8 @@ func kindOf(o *object) (ioc.Kind, string) {
 			return ioc.SHA256, ""
 		case "":
 			// No subtype: the length tells.
-			switch len(strings.TrimSpace(o.Value)) {
-			case 32:
-				return ioc.MD5, ""
-			case 40:
-				return ioc.SHA1, ""
-			case 64:
-				return ioc.SHA256, ""
+			if kind, ok := ioc.HashKind(strings.TrimSpace(o.Value)); ok {
+				return kind, ""
 			}
 			return "", fmt.Sprintf("skipped: hash %q is not an MD5, SHA1 or SHA256", truncate(o.Value))
 		}
