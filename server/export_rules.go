@@ -35,17 +35,16 @@ func (s *Server) exportRules(w http.ResponseWriter, r *http.Request) {
 		out.Flush()
 		return
 	}
-	allowed, key, err := s.ruleActionPolicy(r, "rules.rules")
+	key, err := s.ruleActionsValidator(r, "rules.rules")
 	if err != nil {
 		writeErr(w, r, err)
 		return
 	}
 	var text sql.NullString
-	var owner sql.NullInt64
+	var keepAction sql.NullBool
 	cols := store.StreamColumns{
-		Extra: []string{"(SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id)",
-			"(SELECT t.feed_id FROM ioc_texts t WHERE t.ioc_id = iocs.id)"},
-		ExtraDest: func(*store.IoCRow) []any { return []any{&text, &owner} },
+		Extra:     []string{store.RuleTextSQL, store.RuleActionsAllowedSQL},
+		ExtraDest: func(*store.IoCRow) []any { return []any{&text, &keepAction} },
 	}
 	streamIoCExport(s, w, r, key, exp, cols, out, func(out *rulesExport, row *store.IoCRow) error {
 		// Expired rules the sweeper has not removed yet are not live. This
@@ -56,31 +55,27 @@ func (s *Server) exportRules(w http.ResponseWriter, r *http.Request) {
 		}
 		// A rule stored without its text has nothing to export.
 		line := ruleLine(text.String)
-		if !allowed[owner.Int64] {
+		if !keepAction.Bool {
 			line = ioc.AlertOnly(line)
 		}
 		return out.WriteRule(line)
 	})
 }
 
-// ruleActionPolicy reads which feeds keep their rules' actions, for an
-// export that hands out rules. The same rules read otherwise once an
-// allowance changes, while iocs, which the validators follow, may not: the
-// returned validator key names the allowed feeds, and a copy older than a
-// feed's update is not current.
-func (s *Server) ruleActionPolicy(r *http.Request, key string) (allowed map[int64]bool, validatorKey string, err error) {
+// ruleActionsValidator returns the validator key of an export that hands
+// out rules. The same rules read otherwise once an allowance of rule
+// actions changes, while iocs, which the validators follow, may not: the
+// key names the feeds allowed, and a copy older than a feed's update is
+// not current.
+func (s *Server) ruleActionsValidator(r *http.Request, key string) (string, error) {
 	actions, err := s.store.RuleActions(r.Context())
 	if err != nil {
-		return nil, "", err
-	}
-	allowed = make(map[int64]bool, len(actions.Allowed))
-	for _, id := range actions.Allowed {
-		allowed[id] = true
+		return "", err
 	}
 	if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && actions.FeedUpdated.Truncate(time.Second).After(ims) {
 		r.Header.Del("If-Modified-Since")
 	}
-	return allowed, fmt.Sprintf("%s;actions of %v", key, actions.Allowed), nil
+	return fmt.Sprintf("%s;actions of %v", key, actions.Allowed), nil
 }
 
 // rulesExport writes a Suricata rules file: a comment header, then one rule

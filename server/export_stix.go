@@ -25,26 +25,26 @@ func (s *Server) exportSTIX(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, err)
 		return
 	}
-	allowed, key, err := s.ruleActionPolicy(r, "iocs.stix.json")
+	key, err := s.ruleActionsValidator(r, "iocs.stix.json")
 	if err != nil {
 		writeErr(w, r, err)
 		return
 	}
 	var (
-		changedAt int64
-		text      sql.NullString
-		owner     sql.NullInt64
+		changedAt  int64
+		text       sql.NullString
+		keepAction sql.NullBool
 	)
 	cols := store.StreamColumns{
 		Extra: []string{"iocs.changed_at",
-			"CASE WHEN iocs.type = 'rule' THEN (SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id) END",
-			"CASE WHEN iocs.type = 'rule' THEN (SELECT t.feed_id FROM ioc_texts t WHERE t.ioc_id = iocs.id) END"},
-		ExtraDest: func(*store.IoCRow) []any { return []any{&changedAt, &text, &owner} },
+			"CASE WHEN iocs.type = 'rule' THEN " + store.RuleTextSQL + " END",
+			"CASE WHEN iocs.type = 'rule' THEN " + store.RuleActionsAllowedSQL + " END"},
+		ExtraDest: func(*store.IoCRow) []any { return []any{&changedAt, &text, &keepAction} },
 	}
 	out := &stixExport{w: w, filename: exportFilename("iocs", "stix.json"), identity: identity}
 	streamIoCExport(s, w, r, key, exp, cols, out, func(out *stixExport, row *store.IoCRow) error {
-		rule := text.String
-		if rule != "" && !allowed[owner.Int64] {
+		rule := text.String // "" but for a rule; AlertOnly returns "" as it is
+		if !keepAction.Bool {
 			rule = ioc.AlertOnly(rule)
 		}
 		return out.bundle.Write(stix.NewIndicator(stix.IoC{Kind: row.Type, Value: row.Value, Text: rule,

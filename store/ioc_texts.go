@@ -29,6 +29,16 @@ func (s *Store) IoCTexts(ctx context.Context, ids []int64) (map[int64]string, er
 	return out, nil
 }
 
+// RuleTextSQL and RuleActionsAllowedSQL are, for the iocs row of a Rule
+// IoC in a query, its text (the signature) and whether the feed owning
+// that text may keep the rule's action (feeds.allow_rule_actions; NULL
+// when no feed owns it). Every reader that hands rules out reads both, so
+// that each gives a rule the same action (ioc.AlertOnly otherwise).
+const (
+	RuleTextSQL           = `(SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id)`
+	RuleActionsAllowedSQL = `(SELECT f.allow_rule_actions FROM ioc_texts t JOIN feeds f ON f.id = t.feed_id WHERE t.ioc_id = iocs.id)`
+)
+
 // RuleActions is what the rules export needs to know of the feeds' rule
 // actions: the feeds whose rules keep theirs (by id, in order), and the
 // latest update of any feed, which is no earlier than the last change of

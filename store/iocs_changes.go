@@ -106,8 +106,8 @@ func (s *Store) IoCChanges(ctx context.Context, q IoCChangesQuery, fn func(*IoCC
 	)
 	b.WriteString(`SELECT id, type, value, score, tags, first_seen, last_seen, expires_at, changed_at`)
 	if q.WithText {
-		b.WriteString(`, CASE WHEN type = 'rule' THEN (SELECT t.text FROM ioc_texts t WHERE t.ioc_id = iocs.id) END`)
-		b.WriteString(`, CASE WHEN type = 'rule' THEN (SELECT f.allow_rule_actions FROM ioc_texts t JOIN feeds f ON f.id = t.feed_id WHERE t.ioc_id = iocs.id) END`)
+		b.WriteString(`, CASE WHEN type = 'rule' THEN ` + RuleTextSQL + ` END`)
+		b.WriteString(`, CASE WHEN type = 'rule' THEN ` + RuleActionsAllowedSQL + ` END`)
 	}
 	// The row-value comparison reads iocs_changed_idx from the key on.
 	b.WriteString(` FROM iocs WHERE (changed_at, id) > (?, ?)`)

@@ -209,8 +209,8 @@ func (h *Handler) read(ctx context.Context, d collectionDef, org string, f filte
 			if f.perObject() && !f.keep(stix.IndicatorID(c.Type, c.Value), c.Key.At) {
 				return nil
 			}
-			rule := c.Text
-			if rule != "" && !c.RuleActionsAllowed {
+			rule := c.Text // "" but for a rule; AlertOnly returns "" as it is
+			if !c.RuleActionsAllowed {
 				rule = ioc.AlertOnly(rule)
 			}
 			p.objects = append(p.objects, stix.NewIndicator(stix.IoC{Kind: c.Type, Value: c.Value, Text: rule,
