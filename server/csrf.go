@@ -68,15 +68,17 @@ func (p originPolicy) ownOrigin(r *http.Request, origin string) bool {
 // attacker's name as Host and Origin, so the origin checks above pass.
 // The name is what gives it away. IP addresses and localhost are always
 // served (no name to rebind: an attacker's page cannot make the browser
-// send them), and so are the hosts of --allowed-origins and
+// send them), and so are the hosts of --public-url, --allowed-origins and
 // --allowed-hosts; ports are not compared.
 type hostPolicy struct {
 	names map[string]bool
 }
 
-func newHostPolicy(origins, hosts []string) hostPolicy {
+// newHostPolicy serves the hosts of urls (origins, the public URL) and
+// hosts.
+func newHostPolicy(urls, hosts []string) hostPolicy {
 	p := hostPolicy{names: map[string]bool{"localhost": true}}
-	for _, o := range origins {
+	for _, o := range urls {
 		if u, err := url.Parse(strings.TrimSpace(o)); err == nil && u.Host != "" {
 			p.names[hostName(u.Host)] = true
 		}
@@ -117,7 +119,7 @@ func (s *Server) requireServedHost(next http.Handler) http.Handler {
 		_, _, basic := r.BasicAuth()
 		if !basic && hasSessionCookie(r) && !s.hosts.serves(r.Host) {
 			writeError(w, http.StatusForbidden, "unknown_host", "host "+quoteHeader(r.Host)+
-				" is not served here; the dashboard's address must be an IP address, localhost, or one of --allowed-hosts")
+				" is not served here; the dashboard's address must be an IP address, localhost, the host of --public-url, or one of --allowed-hosts")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -275,6 +275,7 @@ func TestCookieRequestsNeedAServedHost(t *testing.T) {
 	f := newFixture(t, st, func(c *server.Config) {
 		c.AllowedOrigins = []string{"https://tifeeds.example.com"}
 		c.AllowedHosts = []string{"intranet.example.org", "Ops.Example.Org."}
+		c.PublicURL = "https://ti.example.net:8443/tifeeds"
 	})
 	cookie := f.adminSession()
 	_, port, _ := strings.Cut(strings.TrimPrefix(f.srv.URL, "http://"), ":")
@@ -294,6 +295,7 @@ func TestCookieRequestsNeedAServedHost(t *testing.T) {
 		"tifeeds.example.com":          true,
 		"intranet.example.org:8443":    true,
 		"ops.example.org":              true,
+		"ti.example.net":               true,
 		"rebind.evil.example:" + port:  false,
 		"evil.example":                 false,
 		"127.0.0.1.evil.example":       false,

@@ -134,7 +134,7 @@ type Server struct {
 // New builds the server and its routes.
 func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics(), logins: newLoginGuard(cfg.Login),
-		origins: newOriginPolicy(cfg.AllowedOrigins), hosts: newHostPolicy(cfg.AllowedOrigins, cfg.AllowedHosts)}
+		origins: newOriginPolicy(cfg.AllowedOrigins), hosts: newHostPolicy(append([]string{cfg.PublicURL}, cfg.AllowedOrigins...), cfg.AllowedHosts)}
 	if s.cfg.SocketRecheck <= 0 {
 		s.cfg.SocketRecheck = DefaultSocketRecheck
 	}

@@ -147,8 +147,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 			return fmt.Errorf("--public-url: %q is not a URL like https://tifeeds.example.com", cfg.PublicURL)
 		}
-		// Clients reach the server by that name: its cookie requests are ours.
-		cfg.AllowedHosts = append(cfg.AllowedHosts, u.Hostname())
 	}
 	for _, h := range strings.Split(*allowedHosts, ",") {
 		if h = strings.TrimSpace(h); h == "" {
