@@ -93,10 +93,12 @@ func TestFetchRestartsWhenNextRefused(t *testing.T) {
 	tests := map[string]func(s *taxiitest.Server) func(){
 		"expired by the server": func(s *taxiitest.Server) func() { return s.ExpireSessions },
 		"idle past the session timeout": func(s *taxiitest.Server) func() {
-			s.SessionTimeout = 20 * time.Millisecond
-			// Longer than the timeout, so the session is gone, whatever
-			// the machine's speed.
-			return func() { time.Sleep(100 * time.Millisecond) }
+			var mu sync.Mutex
+			now := base
+			s.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			// Past medallion's 30 s on the server's clock only: the next
+			// request finds its session gone, and no other does.
+			return func() { mu.Lock(); defer mu.Unlock(); now = now.Add(31 * time.Second) }
 		},
 	}
 	for name, expire := range tests {

@@ -75,6 +75,10 @@ type Server struct {
 	// SessionTimeout is how long a session lives after its last request;
 	// 0 means medallion's 30 seconds.
 	SessionTimeout time.Duration
+	// Now, when set, is the clock sessions age by, so a test can idle a
+	// session past its timeout without sleeping (a sleep against a short
+	// timeout also expires sessions on a slow machine between requests).
+	Now func() time.Time
 	// MaxPageSize, when set, is the most objects a page holds whatever the
 	// limit asked (medallion's max_page_size).
 	MaxPageSize int
@@ -353,6 +357,9 @@ func (s *Server) sessionPage(id string, q url.Values, matching []object, limit i
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
 	timeout := s.SessionTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
