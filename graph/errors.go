@@ -47,22 +47,13 @@ func ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
 		}
 		return ErrorPresenter(ctx, graphql.ErrorOnPath(ctx, errs[len(errs)-1]))
 	}
-	var (
-		valErr   *store.ValidationError
-		inputErr *InputError
-	)
+	var valErr *store.ValidationError
 	code := ""
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// The request's time limit (or a statement interrupted by it).
 		gqlErr.Message = "the request took longer than the server allows and was stopped"
 		code = CodeTimeout
-	case errors.As(err, &inputErr):
-		code = CodeBadUserInput
-		if gqlErr.Extensions == nil {
-			gqlErr.Extensions = map[string]any{}
-		}
-		gqlErr.Extensions["field"] = inputErr.Field
 	case errors.Is(err, auth.ErrUnauthenticated):
 		code = CodeUnauthenticated
 	case errors.Is(err, auth.ErrForbidden):

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/auth"
-	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/input"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -165,7 +165,7 @@ type rowWriter interface {
 // moves with every change of iocs (ioc_stats.version). The rules export
 // uses it with its own key, columns and writer. The rows are read within
 // the bound of exportSlots.
-func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Request, key string, exp graph.IoCExport,
+func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Request, key string, exp input.IoCExport,
 	cols store.StreamColumns, out W, write func(W, *store.IoCRow) error) {
 	ctx := r.Context()
 	st, err := s.store.IoCStats(ctx)
@@ -200,7 +200,7 @@ func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Requ
 
 // exportETag is a strong validator of an export: the version of iocs and a
 // hash of what selects and shapes the rows.
-func exportETag(version int64, key string, exp graph.IoCExport) string {
+func exportETag(version int64, key string, exp input.IoCExport) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", key)
 	_ = json.NewEncoder(h).Encode(exp)

@@ -121,9 +121,11 @@ func writeRESTErr(w http.ResponseWriter, r *http.Request, err error, names map[s
 		return
 	}
 	var valErr *store.ValidationError
-	if errors.As(err, &valErr) {
+	if errors.As(err, &valErr) && !valErr.Malformed { // input bounds name the wire field already
 		if name, ok := names[valErr.Field]; ok {
-			err = &store.ValidationError{Field: name, Message: valErr.Message}
+			renamed := *valErr
+			renamed.Field = name
+			err = &renamed
 		}
 	}
 	writeErr(w, r, err)
