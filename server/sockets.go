@@ -228,6 +228,9 @@ func (s *Server) checkedSocketOperation(ctx context.Context, sock *socket, next 
 	case revoked:
 	case errors.Is(err, context.DeadlineExceeded):
 		code, msg = graph.CodeTimeout, "the request took longer than the server allows and was stopped"
+	case store.IsUnavailable(err):
+		s.log.Log(ctx, slog.LevelWarn, "Unable to check a websocket's credential: database unavailable", "user_id", sock.cred.UserID, "error", err)
+		code, msg = graph.CodeUnavailable, "the database is unavailable; try again later"
 	default:
 		s.log.Log(ctx, slog.LevelWarn, "Unable to check a websocket's credential", "user_id", sock.cred.UserID, "error", err)
 		code, msg = graph.CodeInternal, "unable to check the credentials of this connection"
