@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,16 @@ import (
 	"github.com/tifeeds/tifeeds/input"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// exportStore is what the export handlers (CSV, text, rules, STIX) ask of
+// the store.
+type exportStore interface {
+	Feeds(ctx context.Context, fq store.FeedQuery) ([]store.Feed, int, error)
+	IoCStats(ctx context.Context) (store.IoCStats, error)
+	StreamIoCs(ctx context.Context, f store.IoCFilter, o store.IoCOrder, cols store.StreamColumns, fn func(*store.IoCRow) error) error
+	RuleActions(ctx context.Context) (store.RuleActions, error)
+	OrgID(ctx context.Context) (string, error)
+}
 
 func formatTime(t *time.Time) string {
 	if t == nil || t.IsZero() {
@@ -104,7 +115,7 @@ func (s *Server) exportFeeds(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, store.Invalid("columns", "%v", err))
 		return
 	}
-	feeds, _, err := s.store.Feeds(r.Context(), exp.Query) // no limit: the feeds table is small
+	feeds, _, err := s.exportsDB.Feeds(r.Context(), exp.Query) // no limit: the feeds table is small
 	if err != nil {
 		writeErr(w, r, err)
 		return
@@ -168,7 +179,7 @@ type rowWriter interface {
 func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Request, key string, exp input.IoCExport,
 	cols store.StreamColumns, out W, write func(W, *store.IoCRow) error) {
 	ctx := r.Context()
-	st, err := s.store.IoCStats(ctx)
+	st, err := s.exportsDB.IoCStats(ctx)
 	if err != nil {
 		writeErr(w, r, err)
 		return
@@ -189,7 +200,7 @@ func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Requ
 	if err := out.Start(); err != nil {
 		return
 	}
-	err = s.store.StreamIoCs(ctx, exp.Filter, exp.Order, cols, func(row *store.IoCRow) error { return write(out, row) })
+	err = s.exportsDB.StreamIoCs(ctx, exp.Filter, exp.Order, cols, func(row *store.IoCRow) error { return write(out, row) })
 	if err != nil {
 		// Headers are gone: the truncated body is all we can signal.
 		s.log.Warn("IoC export cut short", "error", err)

@@ -296,7 +296,7 @@ func (s *Server) checkLogin(w http.ResponseWriter, r *http.Request, req loginReq
 		return nil, false
 	}
 	s.metrics.passwordChecks.Inc()
-	u, err := s.store.CheckPassword(r.Context(), req.Username, req.Password)
+	u, err := s.accounts.CheckPassword(r.Context(), req.Username, req.Password)
 	release()
 	switch {
 	case errors.Is(err, store.ErrBadCredentials):
