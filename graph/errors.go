@@ -24,6 +24,9 @@ const (
 	CodeInternal        = "INTERNAL_SERVER_ERROR"
 	// CodeTimeout: the request's work passed the server's time limit.
 	CodeTimeout = "TIMEOUT"
+	// CodeUnavailable: the database cannot be used for now
+	// (store.IsUnavailable); REST answers 503 database_unavailable.
+	CodeUnavailable = "UNAVAILABLE"
 )
 
 // ErrorPresenter maps domain errors to GraphQL errors with a code, once, at
@@ -47,22 +50,13 @@ func ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
 		}
 		return ErrorPresenter(ctx, graphql.ErrorOnPath(ctx, errs[len(errs)-1]))
 	}
-	var (
-		valErr   *store.ValidationError
-		inputErr *InputError
-	)
+	var valErr *store.ValidationError
 	code := ""
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		// The request's time limit (or a statement interrupted by it).
 		gqlErr.Message = "the request took longer than the server allows and was stopped"
 		code = CodeTimeout
-	case errors.As(err, &inputErr):
-		code = CodeBadUserInput
-		if gqlErr.Extensions == nil {
-			gqlErr.Extensions = map[string]any{}
-		}
-		gqlErr.Extensions["field"] = inputErr.Field
 	case errors.Is(err, auth.ErrUnauthenticated):
 		code = CodeUnauthenticated
 	case errors.Is(err, auth.ErrForbidden):
@@ -77,6 +71,11 @@ func ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
 			gqlErr.Extensions = map[string]any{}
 		}
 		gqlErr.Extensions["field"] = valErr.Field
+	case store.IsUnavailable(err):
+		// Like REST's 503: the driver's words name hosts and files.
+		slog.ErrorContext(ctx, "GraphQL resolver failed: database unavailable", "path", gqlErr.Path.String(), "error", err)
+		gqlErr.Message = "the database is unavailable; try again later"
+		code = CodeUnavailable
 	default:
 		slog.ErrorContext(ctx, "GraphQL resolver failed", "path", gqlErr.Path.String(), "error", err)
 		gqlErr.Message = "internal error"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/input"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -20,19 +21,6 @@ import (
 //	direction=ASC|DESC  columns=a,b,c  view=<saved view id>
 //
 // A saved view supplies all of them; parameters given beside it win.
-
-// FeedExport is a feeds export decoded from its URL.
-type FeedExport struct {
-	Query   store.FeedQuery
-	Columns []string // empty: all
-}
-
-// IoCExport is an IoC export decoded from its URL.
-type IoCExport struct {
-	Filter  store.IoCFilter
-	Order   store.IoCOrder
-	Columns []string
-}
 
 type exportParams struct {
 	search, orderBy, direction string
@@ -121,14 +109,14 @@ func decodeFilter(raw map[string]any, into any) error {
 }
 
 // FeedExportFrom decodes a feeds export URL.
-func (r *Resolver) FeedExportFrom(ctx context.Context, q url.Values) (FeedExport, error) {
+func (r *Resolver) FeedExportFrom(ctx context.Context, q url.Values) (input.FeedExport, error) {
 	p, err := r.readExportParams(ctx, model.ViewTableFeeds, q)
 	if err != nil {
-		return FeedExport{}, err
+		return input.FeedExport{}, err
 	}
 	var in model.FeedFilter
 	if err := decodeFilter(p.filter, &in); err != nil {
-		return FeedExport{}, err
+		return input.FeedExport{}, err
 	}
 	for i, t := range in.Type {
 		in.Type[i] = store.FeedType(strings.ToLower(string(t)))
@@ -136,7 +124,7 @@ func (r *Resolver) FeedExportFrom(ctx context.Context, q url.Values) (FeedExport
 	for i, s := range in.Status {
 		in.Status[i] = store.FeedStatus(strings.ToLower(string(s)))
 	}
-	out := FeedExport{Query: store.FeedQuery{Search: p.search, Filter: FeedFilterFromInput(&in)}, Columns: p.columns}
+	out := input.FeedExport{Query: store.FeedQuery{Search: p.search, Filter: FeedFilterFromInput(&in)}, Columns: p.columns}
 	if p.orderBy != "" {
 		out.Query.Order = feedOrderFields[model.FeedOrderField(p.orderBy)]
 		out.Query.Desc = p.direction == "DESC"
@@ -145,26 +133,26 @@ func (r *Resolver) FeedExportFrom(ctx context.Context, q url.Values) (FeedExport
 }
 
 // IoCExportFrom decodes an IoC export URL.
-func (r *Resolver) IoCExportFrom(ctx context.Context, q url.Values) (IoCExport, error) {
+func (r *Resolver) IoCExportFrom(ctx context.Context, q url.Values) (input.IoCExport, error) {
 	p, err := r.readExportParams(ctx, model.ViewTableIocs, q)
 	if err != nil {
-		return IoCExport{}, err
+		return input.IoCExport{}, err
 	}
 	var in model.IocFilter
 	if err := decodeFilter(p.filter, &in); err != nil {
-		return IoCExport{}, err
+		return input.IoCExport{}, err
 	}
 	for i, k := range in.Type {
 		in.Type[i] = ioc.Kind(strings.ToLower(string(k)))
 	}
 	f, err := iocFilterFrom(&in)
 	if err != nil {
-		return IoCExport{}, err
+		return input.IoCExport{}, err
 	}
 	if p.search != "" {
 		f.Search = p.search
 	}
-	out := IoCExport{Filter: f, Order: store.IoCOrder{Field: store.IoCOrderID}, Columns: p.columns}
+	out := input.IoCExport{Filter: f, Order: store.IoCOrder{Field: store.IoCOrderID}, Columns: p.columns}
 	if p.orderBy != "" {
 		out.Order = store.IoCOrder{Field: iocOrderFields[model.IocOrderField(p.orderBy)], Desc: p.direction == "DESC"}
 	}

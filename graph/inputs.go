@@ -2,88 +2,15 @@ package graph
 
 import (
 	"context"
-	"fmt"
-	"strings"
+	"errors"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/tifeeds/tifeeds/input"
+	"github.com/tifeeds/tifeeds/store"
 )
-
-// MaxStringBytes bounds every string a client sends, REST or GraphQL,
-// unless longStrings names its field: names, URLs, searches and indicator
-// values are all far shorter. SQLite refuses LIKE patterns over 50,000
-// bytes; PostgreSQL refuses NUL in text; both used to surface as 500s.
-const MaxStringBytes = 4096
-
-// longStrings are the free-text fields allowed more than MaxStringBytes,
-// by the name they have in REST and in GraphQL. The store still applies
-// its own, tighter, rule to each (a logo of 256 KiB).
-var longStrings = map[string]int{
-	"info":            64 << 10,
-	"idpCertificate":  64 << 10,
-	"idp_certificate": 64 << 10,
-	"idpMetadata":     256 << 10,
-	"idp_metadata":    256 << 10,
-	"logo":            512 << 10,
-	"tgrp_logo":       512 << 10,
-}
-
-// InputError is a client string the service will not take: a NUL byte or
-// over-long. Field is the name of the field that holds it.
-type InputError struct {
-	Field string
-	Msg   string
-}
-
-func (e *InputError) Error() string {
-	if e.Field == "" {
-		return e.Msg
-	}
-	return e.Field + ": " + e.Msg
-}
-
-// CheckString refuses a string with a NUL byte or longer than its field's
-// limit.
-func CheckString(field, v string) error {
-	limit := MaxStringBytes
-	if n, ok := longStrings[field]; ok {
-		limit = n
-	}
-	switch {
-	case len(v) > limit:
-		return &InputError{Field: field, Msg: fmt.Sprintf("must have at most %d bytes, not %d", limit, len(v))}
-	case strings.IndexByte(v, 0) >= 0:
-		return &InputError{Field: field, Msg: "must not contain NUL bytes"}
-	}
-	return nil
-}
-
-// CheckStrings applies CheckString to every string (and object key) of a
-// decoded JSON value; field names the value, and nested objects name their
-// own members.
-func CheckStrings(field string, v any) error {
-	switch v := v.(type) {
-	case string:
-		return CheckString(field, v)
-	case []any:
-		for _, e := range v {
-			if err := CheckStrings(field, e); err != nil {
-				return err
-			}
-		}
-	case map[string]any:
-		for k, e := range v {
-			if err := CheckString(field, k); err != nil {
-				return err
-			}
-			if err := CheckStrings(k, e); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 // inputLimits checks every string of an operation, in its variables and in
 // literal arguments, and the enum values of its variables, before anything
@@ -104,7 +31,7 @@ func (l *inputLimits) Validate(es graphql.ExecutableSchema) error {
 func (l *inputLimits) MutateOperationContext(_ context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
 	err := func() error {
 		for name, v := range opCtx.Variables {
-			if err := CheckStrings(name, v); err != nil {
+			if err := input.CheckStrings(name, v); err != nil {
 				return err
 			}
 		}
@@ -130,8 +57,10 @@ func (l *inputLimits) MutateOperationContext(_ context.Context, opCtx *graphql.O
 	if err == nil {
 		return nil
 	}
+	var valErr *store.ValidationError
+	errors.As(err, &valErr) // every check here returns one
 	gerr := gqlerror.Errorf("%s", err.Error())
-	gerr.Extensions = map[string]any{"code": CodeBadUserInput, "field": err.(*InputError).Field}
+	gerr.Extensions = map[string]any{"code": CodeBadUserInput, "field": valErr.Field}
 	return gerr
 }
 
@@ -169,7 +98,7 @@ func (l *inputLimits) checkEnums(field string, t *ast.Type, v any) error {
 				return nil
 			}
 		}
-		return &InputError{Field: field, Msg: fmt.Sprintf("%q is not a valid %s", s, def.Name)}
+		return store.Invalid(field, "%q is not a valid %s", s, def.Name)
 	case ast.InputObject:
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -227,7 +156,7 @@ func checkValue(field string, v *ast.Value) error {
 	}
 	switch v.Kind {
 	case ast.StringValue, ast.BlockValue:
-		return CheckString(field, v.Raw)
+		return input.CheckString(field, v.Raw)
 	case ast.ListValue:
 		for _, c := range v.Children {
 			if err := checkValue(field, c.Value); err != nil {

@@ -12,6 +12,18 @@ import (
 	"github.com/tifeeds/tifeeds/store"
 )
 
+// accountStore is what authentication asks of the store: API keys,
+// sessions, passwords and the re-check of a websocket's credential.
+type accountStore interface {
+	AuthenticateAPIKey(ctx context.Context, username, key string) (*store.User, store.Credential, error)
+	AuthenticateSession(ctx context.Context, token string) (*store.User, store.Credential, error)
+	CheckPassword(ctx context.Context, username, password string) (*store.User, error)
+	CheckCredential(ctx context.Context, c store.Credential) (*store.User, error)
+	CreateSession(ctx context.Context, userID int64, ttl time.Duration) (string, error)
+	DeleteSession(ctx context.Context, token string) error
+	RecordKeyUse(id int64, t time.Time)
+}
+
 const sessionCookie = "tifeeds_session"
 
 // authenticate finds the caller: HTTP basic auth with an API key, or the
@@ -126,7 +138,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	token, err := s.store.CreateSession(r.Context(), u.ID, s.cfg.SessionTTL)
+	token, err := s.accounts.CreateSession(r.Context(), u.ID, s.cfg.SessionTTL)
 	if err != nil {
 		writeErr(w, r, err)
 		return

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/input"
 )
 
 // boundRequest puts a deadline on the work of each request and on each
@@ -73,26 +72,18 @@ func (w *writeDeadline) Flush() {
 func (w *writeDeadline) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // checkBodyStrings applies the service's one rule for client strings (no
-// NUL, bounded length: graph.CheckString) to every string of a REST body.
+// NUL, bounded length: input.CheckString) to every string of a REST body.
 func checkBodyStrings(obj map[string]json.RawMessage) error {
 	for k, raw := range obj {
 		var v any
 		if json.Unmarshal(raw, &v) != nil {
 			continue // the field's own decoding reports it
 		}
-		if err := graph.CheckStrings(k, v); err != nil {
-			return inputError(err)
+		if err := input.CheckStrings(k, v); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-func inputError(err error) error {
-	var ie *graph.InputError
-	if errors.As(err, &ie) {
-		return badRequest("invalid_string", ie.Field, "%s", ie.Error())
-	}
-	return err
 }
 
 // checkQuery applies the same rule to every query parameter, for all
@@ -101,8 +92,8 @@ func (s *Server) checkQuery(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for k, vs := range r.URL.Query() {
 			for _, v := range append(vs, k) {
-				if err := graph.CheckString(k, v); err != nil {
-					writeRESTErr(w, r, inputError(err), nil)
+				if err := input.CheckString(k, v); err != nil {
+					writeRESTErr(w, r, err, nil)
 					return
 				}
 			}

@@ -47,6 +47,8 @@ func writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		status, body.Code = http.StatusForbidden, "forbidden"
 	case errors.As(err, &maxBytes):
 		status, body.Code = http.StatusRequestEntityTooLarge, "body_too_large"
+	case errors.As(err, &valErr) && valErr.Malformed:
+		status, body.Code, body.Field, body.Message = http.StatusBadRequest, "invalid_string", valErr.Field, valErr.Error()
 	case errors.As(err, &valErr):
 		status, body.Code, body.Field = http.StatusUnprocessableEntity, "invalid_field", valErr.Field
 	case errors.Is(err, store.ErrNotFound):

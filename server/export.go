@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -12,9 +13,19 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/auth"
-	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/input"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// exportStore is what the export handlers (CSV, text, rules, STIX) ask of
+// the store.
+type exportStore interface {
+	Feeds(ctx context.Context, fq store.FeedQuery) ([]store.Feed, int, error)
+	IoCStats(ctx context.Context) (store.IoCStats, error)
+	StreamIoCs(ctx context.Context, f store.IoCFilter, o store.IoCOrder, cols store.StreamColumns, fn func(*store.IoCRow) error) error
+	RuleActions(ctx context.Context) (store.RuleActions, error)
+	OrgID(ctx context.Context) (string, error)
+}
 
 func formatTime(t *time.Time) string {
 	if t == nil || t.IsZero() {
@@ -104,7 +115,7 @@ func (s *Server) exportFeeds(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, store.Invalid("columns", "%v", err))
 		return
 	}
-	feeds, _, err := s.store.Feeds(r.Context(), exp.Query) // no limit: the feeds table is small
+	feeds, _, err := s.exportsDB.Feeds(r.Context(), exp.Query) // no limit: the feeds table is small
 	if err != nil {
 		writeErr(w, r, err)
 		return
@@ -165,10 +176,10 @@ type rowWriter interface {
 // moves with every change of iocs (ioc_stats.version). The rules export
 // uses it with its own key, columns and writer. The rows are read within
 // the bound of exportSlots.
-func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Request, key string, exp graph.IoCExport,
+func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Request, key string, exp input.IoCExport,
 	cols store.StreamColumns, out W, write func(W, *store.IoCRow) error) {
 	ctx := r.Context()
-	st, err := s.store.IoCStats(ctx)
+	st, err := s.exportsDB.IoCStats(ctx)
 	if err != nil {
 		writeErr(w, r, err)
 		return
@@ -189,7 +200,7 @@ func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Requ
 	if err := out.Start(); err != nil {
 		return
 	}
-	err = s.store.StreamIoCs(ctx, exp.Filter, exp.Order, cols, func(row *store.IoCRow) error { return write(out, row) })
+	err = s.exportsDB.StreamIoCs(ctx, exp.Filter, exp.Order, cols, func(row *store.IoCRow) error { return write(out, row) })
 	if err != nil {
 		// Headers are gone: the truncated body is all we can signal.
 		s.log.Warn("IoC export cut short", "error", err)
@@ -200,7 +211,7 @@ func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Requ
 
 // exportETag is a strong validator of an export: the version of iocs and a
 // hash of what selects and shapes the rows.
-func exportETag(version int64, key string, exp graph.IoCExport) string {
+func exportETag(version int64, key string, exp input.IoCExport) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", key)
 	_ = json.NewEncoder(h).Encode(exp)

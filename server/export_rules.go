@@ -68,7 +68,7 @@ func (s *Server) exportRules(w http.ResponseWriter, r *http.Request) {
 // key names the feeds allowed, and a copy older than a feed's update is
 // not current.
 func (s *Server) ruleActionsValidator(r *http.Request, key string) (string, error) {
-	actions, err := s.store.RuleActions(r.Context())
+	actions, err := s.exportsDB.RuleActions(r.Context())
 	if err != nil {
 		return "", err
 	}

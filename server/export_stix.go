@@ -55,7 +55,7 @@ func (s *Server) exportSTIX(w http.ResponseWriter, r *http.Request) {
 
 // identity is this installation's STIX identity.
 func (s *Server) identity(r *http.Request) (stix.Identity, error) {
-	org, err := s.store.OrgID(r.Context())
+	org, err := s.exportsDB.OrgID(r.Context())
 	if err != nil {
 		return stix.Identity{}, err
 	}

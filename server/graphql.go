@@ -75,7 +75,7 @@ func (s *Server) graphqlHandler() http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		ctx := graph.WithLoaders(auth.WithUser(r.Context(), u), s.store)
+		ctx := graph.WithLoaders(auth.WithUser(r.Context(), u), s.loaderStore)
 		srv.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -116,18 +116,18 @@ func (s *Server) websocketInit(ctx context.Context, payload transport.InitPayloa
 			}
 		}
 		checkCtx, cancel := s.workContext(ctx)
-		u, cred, err := s.store.AuthenticateAPIKey(checkCtx, username, apiKey)
+		u, cred, err := s.accounts.AuthenticateAPIKey(checkCtx, username, apiKey)
 		cancel()
 		if err != nil {
 			return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 		}
-		return graph.WithLoaders(s.openSocket(auth.WithUser(ctx, u), cred), s.store), nil, nil
+		return graph.WithLoaders(s.openSocket(auth.WithUser(ctx, u), cred), s.loaderStore), nil, nil
 	}
 	cred, ok := credentialFrom(ctx)
 	if _, err := auth.UserFrom(ctx); err != nil || !ok {
 		return refused, nil, fmt.Errorf("connection_init: %w", auth.ErrUnauthenticated)
 	}
-	return graph.WithLoaders(s.openSocket(ctx, cred), s.store), nil, nil
+	return graph.WithLoaders(s.openSocket(ctx, cred), s.loaderStore), nil, nil
 }
 
 // subscriptionsOnSockets refuses a subscription sent anywhere but on a

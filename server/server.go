@@ -15,6 +15,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/server/taxiisrv"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -118,7 +119,6 @@ func DefaultConfig() Config {
 // Server is the HTTP server; everything it needs is a field.
 type Server struct {
 	cfg      Config
-	store    *store.Store
 	resolver *graph.Resolver
 	log      *slog.Logger
 	metrics  *metrics
@@ -129,16 +129,38 @@ type Server struct {
 	sockets  sockets
 	creds    *credentialCache
 	exports  *exportSlots
+
+	// What each group of handlers asks of the store, declared beside it.
+	tenantsDB tenantStore
+	groupsDB  tenantGroupStore
+	exportsDB exportStore
+	accounts  accountStore
+	taxiiDB   taxiisrv.Store
+	db        pinger
+	dialect   store.Dialect
+	// loaderStore is the store GraphQL's loaders read (graph.WithLoaders
+	// takes it whole).
+	loaderStore *store.Store
+}
+
+// pinger is what readiness asks of the store.
+type pinger interface {
+	Ping(ctx context.Context) error
 }
 
 // New builds the server and its routes.
 func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg, store: st, resolver: resolver, log: log, metrics: newMetrics(), logins: newLoginGuard(cfg.Login),
+	s := &Server{cfg: cfg, resolver: resolver, log: log, metrics: newMetrics(), logins: newLoginGuard(cfg.Login),
 		origins: newOriginPolicy(cfg.AllowedOrigins), hosts: newHostPolicy(append([]string{cfg.PublicURL}, cfg.AllowedOrigins...), cfg.AllowedHosts)}
 	if s.cfg.SocketRecheck <= 0 {
 		s.cfg.SocketRecheck = DefaultSocketRecheck
 	}
 	s.creds = newCredentialCache(s.cfg.CredentialTTL)
+	s.tenantsDB, s.groupsDB, s.exportsDB, s.accounts, s.taxiiDB, s.db = st, st, st, st, st, st
+	s.loaderStore = st
+	if st != nil {
+		s.dialect = st.Dialect
+	}
 	def := DefaultConfig()
 	if s.cfg.MaxExports <= 0 {
 		s.cfg.MaxExports = def.MaxExports
@@ -204,14 +226,14 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
+	if err := s.db.Ping(ctx); err != nil {
 		// The driver's error names hosts, users and files: logged, not
 		// shown to anonymous callers.
 		s.log.ErrorContext(r.Context(), "Database does not answer", "error", err)
 		writeUnavailable(w)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": string(s.store.Dialect)})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": string(s.dialect)})
 }
 
 // ListenAndServe serves until ctx is cancelled, then stops accepting, lets

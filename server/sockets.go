@@ -64,12 +64,12 @@ func (s *Server) authenticateCredential(r *http.Request) (*store.User, store.Cre
 	if username, key, ok := r.BasicAuth(); ok {
 		k = credentialKeyOf("key", username, key)
 		check = func() (*store.User, store.Credential, error) {
-			return s.store.AuthenticateAPIKey(r.Context(), username, key)
+			return s.accounts.AuthenticateAPIKey(r.Context(), username, key)
 		}
 	} else if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
 		k = credentialKeyOf("session", "", c.Value)
 		check = func() (*store.User, store.Credential, error) {
-			return s.store.AuthenticateSession(r.Context(), c.Value)
+			return s.accounts.AuthenticateSession(r.Context(), c.Value)
 		}
 	} else {
 		return nil, store.Credential{}, auth.ErrUnauthenticated
@@ -78,7 +78,7 @@ func (s *Server) authenticateCredential(r *http.Request) (*store.User, store.Cre
 	e, ok, gen := s.creds.Get(k, now)
 	if ok {
 		if e.cred.APIKeyID != 0 {
-			s.store.RecordKeyUse(e.cred.APIKeyID, now)
+			s.accounts.RecordKeyUse(e.cred.APIKeyID, now)
 		}
 		// A copy: handlers may not change the cached user.
 		u := *e.user
@@ -96,8 +96,8 @@ func (s *Server) authenticateCredential(r *http.Request) (*store.User, store.Cre
 // endSession ends the session of token and has its sockets closed, here and
 // on the other instances.
 func (s *Server) endSession(ctx context.Context, token string) error {
-	u, _, lookupErr := s.store.AuthenticateSession(ctx, token)
-	if err := s.store.DeleteSession(ctx, token); err != nil {
+	u, _, lookupErr := s.accounts.AuthenticateSession(ctx, token)
+	if err := s.accounts.DeleteSession(ctx, token); err != nil {
 		return err
 	}
 	// Here at once, whatever the bus does (the revocation below drops the
@@ -149,7 +149,7 @@ func (s *Server) openSocket(ctx context.Context, cred store.Credential) context.
 func (s *Server) recheckSocket(ctx context.Context, sock *socket) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recheckTimeout)
 	defer cancel()
-	_, err := s.store.CheckCredential(ctx, sock.cred)
+	_, err := s.accounts.CheckCredential(ctx, sock.cred)
 	switch {
 	case errors.Is(err, store.ErrBadCredentials):
 		s.log.Info("Closed a websocket: its credential no longer holds", "user_id", sock.cred.UserID)
@@ -217,7 +217,7 @@ func (s *Server) checkSocketOperation(ctx context.Context, next graphql.Operatio
 
 func (s *Server) checkedSocketOperation(ctx context.Context, sock *socket, next graphql.OperationHandler) graphql.ResponseHandler {
 	checkCtx, cancel := s.workContext(ctx) // a subscription's ctx has no deadline
-	u, err := s.store.CheckCredential(checkCtx, sock.cred)
+	u, err := s.accounts.CheckCredential(checkCtx, sock.cred)
 	cancel()
 	if err == nil {
 		return next(auth.WithUser(ctx, u))
@@ -228,6 +228,9 @@ func (s *Server) checkedSocketOperation(ctx context.Context, sock *socket, next 
 	case revoked:
 	case errors.Is(err, context.DeadlineExceeded):
 		code, msg = graph.CodeTimeout, "the request took longer than the server allows and was stopped"
+	case store.IsUnavailable(err):
+		s.log.Log(ctx, slog.LevelWarn, "Unable to check a websocket's credential: database unavailable", "user_id", sock.cred.UserID, "error", err)
+		code, msg = graph.CodeUnavailable, "the database is unavailable; try again later"
 	default:
 		s.log.Log(ctx, slog.LevelWarn, "Unable to check a websocket's credential", "user_id", sock.cred.UserID, "error", err)
 		code, msg = graph.CodeInternal, "unable to check the credentials of this connection"

@@ -12,7 +12,7 @@ import (
 // or relative to itself. Every authenticated user reads it: IoCs are not
 // bound to tenants, and a tenant-scoped user reads them all elsewhere too.
 func (s *Server) registerTAXII(mux *http.ServeMux) {
-	mux.Handle(taxiisrv.Prefix, s.requireTAXIIUser(taxiisrv.New(s.store, s.log, taxiisrv.Options{PublicURL: s.cfg.PublicURL})))
+	mux.Handle(taxiisrv.Prefix, s.requireTAXIIUser(taxiisrv.New(s.taxiiDB, s.log, taxiisrv.Options{PublicURL: s.cfg.PublicURL})))
 }
 
 // requireTAXIIUser is requireUser answering with TAXII error messages.

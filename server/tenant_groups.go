@@ -1,11 +1,21 @@
 package server
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// tenantGroupStore is what the tenant group handlers ask of the store.
+type tenantGroupStore interface {
+	TenantGroups(ctx context.Context, page store.Page) ([]*store.TenantGroup, error)
+	TenantGroup(ctx context.Context, id string) (*store.TenantGroup, error)
+	CreateTenantGroup(ctx context.Context, in store.TenantGroupInput) (*store.TenantGroup, error)
+	PatchTenantGroup(ctx context.Context, id string, in store.TenantGroupInput) (*store.TenantGroup, error)
+	DeleteTenantGroup(ctx context.Context, id string) error
+}
 
 // tenantGroupJSON is a tenant group as the REST API shows it; created_at
 // and updated_at are epoch seconds.
@@ -73,7 +83,7 @@ func (s *Server) listTenantGroups(w http.ResponseWriter, r *http.Request) {
 		writeRESTErr(w, r, err, nil)
 		return
 	}
-	groups, err := s.store.TenantGroups(r.Context(), page)
+	groups, err := s.groupsDB.TenantGroups(r.Context(), page)
 	if err != nil {
 		writeErr(w, r, err)
 		return
@@ -89,7 +99,7 @@ func (s *Server) getTenantGroup(w http.ResponseWriter, r *http.Request) {
 	if !requireRoot(w, r) {
 		return
 	}
-	g, err := s.store.TenantGroup(r.Context(), r.PathValue("id"))
+	g, err := s.groupsDB.TenantGroup(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeErr(w, r, err)
 		return
@@ -103,7 +113,7 @@ func (s *Server) createTenantGroup(w http.ResponseWriter, r *http.Request) {
 		writeRESTErr(w, r, err, groupFieldNames)
 		return
 	}
-	g, err := s.store.CreateTenantGroup(r.Context(), in)
+	g, err := s.groupsDB.CreateTenantGroup(r.Context(), in)
 	if err != nil {
 		writeRESTErr(w, r, err, groupFieldNames)
 		return
@@ -119,7 +129,7 @@ func (s *Server) updateTenantGroup(w http.ResponseWriter, r *http.Request) {
 		writeRESTErr(w, r, err, groupFieldNames)
 		return
 	}
-	g, err := s.store.PatchTenantGroup(r.Context(), r.PathValue("id"), in)
+	g, err := s.groupsDB.PatchTenantGroup(r.Context(), r.PathValue("id"), in)
 	if err != nil {
 		writeRESTErr(w, r, err, groupFieldNames)
 		return
@@ -129,7 +139,7 @@ func (s *Server) updateTenantGroup(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deleteTenantGroup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.store.DeleteTenantGroup(r.Context(), id); err != nil {
+	if err := s.groupsDB.DeleteTenantGroup(r.Context(), id); err != nil {
 		writeErr(w, r, err)
 		return
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,15 @@ import (
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// tenantStore is what the tenant handlers ask of the store.
+type tenantStore interface {
+	TenantsFor(ctx context.Context, u *store.User, page store.Page) ([]*store.Tenant, error)
+	TenantFor(ctx context.Context, u *store.User, id string) (*store.Tenant, error)
+	CreateTenant(ctx context.Context, in store.TenantInput, rules store.TenantRules) (*store.Tenant, error)
+	PatchTenant(ctx context.Context, id string, in store.TenantInput, rules store.TenantRules) (*store.Tenant, error)
+	DeleteTenant(ctx context.Context, id string) (deletedGroupID string, err error)
+}
 
 // tenantJSON is a tenant as the REST API shows it. Existing clients read
 // these names and types: ingestion_limit and ts_created are strings.
@@ -121,9 +131,11 @@ func writeRESTErr(w http.ResponseWriter, r *http.Request, err error, names map[s
 		return
 	}
 	var valErr *store.ValidationError
-	if errors.As(err, &valErr) {
+	if errors.As(err, &valErr) && !valErr.Malformed { // input bounds name the wire field already
 		if name, ok := names[valErr.Field]; ok {
-			err = &store.ValidationError{Field: name, Message: valErr.Message}
+			renamed := *valErr
+			renamed.Field = name
+			err = &renamed
 		}
 	}
 	writeErr(w, r, err)
@@ -390,7 +402,7 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, err)
 		return
 	}
-	tenants, err := s.store.TenantsFor(r.Context(), u, page)
+	tenants, err := s.tenantsDB.TenantsFor(r.Context(), u, page)
 	if err != nil {
 		writeErr(w, r, err)
 		return
@@ -408,7 +420,7 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, err)
 		return
 	}
-	t, err := s.store.TenantFor(r.Context(), u, r.PathValue("id"))
+	t, err := s.tenantsDB.TenantFor(r.Context(), u, r.PathValue("id"))
 	if err != nil {
 		writeErr(w, r, err)
 		return
@@ -422,7 +434,7 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
 		writeRESTErr(w, r, err, tenantFieldNames)
 		return
 	}
-	t, err := s.store.CreateTenant(r.Context(), in, s.tenantRules())
+	t, err := s.tenantsDB.CreateTenant(r.Context(), in, s.tenantRules())
 	if err != nil {
 		writeRESTErr(w, r, err, tenantFieldNames)
 		return
@@ -438,7 +450,7 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) {
 		writeRESTErr(w, r, err, tenantFieldNames)
 		return
 	}
-	t, err := s.store.PatchTenant(r.Context(), r.PathValue("id"), in, s.tenantRules())
+	t, err := s.tenantsDB.PatchTenant(r.Context(), r.PathValue("id"), in, s.tenantRules())
 	if err != nil {
 		writeRESTErr(w, r, err, tenantFieldNames)
 		return
@@ -448,7 +460,7 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	groupID, err := s.store.DeleteTenant(r.Context(), id)
+	groupID, err := s.tenantsDB.DeleteTenant(r.Context(), id)
 	if err != nil {
 		writeErr(w, r, err)
 		return

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tifeeds/tifeeds/graph"
+	"github.com/tifeeds/tifeeds/input"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -276,8 +276,8 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 // and answers the request itself when it fails.
 func (s *Server) checkLogin(w http.ResponseWriter, r *http.Request, req loginRequest) (*store.User, bool) {
 	for field, v := range map[string]string{"username": req.Username, "password": req.Password} {
-		if err := graph.CheckString(field, v); err != nil {
-			writeRESTErr(w, r, badRequest("invalid_string", field, "%s", err.Error()), nil)
+		if err := input.CheckString(field, v); err != nil {
+			writeRESTErr(w, r, err, nil)
 			return nil, false
 		}
 	}
@@ -296,7 +296,7 @@ func (s *Server) checkLogin(w http.ResponseWriter, r *http.Request, req loginReq
 		return nil, false
 	}
 	s.metrics.passwordChecks.Inc()
-	u, err := s.store.CheckPassword(r.Context(), req.Username, req.Password)
+	u, err := s.accounts.CheckPassword(r.Context(), req.Username, req.Password)
 	release()
 	switch {
 	case errors.Is(err, store.ErrBadCredentials):

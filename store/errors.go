@@ -30,10 +30,17 @@ var ErrRunClosed = errors.New("the run was closed by another instance")
 var ErrConflict = errors.New("conflict")
 
 // ValidationError is input that breaks a rule, naming the offending field in
-// the caller's vocabulary (REST wire names are mapped at the REST edge).
+// the caller's vocabulary (REST wire names are mapped at the REST edge). It
+// is the one "bad field" error of the service: the store's rules, the
+// edges' input bounds (package input) and their parameter checks all
+// return it, and each edge maps it once.
 type ValidationError struct {
 	Field   string
 	Message string
+	// Malformed says the value cannot be taken at all as sent (a NUL byte,
+	// over-long: package input's bounds), rather than breaking a rule of
+	// its field: REST answers 400 invalid_string, not 422 invalid_field.
+	Malformed bool
 }
 
 func (e *ValidationError) Error() string {

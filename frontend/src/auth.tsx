@@ -2,6 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { createContext, useContext, useEffect, type ReactNode } from 'react';
 import { MeQuery } from './api';
 import type { MeQuery as Me } from './gql/graphql';
+import { isUnavailable } from './lib/errors';
 import { ApiError, onUnauthenticated, postJSON, request } from './lib/graphql';
 
 interface AuthState {
@@ -28,7 +29,8 @@ export function AuthProvider({ children }: { children: ReactNode }) {
       }
     },
     staleTime: Infinity,
-    retry: false,
+    // Only a database outage passes; any other failure stands.
+    retry: (n, err) => isUnavailable(err) && n < 5,
   });
 
   useEffect(

@@ -5,6 +5,7 @@ import { BrowserRouter } from 'react-router';
 import { App } from './App';
 import { AuthProvider } from './auth';
 import { ToastProvider } from './components/toast';
+import { isUnavailable } from './lib/errors';
 import { ApiError } from './lib/graphql';
 import { followSystemTheme } from './lib/theme';
 import './styles.css';
@@ -18,8 +19,9 @@ const queryClient = new QueryClient({
   mutationCache: new MutationCache(),
   defaultOptions: {
     queries: {
-      // A request the server refused will be refused again; retry only network trouble.
-      retry: (n, err) => n < 2 && err instanceof ApiError && err.status === 0,
+      // A request the server refused will be refused again; retry only network
+      // trouble and a database outage (with react-query's backoff, up to ~30 s).
+      retry: (n, err) => (isUnavailable(err) ? n < 5 : n < 2 && err instanceof ApiError && err.status === 0),
       refetchOnWindowFocus: false,
     },
   },

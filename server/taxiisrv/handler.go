@@ -31,9 +31,16 @@ type Options struct {
 	PublicURL string
 }
 
+// Store is what the TAXII server asks of the store: the organisation's id
+// (its identity object) and the IoC changes its collections page through.
+type Store interface {
+	OrgID(ctx context.Context) (string, error)
+	IoCChanges(ctx context.Context, q store.IoCChangesQuery, fn func(*store.IoCChange) error) error
+}
+
 // Handler serves TAXII 2.1 under Prefix.
 type Handler struct {
-	store *store.Store
+	store Store
 	log   *slog.Logger
 	opts  Options
 	mux   *http.ServeMux
@@ -43,7 +50,7 @@ type Handler struct {
 }
 
 // New builds the handler.
-func New(st *store.Store, log *slog.Logger, opts Options) *Handler {
+func New(st Store, log *slog.Logger, opts Options) *Handler {
 	h := &Handler{store: st, log: log, opts: opts, mux: http.NewServeMux()}
 	h.mux.HandleFunc(Prefix+"{$}", h.discovery)
 	h.mux.HandleFunc(APIRootPath+"{$}", h.apiRoot)

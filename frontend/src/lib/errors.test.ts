@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { errorMessage, fieldErrors, formError, isUnauthenticated, labelledErrorMessage, normaliseField } from './errors';
+import { errorMessage, fieldErrors, formError, isUnauthenticated, isUnavailable, labelledErrorMessage, normaliseField } from './errors';
 import { ApiError, httpError } from './graphql';
 
 const badInput = new ApiError('x', 200, [
@@ -74,6 +74,15 @@ describe('errorMessage and codes', () => {
   test('duplicate messages are shown once', () => {
     const err = new ApiError('x', 200, [{ message: 'internal error' }, { message: 'internal error' }]);
     expect(errorMessage(err)).toBe('internal error');
+  });
+  test('a database outage says so, over GraphQL and REST alike', () => {
+    const gql = new ApiError('x', 200, [{ message: 'the database is unavailable; try again later', extensions: { code: 'UNAVAILABLE' } }]);
+    const rest = httpError(503, { error: { code: 'database_unavailable', message: 'the database is unavailable; try again later' } });
+    for (const err of [gql, rest]) {
+      expect(isUnavailable(err)).toBe(true);
+      expect(errorMessage(err)).toMatch(/database is unavailable for now; retrying/);
+    }
+    expect(isUnavailable(new ApiError('x', 200, [{ message: 'internal error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }]))).toBe(false);
   });
   test('plain errors and values', () => {
     expect(errorMessage(new Error('boom'))).toBe('boom');

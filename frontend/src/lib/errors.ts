@@ -8,10 +8,21 @@ const codeText: Record<string, string> = {
   FORBIDDEN: 'You are not allowed to do this.',
   NOT_FOUND: 'It no longer exists.',
   NETWORK_ERROR: 'The server cannot be reached.',
+  UNAVAILABLE: 'The database is unavailable for now; retrying. A change can be tried again once it is back.',
 };
+
+/**
+ * isUnavailable reports whether err says the database cannot be used for
+ * now: GraphQL's UNAVAILABLE or REST's 503 database_unavailable. It passes,
+ * so reads are retried rather than shown as a failure.
+ */
+export function isUnavailable(err: unknown): boolean {
+  return err instanceof ApiError && (err.code === 'UNAVAILABLE' || err.code === 'DATABASE_UNAVAILABLE');
+}
 
 /** errorMessage gives one human sentence for any thrown value. */
 export function errorMessage(err: unknown): string {
+  if (isUnavailable(err)) return codeText.UNAVAILABLE;
   if (err instanceof ApiError) {
     const messages = err.errors.map((e) => e.message).filter(Boolean);
     if (messages.length) return dedupe(messages).join('; ');

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ingest/tsv"
+)
+
+// pages times the first page of iocs (100 rows, totalCount) in every order
+// and under each single filter.
+func (b *readBench) pages(ctx context.Context) (missed []string, err error) {
+	const query = `query($f: IocFilter, $o: IocOrder) { iocs(first: 100, filter: $f, orderBy: $o) {
+	totalCount nodes { id type value score tags firstSeen lastSeen expirationDate } pageInfo { endCursor hasNextPage } } }`
+	type pageCase struct {
+		name   string
+		filter map[string]any
+		order  map[string]any
+	}
+	cases := []pageCase{{name: "order id (default)"}}
+	for _, f := range []string{"VALUE", "TYPE", "SCORE", "FIRST_SEEN", "LAST_SEEN", "EXPIRATION_DATE"} {
+		for _, d := range []string{"ASC", "DESC"} {
+			cases = append(cases, pageCase{name: "order " + f + " " + d, order: map[string]any{"field": f, "direction": d}})
+		}
+	}
+	now := time.Now().UTC()
+	for _, c := range []struct {
+		name string
+		v    map[string]any
+	}{
+		{"filter type DOMAIN", map[string]any{"type": []string{"DOMAIN"}}},
+		{"filter value", map[string]any{"value": "host-500.example.com"}},
+		{"filter valuePrefix", map[string]any{"valuePrefix": "host-12"}},
+		{"filter search", map[string]any{"search": benchSearch}},
+		{"filter feedId", map[string]any{"feedId": fmt.Sprint(b.feedID)}},
+		{"filter tag (every IoC)", map[string]any{"tag": tsv.Tag}},
+		{"filter tag (1%)", map[string]any{"tag": rareTag}},
+		{"filter minScore 90", map[string]any{"minScore": 90}},
+		{"filter expiresBefore +1d", map[string]any{"expiresBefore": now.Add(24 * time.Hour).Format(time.RFC3339)}},
+		{"filter expiresAfter now", map[string]any{"expiresAfter": now.Format(time.RFC3339)}},
+	} {
+		cases = append(cases, pageCase{name: c.name, filter: c.v})
+	}
+	// Warm once, as a server that has been answering is.
+	for _, c := range cases {
+		if err := b.graphql(ctx, query, map[string]any{"f": c.filter, "o": c.order}, nil); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	times := make([][]float64, len(cases))
+	totals := make([]int, len(cases))
+	for range b.runs {
+		for i, c := range cases {
+			var resp struct {
+				Iocs struct {
+					TotalCount int
+					Nodes      []struct{ ID string }
+				}
+			}
+			secs, err := timed(func() error {
+				return b.graphql(ctx, query, map[string]any{"f": c.filter, "o": c.order}, &resp)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.name, err)
+			}
+			times[i] = append(times[i], secs)
+			totals[i] = resp.Iocs.TotalCount
+		}
+	}
+	for i, c := range cases {
+		m := median(times[i])
+		mark := "ok"
+		if m > pageTarget.Seconds() {
+			mark = "MISSED"
+			missed = append(missed, c.name)
+		}
+		fmt.Printf("  page %-26s %7.1f ms  totalCount %8d  %s\n", c.name, m*1e3, totals[i], mark)
+	}
+	return missed, nil
+}
