@@ -3,6 +3,7 @@
 package graph
 
 import (
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -11,7 +12,7 @@ import (
 type Resolver struct {
 	Store *store.Store
 	// Events carries feed changes and run progress to subscriptions.
-	Events *ingest.Bus
+	Events *events.Bus
 	// Ingest runs the feeds; feed mutations go through it.
 	Ingest *ingest.Runner
 	// SaaS is the managed edition, where tenants may not use retention groups.

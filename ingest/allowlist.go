@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -33,7 +34,7 @@ const allowlistSettle = 5 * time.Second
 // it matches; Add removes what a new entry covers from the store.
 type Allowlist struct {
 	st  *store.Store
-	bus *Bus
+	bus *events.Bus
 	log *slog.Logger
 
 	cur    atomic.Pointer[allowlist.Set]
@@ -44,7 +45,7 @@ type Allowlist struct {
 }
 
 // NewAllowlist returns the built-in lists; Load reads the user entries.
-func NewAllowlist(st *store.Store, bus *Bus, log *slog.Logger) *Allowlist {
+func NewAllowlist(st *store.Store, bus *events.Bus, log *slog.Logger) *Allowlist {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -79,7 +80,7 @@ func (a *Allowlist) Load(ctx context.Context) error {
 func (a *Allowlist) Watch(ctx context.Context, refresh time.Duration) {
 	a.done.Store(&ctx)
 	changed := make(chan struct{}, 1)
-	cancel := a.bus.OnSignal(SignalAllowlist, func() {
+	cancel := a.bus.OnSignal(events.SignalAllowlist, func() {
 		select {
 		case changed <- struct{}{}:
 		default: // a reload is due already and reads the latest entries
@@ -134,7 +135,7 @@ func (a *Allowlist) Add(ctx context.Context, value, comment string) (e *store.Al
 	if err := a.Load(ctx); err != nil {
 		a.log.Warn("Unable to reload the allowlist", "error", err)
 	}
-	a.bus.PublishSignal(SignalAllowlist)
+	a.bus.PublishSignal(events.SignalAllowlist)
 	removed, err = a.remove(ctx, entryOf(*e))
 	if err != nil {
 		return e, removed, err
@@ -168,7 +169,7 @@ func (a *Allowlist) Delete(ctx context.Context, id int64) (*store.AllowlistEntry
 	if err := a.Load(ctx); err != nil {
 		a.log.Warn("Unable to reload the allowlist", "error", err)
 	}
-	a.bus.PublishSignal(SignalAllowlist)
+	a.bus.PublishSignal(events.SignalAllowlist)
 	return e, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/events/eventstest"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -166,7 +168,7 @@ func TestAllowlistIPv6AtTheSink(t *testing.T) {
 func TestAllowlistAddValidates(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		a := NewAllowlist(st, NewBus(), nil)
+		a := NewAllowlist(st, events.NewBus(), nil)
 		var verr *store.ValidationError
 		for _, v := range []string{"", "not a value", "10.0.0.0/4", "https://"} {
 			if _, _, err := a.Add(ctx, v, ""); !errors.As(err, &verr) || verr.Field != "value" {
@@ -183,7 +185,7 @@ func TestAllowlistAddValidates(t *testing.T) {
 			t.Errorf("duplicate: %v", err)
 		}
 		// Another instance learns of it when it reloads.
-		other := NewAllowlist(st, NewBus(), nil)
+		other := NewAllowlist(st, events.NewBus(), nil)
 		if _, ok := other.Match(ioc.Domain, "x.example.org"); ok {
 			t.Error("another instance matched an entry before loading it")
 		}
@@ -201,16 +203,16 @@ func TestAllowlistAddValidates(t *testing.T) {
 // fanout, and its deletion too.
 func TestAllowlistChangeReachesOtherInstances(t *testing.T) {
 	dsn := storetest.NewPostgresDSN(t)
-	a, b := newInstance(t, dsn), newInstance(t, dsn)
+	a, b := eventstest.NewInstance(t, dsn), eventstest.NewInstance(t, dsn)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	la, lb := NewAllowlist(a.st, a.bus, nil), NewAllowlist(b.st, b.bus, nil)
+	la, lb := NewAllowlist(a.Store, a.Bus, nil), NewAllowlist(b.Store, b.Bus, nil)
 	// A refresh far off: only the notice can bring the change in time.
 	la.Watch(ctx, time.Hour)
 	lb.Watch(ctx, time.Hour)
 	defer func() { cancel(); la.Wait(); lb.Wait() }()
-	a.waitListening(t, 0)
-	b.waitListening(t, 0)
+	a.WaitListening(t, 0)
+	b.WaitListening(t, 0)
 
 	e, _, err := la.Add(ctx, "example.org", "")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -80,7 +81,7 @@ func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*sto
 		return nil, err
 	}
 	r.log.Info("Created feed", "feed_id", f.ID, "name", f.Name)
-	r.bus.publishFeed(f)
+	r.bus.PublishFeed(f)
 	if err := r.scheduleDue(f, true); err != nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func (r *Runner) applyUpdate(ctx context.Context, id int64, patch store.FeedPatc
 			return nil, err
 		}
 	}
-	r.bus.publishFeed(after)
+	r.bus.PublishFeed(after)
 	if connectionChanged(before, after) {
 		r.runAfterFix(after)
 	}
@@ -210,14 +211,14 @@ func (r *Runner) DeleteFeed(ctx context.Context, id int64) error {
 	if off, err := r.st.SetFeedEnabled(ctx, id, false); err != nil {
 		return err
 	} else if f.Enabled {
-		r.bus.publishFeed(off)
+		r.bus.PublishFeed(off)
 	}
 	r.cancelRun(id, errDeleted)
 	if err := r.st.DeleteFeed(ctx, id); err != nil {
 		return err
 	}
 	r.log.Info("Deleted feed", "feed_id", id, "name", f.Name)
-	r.bus.Publish(Event{FeedID: id, Deleted: true})
+	r.bus.Publish(events.Event{FeedID: id, Deleted: true})
 	return nil
 }
 
@@ -247,7 +248,7 @@ func (r *Runner) SetEnabled(ctx context.Context, id int64, enabled, confirm bool
 	}
 	if enabled {
 		r.log.Info("Enabled feed", "feed_id", id)
-		r.bus.publishFeed(f)
+		r.bus.PublishFeed(f)
 		if err := r.scheduleDue(f, true); err != nil {
 			return nil, err
 		}
@@ -259,7 +260,7 @@ func (r *Runner) SetEnabled(ctx context.Context, id int64, enabled, confirm bool
 	if f, err = r.st.Feed(ctx, id); err != nil {
 		return nil, err
 	}
-	r.bus.publishFeed(f)
+	r.bus.PublishFeed(f)
 	return f, nil
 }
 
@@ -316,6 +317,6 @@ func (r *Runner) ResetCursor(ctx context.Context, id int64) (*store.Feed, error)
 	if err != nil {
 		return nil, err
 	}
-	r.bus.publishFeed(f)
+	r.bus.PublishFeed(f)
 	return f, nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/events/eventstest"
 	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -73,7 +75,7 @@ func TestOrphanedRunClosedBySurvivor(t *testing.T) {
 
 	a := newHarnessWith(t, stA, TSVOptions{}, func(o *Options) { o.RecordRetry = 10 * time.Millisecond })
 	b := newHarnessWith(t, stB, TSVOptions{}, func(o *Options) { o.OrphanInterval = 100 * time.Millisecond })
-	events, cancel := b.r.Bus().Subscribe(0)
+	evs, cancel := b.r.Bus().Subscribe(0)
 	defer cancel()
 
 	f := a.create(srv.URL+"/feed.tsv", nil) // a runs it at once, and waits at the gate
@@ -99,7 +101,7 @@ func TestOrphanedRunClosedBySurvivor(t *testing.T) {
 	var stoppedEvent, doneEvent bool
 	for deadline := time.After(10 * time.Second); !stoppedEvent || !doneEvent; {
 		select {
-		case ev := <-events:
+		case ev := <-evs:
 			if ev.Feed != nil && ev.FeedID == f.ID && ev.Feed.StatusMessage == store.MessageStopped {
 				stoppedEvent = true
 			}
@@ -253,9 +255,9 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			ia, ib := newInstance(t, dsn), newInstance(t, dsn)
-			a := newHarnessWith(t, ia.st, TSVOptions{}, func(o *Options) { o.Bus = ia.bus })
-			b := newHarnessWith(t, ib.st, TSVOptions{}, func(o *Options) { o.Bus = ib.bus })
+			ia, ib := eventstest.NewInstance(t, dsn), eventstest.NewInstance(t, dsn)
+			a := newHarnessWith(t, ia.Store, TSVOptions{}, func(o *Options) { o.Bus = ia.Bus })
+			b := newHarnessWith(t, ib.Store, TSVOptions{}, func(o *Options) { o.Bus = ib.Bus })
 			gate := make(chan struct{})
 			defer openGate(gate)
 			var f *store.Feed
@@ -270,7 +272,7 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := ia.st.SetFeedEnabled(ctx, f.ID, true); err != nil { // enabled without a's running it
+				if _, err := ia.Store.SetFeedEnabled(ctx, f.ID, true); err != nil { // enabled without a's running it
 					t.Fatal(err)
 				}
 				if _, err := b.r.RunNow(ctx, f.ID); err != nil {
@@ -280,7 +282,7 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 			} else {
 				srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
 				var err error
-				f, err = ib.st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: name,
+				f, err = ib.Store.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: name,
 					CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
 				if err != nil {
 					t.Fatal(err)
@@ -326,7 +328,7 @@ func TestDownloadProgress(t *testing.T) {
 		first := strings.Repeat("# padding to pass the reader's 64 KiB step\n", 2000) // about 88 KB
 		srv := newSlowServer(t, first, ipRows(1, 3), gate)
 		h := newHarness(t, st, TSVOptions{})
-		events, cancel := h.r.Bus().Subscribe(0)
+		evs, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
 		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "slow",
 			CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
@@ -336,10 +338,10 @@ func TestDownloadProgress(t *testing.T) {
 		if _, err := h.r.RunNow(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
-		var got *Progress
+		var got *events.Progress
 		for deadline := time.After(10 * time.Second); got == nil; {
 			select {
-			case ev := <-events:
+			case ev := <-evs:
 				if p := ev.Progress; p != nil && p.FeedID == f.ID && p.Downloaded > 0 {
 					got = p
 				}

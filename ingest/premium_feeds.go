@@ -116,7 +116,7 @@ func (r *Runner) CreatePremiumFeed(ctx context.Context, in PremiumFeedInput) (*s
 		return nil, err
 	}
 	r.log.Info("Created premium feed", "feed_id", f.ID, "name", f.Name)
-	r.bus.publishFeed(f)
+	r.bus.PublishFeed(f)
 	return f, nil
 }
 
@@ -144,7 +144,7 @@ func (r *Runner) ResetPremiumFeed(ctx context.Context, id int64) (*store.Feed, e
 		if err != nil {
 			return nil, err
 		}
-		r.bus.publishFeed(off) // a run of it on another instance stops at once
+		r.bus.PublishFeed(off) // a run of it on another instance stops at once
 	}
 	r.unschedule(id)
 	r.cancelRun(id, errReset)
@@ -157,7 +157,7 @@ func (r *Runner) ResetPremiumFeed(ctx context.Context, id int64) (*store.Feed, e
 		return nil, err
 	}
 	r.log.Info("Reset premium feed", "feed_id", id, "name", f.Name)
-	r.bus.publishFeed(f)
+	r.bus.PublishFeed(f)
 	return f, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
 
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -61,7 +62,7 @@ var ErrRunnerStopped = errors.New("ingest: the runner is stopped")
 type Options struct {
 	Store   *store.Store
 	Secrets *store.Secrets
-	Bus     *Bus
+	Bus     *events.Bus
 	Sources *Registry
 	Log     *slog.Logger
 
@@ -103,7 +104,7 @@ type Options struct {
 type Runner struct {
 	st      *store.Store
 	secrets *store.Secrets
-	bus     *Bus
+	bus     *events.Bus
 	sources *Registry
 	log     *slog.Logger
 	opts    Options
@@ -146,7 +147,7 @@ func New(o Options) (*Runner, error) {
 		return nil, errors.New("ingest: a runner needs a store, secrets and sources")
 	}
 	if o.Bus == nil {
-		o.Bus = NewBus()
+		o.Bus = events.NewBus()
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -194,7 +195,7 @@ func New(o Options) (*Runner, error) {
 }
 
 // Bus returns the bus the runner publishes on.
-func (r *Runner) Bus() *Bus { return r.bus }
+func (r *Runner) Bus() *events.Bus { return r.bus }
 
 // Allowlist returns the allowlist ingestion applies.
 func (r *Runner) Allowlist() *Allowlist { return r.opts.Allowlist }
@@ -804,7 +805,7 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	log = log.With("run_id", run.ID)
 	log.Info("Feed run started")
 	if cur, err := r.st.Feed(ctx, f.ID); err == nil {
-		r.bus.publishFeed(cur)
+		r.bus.PublishFeed(cur)
 	}
 
 	stats, out := r.fetch(ctx, f, run)
@@ -832,7 +833,7 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 		// what that left, and nothing of this run's end is recorded.
 		log.Warn("The run was closed by another instance or a reset; its end is not recorded", "count", run.Stored)
 		r.publishEnd(run, store.MessageStopped)
-		r.bus.publishFeed(after)
+		r.bus.PublishFeed(after)
 		return
 	case errors.Is(err, store.ErrNotFound):
 		// Deleted (here or on another instance) during the run: its runs
@@ -848,7 +849,7 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 		return
 	}
 	r.publishEnd(run, run.ErrorKind)
-	r.bus.publishFeed(after)
+	r.bus.PublishFeed(after)
 	if out.kind != "" && out.kind != store.MessageStopped {
 		log.Warn("Feed run failed", "count", run.Stored, "error", run.ErrorDetail)
 	} else {
@@ -858,7 +859,7 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 
 // publishEnd publishes the final progress event of run, ended as kind.
 func (r *Runner) publishEnd(run *store.FeedRun, kind string) {
-	r.bus.Publish(Event{FeedID: run.FeedID, Progress: &Progress{FeedID: run.FeedID, RunID: run.ID,
+	r.bus.Publish(events.Event{FeedID: run.FeedID, Progress: &events.Progress{FeedID: run.FeedID, RunID: run.ID,
 		Fetched: run.Fetched, Stored: run.Stored, Rejected: run.Rejected, Done: true, ErrorKind: kind}})
 }
 
@@ -964,14 +965,14 @@ func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (
 		Now:       r.opts.Now,
 		Allowlist: r.opts.Allowlist,
 		OnProgress: func(s RunStats) {
-			r.bus.Publish(Event{FeedID: f.ID, Progress: &Progress{FeedID: f.ID, RunID: run.ID,
+			r.bus.Publish(events.Event{FeedID: f.ID, Progress: &events.Progress{FeedID: f.ID, RunID: run.ID,
 				Fetched: s.Fetched, Stored: s.Stored, Rejected: s.Rejected}})
 			// Each stored batch moves the feed's last ingestion: announce
 			// it, at most once a second so a fast run does not flood readers.
 			if s.Stored > 0 && time.Since(lastFeedEvent) >= time.Second {
 				lastFeedEvent = time.Now()
 				if cur, err := r.st.Feed(ctx, f.ID); err == nil {
-					r.bus.publishFeed(cur)
+					r.bus.PublishFeed(cur)
 				}
 			}
 		},
@@ -1125,7 +1126,7 @@ const downloadProgressEvery = time.Second
 // (its total, when the server sent one), not where the pace last let one
 // through.
 type downloadReporter struct {
-	bus           *Bus
+	bus           *events.Bus
 	feedID, runID int64
 	sink          *BatchSink
 
@@ -1191,7 +1192,7 @@ func (d *downloadReporter) publishLocked(now time.Time) {
 	}
 	d.shown, d.shownAt = d.read, now
 	s := d.sink.Stats()
-	d.bus.Publish(Event{FeedID: d.feedID, Progress: &Progress{FeedID: d.feedID, RunID: d.runID,
+	d.bus.Publish(events.Event{FeedID: d.feedID, Progress: &events.Progress{FeedID: d.feedID, RunID: d.runID,
 		Fetched: s.Fetched, Stored: s.Stored, Rejected: s.Rejected, Downloaded: d.read, DownloadTotal: d.total}})
 }
 
@@ -1245,7 +1246,7 @@ func (r *Runner) closeOrphanedRuns(ctx context.Context) ([]int64, error) {
 		}
 		r.log.Warn("Closed a run whose instance stopped", "feed_id", run.FeedID, "run_id", run.ID)
 		r.publishEnd(run, run.ErrorKind)
-		r.bus.publishFeed(f)
+		r.bus.PublishFeed(f)
 		if f.Enabled && f.StatusMessage == store.MessageStopped {
 			stopped = append(stopped, f.ID)
 		}

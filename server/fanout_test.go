@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
@@ -28,8 +29,8 @@ func newInstance(t *testing.T, dsn string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	bus := ingest.NewBus()
-	fanout, err := ingest.NewFanout(ingest.FanoutOptions{Store: st, Bus: bus, Log: discardLogger()})
+	bus := events.NewBus()
+	fanout, err := events.NewFanout(events.FanoutOptions{Store: st, Bus: bus, Log: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/builtin"
@@ -192,8 +193,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// database. Not tied to ctx: it keeps relaying the runner's last
 	// events while the runner stops, and stops after it (defers run last
 	// in, first out), before the store closes.
-	bus := ingest.NewBus()
-	fanout, err := ingest.NewFanout(ingest.FanoutOptions{Store: st, Bus: bus, Log: log})
+	bus := events.NewBus()
+	fanout, err := events.NewFanout(events.FanoutOptions{Store: st, Bus: bus, Log: log})
 	if err != nil {
 		return err
 	}
@@ -291,7 +292,7 @@ func keyUsers(k builtin.Key) string {
 // policy's client; the built-in sources through bo.Client, the vendor
 // client (the policy and the feed mirror).
 func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, feedClient *http.Client,
-	bus *ingest.Bus, log *slog.Logger, bo ingest.BuiltinOptions) (*ingest.Runner, error) {
+	bus *events.Bus, log *slog.Logger, bo ingest.BuiltinOptions) (*ingest.Runner, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
 		return nil, err
