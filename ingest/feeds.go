@@ -289,7 +289,7 @@ func (r *Runner) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
 	if last != nil && last.EndedAt == nil {
 		return nil, ErrAlreadyRunning
 	}
-	answer, err := r.startNow(ctx, id)
+	answer, err := r.startRun(ctx, id, runRequest{why: runAsked, lockFirst: true})
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +307,7 @@ func (r *Runner) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
 // polling interval. A run in flight with the old settings finishes first.
 func (r *Runner) runAfterFix(f *store.Feed) {
 	if f.Enabled {
-		r.askRun(f.ID, runAsked, true)
+		r.startRun(r.base, f.ID, runRequest{why: runAsked, queue: true})
 	}
 }
 

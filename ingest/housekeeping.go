@@ -63,7 +63,7 @@ func (r *Runner) orphanJob(ctx context.Context) {
 		r.log.Error("Unable to close the runs of stopped instances", "error", err)
 	}
 	for _, id := range stopped {
-		r.goRunAs(id, runResume)
+		r.startRun(r.base, id, runRequest{why: runResume})
 	}
 }
 

@@ -560,7 +560,7 @@ func TestNoConcurrentRuns(t *testing.T) {
 				t.Fatalf("run now on a running feed: %v, want ErrAlreadyRunning", err)
 			}
 		}
-		h.r.runFeed(f.ID, runScheduled) // the scheduled job firing meanwhile
+		h.r.startRun(ctx, f.ID, runRequest{why: runScheduled, wait: true}) // the scheduled job firing meanwhile
 		if st.Dialect == store.Postgres {
 			// Another instance on the same database does not run it either.
 			other, err := New(Options{Store: st, Secrets: testSecrets(t), Sources: h.reg,
@@ -568,7 +568,7 @@ func TestNoConcurrentRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			other.runFeed(f.ID, runAsked)
+			other.startRun(ctx, f.ID, runRequest{why: runAsked, wait: true})
 		}
 		close(gate)
 		h.r.Wait()

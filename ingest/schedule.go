@@ -30,7 +30,7 @@ func (r *Runner) scheduleDue(f *store.Feed, now bool) error {
 		return err
 	}
 	if now {
-		r.goRun(f.ID)
+		r.startRun(r.base, f.ID, runRequest{why: runAsked})
 	}
 	return nil
 }
@@ -42,7 +42,7 @@ func (r *Runner) scheduleResume(f *store.Feed) error {
 	if err := r.schedule(f.ID, every, r.opts.Now().Add(every)); err != nil {
 		return err
 	}
-	r.goRunAs(f.ID, runResume)
+	r.startRun(r.base, f.ID, runRequest{why: runResume})
 	return nil
 }
 
@@ -77,7 +77,7 @@ func (r *Runner) scheduleLocked(feedID int64, every time.Duration, at time.Time)
 		start = gocron.WithStartDateTime(at)
 	}
 	j, err := r.sched.NewJob(gocron.DurationJob(every),
-		gocron.NewTask(func() { r.runFeed(feedID, runScheduled) }),
+		gocron.NewTask(func() { r.startRun(r.base, feedID, runRequest{why: runScheduled, wait: true}) }),
 		gocron.WithName(jobName(feedID)), gocron.WithTags("feed"),
 		gocron.WithSingletonMode(gocron.LimitModeReschedule),
 		gocron.WithStartAt(start))

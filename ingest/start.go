@@ -7,60 +7,95 @@ import (
 	"github.com/tifeeds/tifeeds/store"
 )
 
-// cancelRun cancels the feed's run in flight, if any, and waits for it to end.
-func (r *Runner) cancelRun(feedID int64, cause error) {
-	r.mu.Lock()
-	ar := r.running[feedID]
-	r.mu.Unlock()
-	if ar != nil {
-		ar.cancel(cause)
-		<-ar.done
-	}
+// runReason is why a run starts.
+type runReason int
+
+const (
+	runAsked     runReason = iota // created, enabled, run now
+	runScheduled                  // its job fired
+	// runResume continues a feed a stop interrupted: it runs only if the
+	// feed still shows Stopped once locked, so that instances starting
+	// together, or a survivor and a restarted instance, resume it once.
+	runResume
+)
+
+// runRequest is how a run is asked for.
+type runRequest struct {
+	why runReason
+	// queue asks, while the feed runs here, for one more run as soon as
+	// that run lets go of it, instead of the answer runBusy.
+	queue bool
+	// lockFirst takes the feed's cluster-wide lock before answering, so
+	// that of the instances asked at the same moment exactly one says it
+	// started the run; the others answer runBusy, not a success for a run
+	// that their runner would then skip as running elsewhere (RunNow).
+	lockFirst bool
+	// wait runs the feed in the caller's goroutine: the scheduler's job,
+	// whose singleton mode must see the run go on. A waiting request never
+	// queues a run: the run going on is this interval's.
+	wait bool
 }
 
-// goRun starts a run of the feed in the background.
-func (r *Runner) goRun(feedID int64) { r.goRunAs(feedID, runAsked) }
-
-// goRunAs starts a run of the feed in the background, for the given reason.
-// A feed running here is not run twice: asking again is a no-op.
-func (r *Runner) goRunAs(feedID int64, why runReason) { r.askRun(feedID, why, false) }
-
-// runAnswer is what askRun did.
+// runAnswer is what startRun did.
 type runAnswer int
 
 const (
 	runStarted runAnswer = iota // a run was started
 	runQueued                   // one runs as soon as the current one lets go of the feed
-	runBusy                     // the feed is running here; nothing was done
+	runBusy                     // the feed is running here, or elsewhere with lockFirst; nothing was done
 	runRefused                  // the runner is stopping
 )
 
-// askRun starts a run of the feed in the background. While a run of it is
-// in flight here, the answer is runBusy, unless queue is set or that run is
-// recording its end (ended): then one more run is queued to start when it
-// lets go of the feed. The run is claimed under the lock, before
-// the goroutine starts, so that two asks never both start one.
-func (r *Runner) askRun(feedID int64, why runReason, queue bool) runAnswer {
+// startRun is the one way a run starts. A feed running here is not run
+// twice: the answer is runBusy, unless req.queue is set or that run is
+// recording its end (then one more run is queued to start when it lets go
+// of the feed). The run is claimed under the lock, before its goroutine
+// starts, so that two requests never both start one. ctx bounds taking
+// the lock of req.lockFirst only; the run itself lasts until the runner
+// stops.
+func (r *Runner) startRun(ctx context.Context, feedID int64, req runRequest) (runAnswer, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.stopping.Load() {
-		return runRefused
+		r.mu.Unlock()
+		return runRefused, nil
 	}
 	if ar, busy := r.running[feedID]; busy {
-		if queue || ar.ended {
+		defer r.mu.Unlock()
+		if req.queue || ar.ended && !req.wait {
 			ar.again = true
-			return runQueued
+			return runQueued, nil
 		}
 		r.log.Debug("Feed already running", "feed_id", feedID)
-		return runBusy
+		return runBusy, nil
 	}
-	ctx, ar := r.claimLocked(feedID)
-	r.wg.Add(1)
-	go func() {
+	runCtx, ar := r.claimLocked(feedID)
+	r.wg.Add(1) // under mu: Stop waits for every run claimed before it
+	r.mu.Unlock()
+	var unlock func()
+	if req.lockFirst {
+		var ok bool
+		var err error
+		unlock, ok, err = r.st.TryLockFeed(ctx, feedID)
+		if err != nil || !ok {
+			r.release(feedID, ar)
+			r.wg.Done()
+			if err != nil {
+				return 0, err
+			}
+			r.log.Info("Run now of a feed running in another instance", "feed_id", feedID)
+			return runBusy, nil
+		}
+	}
+	run := func() {
 		defer r.wg.Done()
-		r.runClaimed(ctx, feedID, ar, why, nil)
-	}()
-	return runStarted
+		r.runClaimed(runCtx, feedID, ar, req.why, unlock)
+	}
+	if req.wait {
+		run()
+	} else {
+		go run()
+	}
+	return runStarted, nil
 }
 
 // claimLocked marks the feed running here; r.mu is held.
@@ -80,107 +115,12 @@ func (r *Runner) markEnded(feedID int64) {
 	}
 }
 
-// runReason is why a run starts.
-type runReason int
-
-const (
-	runAsked     runReason = iota // created, enabled, run now
-	runScheduled                  // its job fired
-	// runResume continues a feed a stop interrupted: it runs only if the
-	// feed still shows Stopped once locked, so that instances starting
-	// together, or a survivor and a restarted instance, resume it once.
-	runResume
-)
-
-// runFeed runs the feed unless it is already running here or elsewhere;
-// the scheduler calls it.
-func (r *Runner) runFeed(feedID int64, why runReason) {
-	scheduled := why == runScheduled
-	r.mu.Lock()
-	if r.stopping.Load() {
-		r.mu.Unlock()
-		return
-	}
-	if scheduled {
-		r.wg.Add(1)
-		defer r.wg.Done()
-	}
-	if _, busy := r.running[feedID]; busy {
-		r.mu.Unlock()
-		r.log.Debug("Feed already running", "feed_id", feedID)
-		return
-	}
-	ctx, ar := r.claimLocked(feedID)
-	r.mu.Unlock()
-	r.runClaimed(ctx, feedID, ar, why, nil)
-}
-
-// startNow starts a run of the feed for RunNow. Unlike askRun it takes the
-// feed's cluster-wide lock before it answers, so that of the instances
-// asked at the same moment exactly one says it started the run; the others
-// answer runBusy (ErrAlreadyRunning), not a success for a run that their
-// runner would then skip as running elsewhere.
-func (r *Runner) startNow(ctx context.Context, feedID int64) (runAnswer, error) {
-	r.mu.Lock()
-	if r.stopping.Load() {
-		r.mu.Unlock()
-		return runRefused, nil
-	}
-	if ar, busy := r.running[feedID]; busy {
-		defer r.mu.Unlock()
-		if ar.ended {
-			ar.again = true
-			return runQueued, nil
-		}
-		return runBusy, nil
-	}
-	runCtx, ar := r.claimLocked(feedID)
-	r.wg.Add(1)
-	r.mu.Unlock()
-	unlock, ok, err := r.st.TryLockFeed(ctx, feedID)
-	if err != nil || !ok {
-		r.release(feedID, ar)
-		r.wg.Done()
-		if err != nil {
-			return 0, err
-		}
-		r.log.Info("Run now of a feed running in another instance", "feed_id", feedID)
-		return runBusy, nil
-	}
-	go func() {
-		defer r.wg.Done()
-		r.runClaimed(runCtx, feedID, ar, runAsked, unlock)
-	}()
-	return runStarted, nil
-}
-
-// runClaimed runs a feed claimed by claimLocked, lets go of it, and starts
-// the run queued meanwhile, if any. A scheduled run is skipped when another
-// instance ran the feed recently. unlock, when not nil, releases the
-// feed's lock in the store, taken already.
+// runClaimed runs a feed claimed by claimLocked and lets go of it. It takes
+// the feed's lock in the store (unless unlock says it is held already) and
+// checks that the feed still wants this run: enabled, still Stopped for a
+// resume, and for a scheduled run not run recently by another instance.
 func (r *Runner) runClaimed(ctx context.Context, feedID int64, ar *activeRun, why runReason, unlock func()) {
 	defer r.release(feedID, ar)
-	r.lockAndExecute(ctx, feedID, why, unlock)
-}
-
-// release lets go of a feed claimed by claimLocked, and starts the run
-// queued meanwhile, if any.
-func (r *Runner) release(feedID int64, ar *activeRun) {
-	ar.cancel(nil)
-	r.mu.Lock()
-	delete(r.running, feedID)
-	again := ar.again && !r.stopping.Load()
-	r.mu.Unlock()
-	close(ar.done)
-	if again {
-		r.goRun(feedID)
-	}
-}
-
-// lockAndExecute takes the feed's lock in the store (unless unlock says it
-// is held already), checks the feed still wants this run, and runs it.
-func (r *Runner) lockAndExecute(ctx context.Context, feedID int64, why runReason, unlock func()) {
-	scheduled := why == runScheduled
 	if unlock == nil {
 		var ok bool
 		var err error
@@ -209,9 +149,34 @@ func (r *Runner) lockAndExecute(ctx context.Context, feedID int64, why runReason
 		r.log.Info("Feed resumed elsewhere, skipping", "feed_id", feedID)
 		return
 	}
-	if scheduled && f.LastRunAt != nil && r.opts.Now().Sub(*f.LastRunAt) < r.interval(f)/2 {
+	if why == runScheduled && f.LastRunAt != nil && r.opts.Now().Sub(*f.LastRunAt) < r.interval(f)/2 {
 		r.log.Info("Feed ran recently, skipping", "feed_id", feedID)
 		return
 	}
 	r.execute(ctx, f)
+}
+
+// release lets go of a feed claimed by claimLocked, and starts the run
+// queued meanwhile, if any.
+func (r *Runner) release(feedID int64, ar *activeRun) {
+	ar.cancel(nil)
+	r.mu.Lock()
+	delete(r.running, feedID)
+	again := ar.again && !r.stopping.Load()
+	r.mu.Unlock()
+	close(ar.done)
+	if again {
+		r.startRun(r.base, feedID, runRequest{why: runAsked})
+	}
+}
+
+// cancelRun cancels the feed's run in flight, if any, and waits for it to end.
+func (r *Runner) cancelRun(feedID int64, cause error) {
+	r.mu.Lock()
+	ar := r.running[feedID]
+	r.mu.Unlock()
+	if ar != nil {
+		ar.cancel(cause)
+		<-ar.done
+	}
 }
