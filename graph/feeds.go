@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph/model"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -23,18 +23,18 @@ const (
 )
 
 // errNoRunner is returned by feed mutations when the server runs without
-// an ingestion runner (a wiring error).
-var errNoRunner = errors.New("graph: feed changes need the ingestion runner")
+// the feed service (a wiring error).
+var errNoRunner = errors.New("graph: feed changes need the feed service")
 
-func (r *Resolver) runner() (*ingest.Runner, error) {
-	if r.Ingest == nil {
+func (r *Resolver) runner() (*feeds.Service, error) {
+	if r.Feeds == nil {
 		return nil, errNoRunner
 	}
-	return r.Ingest, nil
+	return r.Feeds, nil
 }
 
 // runnerAndFeedID is the start of every feed mutation on an existing feed.
-func (r *Resolver) runnerAndFeedID(id string) (*ingest.Runner, int64, error) {
+func (r *Resolver) runnerAndFeedID(id string) (*feeds.Service, int64, error) {
 	run, err := r.runner()
 	if err != nil {
 		return nil, 0, err
@@ -102,7 +102,7 @@ func (r *Resolver) createCustomFeed(ctx context.Context, input model.CustomFeedI
 	if input.Category != nil {
 		category = *input.Category
 	}
-	return run.CreateCustomFeed(ctx, ingest.CustomFeedInput{
+	return run.CreateCustomFeed(ctx, feeds.CustomFeedInput{
 		Category:         string(category),
 		Name:             input.Name,
 		CollectionURL:    input.CollectionURL,
@@ -121,7 +121,7 @@ func (r *Resolver) updateFeed(ctx context.Context, id string, input model.FeedUp
 	if err != nil {
 		return nil, err
 	}
-	return run.UpdateFeed(ctx, feedID, ingest.FeedUpdate{
+	return run.UpdateFeed(ctx, feedID, feeds.FeedUpdate{
 		Name:             input.Name,
 		CollectionURL:    input.CollectionURL,
 		Username:         input.Username,

@@ -4,6 +4,7 @@ package graph
 
 import (
 	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -13,8 +14,11 @@ type Resolver struct {
 	Store *store.Store
 	// Events carries feed changes and run progress to subscriptions.
 	Events *events.Bus
-	// Ingest runs the feeds; feed mutations go through it.
+	// Ingest runs the feeds: their next runs, the runs going on, the
+	// allowlist in force.
 	Ingest *ingest.Runner
+	// Feeds carries out the feed mutations.
+	Feeds *feeds.Service
 	// SaaS is the managed edition, where tenants may not use retention groups.
 	SaaS bool
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/events/eventstest"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -237,16 +238,16 @@ func (s *slowServer) requests() int {
 func TestStopElsewhereAtOnce(t *testing.T) {
 	tests := map[string]struct {
 		premium bool
-		act     func(ctx context.Context, a *Runner, id int64) error
+		act     func(ctx context.Context, a *feeds.Service, id int64) error
 	}{
-		"disable": {act: func(ctx context.Context, a *Runner, id int64) error {
+		"disable": {act: func(ctx context.Context, a *feeds.Service, id int64) error {
 			_, err := a.SetEnabled(ctx, id, false, true)
 			return err
 		}},
-		"delete": {act: func(ctx context.Context, a *Runner, id int64) error {
+		"delete": {act: func(ctx context.Context, a *feeds.Service, id int64) error {
 			return a.DeleteFeed(ctx, id)
 		}},
-		"reset": {premium: true, act: func(ctx context.Context, a *Runner, id int64) error {
+		"reset": {premium: true, act: func(ctx context.Context, a *feeds.Service, id int64) error {
 			_, err := a.ResetPremiumFeed(ctx, id)
 			return err
 		}},
@@ -267,7 +268,7 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 				a.reg.RegisterFeedList(FeedListOptions{})
 				b.reg.RegisterFeedList(FeedListOptions{})
 				var err error
-				f, err = a.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: name,
+				f, err = a.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: name,
 					APIEndpoint: srv.URL + "/v2/x.json?key=k&v=2"})
 				if err != nil {
 					t.Fatal(err)
@@ -275,7 +276,7 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 				if _, err := ia.Store.SetFeedEnabled(ctx, f.ID, true); err != nil { // enabled without a's running it
 					t.Fatal(err)
 				}
-				if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+				if _, err := b.m.RunNow(ctx, f.ID); err != nil {
 					t.Fatal(err)
 				}
 				waitFor(t, "b's download", 10*time.Second, func() bool { return srv.requests() == 1 })
@@ -287,7 +288,7 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+				if _, err := b.m.RunNow(ctx, f.ID); err != nil {
 					t.Fatal(err)
 				}
 				waitFor(t, "b's download", 10*time.Second, func() bool { return srv.requests() == 1 })
@@ -295,7 +296,7 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 			if !b.r.Running(f.ID) {
 				t.Fatal("b is not running the feed")
 			}
-			if err := tc.act(ctx, a.r, f.ID); err != nil {
+			if err := tc.act(ctx, a.m, f.ID); err != nil {
 				t.Fatal(err)
 			}
 			// About a second is the aim; the bound is generous for a loaded
@@ -335,7 +336,7 @@ func TestDownloadProgress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.r.RunNow(ctx, f.ID); err != nil {
+		if _, err := h.m.RunNow(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
 		var got *events.Progress

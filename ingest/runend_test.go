@@ -15,6 +15,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/events/eventstest"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -92,12 +93,12 @@ func TestDeleteElsewhereEndsTheRunEverywhere(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+		if _, err := b.m.RunNow(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "b's download", 10*time.Second, func() bool { return srv.requests() == 1 })
 		run := b.lastRun(f.ID)
-		if err := a.r.DeleteFeed(ctx, f.ID); err != nil {
+		if err := a.m.DeleteFeed(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "b's run stopping", 5*time.Second, func() bool { return !b.r.Running(f.ID) })
@@ -117,7 +118,7 @@ func TestDeleteElsewhereEndsTheRunEverywhere(t *testing.T) {
 }
 
 // Run now asked of two instances at the same moment starts one run: one
-// answers with the feed, the other ErrAlreadyRunning (GraphQL CONFLICT),
+// answers with the feed, the other feeds.ErrAlreadyRunning (GraphQL CONFLICT),
 // never both a success for the one run that starts.
 func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 	dsn := storetest.NewPostgresDSN(t)
@@ -136,12 +137,12 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 		start := make(chan struct{})
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
-		for i, r := range []*Runner{a.r, b.r} {
+		for i, m := range []*feeds.Service{a.m, b.m} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-start
-				_, errs[i] = r.RunNow(ctx, f.ID)
+				_, errs[i] = m.RunNow(ctx, f.ID)
 			}()
 		}
 		close(start)
@@ -151,7 +152,7 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 			switch {
 			case err == nil:
 				started++
-			case !errors.Is(err, ErrAlreadyRunning):
+			case !errors.Is(err, feeds.ErrAlreadyRunning):
 				t.Fatalf("try %d: run now: %v", try, err)
 			}
 		}

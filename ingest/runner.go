@@ -88,9 +88,6 @@ type Options struct {
 	OrphanInterval time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// PremiumEndpointBase, when set, is where every feed-list platform
-	// endpoint must point ({premium_endpoint_base} of the spec).
-	PremiumEndpointBase string
 	// Allowlist drops benign indicators before they are stored; one over
 	// Store and Bus when nil.
 	Allowlist *Allowlist

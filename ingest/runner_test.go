@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -45,6 +46,7 @@ type harness struct {
 	t     *testing.T
 	st    *store.Store
 	r     *Runner
+	m     *feeds.Service // the feed changes of the API, carried out over r
 	clock *clock
 	reg   *Registry
 }
@@ -97,7 +99,7 @@ func newHarnessWith(t *testing.T, st *store.Store, tsvOpts TSVOptions, mod func(
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Stop(context.Background()) })
-	return &harness{t: t, st: st, r: r, clock: c, reg: reg}
+	return &harness{t: t, st: st, r: r, m: newService(t, r, opts), clock: c, reg: reg}
 }
 
 // tsvServer serves body (changeable) at /feed.tsv, with basic auth when
@@ -160,14 +162,14 @@ func ipRows(from, to int) string {
 	return b.String()
 }
 
-func (h *harness) create(url string, mod func(*CustomFeedInput)) *store.Feed {
+func (h *harness) create(url string, mod func(*feeds.CustomFeedInput)) *store.Feed {
 	h.t.Helper()
-	in := CustomFeedInput{Category: store.CategoryTSV, Name: "feed", CollectionURL: url,
+	in := feeds.CustomFeedInput{Category: store.CategoryTSV, Name: "feed", CollectionURL: url,
 		PollingFrequency: 4, RetentionPeriod: 30}
 	if mod != nil {
 		mod(&in)
 	}
-	f, err := h.r.CreateCustomFeed(context.Background(), in)
+	f, err := h.m.CreateCustomFeed(context.Background(), in)
 	if err != nil {
 		h.t.Fatalf("create feed: %v", err)
 	}
@@ -185,7 +187,7 @@ func (h *harness) feed(id int64) *store.Feed {
 
 func (h *harness) runNow(id int64) *store.FeedRun {
 	h.t.Helper()
-	if _, err := h.r.RunNow(context.Background(), id); err != nil {
+	if _, err := h.m.RunNow(context.Background(), id); err != nil {
 		h.t.Fatal(err)
 	}
 	h.r.Wait()
@@ -254,7 +256,7 @@ func TestTSVFeedRuns(t *testing.T) {
 		srv.set(func(s *tsvServer) { s.user, s.pass = "alice", "s3cret" })
 		events, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
-		f := h.create(srv.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Username, in.Password = "alice", "s3cret" })
+		f := h.create(srv.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Username, in.Password = "alice", "s3cret" })
 		if f.Name != "TSV_feed" || !f.HasSecret() || strings.Contains(string(f.Secret), "s3cret") {
 			t.Fatalf("created = %+v", f)
 		}
@@ -348,7 +350,7 @@ func TestTSVStatusMessages(t *testing.T) {
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				i++
-				f := h.create(tc.url, func(in *CustomFeedInput) {
+				f := h.create(tc.url, func(in *feeds.CustomFeedInput) {
 					in.Name = fmt.Sprintf("f%d", i)
 					in.Username, in.Password = tc.user, tc.pass
 				})
@@ -365,13 +367,13 @@ func TestTSVStatusMessages(t *testing.T) {
 			})
 		}
 		// The message clears with the next good run.
-		f := h.create(srv.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name = "fixable"; in.Username = "alice" })
+		f := h.create(srv.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name = "fixable"; in.Username = "alice" })
 		h.r.Wait()
 		if got := h.feed(f.ID); got.StatusMessage != string(ioc.InvalidCredentials) {
 			t.Fatalf("no password: %q", got.StatusMessage)
 		}
 		pw := "right"
-		if _, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{Password: &pw}); err != nil {
+		if _, err := h.m.UpdateFeed(context.Background(), f.ID, feeds.FeedUpdate{Password: &pw}); err != nil {
 			t.Fatal(err)
 		}
 		// Saving the password runs the feed at once.
@@ -429,13 +431,13 @@ func TestTSVDailyLimit(t *testing.T) {
 		// A new collection URL is checked, and forgets the cursor into the old file.
 		bad, good := "ftp://x/feed.tsv", srv.URL+"/feed.tsv?v=2"
 		var ve *store.ValidationError
-		if _, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{CollectionURL: &bad}); !errors.As(err, &ve) || ve.Field != "collectionUrl" {
+		if _, err := h.m.UpdateFeed(context.Background(), f.ID, feeds.FeedUpdate{CollectionURL: &bad}); !errors.As(err, &ve) || ve.Field != "collectionUrl" {
 			t.Errorf("update to %s: %v", bad, err)
 		}
 		if got := h.feed(f.ID); got.Cursor != "line:14" || got.CollectionURL == bad {
 			t.Errorf("refused update changed the feed: %+v", got)
 		}
-		if got, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{CollectionURL: &good}); err != nil || got.Cursor != "" || got.CollectionURL != good {
+		if got, err := h.m.UpdateFeed(context.Background(), f.ID, feeds.FeedUpdate{CollectionURL: &good}); err != nil || got.Cursor != "" || got.CollectionURL != good {
 			t.Errorf("after a new URL: %+v, %v", got, err)
 		}
 	})
@@ -449,7 +451,7 @@ func TestDisableEnable(t *testing.T) {
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
 
-		if _, err := h.r.SetEnabled(ctx, f.ID, false, false); err == nil || !strings.Contains(err.Error(), "confirm") {
+		if _, err := h.m.SetEnabled(ctx, f.ID, false, false); err == nil || !strings.Contains(err.Error(), "confirm") {
 			t.Fatalf("disable without confirm: %v", err)
 		}
 		if !h.feed(f.ID).Enabled {
@@ -460,9 +462,9 @@ func TestDisableEnable(t *testing.T) {
 		gate, started := make(chan struct{}), make(chan struct{}, 1)
 		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started; s.body = ipRows(1, 8) })
 		defer close(gate)
-		h.r.RunNow(ctx, f.ID)
+		h.m.RunNow(ctx, f.ID)
 		<-started
-		got, err := h.r.SetEnabled(ctx, f.ID, false, true)
+		got, err := h.m.SetEnabled(ctx, f.ID, false, true)
 		if err != nil || got.Enabled || got.StatusMessage != store.MessageDisabled || got.DerivedStatus() != store.StatusDisabled {
 			t.Fatalf("disabled = %+v, %v", got, err)
 		}
@@ -479,13 +481,13 @@ func TestDisableEnable(t *testing.T) {
 		if _, ok := h.r.NextRun(f.ID); ok {
 			t.Error("a disabled feed is still scheduled")
 		}
-		if _, err := h.r.RunNow(ctx, f.ID); err == nil {
+		if _, err := h.m.RunNow(ctx, f.ID); err == nil {
 			t.Error("ran a disabled feed")
 		}
 
 		// Enabling fetches at once what was missed.
 		srv.set(func(s *tsvServer) { s.gate, s.started = nil, nil })
-		got, err = h.r.SetEnabled(ctx, f.ID, true, false)
+		got, err = h.m.SetEnabled(ctx, f.ID, true, false)
 		if err != nil || !got.Enabled {
 			t.Fatalf("enable: %+v %v", got, err)
 		}
@@ -520,13 +522,13 @@ func TestBackfillBound(t *testing.T) {
 				return "2026-01-02T00:00:00Z", sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "198.18.9.9", Source: "s", Score: 1})
 			}), nil
 		}})
-		f := h.create("https://taxii.example/api/collections/c1/", func(in *CustomFeedInput) {
+		f := h.create("https://taxii.example/api/collections/c1/", func(in *feeds.CustomFeedInput) {
 			in.Category, in.BackfillDays = store.CategoryTAXII, 7
 		})
 		h.r.Wait()
-		h.r.SetEnabled(ctx, f.ID, false, true)
+		h.m.SetEnabled(ctx, f.ID, false, true)
 		h.clock.Add(3 * 24 * time.Hour)
-		h.r.SetEnabled(ctx, f.ID, true, false)
+		h.m.SetEnabled(ctx, f.ID, true, false)
 		h.r.Wait()
 		mu.Lock()
 		defer mu.Unlock()
@@ -553,11 +555,11 @@ func TestNoConcurrentRuns(t *testing.T) {
 		gate, started := make(chan struct{}), make(chan struct{}, 10)
 		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started })
 		before := srv.requests.Load()
-		h.r.RunNow(ctx, f.ID)
+		h.m.RunNow(ctx, f.ID)
 		<-started
 		for range 3 {
-			if _, err := h.r.RunNow(ctx, f.ID); !errors.Is(err, ErrAlreadyRunning) {
-				t.Fatalf("run now on a running feed: %v, want ErrAlreadyRunning", err)
+			if _, err := h.m.RunNow(ctx, f.ID); !errors.Is(err, feeds.ErrAlreadyRunning) {
+				t.Fatalf("run now on a running feed: %v, want feeds.ErrAlreadyRunning", err)
 			}
 		}
 		h.r.startRun(ctx, f.ID, runRequest{why: runScheduled, wait: true}) // the scheduled job firing meanwhile
@@ -594,7 +596,7 @@ func TestReschedule(t *testing.T) {
 			t.Fatalf("next run %v (now %v), want in about 4 h", next, h.clock.Now())
 		}
 		hours := 12
-		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{PollingFrequency: &hours}); err != nil {
+		if _, err := h.m.UpdateFeed(ctx, f.ID, feeds.FeedUpdate{PollingFrequency: &hours}); err != nil {
 			t.Fatal(err)
 		}
 		next, ok = h.r.NextRun(f.ID)
@@ -609,7 +611,7 @@ func TestReschedule(t *testing.T) {
 		if got := h.r.interval(b); got != 24*time.Hour {
 			t.Errorf("built-in interval %v", got)
 		}
-		if _, err := h.r.UpdateFeed(ctx, b.ID, FeedUpdate{PollingFrequency: &hours}); err == nil {
+		if _, err := h.m.UpdateFeed(ctx, b.ID, feeds.FeedUpdate{PollingFrequency: &hours}); err == nil {
 			t.Error("a built-in feed was edited")
 		}
 	})
@@ -621,8 +623,8 @@ func TestExpiryAndDelete(t *testing.T) {
 		h := newHarness(t, st, TSVOptions{})
 		a := newTSVServer(t, ipRows(1, 4))
 		b := newTSVServer(t, ipRows(3, 6))
-		fa := h.create(a.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name, in.RetentionPeriod = "a", 1 })
-		fb := h.create(b.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name, in.RetentionPeriod = "b", 10 })
+		fa := h.create(a.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name, in.RetentionPeriod = "a", 1 })
+		fb := h.create(b.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name, in.RetentionPeriod = "b", 10 })
 		h.r.Wait()
 		if n := h.count(`SELECT COUNT(*) FROM iocs`); n != 6 {
 			t.Fatalf("%d IoCs, want 6", n)
@@ -641,7 +643,7 @@ func TestExpiryAndDelete(t *testing.T) {
 
 		// Deleting b removes its sightings and its IoCs.
 		h.runNow(fa.ID)
-		if err := h.r.DeleteFeed(ctx, fb.ID); err != nil {
+		if err := h.m.DeleteFeed(ctx, fb.ID); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := st.Feed(ctx, fb.ID); !errors.Is(err, store.ErrNotFound) {
@@ -720,12 +722,12 @@ func TestRunNowAsTheRunEnds(t *testing.T) {
 		h.r.mu.Lock()
 		runCtx, ar := h.r.claimLocked(f.ID)
 		h.r.mu.Unlock()
-		if _, err := h.r.RunNow(ctx, f.ID); !errors.Is(err, ErrAlreadyRunning) {
-			t.Fatalf("run now while running: %v, want ErrAlreadyRunning", err)
+		if _, err := h.m.RunNow(ctx, f.ID); !errors.Is(err, feeds.ErrAlreadyRunning) {
+			t.Fatalf("run now while running: %v, want feeds.ErrAlreadyRunning", err)
 		}
 		// Its end committed: Run now is taken.
 		h.r.markEnded(f.ID)
-		if _, err := h.r.RunNow(ctx, f.ID); err != nil {
+		if _, err := h.m.RunNow(ctx, f.ID); err != nil {
 			t.Fatalf("run now once the run's end is committed: %v", err)
 		}
 		// The held run goes through, lets go of the feed, and the queued
@@ -767,4 +769,15 @@ func TestRunnerIndexesKeysWhenQuiet(t *testing.T) {
 			}
 		}
 	})
+}
+
+// newService returns the feed service over r, built from r's options.
+func newService(t testing.TB, r *Runner, o Options) *feeds.Service {
+	t.Helper()
+	m, err := feeds.New(feeds.Options{Store: o.Store, Secrets: o.Secrets, Bus: r.Bus(), Sources: o.Sources,
+		Runner: r, Log: r.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
@@ -37,8 +38,12 @@ func (f *fixture) withRunner() *ingest.Runner {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { runner.Stop(context.Background()) })
+	service, err := feeds.New(feeds.Options{Store: f.store, Secrets: secrets, Bus: runner.Bus(), Sources: sources, Runner: runner})
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	s := server.New(server.DefaultConfig(), f.store,
-		&graph.Resolver{Store: f.store, Events: runner.Bus(), Ingest: runner}, discardLogger())
+		&graph.Resolver{Store: f.store, Events: runner.Bus(), Ingest: runner, Feeds: service}, discardLogger())
 	f.srv.Close()
 	f.srv = httptest.NewServer(s.Handler())
 	f.t.Cleanup(f.srv.Close)
