@@ -25,6 +25,7 @@ type Store interface {
 	ResetPremiumFeed(ctx context.Context, id int64, to store.FeedReset) (*store.Feed, error)
 	DeleteFeed(ctx context.Context, id int64) error
 	LastRun(ctx context.Context, feedID int64) (*store.FeedRun, error)
+	AllowlistStore
 }
 
 // Secrets seals the credentials the service stores and opens them again
@@ -74,7 +75,10 @@ type Options struct {
 	Bus     *events.Bus
 	Sources Sources
 	Runner  Runner
-	Log     *slog.Logger
+	// Allowlist is the allowlist in force that the allowlist changes
+	// reload and remove with; without it Allowlist returns nil.
+	Allowlist AllowlistInForce
+	Log       *slog.Logger
 	// PremiumEndpointBase, when set, is where every feed-list platform
 	// endpoint must point ({premium_endpoint_base} of the spec).
 	PremiumEndpointBase string
@@ -89,6 +93,7 @@ type Service struct {
 	runner              Runner
 	log                 *slog.Logger
 	premiumEndpointBase string
+	allowlist           *Allowlist
 }
 
 // New returns the service; every option but Log and PremiumEndpointBase is
@@ -100,6 +105,14 @@ func New(o Options) (*Service, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Service{st: o.Store, secrets: o.Secrets, bus: o.Bus, sources: o.Sources, runner: o.Runner,
-		log: o.Log, premiumEndpointBase: o.PremiumEndpointBase}, nil
+	s := &Service{st: o.Store, secrets: o.Secrets, bus: o.Bus, sources: o.Sources, runner: o.Runner,
+		log: o.Log, premiumEndpointBase: o.PremiumEndpointBase}
+	if o.Allowlist != nil {
+		s.allowlist = NewAllowlist(o.Store, o.Allowlist, o.Bus, o.Log)
+	}
+	return s, nil
 }
+
+// Allowlist returns the changes of the user allowlist; nil when the
+// service was built without the allowlist in force.
+func (s *Service) Allowlist() *Allowlist { return s.allowlist }

@@ -57,7 +57,7 @@ func newFeedsAPI(t *testing.T, st *store.Store) *feedsAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { runner.Stop(context.Background()) })
-	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: runner.Bus(), Sources: reg, Runner: runner})
+	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: runner.Bus(), Sources: reg, Runner: runner, Allowlist: runner.Allowlist()})
 	if err != nil {
 		t.Fatal(err)
 	}

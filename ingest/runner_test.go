@@ -775,7 +775,7 @@ func TestRunnerIndexesKeysWhenQuiet(t *testing.T) {
 func newService(t testing.TB, r *Runner, o Options) *feeds.Service {
 	t.Helper()
 	m, err := feeds.New(feeds.Options{Store: o.Store, Secrets: o.Secrets, Bus: r.Bus(), Sources: o.Sources,
-		Runner: r, Log: r.log})
+		Runner: r, Allowlist: r.Allowlist(), Log: r.log})
 	if err != nil {
 		t.Fatal(err)
 	}

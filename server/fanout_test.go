@@ -51,7 +51,7 @@ func newInstance(t *testing.T, dsn string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { runner.Stop(context.Background()) })
-	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Runner: runner})
+	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Runner: runner, Allowlist: runner.Allowlist()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func (f *fixture) withRunner() *ingest.Runner {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { runner.Stop(context.Background()) })
-	service, err := feeds.New(feeds.Options{Store: f.store, Secrets: secrets, Bus: runner.Bus(), Sources: sources, Runner: runner})
+	service, err := feeds.New(feeds.Options{Store: f.store, Secrets: secrets, Bus: runner.Bus(), Sources: sources, Runner: runner, Allowlist: runner.Allowlist()})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -310,7 +310,7 @@ func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, 
 		return nil, nil, err
 	}
 	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Runner: runner,
-		Log: log, PremiumEndpointBase: premiumBase})
+		Allowlist: runner.Allowlist(), Log: log, PremiumEndpointBase: premiumBase})
 	if err != nil {
 		return nil, nil, err
 	}
