@@ -23,7 +23,7 @@ var builtinAllowlist = allowlist.NewSet(nil)
 // built-in lists when there is no runner.
 func (r *Resolver) allowlistMatcher() allowlist.Matcher {
 	if r.Ingest != nil {
-		return r.Ingest.Allowlist()
+		return r.Ingest
 	}
 	return builtinAllowlist
 }
