@@ -288,32 +288,6 @@ func (r *Runner) Stop(ctx context.Context) error {
 // Wait blocks until no run is in flight.
 func (r *Runner) Wait() { r.wg.Wait() }
 
-// NextRun returns when the feed's job runs next; ok is false when the feed
-// has no job (disabled or unknown).
-func (r *Runner) NextRun(feedID int64) (time.Time, bool) {
-	r.mu.Lock()
-	fj, ok := r.jobs[feedID]
-	r.mu.Unlock()
-	if !ok {
-		return time.Time{}, false
-	}
-	for _, j := range r.sched.Jobs() {
-		if j.ID() == fj.id {
-			next, err := j.NextRun()
-			return next, err == nil
-		}
-	}
-	return time.Time{}, false
-}
-
-// Running reports whether this process is running the feed.
-func (r *Runner) Running(feedID int64) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.running[feedID]
-	return ok
-}
-
 // fetch runs the source into a batch sink and says how it went.
 func (r *Runner) fetch(ctx context.Context, f *store.Feed, run *store.FeedRun) (RunStats, outcome) {
 	fail := func(err error) (RunStats, outcome) {

@@ -18,6 +18,32 @@ func (r *Runner) interval(f *store.Feed) time.Duration {
 	return time.Duration(f.PollingFrequency) * time.Hour
 }
 
+// NextRun returns when the feed's job runs next; ok is false when the feed
+// has no job (disabled or unknown).
+func (r *Runner) NextRun(feedID int64) (time.Time, bool) {
+	r.mu.Lock()
+	fj, ok := r.jobs[feedID]
+	r.mu.Unlock()
+	if !ok {
+		return time.Time{}, false
+	}
+	for _, j := range r.sched.Jobs() {
+		if j.ID() == fj.id {
+			next, err := j.NextRun()
+			return next, err == nil
+		}
+	}
+	return time.Time{}, false
+}
+
+// Running reports whether this process is running the feed.
+func (r *Runner) Running(feedID int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.running[feedID]
+	return ok
+}
+
 // scheduleDue (re)schedules an enabled feed from its last run, running it
 // at once when it is due or when now is set.
 func (r *Runner) scheduleDue(f *store.Feed, now bool) error {
