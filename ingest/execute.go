@@ -26,7 +26,7 @@ type outcome struct {
 func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	log := r.log.With("feed_id", f.ID)
 	start := r.opts.Now()
-	run, err := r.st.StartRun(ctx, f.ID, start)
+	run, err := r.runs.StartRun(ctx, f.ID, start)
 	if errors.Is(err, store.ErrNotFound) {
 		log.Info("The feed was deleted before its run started")
 		return
@@ -37,7 +37,7 @@ func (r *Runner) execute(ctx context.Context, f *store.Feed) {
 	}
 	log = log.With("run_id", run.ID)
 	log.Info("Feed run started")
-	if cur, err := r.st.Feed(ctx, f.ID); err == nil {
+	if cur, err := r.runs.Feed(ctx, f.ID); err == nil {
 		r.bus.PublishFeed(cur)
 	}
 
@@ -108,7 +108,7 @@ func (r *Runner) recordEnd(log *slog.Logger, run *store.FeedRun, message string)
 	wait := r.opts.RecordRetry
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		after, err := r.st.FinishRun(ctx, run, message)
+		after, err := r.runs.FinishRun(ctx, run, message)
 		cancel()
 		if err == nil {
 			if attempt > 1 {

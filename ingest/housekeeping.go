@@ -3,8 +3,16 @@ package ingest
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/tifeeds/tifeeds/store"
+)
+
+// The run history a feed keeps: runs that ended more than RunHistoryAge
+// ago are deleted by the sweeper, except each feed's newest RunHistoryKeep.
+const (
+	RunHistoryAge  = 90 * 24 * time.Hour
+	RunHistoryKeep = 50
 )
 
 // closeOrphanedRuns closes as Stopped the runs left open by an instance
@@ -15,7 +23,7 @@ import (
 // left it (see store.FinishRun). It returns the feeds the closing left
 // Stopped, which are to be resumed.
 func (r *Runner) closeOrphanedRuns(ctx context.Context) ([]int64, error) {
-	runs, err := r.st.UnfinishedRuns(ctx)
+	runs, err := r.runs.UnfinishedRuns(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +35,7 @@ func (r *Runner) closeOrphanedRuns(ctx context.Context) ([]int64, error) {
 			// lock below always succeeds, this is what tells.
 			continue
 		}
-		unlock, ok, err := r.st.TryLockFeed(ctx, run.FeedID)
+		unlock, ok, err := r.runs.TryLockFeed(ctx, run.FeedID)
 		if err != nil {
 			return stopped, err
 		}
@@ -37,7 +45,7 @@ func (r *Runner) closeOrphanedRuns(ctx context.Context) ([]int64, error) {
 		run.ErrorKind = store.MessageStopped
 		run.ErrorDetail = "tifeeds stopped during the run"
 		run.Note = "interrupted; the next run resumes from the last checkpoint"
-		f, err := r.st.FinishRun(ctx, run, store.MessageStopped)
+		f, err := r.runs.FinishRun(ctx, run, store.MessageStopped)
 		unlock()
 		switch {
 		case errors.Is(err, store.ErrRunClosed) || errors.Is(err, store.ErrNotFound):
@@ -69,7 +77,7 @@ func (r *Runner) orphanJob(ctx context.Context) {
 
 // sweep deletes expired sightings and the IoCs left without one.
 func (r *Runner) sweep(ctx context.Context) {
-	sightings, iocs, err := r.st.SweepExpired(ctx, r.opts.Now(), r.opts.SweepBatch)
+	sightings, iocs, err := r.runs.SweepExpired(ctx, r.opts.Now(), r.opts.SweepBatch)
 	if err != nil {
 		r.log.Error("Unable to sweep expired indicators", "error", err)
 		return
@@ -77,7 +85,7 @@ func (r *Runner) sweep(ctx context.Context) {
 	if sightings > 0 || iocs > 0 {
 		r.log.Info("Swept expired indicators", "count", iocs, "sightings", sightings)
 	}
-	runs, err := r.st.PruneFeedRuns(ctx, r.opts.Now().Add(-RunHistoryAge), RunHistoryKeep)
+	runs, err := r.runs.PruneFeedRuns(ctx, r.opts.Now().Add(-RunHistoryAge), RunHistoryKeep)
 	if err != nil {
 		r.log.Error("Unable to prune the run history", "error", err)
 		return

@@ -25,7 +25,7 @@ func (r *Runner) reconcile(ctx context.Context) error {
 	r.mu.Lock()
 	gen := r.gen
 	r.mu.Unlock()
-	feeds, err := r.st.EnabledFeeds(ctx)
+	feeds, err := r.runs.EnabledFeeds(ctx)
 	if err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (r *Runner) reconcile(ctx context.Context) error {
 	// would had that been done here. The feed is read again first: it may
 	// have been enabled since the list was read, and this run started.
 	for _, id := range r.runningNotIn(feeds) {
-		f, ferr := r.st.Feed(ctx, id)
+		f, ferr := r.runs.Feed(ctx, id)
 		switch {
 		case errors.Is(ferr, store.ErrNotFound):
 			r.signalRun(id, errDeleted)

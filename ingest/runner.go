@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,13 +37,6 @@ const (
 	// DefaultKeyIndexInterval is the key indexer's tick: a quiet second
 	// is what it waits for.
 	DefaultKeyIndexInterval = time.Second
-)
-
-// The run history a feed keeps: runs that ended more than RunHistoryAge
-// ago are deleted by the sweeper, except each feed's newest RunHistoryKeep.
-const (
-	RunHistoryAge  = 90 * 24 * time.Hour
-	RunHistoryKeep = 50
 )
 
 // Why a run's context ends.
@@ -96,10 +88,24 @@ type Options struct {
 	KeyIndexInterval time.Duration
 }
 
+// runStore is what the runner needs of the store to schedule, start, run
+// and record runs, and to keep house; fetch writes through the batch sink.
+type runStore interface {
+	EnabledFeeds(ctx context.Context) ([]store.Feed, error)
+	Feed(ctx context.Context, id int64) (*store.Feed, error)
+	TryLockFeed(ctx context.Context, feedID int64) (unlock func(), ok bool, err error)
+	StartRun(ctx context.Context, feedID int64, now time.Time) (*store.FeedRun, error)
+	FinishRun(ctx context.Context, run *store.FeedRun, message string) (*store.Feed, error)
+	UnfinishedRuns(ctx context.Context) ([]store.FeedRun, error)
+	SweepExpired(ctx context.Context, now time.Time, batchSize int) (sightings, iocs int64, err error)
+	PruneFeedRuns(ctx context.Context, cutoff time.Time, keep int) (int64, error)
+}
+
 // Runner schedules and runs the feeds and carries out the feed changes of
 // the API that affect ingestion.
 type Runner struct {
-	st      *store.Store
+	st      *store.Store // fetch's, for the batch sink and the daily limits
+	runs    runStore
 	secrets *store.Secrets
 	bus     *events.Bus
 	sources *Registry
@@ -185,22 +191,11 @@ func New(o Options) (*Runner, error) {
 	}
 	base, cancel := context.WithCancelCause(context.Background())
 	return &Runner{
-		st: o.Store, secrets: o.Secrets, bus: o.Bus, sources: o.Sources, log: o.Log, opts: o,
+		st: o.Store, runs: o.Store, secrets: o.Secrets, bus: o.Bus, sources: o.Sources, log: o.Log, opts: o,
 		sched: sched, base: base, stopAll: cancel,
 		jobs: map[int64]feedJob{}, running: map[int64]*activeRun{},
 	}, nil
 }
-
-// Bus returns the bus the runner publishes on.
-func (r *Runner) Bus() *events.Bus { return r.bus }
-
-// Allowlist returns the allowlist ingestion applies.
-func (r *Runner) Allowlist() *Allowlist { return r.opts.Allowlist }
-
-// Sources returns the registry of sources.
-func (r *Runner) Sources() *Registry { return r.sources }
-
-func jobName(feedID int64) string { return "feed:" + strconv.FormatInt(feedID, 10) }
 
 // Start closes the runs a crash left open, schedules every enabled feed
 // (at once when it is due or was stopped mid-run) and the expiry sweeper.
@@ -214,7 +209,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	r.opts.Allowlist.Watch(r.base, r.opts.ReconcileInterval)
 	r.opts.Allowlist.RemoveListedInBackground(r.base)
-	feeds, err := r.st.EnabledFeeds(ctx)
+	feeds, err := r.runs.EnabledFeeds(ctx)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -17,6 +18,9 @@ func (r *Runner) interval(f *store.Feed) time.Duration {
 	}
 	return time.Duration(f.PollingFrequency) * time.Hour
 }
+
+// jobName names the feed's job in the scheduler.
+func jobName(feedID int64) string { return "feed:" + strconv.FormatInt(feedID, 10) }
 
 // NextRun returns when the feed's job runs next; ok is false when the feed
 // has no job (disabled or unknown).
@@ -165,7 +169,7 @@ func (r *Runner) watchBus() {
 func (r *Runner) stopIfOff(feedID int64) {
 	ctx, cancel := context.WithTimeout(r.base, 10*time.Second)
 	defer cancel()
-	f, err := r.st.Feed(ctx, feedID)
+	f, err := r.runs.Feed(ctx, feedID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		r.signalRun(feedID, errDeleted)

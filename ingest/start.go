@@ -75,7 +75,7 @@ func (r *Runner) startRun(ctx context.Context, feedID int64, req runRequest) (ru
 	if req.lockFirst {
 		var ok bool
 		var err error
-		unlock, ok, err = r.st.TryLockFeed(ctx, feedID)
+		unlock, ok, err = r.runs.TryLockFeed(ctx, feedID)
 		if err != nil || !ok {
 			r.release(feedID, ar)
 			r.wg.Done()
@@ -124,7 +124,7 @@ func (r *Runner) runClaimed(ctx context.Context, feedID int64, ar *activeRun, wh
 	if unlock == nil {
 		var ok bool
 		var err error
-		unlock, ok, err = r.st.TryLockFeed(ctx, feedID)
+		unlock, ok, err = r.runs.TryLockFeed(ctx, feedID)
 		if err != nil {
 			r.log.Error("Unable to lock feed", "feed_id", feedID, "error", err)
 			return
@@ -135,7 +135,7 @@ func (r *Runner) runClaimed(ctx context.Context, feedID int64, ar *activeRun, wh
 		}
 	}
 	defer unlock()
-	f, err := r.st.Feed(ctx, feedID)
+	f, err := r.runs.Feed(ctx, feedID)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			r.log.Error("Unable to read feed", "feed_id", feedID, "error", err)
