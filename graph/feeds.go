@@ -26,16 +26,16 @@ const (
 // the feed service (a wiring error).
 var errNoRunner = errors.New("graph: feed changes need the feed service")
 
-func (r *Resolver) runner() (*feeds.Service, error) {
+func (r *Resolver) feedService() (*feeds.Service, error) {
 	if r.Feeds == nil {
 		return nil, errNoRunner
 	}
 	return r.Feeds, nil
 }
 
-// runnerAndFeedID is the start of every feed mutation on an existing feed.
-func (r *Resolver) runnerAndFeedID(id string) (*feeds.Service, int64, error) {
-	run, err := r.runner()
+// feedServiceAndID is the start of every feed mutation on an existing feed.
+func (r *Resolver) feedServiceAndID(id string) (*feeds.Service, int64, error) {
+	run, err := r.feedService()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -94,7 +94,7 @@ func (r *Resolver) feedNextRun(_ context.Context, obj *store.Feed) (*time.Time, 
 }
 
 func (r *Resolver) createCustomFeed(ctx context.Context, input model.CustomFeedInput) (*store.Feed, error) {
-	run, err := r.runner()
+	run, err := r.feedService()
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (r *Resolver) createCustomFeed(ctx context.Context, input model.CustomFeedI
 }
 
 func (r *Resolver) updateFeed(ctx context.Context, id string, input model.FeedUpdateInput) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (r *Resolver) updateFeed(ctx context.Context, id string, input model.FeedUp
 }
 
 func (r *Resolver) deleteFeed(ctx context.Context, id string) (bool, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return false, err
 	}
@@ -151,7 +151,7 @@ func (r *Resolver) deleteFeed(ctx context.Context, id string) (bool, error) {
 }
 
 func (r *Resolver) setFeedEnabled(ctx context.Context, id string, enabled bool, confirm *bool) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (r *Resolver) setFeedEnabled(ctx context.Context, id string, enabled bool, 
 }
 
 func (r *Resolver) runFeedNow(ctx context.Context, id string) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (r *Resolver) runFeedNow(ctx context.Context, id string) (*store.Feed, erro
 }
 
 func (r *Resolver) resetFeedCursor(ctx context.Context, id string) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func intRange(r *premium.Range) *model.IntRange {
 }
 
 func (r *Resolver) createPremiumFeed(ctx context.Context, input model.PremiumFeedInput) (*store.Feed, error) {
-	run, err := r.runner()
+	run, err := r.feedService()
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (r *Resolver) createPremiumFeed(ctx context.Context, input model.PremiumFee
 }
 
 func (r *Resolver) resetPremiumFeed(ctx context.Context, id string) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}
