@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph/model"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -23,16 +23,16 @@ var builtinAllowlist = allowlist.NewSet(nil)
 // built-in lists when there is no runner.
 func (r *Resolver) allowlistMatcher() allowlist.Matcher {
 	if r.Ingest != nil {
-		return r.Ingest.Allowlist()
+		return r.Ingest
 	}
 	return builtinAllowlist
 }
 
-func (r *Resolver) allowlistService() (*ingest.Allowlist, error) {
-	if r.Ingest == nil {
+func (r *Resolver) allowlistService() (*feeds.Allowlist, error) {
+	if r.Feeds == nil || r.Feeds.Allowlist() == nil {
 		return nil, errNoAllowlist
 	}
-	return r.Ingest.Allowlist(), nil
+	return r.Feeds.Allowlist(), nil
 }
 
 func (r *Resolver) allowlistEntries(ctx context.Context) ([]*model.AllowlistEntry, error) {

@@ -47,7 +47,7 @@ func (r *Resolver) feedMissingSetting(_ context.Context, obj *store.Feed) (*stri
 	if _, ok := builtinSpec(obj); !ok || r.Ingest == nil {
 		return nil, nil
 	}
-	if m := r.Ingest.Sources().MissingKey(builtin.Kind(obj.Kind)); m != "" {
+	if m := r.Ingest.MissingKey(builtin.Kind(obj.Kind)); m != "" {
 		return &m, nil
 	}
 	return nil, nil

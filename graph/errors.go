@@ -10,7 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tifeeds/tifeeds/auth"
-	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -63,7 +63,7 @@ func ErrorPresenter(ctx context.Context, err error) *gqlerror.Error {
 		code = CodeForbidden
 	case errors.Is(err, store.ErrNotFound):
 		code = CodeNotFound
-	case errors.Is(err, store.ErrConflict), errors.Is(err, ingest.ErrAlreadyRunning):
+	case errors.Is(err, store.ErrConflict), errors.Is(err, feeds.ErrAlreadyRunning):
 		code = CodeConflict
 	case errors.As(err, &valErr):
 		code = CodeBadUserInput

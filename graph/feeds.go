@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph/model"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -23,19 +23,19 @@ const (
 )
 
 // errNoRunner is returned by feed mutations when the server runs without
-// an ingestion runner (a wiring error).
-var errNoRunner = errors.New("graph: feed changes need the ingestion runner")
+// the feed service (a wiring error).
+var errNoRunner = errors.New("graph: feed changes need the feed service")
 
-func (r *Resolver) runner() (*ingest.Runner, error) {
-	if r.Ingest == nil {
+func (r *Resolver) feedService() (*feeds.Service, error) {
+	if r.Feeds == nil {
 		return nil, errNoRunner
 	}
-	return r.Ingest, nil
+	return r.Feeds, nil
 }
 
-// runnerAndFeedID is the start of every feed mutation on an existing feed.
-func (r *Resolver) runnerAndFeedID(id string) (*ingest.Runner, int64, error) {
-	run, err := r.runner()
+// feedServiceAndID is the start of every feed mutation on an existing feed.
+func (r *Resolver) feedServiceAndID(id string) (*feeds.Service, int64, error) {
+	run, err := r.feedService()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -94,7 +94,7 @@ func (r *Resolver) feedNextRun(_ context.Context, obj *store.Feed) (*time.Time, 
 }
 
 func (r *Resolver) createCustomFeed(ctx context.Context, input model.CustomFeedInput) (*store.Feed, error) {
-	run, err := r.runner()
+	run, err := r.feedService()
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (r *Resolver) createCustomFeed(ctx context.Context, input model.CustomFeedI
 	if input.Category != nil {
 		category = *input.Category
 	}
-	return run.CreateCustomFeed(ctx, ingest.CustomFeedInput{
+	return run.CreateCustomFeed(ctx, feeds.CustomFeedInput{
 		Category:         string(category),
 		Name:             input.Name,
 		CollectionURL:    input.CollectionURL,
@@ -117,11 +117,11 @@ func (r *Resolver) createCustomFeed(ctx context.Context, input model.CustomFeedI
 }
 
 func (r *Resolver) updateFeed(ctx context.Context, id string, input model.FeedUpdateInput) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}
-	return run.UpdateFeed(ctx, feedID, ingest.FeedUpdate{
+	return run.UpdateFeed(ctx, feedID, feeds.FeedUpdate{
 		Name:             input.Name,
 		CollectionURL:    input.CollectionURL,
 		Username:         input.Username,
@@ -140,7 +140,7 @@ func (r *Resolver) updateFeed(ctx context.Context, id string, input model.FeedUp
 }
 
 func (r *Resolver) deleteFeed(ctx context.Context, id string) (bool, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return false, err
 	}
@@ -151,7 +151,7 @@ func (r *Resolver) deleteFeed(ctx context.Context, id string) (bool, error) {
 }
 
 func (r *Resolver) setFeedEnabled(ctx context.Context, id string, enabled bool, confirm *bool) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (r *Resolver) setFeedEnabled(ctx context.Context, id string, enabled bool, 
 }
 
 func (r *Resolver) runFeedNow(ctx context.Context, id string) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (r *Resolver) runFeedNow(ctx context.Context, id string) (*store.Feed, erro
 }
 
 func (r *Resolver) resetFeedCursor(ctx context.Context, id string) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}

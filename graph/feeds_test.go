@@ -19,6 +19,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
@@ -31,6 +32,7 @@ import (
 type feedsAPI struct {
 	t      *testing.T
 	runner *ingest.Runner
+	feeds  *feeds.Service
 	root   *client.Client
 	tenant *client.Client
 }
@@ -55,7 +57,11 @@ func newFeedsAPI(t *testing.T, st *store.Store) *feedsAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { runner.Stop(context.Background()) })
-	res := &graph.Resolver{Store: st, Events: runner.Bus(), Ingest: runner}
+	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: runner.Bus(), Sources: reg, Runner: runner, Allowlist: runner.Allowlist()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &graph.Resolver{Store: st, Events: runner.Bus(), Ingest: runner, Feeds: service}
 	srv := handler.New(graph.NewSchema(res))
 	srv.AddTransport(transport.POST{})
 	srv.SetErrorPresenter(graph.ErrorPresenter)
@@ -69,7 +75,7 @@ func newFeedsAPI(t *testing.T, st *store.Store) *feedsAPI {
 		t.Fatal(err)
 	}
 	tenantUser := &store.User{ID: root.ID + 1000, Username: "t", Scope: store.ScopeTenant}
-	return &feedsAPI{t: t, runner: runner, root: as(root), tenant: as(tenantUser)}
+	return &feedsAPI{t: t, runner: runner, feeds: service, root: as(root), tenant: as(tenantUser)}
 }
 
 type apiError struct {

@@ -3,8 +3,8 @@ package graph
 import (
 	"context"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph/model"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -34,7 +34,7 @@ func (r *Resolver) premiumFeedKinds(_ context.Context) ([]*model.PremiumFeedKind
 			Categories:       append([]string{}, s.Categories...),
 			NamePrefix:       s.NamePrefix,
 			IocsPerPoll:      int(s.PerPoll),
-			Available:        r.Ingest != nil && r.Ingest.PremiumKindAvailable(s.Kind),
+			Available:        r.Feeds != nil && r.Feeds.PremiumKindAvailable(s.Kind),
 		}
 		if s.Retention == nil {
 			fixed := s.InitialRetention()
@@ -61,11 +61,11 @@ func intRange(r *premium.Range) *model.IntRange {
 }
 
 func (r *Resolver) createPremiumFeed(ctx context.Context, input model.PremiumFeedInput) (*store.Feed, error) {
-	run, err := r.runner()
+	run, err := r.feedService()
 	if err != nil {
 		return nil, err
 	}
-	return run.CreatePremiumFeed(ctx, ingest.PremiumFeedInput{
+	return run.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{
 		Kind:             premium.Kind(input.Kind),
 		Name:             input.Name,
 		Category:         deref(input.Category),
@@ -76,7 +76,7 @@ func (r *Resolver) createPremiumFeed(ctx context.Context, input model.PremiumFee
 }
 
 func (r *Resolver) resetPremiumFeed(ctx context.Context, id string) (*store.Feed, error) {
-	run, feedID, err := r.runnerAndFeedID(id)
+	run, feedID, err := r.feedServiceAndID(id)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 func TestPremiumFeedsAPI(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		a := newFeedsAPI(t, st)
-		if err := a.runner.EnsurePremiumFeeds(context.Background()); err != nil {
+		if err := a.feeds.EnsurePremiumFeeds(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 

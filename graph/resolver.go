@@ -3,17 +3,35 @@
 package graph
 
 import (
-	"github.com/tifeeds/tifeeds/ingest"
+	"time"
+
+	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/feeds"
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// Ingestion is what the resolvers read of the feed runner (ingest.Runner):
+// the next and current runs, the keys built-in kinds lack, and the
+// allowlist in force.
+type Ingestion interface {
+	NextRun(feedID int64) (time.Time, bool)
+	Running(feedID int64) bool
+	MissingKey(k builtin.Kind) string
+	allowlist.Matcher
+}
 
 // Resolver is the root of the resolvers; everything they need is a field.
 type Resolver struct {
 	Store *store.Store
 	// Events carries feed changes and run progress to subscriptions.
-	Events *ingest.Bus
-	// Ingest runs the feeds; feed mutations go through it.
-	Ingest *ingest.Runner
+	Events *events.Bus
+	// Ingest runs the feeds: their next runs, the runs going on, the
+	// allowlist in force.
+	Ingest Ingestion
+	// Feeds carries out the feed mutations.
+	Feeds *feeds.Service
 	// SaaS is the managed edition, where tenants may not use retention groups.
 	SaaS bool
 }

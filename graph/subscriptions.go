@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph/model"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -113,7 +113,7 @@ func (r *Resolver) feedRunProgress(ctx context.Context, feedID *string) (<-chan 
 	return out, nil
 }
 
-func progressModel(p *ingest.Progress) *model.FeedRunProgress {
+func progressModel(p *events.Progress) *model.FeedRunProgress {
 	var total *int
 	if p.DownloadTotal > 0 {
 		t := int(p.DownloadTotal)
@@ -134,7 +134,7 @@ func progressModel(p *ingest.Progress) *model.FeedRunProgress {
 
 // subscribe listens on the event bus to one feed (which must exist) or,
 // when feedID is absent, to all of them.
-func (r *Resolver) subscribe(ctx context.Context, feedID *string) (<-chan ingest.Event, func(), error) {
+func (r *Resolver) subscribe(ctx context.Context, feedID *string) (<-chan events.Event, func(), error) {
 	id, err := optionalID("feedId", feedID)
 	if err != nil {
 		return nil, nil, err

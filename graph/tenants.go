@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph/model"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -66,7 +66,7 @@ func (r *Resolver) deleteTenant(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	// Its users' open websockets, here and on other instances, close.
-	r.Events.PublishRevocation(ingest.Revocation{TenantID: id})
+	r.Events.PublishRevocation(events.Revocation{TenantID: id})
 	return true, nil
 }
 

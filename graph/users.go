@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph/model"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -75,7 +75,7 @@ func (r *Resolver) revokeAPIKey(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	// The key's open websockets, here and on other instances, close.
-	r.Events.PublishRevocation(ingest.Revocation{UserID: caller.ID})
+	r.Events.PublishRevocation(events.Revocation{UserID: caller.ID})
 	return true, nil
 }
 

@@ -2,24 +2,16 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
-)
-
-// Bounds of the user allowlist.
-const (
-	MaxAllowlistEntries = 100000
-	MaxAllowlistComment = 500 // characters
 )
 
 // allowlistSettle is how long after adding an entry its IoCs are removed a
@@ -30,21 +22,23 @@ const allowlistSettle = 5 * time.Second
 // Allowlist is the allowlist in force on this instance: the built-in lists
 // and the user entries of the store, reloaded whenever an instance changes
 // them (bus and fanout) and every refresh interval. Ingestion drops what
-// it matches; Add removes what a new entry covers from the store.
+// it matches. The API's changes to the entries go through the feed service
+// (feeds.Allowlist), which removes what a new entry covers with Remove and
+// RemoveAgainLater.
 type Allowlist struct {
 	st  *store.Store
-	bus *Bus
+	bus *events.Bus
 	log *slog.Logger
 
 	cur    atomic.Pointer[allowlist.Set]
 	reload sync.Mutex // one reload at a time, each reading the store anew
 	wg     sync.WaitGroup
-	// done ends the second removals (the context of Watch).
+	// done ends the removals of RemoveAgainLater (the context of Watch).
 	done atomic.Pointer[context.Context]
 }
 
 // NewAllowlist returns the built-in lists; Load reads the user entries.
-func NewAllowlist(st *store.Store, bus *Bus, log *slog.Logger) *Allowlist {
+func NewAllowlist(st *store.Store, bus *events.Bus, log *slog.Logger) *Allowlist {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -79,7 +73,7 @@ func (a *Allowlist) Load(ctx context.Context) error {
 func (a *Allowlist) Watch(ctx context.Context, refresh time.Duration) {
 	a.done.Store(&ctx)
 	changed := make(chan struct{}, 1)
-	cancel := a.bus.OnSignal(SignalAllowlist, func() {
+	cancel := a.bus.OnSignal(events.SignalAllowlist, func() {
 		select {
 		case changed <- struct{}{}:
 		default: // a reload is due already and reads the latest entries
@@ -108,38 +102,16 @@ func (a *Allowlist) Watch(ctx context.Context, refresh time.Duration) {
 // Wait returns once Watch and the removals started by Add have ended.
 func (a *Allowlist) Wait() { a.wg.Wait() }
 
-// Entries returns the user entries, oldest first.
-func (a *Allowlist) Entries(ctx context.Context) ([]store.AllowlistEntry, error) {
-	return a.st.AllowlistEntries(ctx)
+// Remove removes the stored IoCs that the user entry e covers.
+func (a *Allowlist) Remove(ctx context.Context, e store.AllowlistEntry) (int64, error) {
+	return a.remove(ctx, entryOf(e))
 }
 
-// Add validates and stores a user entry, puts it in force here and on the
-// other instances, and removes the IoCs it covers from the store. removed
-// counts those.
-func (a *Allowlist) Add(ctx context.Context, value, comment string) (e *store.AllowlistEntry, removed int64, err error) {
-	kind, norm, err := allowlist.ParseEntry(value)
-	if err != nil {
-		return nil, 0, store.Invalid("value", "%s", strings.TrimPrefix(err.Error(), allowlist.ErrInvalidEntry.Error()+": "))
-	}
-	if n := utf8.RuneCountInString(comment); n > MaxAllowlistComment || !utf8.ValidString(comment) {
-		return nil, 0, store.Invalid("comment", "at most %d characters of valid UTF-8, got %d", MaxAllowlistComment, n)
-	}
-	e = &store.AllowlistEntry{Kind: string(kind), Value: norm, Comment: comment}
-	if err := a.st.AddAllowlistEntry(ctx, e, MaxAllowlistEntries); err != nil {
-		if errors.Is(err, store.ErrAllowlistFull) {
-			return nil, 0, store.Invalid("value", "the allowlist holds its maximum of %d entries", MaxAllowlistEntries)
-		}
-		return nil, 0, err
-	}
-	if err := a.Load(ctx); err != nil {
-		a.log.Warn("Unable to reload the allowlist", "error", err)
-	}
-	a.bus.PublishSignal(SignalAllowlist)
-	removed, err = a.remove(ctx, entryOf(*e))
-	if err != nil {
-		return e, removed, err
-	}
-	// Again once the runs in flight have written what they had prepared.
+// RemoveAgainLater removes the IoCs e covers once more, a few seconds from
+// now, once the runs in flight have written the batches they prepared
+// before they learned of e. It gives up when Watch's context ends; Wait
+// waits for it.
+func (a *Allowlist) RemoveAgainLater(ctx context.Context, e store.AllowlistEntry) {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -152,24 +124,10 @@ func (a *Allowlist) Add(ctx context.Context, value, comment string) (e *store.Al
 			return
 		case <-time.After(allowlistSettle):
 		}
-		if _, err := a.remove(ctx, entryOf(*e)); err != nil {
+		if _, err := a.remove(ctx, entryOf(e)); err != nil {
 			a.log.Warn("Unable to remove allowlisted indicators", "entry", e.Value, "error", err)
 		}
 	}()
-	return e, removed, nil
-}
-
-// Delete removes a user entry: the next runs store what it covered again.
-func (a *Allowlist) Delete(ctx context.Context, id int64) (*store.AllowlistEntry, error) {
-	e, err := a.st.DeleteAllowlistEntry(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.Load(ctx); err != nil {
-		a.log.Warn("Unable to reload the allowlist", "error", err)
-	}
-	a.bus.PublishSignal(SignalAllowlist)
-	return e, nil
 }
 
 // RemoveListed removes the stored IoCs that the allowlist in force covers:

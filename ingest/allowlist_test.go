@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/events/eventstest"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -65,7 +68,7 @@ func TestAllowlistDropsRemovesAndReturns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := h.r.Allowlist()
+		a := h.m.Allowlist()
 		removed := map[string]int64{}
 		for _, v := range []string{"192.0.2.10", "198.51.100.0/24", "example.org", "https://example.net/safe/"} {
 			e, n, err := a.Add(ctx, v, "benign "+v)
@@ -134,11 +137,10 @@ func TestAllowlistIPv6AtTheSink(t *testing.T) {
 		h := newHarness(t, st, TSVOptions{})
 		f := h.create("http://127.0.0.1:1/feed.tsv", nil)
 		h.r.Wait()
-		a := h.r.Allowlist()
-		if _, _, err := a.Add(ctx, "2001:db8::/48", ""); err != nil {
+		if _, _, err := h.m.Allowlist().Add(ctx, "2001:db8::/48", ""); err != nil {
 			t.Fatal(err)
 		}
-		sink := NewBatchSink(st, f.ID, 0, BatchOptions{BatchSize: 10, Retention: time.Hour, Allowlist: a})
+		sink := NewBatchSink(st, f.ID, 0, BatchOptions{BatchSize: 10, Retention: time.Hour, Allowlist: h.r.Allowlist()})
 		for _, v := range []string{"2606:4700:4700::1111", "fe80::1", "2001:db8::7", "2001:db8:1::7"} {
 			if err := sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: v, Source: "s", Score: 5}); err != nil {
 				t.Fatal(err)
@@ -166,14 +168,15 @@ func TestAllowlistIPv6AtTheSink(t *testing.T) {
 func TestAllowlistAddValidates(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		a := NewAllowlist(st, NewBus(), nil)
+		bus := events.NewBus()
+		a := feeds.NewAllowlist(st, NewAllowlist(st, bus, nil), bus, nil)
 		var verr *store.ValidationError
 		for _, v := range []string{"", "not a value", "10.0.0.0/4", "https://"} {
 			if _, _, err := a.Add(ctx, v, ""); !errors.As(err, &verr) || verr.Field != "value" {
 				t.Errorf("add %q: %v, want a validation error on value", v, err)
 			}
 		}
-		if _, _, err := a.Add(ctx, "192.0.2.1", strings.Repeat("x", MaxAllowlistComment+1)); !errors.As(err, &verr) || verr.Field != "comment" {
+		if _, _, err := a.Add(ctx, "192.0.2.1", strings.Repeat("x", feeds.MaxAllowlistComment+1)); !errors.As(err, &verr) || verr.Field != "comment" {
 			t.Errorf("long comment: %v", err)
 		}
 		if _, _, err := a.Add(ctx, "Example.org.", "ok"); err != nil {
@@ -183,7 +186,7 @@ func TestAllowlistAddValidates(t *testing.T) {
 			t.Errorf("duplicate: %v", err)
 		}
 		// Another instance learns of it when it reloads.
-		other := NewAllowlist(st, NewBus(), nil)
+		other := NewAllowlist(st, events.NewBus(), nil)
 		if _, ok := other.Match(ioc.Domain, "x.example.org"); ok {
 			t.Error("another instance matched an entry before loading it")
 		}
@@ -201,24 +204,25 @@ func TestAllowlistAddValidates(t *testing.T) {
 // fanout, and its deletion too.
 func TestAllowlistChangeReachesOtherInstances(t *testing.T) {
 	dsn := storetest.NewPostgresDSN(t)
-	a, b := newInstance(t, dsn), newInstance(t, dsn)
+	a, b := eventstest.NewInstance(t, dsn), eventstest.NewInstance(t, dsn)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	la, lb := NewAllowlist(a.st, a.bus, nil), NewAllowlist(b.st, b.bus, nil)
+	la, lb := NewAllowlist(a.Store, a.Bus, nil), NewAllowlist(b.Store, b.Bus, nil)
+	changes := feeds.NewAllowlist(a.Store, la, a.Bus, nil)
 	// A refresh far off: only the notice can bring the change in time.
 	la.Watch(ctx, time.Hour)
 	lb.Watch(ctx, time.Hour)
 	defer func() { cancel(); la.Wait(); lb.Wait() }()
-	a.waitListening(t, 0)
-	b.waitListening(t, 0)
+	a.WaitListening(t, 0)
+	b.WaitListening(t, 0)
 
-	e, _, err := la.Add(ctx, "example.org", "")
+	e, _, err := changes.Add(ctx, "example.org", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	covered := func() bool { _, ok := lb.Match(ioc.Domain, "www.example.org"); return ok }
 	waitFor(t, "B to take A's entry", 20*time.Second, covered)
-	if _, err := la.Delete(ctx, e.ID); err != nil {
+	if _, err := changes.Delete(ctx, e.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "B to drop A's deleted entry", 20*time.Second, func() bool { return !covered() })

@@ -42,7 +42,7 @@ func BenchmarkTSVFeedRun(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				r.runFeed(f.ID, runAsked)
+				r.startRun(context.Background(), f.ID, runRequest{why: runAsked, wait: true})
 				b.StopTimer()
 				if run, err := st.LastRun(context.Background(), f.ID); err != nil || run.Stored != rows {
 					b.Fatalf("run = %+v, %v", run, err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -35,13 +36,13 @@ func TestBuiltinFeedsDelivered(t *testing.T) {
 			t.Errorf("delivered as %+v", f)
 		}
 		ctx := context.Background()
-		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{Description: new(string)}); err == nil || !strings.Contains(err.Error(), "built-in feeds cannot be edited") {
+		if _, err := h.m.UpdateFeed(ctx, f.ID, feeds.FeedUpdate{Description: new(string)}); err == nil || !strings.Contains(err.Error(), "built-in feeds cannot be edited") {
 			t.Errorf("edit: %v", err)
 		}
-		if err := h.r.DeleteFeed(ctx, f.ID); err == nil {
+		if err := h.m.DeleteFeed(ctx, f.ID); err == nil {
 			t.Error("delete accepted")
 		}
-		if _, err := h.r.ResetPremiumFeed(ctx, f.ID); err == nil {
+		if _, err := h.m.ResetPremiumFeed(ctx, f.ID); err == nil {
 			t.Error("reset accepted")
 		}
 		run := h.runNow(f.ID)

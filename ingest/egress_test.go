@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -54,7 +55,7 @@ func TestEgressPolicyStatus(t *testing.T) {
 						t.Fatal(err)
 					}
 				} else {
-					f = h.create(tc.url, func(in *CustomFeedInput) { in.Name = name })
+					f = h.create(tc.url, func(in *feeds.CustomFeedInput) { in.Name = name })
 					h.r.Wait()
 				}
 				run := h.runNow(f.ID)
@@ -80,7 +81,7 @@ func TestEgressPolicyStatus(t *testing.T) {
 
 		// Allowed, but nothing listens: the token is masked in the detail.
 		allowed := newHarness(t, st, TSVOptions{})
-		f := allowed.create(refused+"/feed.tsv?token=t0ken-s3cret&v=2", func(in *CustomFeedInput) { in.Name = "masked" })
+		f := allowed.create(refused+"/feed.tsv?token=t0ken-s3cret&v=2", func(in *feeds.CustomFeedInput) { in.Name = "masked" })
 		allowed.r.Wait()
 		run := allowed.lastRun(f.ID)
 		if run.ErrorKind != string(ioc.FailedToConnect) || strings.Contains(run.ErrorDetail, "t0ken-s3cret") ||

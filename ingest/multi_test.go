@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/events/eventstest"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -73,7 +76,7 @@ func TestOrphanedRunClosedBySurvivor(t *testing.T) {
 
 	a := newHarnessWith(t, stA, TSVOptions{}, func(o *Options) { o.RecordRetry = 10 * time.Millisecond })
 	b := newHarnessWith(t, stB, TSVOptions{}, func(o *Options) { o.OrphanInterval = 100 * time.Millisecond })
-	events, cancel := b.r.Bus().Subscribe(0)
+	evs, cancel := b.r.Bus().Subscribe(0)
 	defer cancel()
 
 	f := a.create(srv.URL+"/feed.tsv", nil) // a runs it at once, and waits at the gate
@@ -99,7 +102,7 @@ func TestOrphanedRunClosedBySurvivor(t *testing.T) {
 	var stoppedEvent, doneEvent bool
 	for deadline := time.After(10 * time.Second); !stoppedEvent || !doneEvent; {
 		select {
-		case ev := <-events:
+		case ev := <-evs:
 			if ev.Feed != nil && ev.FeedID == f.ID && ev.Feed.StatusMessage == store.MessageStopped {
 				stoppedEvent = true
 			}
@@ -235,16 +238,16 @@ func (s *slowServer) requests() int {
 func TestStopElsewhereAtOnce(t *testing.T) {
 	tests := map[string]struct {
 		premium bool
-		act     func(ctx context.Context, a *Runner, id int64) error
+		act     func(ctx context.Context, a *feeds.Service, id int64) error
 	}{
-		"disable": {act: func(ctx context.Context, a *Runner, id int64) error {
+		"disable": {act: func(ctx context.Context, a *feeds.Service, id int64) error {
 			_, err := a.SetEnabled(ctx, id, false, true)
 			return err
 		}},
-		"delete": {act: func(ctx context.Context, a *Runner, id int64) error {
+		"delete": {act: func(ctx context.Context, a *feeds.Service, id int64) error {
 			return a.DeleteFeed(ctx, id)
 		}},
-		"reset": {premium: true, act: func(ctx context.Context, a *Runner, id int64) error {
+		"reset": {premium: true, act: func(ctx context.Context, a *feeds.Service, id int64) error {
 			_, err := a.ResetPremiumFeed(ctx, id)
 			return err
 		}},
@@ -253,9 +256,9 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			ia, ib := newInstance(t, dsn), newInstance(t, dsn)
-			a := newHarnessWith(t, ia.st, TSVOptions{}, func(o *Options) { o.Bus = ia.bus })
-			b := newHarnessWith(t, ib.st, TSVOptions{}, func(o *Options) { o.Bus = ib.bus })
+			ia, ib := eventstest.NewInstance(t, dsn), eventstest.NewInstance(t, dsn)
+			a := newHarnessWith(t, ia.Store, TSVOptions{}, func(o *Options) { o.Bus = ia.Bus })
+			b := newHarnessWith(t, ib.Store, TSVOptions{}, func(o *Options) { o.Bus = ib.Bus })
 			gate := make(chan struct{})
 			defer openGate(gate)
 			var f *store.Feed
@@ -265,27 +268,27 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 				a.reg.RegisterFeedList(FeedListOptions{})
 				b.reg.RegisterFeedList(FeedListOptions{})
 				var err error
-				f, err = a.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: name,
+				f, err = a.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: name,
 					APIEndpoint: srv.URL + "/v2/x.json?key=k&v=2"})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := ia.st.SetFeedEnabled(ctx, f.ID, true); err != nil { // enabled without a's running it
+				if _, err := ia.Store.SetFeedEnabled(ctx, f.ID, true); err != nil { // enabled without a's running it
 					t.Fatal(err)
 				}
-				if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+				if _, err := b.m.RunNow(ctx, f.ID); err != nil {
 					t.Fatal(err)
 				}
 				waitFor(t, "b's download", 10*time.Second, func() bool { return srv.requests() == 1 })
 			} else {
 				srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
 				var err error
-				f, err = ib.st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: name,
+				f, err = ib.Store.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: name,
 					CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+				if _, err := b.m.RunNow(ctx, f.ID); err != nil {
 					t.Fatal(err)
 				}
 				waitFor(t, "b's download", 10*time.Second, func() bool { return srv.requests() == 1 })
@@ -293,7 +296,7 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 			if !b.r.Running(f.ID) {
 				t.Fatal("b is not running the feed")
 			}
-			if err := tc.act(ctx, a.r, f.ID); err != nil {
+			if err := tc.act(ctx, a.m, f.ID); err != nil {
 				t.Fatal(err)
 			}
 			// About a second is the aim; the bound is generous for a loaded
@@ -326,20 +329,20 @@ func TestDownloadProgress(t *testing.T) {
 		first := strings.Repeat("# padding to pass the reader's 64 KiB step\n", 2000) // about 88 KB
 		srv := newSlowServer(t, first, ipRows(1, 3), gate)
 		h := newHarness(t, st, TSVOptions{})
-		events, cancel := h.r.Bus().Subscribe(0)
+		evs, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
 		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "slow",
 			CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.r.RunNow(ctx, f.ID); err != nil {
+		if _, err := h.m.RunNow(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
-		var got *Progress
+		var got *events.Progress
 		for deadline := time.After(10 * time.Second); got == nil; {
 			select {
-			case ev := <-events:
+			case ev := <-evs:
 				if p := ev.Progress; p != nil && p.FeedID == f.ID && p.Downloaded > 0 {
 					got = p
 				}

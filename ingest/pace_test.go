@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -42,14 +43,14 @@ func (h *harness) premiumScripted(src *scripted, rate float64) *store.Feed {
 	ctx := context.Background()
 	h.reg.Register(string(premium.RiskList), Category{Rate: rate,
 		New: func(SourceConfig) (Source, error) { return src, nil }})
-	if err := h.r.EnsurePremiumFeeds(ctx); err != nil {
+	if err := h.m.EnsurePremiumFeeds(ctx); err != nil {
 		h.t.Fatal(err)
 	}
 	f := h.premiumFeed(premium.RiskList)
-	if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{APIKey: ptr("rk")}); err != nil {
+	if _, err := h.m.UpdateFeed(ctx, f.ID, feeds.FeedUpdate{APIKey: ptr("rk")}); err != nil {
 		h.t.Fatal(err)
 	}
-	if _, err := h.r.SetEnabled(ctx, f.ID, true, false); err != nil {
+	if _, err := h.m.SetEnabled(ctx, f.ID, true, false); err != nil {
 		h.t.Fatal(err)
 	}
 	h.r.Wait()

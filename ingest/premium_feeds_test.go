@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
 	"github.com/tifeeds/tifeeds/store"
@@ -46,7 +47,7 @@ func TestPremiumFeedsDelivered(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		h := newHarness(t, st, TSVOptions{})
 		for range 2 { // a second start (or instance) delivers nothing more
-			if err := h.r.EnsurePremiumFeeds(context.Background()); err != nil {
+			if err := h.m.EnsurePremiumFeeds(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -78,39 +79,39 @@ func TestPremiumFeedSettings(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		h := newHarness(t, st, TSVOptions{})
-		if err := h.r.EnsurePremiumFeeds(ctx); err != nil {
+		if err := h.m.EnsurePremiumFeeds(ctx); err != nil {
 			t.Fatal(err)
 		}
 		for name, tc := range map[string]struct {
 			kind         premium.Kind
-			in           FeedUpdate
+			in           feeds.FeedUpdate
 			field, error string // the expected refusal; "" to accept
 			check        func(f *store.Feed) error
 		}{
-			"risk list key and polling": {kind: premium.RiskList, in: FeedUpdate{APIKey: ptr("rk-1"), PollingFrequency: ptr(6)},
+			"risk list key and polling": {kind: premium.RiskList, in: feeds.FeedUpdate{APIKey: ptr("rk-1"), PollingFrequency: ptr(6)},
 				check: func(f *store.Feed) error {
 					if !f.HasSecret() || f.PollingFrequency != 6 || f.RetentionPeriod != 14 {
 						return fmt.Errorf("secret %v, polling %d, retention %d", f.HasSecret(), f.PollingFrequency, f.RetentionPeriod)
 					}
 					return nil
 				}},
-			"polling above 24":               {kind: premium.RiskList, in: FeedUpdate{PollingFrequency: ptr(25)}, field: "pollingFrequency", error: "between 1 and 24 hours"},
-			"polling 0":                      {kind: premium.ThreatPlatform, in: FeedUpdate{PollingFrequency: ptr(0)}, field: "pollingFrequency", error: "between 1 and 24 hours"},
-			"fixed risk-list retention":      {kind: premium.RiskList, in: FeedUpdate{RetentionPeriod: ptr(30)}, field: "retentionPeriod", error: "is not a setting of Risk Lists"},
-			"risk list has no backfill":      {kind: premium.RiskList, in: FeedUpdate{BackfillDays: ptr(3)}, field: "backfillDays", error: "is not a setting"},
-			"retention above 360":            {kind: premium.ThreatIntelAPI, in: FeedUpdate{RetentionPeriod: ptr(361)}, field: "retentionPeriod", error: "between 1 and 360 days"},
-			"retention within range":         {kind: premium.ThreatIntelAPI, in: FeedUpdate{RetentionPeriod: ptr(200), BackfillDays: ptr(30)}},
-			"backfill 0 is below the range":  {kind: premium.ThreatPlatform, in: FeedUpdate{BackfillDays: ptr(0)}, field: "backfillDays", error: "between 1 and 30 days"},
-			"backfill 31":                    {kind: premium.EndpointProtection, in: FeedUpdate{BackfillDays: ptr(31)}, field: "backfillDays", error: "between 1 and 30 days"},
-			"api key on a client-id kind":    {kind: premium.EndpointProtection, in: FeedUpdate{APIKey: ptr("k")}, field: "apiKey", error: "is not a setting"},
-			"password on an api-key kind":    {kind: premium.ThreatIntelAPI, in: FeedUpdate{Password: ptr("p")}, field: "password", error: "is not a setting"},
-			"collection URL on an api kind":  {kind: premium.ThreatPlatform, in: FeedUpdate{CollectionURL: ptr("https://x.test/")}, field: "collectionUrl", error: "is not a setting"},
-			"description is read-only":       {kind: premium.RiskList, in: FeedUpdate{Description: ptr("mine")}, field: "description", error: "read-only"},
-			"a delivered name is read-only":  {kind: premium.ThreatPlatform, in: FeedUpdate{Name: ptr("mine")}, field: "name", error: "is not a setting"},
-			"endpoint on a singleton kind":   {kind: premium.RiskList, in: FeedUpdate{APIEndpoint: ptr("https://x.test/a.json?key=k&v=2")}, field: "apiEndpoint", error: "is not a setting"},
-			"category on a singleton kind":   {kind: premium.RiskList, in: FeedUpdate{Category: ptr("API")}, field: "category", error: "is not a setting"},
-			"username and key of a platform": {kind: premium.ThreatPlatform, in: FeedUpdate{Username: ptr("soc"), APIKey: ptr("tp-key"), BackfillDays: ptr(14)}},
-			"client id and secret": {kind: premium.EndpointProtection, in: FeedUpdate{ClientID: ptr("client-1"), ClientSecret: ptr("cs")},
+			"polling above 24":               {kind: premium.RiskList, in: feeds.FeedUpdate{PollingFrequency: ptr(25)}, field: "pollingFrequency", error: "between 1 and 24 hours"},
+			"polling 0":                      {kind: premium.ThreatPlatform, in: feeds.FeedUpdate{PollingFrequency: ptr(0)}, field: "pollingFrequency", error: "between 1 and 24 hours"},
+			"fixed risk-list retention":      {kind: premium.RiskList, in: feeds.FeedUpdate{RetentionPeriod: ptr(30)}, field: "retentionPeriod", error: "is not a setting of Risk Lists"},
+			"risk list has no backfill":      {kind: premium.RiskList, in: feeds.FeedUpdate{BackfillDays: ptr(3)}, field: "backfillDays", error: "is not a setting"},
+			"retention above 360":            {kind: premium.ThreatIntelAPI, in: feeds.FeedUpdate{RetentionPeriod: ptr(361)}, field: "retentionPeriod", error: "between 1 and 360 days"},
+			"retention within range":         {kind: premium.ThreatIntelAPI, in: feeds.FeedUpdate{RetentionPeriod: ptr(200), BackfillDays: ptr(30)}},
+			"backfill 0 is below the range":  {kind: premium.ThreatPlatform, in: feeds.FeedUpdate{BackfillDays: ptr(0)}, field: "backfillDays", error: "between 1 and 30 days"},
+			"backfill 31":                    {kind: premium.EndpointProtection, in: feeds.FeedUpdate{BackfillDays: ptr(31)}, field: "backfillDays", error: "between 1 and 30 days"},
+			"api key on a client-id kind":    {kind: premium.EndpointProtection, in: feeds.FeedUpdate{APIKey: ptr("k")}, field: "apiKey", error: "is not a setting"},
+			"password on an api-key kind":    {kind: premium.ThreatIntelAPI, in: feeds.FeedUpdate{Password: ptr("p")}, field: "password", error: "is not a setting"},
+			"collection URL on an api kind":  {kind: premium.ThreatPlatform, in: feeds.FeedUpdate{CollectionURL: ptr("https://x.test/")}, field: "collectionUrl", error: "is not a setting"},
+			"description is read-only":       {kind: premium.RiskList, in: feeds.FeedUpdate{Description: ptr("mine")}, field: "description", error: "read-only"},
+			"a delivered name is read-only":  {kind: premium.ThreatPlatform, in: feeds.FeedUpdate{Name: ptr("mine")}, field: "name", error: "is not a setting"},
+			"endpoint on a singleton kind":   {kind: premium.RiskList, in: feeds.FeedUpdate{APIEndpoint: ptr("https://x.test/a.json?key=k&v=2")}, field: "apiEndpoint", error: "is not a setting"},
+			"category on a singleton kind":   {kind: premium.RiskList, in: feeds.FeedUpdate{Category: ptr("API")}, field: "category", error: "is not a setting"},
+			"username and key of a platform": {kind: premium.ThreatPlatform, in: feeds.FeedUpdate{Username: ptr("soc"), APIKey: ptr("tp-key"), BackfillDays: ptr(14)}},
+			"client id and secret": {kind: premium.EndpointProtection, in: feeds.FeedUpdate{ClientID: ptr("client-1"), ClientSecret: ptr("cs")},
 				check: func(f *store.Feed) error {
 					if f.Username != "client-1" || !f.HasSecret() {
 						return fmt.Errorf("username %q, secret %v", f.Username, f.HasSecret())
@@ -120,7 +121,7 @@ func TestPremiumFeedSettings(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				before := h.premiumFeed(tc.kind)
-				got, err := h.r.UpdateFeed(ctx, before.ID, tc.in)
+				got, err := h.m.UpdateFeed(ctx, before.ID, tc.in)
 				if tc.field != "" {
 					wantInvalid(t, err, tc.field, tc.error)
 					if after := h.feed(before.ID); after.PollingFrequency != before.PollingFrequency ||
@@ -140,10 +141,10 @@ func TestPremiumFeedSettings(t *testing.T) {
 			})
 		}
 
-		custom := h.create("http://127.0.0.1:1/feed.tsv", func(in *CustomFeedInput) { in.Name = "plain" })
-		_, err := h.r.UpdateFeed(ctx, custom.ID, FeedUpdate{APIKey: ptr("k")})
+		custom := h.create("http://127.0.0.1:1/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name = "plain" })
+		_, err := h.m.UpdateFeed(ctx, custom.ID, feeds.FeedUpdate{APIKey: ptr("k")})
 		wantInvalid(t, err, "apiKey", "premium feeds only")
-		_, err = h.r.UpdateFeed(ctx, custom.ID, FeedUpdate{Category: ptr("TAXII")})
+		_, err = h.m.UpdateFeed(ctx, custom.ID, feeds.FeedUpdate{Category: ptr("TAXII")})
 		wantInvalid(t, err, "category", "cannot be changed")
 	})
 }
@@ -152,28 +153,28 @@ func TestPremiumEnableNeedsCredentials(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		h := newHarness(t, st, TSVOptions{})
-		if err := h.r.EnsurePremiumFeeds(ctx); err != nil {
+		if err := h.m.EnsurePremiumFeeds(ctx); err != nil {
 			t.Fatal(err)
 		}
 		risk := h.premiumFeed(premium.RiskList)
-		_, err := h.r.SetEnabled(ctx, risk.ID, true, false)
+		_, err := h.m.SetEnabled(ctx, risk.ID, true, false)
 		wantInvalid(t, err, "apiKey", "must be set before the feed can be enabled")
 
-		if _, err := h.r.UpdateFeed(ctx, risk.ID, FeedUpdate{APIKey: ptr("rk")}); err != nil {
+		if _, err := h.m.UpdateFeed(ctx, risk.ID, feeds.FeedUpdate{APIKey: ptr("rk")}); err != nil {
 			t.Fatal(err)
 		}
 		// This build has no risk-list source: say so rather than fail every run.
-		_, err = h.r.SetEnabled(ctx, risk.ID, true, false)
+		_, err = h.m.SetEnabled(ctx, risk.ID, true, false)
 		wantInvalid(t, err, "enabled", "cannot be fetched by this version")
 		if f := h.feed(risk.ID); f.Enabled || f.StatusMessage != store.MessageDisabled {
 			t.Errorf("refused enabling left the feed enabled=%v %q", f.Enabled, f.StatusMessage)
 		}
 
 		ep := h.premiumFeed(premium.EndpointProtection)
-		if _, err := h.r.UpdateFeed(ctx, ep.ID, FeedUpdate{ClientSecret: ptr("s")}); err != nil {
+		if _, err := h.m.UpdateFeed(ctx, ep.ID, feeds.FeedUpdate{ClientSecret: ptr("s")}); err != nil {
 			t.Fatal(err)
 		}
-		_, err = h.r.SetEnabled(ctx, ep.ID, true, false)
+		_, err = h.m.SetEnabled(ctx, ep.ID, true, false)
 		wantInvalid(t, err, "clientId", "must be set")
 	})
 }
@@ -183,7 +184,7 @@ func TestFeedListFeeds(t *testing.T) {
 		ctx := context.Background()
 		h := newHarness(t, st, TSVOptions{})
 		create := func(name, endpoint string) (*store.Feed, error) {
-			return h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: name, APIEndpoint: endpoint})
+			return h.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: name, APIEndpoint: endpoint})
 		}
 		for name, tc := range map[string]struct{ name, endpoint, field, error string }{
 			"no key":          {"a", "https://feeds.example.test/v2/finance.json?v=2", "apiEndpoint", "?key="},
@@ -197,12 +198,12 @@ func TestFeedListFeeds(t *testing.T) {
 				wantInvalid(t, err, tc.field, tc.error)
 			})
 		}
-		_, err := h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.RiskList, Name: "x", APIEndpoint: "https://a.test/x.json?key=k&v=2"})
+		_, err := h.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.RiskList, Name: "x", APIEndpoint: "https://a.test/x.json?key=k&v=2"})
 		wantInvalid(t, err, "kind", "has one feed")
-		_, err = h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "x", Category: "Other",
+		_, err = h.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: "x", Category: "Other",
 			APIEndpoint: "https://a.test/x.json?key=k&v=2"})
 		wantInvalid(t, err, "category", "must be one of")
-		_, err = h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "x", PollingFrequency: ptr(48),
+		_, err = h.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: "x", PollingFrequency: ptr(48),
 			APIEndpoint: "https://a.test/x.json?key=k&v=2"})
 		wantInvalid(t, err, "pollingFrequency", "between 1 and 24")
 
@@ -221,7 +222,7 @@ func TestFeedListFeeds(t *testing.T) {
 			t.Errorf("source URL %q (%v), want the endpoint with its key", cfg.URL, err)
 		}
 
-		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{Name: ptr("FeedList_banks"),
+		if _, err := h.m.UpdateFeed(ctx, f.ID, feeds.FeedUpdate{Name: ptr("FeedList_banks"),
 			APIEndpoint: ptr("https://feeds.example.test/v2/banks.json?key=K2&v=2"), RetentionPeriod: ptr(120)}); err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +231,7 @@ func TestFeedListFeeds(t *testing.T) {
 		if got.Name != "FeedList_banks" || got.RetentionPeriod != 120 || !strings.Contains(cfg.URL, "key=K2") {
 			t.Errorf("after edit: %q retention %d source %q", got.Name, got.RetentionPeriod, cfg.URL)
 		}
-		_, err = h.r.UpdateFeed(ctx, f.ID, FeedUpdate{BackfillDays: ptr(3)})
+		_, err = h.m.UpdateFeed(ctx, f.ID, feeds.FeedUpdate{BackfillDays: ptr(3)})
 		wantInvalid(t, err, "backfillDays", "is not a setting")
 
 		for i := 2; i <= premium.MaxFeedListFeeds; i++ {
@@ -261,20 +262,20 @@ func TestDarkWebTAXIIPremiumFeed(t *testing.T) {
 		}
 		h := newHarness(t, st, TSVOptions{})
 		h.reg.RegisterTAXII(TAXIIOptions{PageSize: 25})
-		if err := h.r.EnsurePremiumFeeds(ctx); err != nil {
+		if err := h.m.EnsurePremiumFeeds(ctx); err != nil {
 			t.Fatal(err)
 		}
 		dw := h.premiumFeed(premium.DarkWebTAXII)
-		_, err := h.r.SetEnabled(ctx, dw.ID, true, false)
+		_, err := h.m.SetEnabled(ctx, dw.ID, true, false)
 		wantInvalid(t, err, "collectionUrl", "must be set")
 
-		_, err = h.r.UpdateFeed(ctx, dw.ID, FeedUpdate{CollectionURL: ptr(srv.CollectionURL(id)), Username: ptr("dw"), Password: ptr("wrong")})
+		_, err = h.m.UpdateFeed(ctx, dw.ID, feeds.FeedUpdate{CollectionURL: ptr(srv.CollectionURL(id)), Username: ptr("dw"), Password: ptr("wrong")})
 		wantInvalid(t, err, "password", "Invalid Credentials")
-		if _, err := h.r.UpdateFeed(ctx, dw.ID, FeedUpdate{CollectionURL: ptr(srv.CollectionURL(id)),
+		if _, err := h.m.UpdateFeed(ctx, dw.ID, feeds.FeedUpdate{CollectionURL: ptr(srv.CollectionURL(id)),
 			Username: ptr("dw"), Password: ptr("dw-pass"), BackfillDays: ptr(2)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.r.SetEnabled(ctx, dw.ID, true, false); err != nil {
+		if _, err := h.m.SetEnabled(ctx, dw.ID, true, false); err != nil {
 			t.Fatal(err)
 		}
 		h.r.Wait() // enabling runs the feed at once
@@ -285,7 +286,7 @@ func TestDarkWebTAXIIPremiumFeed(t *testing.T) {
 		}
 		checkConsistent(t, st)
 
-		reset, err := h.r.ResetPremiumFeed(ctx, dw.ID)
+		reset, err := h.m.ResetPremiumFeed(ctx, dw.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,13 +302,13 @@ func TestDarkWebTAXIIPremiumFeed(t *testing.T) {
 		if n := h.count("SELECT COUNT(*) FROM iocs"); n != 0 {
 			t.Errorf("%d IoCs left without a sighting after reset", n)
 		}
-		if _, err := h.r.RunNow(ctx, dw.ID); err == nil {
+		if _, err := h.m.RunNow(ctx, dw.ID); err == nil {
 			t.Error("a reset feed ran")
 		}
 		checkConsistent(t, st)
 
 		custom := h.create("http://127.0.0.1:1/feed.tsv", nil)
-		_, err = h.r.ResetPremiumFeed(ctx, custom.ID)
+		_, err = h.m.ResetPremiumFeed(ctx, custom.ID)
 		wantInvalid(t, err, "id", "only premium feeds")
 	})
 }
@@ -342,12 +343,12 @@ func TestFeedListFeedRuns(t *testing.T) {
 		defer srv.Close()
 		h := newHarness(t, st, TSVOptions{})
 		h.reg.RegisterFeedList(FeedListOptions{PerPoll: 3})
-		f, err := h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "retail",
+		f, err := h.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: "retail",
 			APIEndpoint: srv.URL + "/v2/retail.json?key=fl-key&v=2"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.r.SetEnabled(ctx, f.ID, true, false); err != nil {
+		if _, err := h.m.SetEnabled(ctx, f.ID, true, false); err != nil {
 			t.Fatal(err)
 		}
 		h.r.Wait()
@@ -397,11 +398,11 @@ func TestFeedListFeedRuns(t *testing.T) {
 		}
 		checkConsistent(t, st)
 
-		_, err = h.r.UpdateFeed(ctx, f.ID, FeedUpdate{APIEndpoint: ptr("")})
+		_, err = h.m.UpdateFeed(ctx, f.ID, feeds.FeedUpdate{APIEndpoint: ptr("")})
 		wantInvalid(t, err, "apiEndpoint", "disable the feed first")
 
 		// A key revoked upstream shows Invalid Credentials.
-		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{APIEndpoint: ptr(srv.URL + "/v2/retail.json?key=old&v=2")}); err != nil {
+		if _, err := h.m.UpdateFeed(ctx, f.ID, feeds.FeedUpdate{APIEndpoint: ptr(srv.URL + "/v2/retail.json?key=old&v=2")}); err != nil {
 			t.Fatal(err)
 		}
 		h.r.Wait() // a new endpoint runs the feed at once
@@ -443,7 +444,7 @@ func TestResetWhileRunningElsewhere(t *testing.T) {
 		b := newHarness(t, st, TSVOptions{})
 		a.reg.RegisterFeedList(FeedListOptions{})
 		b.reg.RegisterFeedList(FeedListOptions{})
-		f, err := a.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "x",
+		f, err := a.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: "x",
 			APIEndpoint: srv.URL + "/v2/x.json?key=k&v=2"})
 		if err != nil {
 			t.Fatal(err)
@@ -451,7 +452,7 @@ func TestResetWhileRunningElsewhere(t *testing.T) {
 		if _, err := st.SetFeedEnabled(ctx, f.ID, true); err != nil { // as another instance would, without running it
 			t.Fatal(err)
 		}
-		if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+		if _, err := b.m.RunNow(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
 		// b writes batches of 3 as the first objects arrive.
@@ -461,7 +462,7 @@ func TestResetWhileRunningElsewhere(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if _, err := a.r.ResetPremiumFeed(ctx, f.ID); err != nil {
+		if _, err := a.m.ResetPremiumFeed(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
 		close(gate)
@@ -495,12 +496,12 @@ func TestFeedListLongSource(t *testing.T) {
 		defer srv.Close()
 		h := newHarness(t, st, TSVOptions{})
 		h.reg.RegisterFeedList(FeedListOptions{})
-		f, err := h.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: "u",
+		f, err := h.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: "u",
 			APIEndpoint: srv.URL + "/v2/u.json?key=k&v=2"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.r.SetEnabled(ctx, f.ID, true, false); err != nil {
+		if _, err := h.m.SetEnabled(ctx, f.ID, true, false); err != nil {
 			t.Fatal(err)
 		}
 		h.r.Wait()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -64,8 +65,8 @@ func TestReconcileFollowsOtherInstance(t *testing.T) {
 		a := newHarness(t, st, TSVOptions{})
 		b := newHarness(t, st, TSVOptions{})
 		srv := newTSVServer(t, ipRows(1, 3))
-		keep := a.create(srv.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name = "keep" })
-		f := a.create(srv.URL+"/feed.tsv?f", func(in *CustomFeedInput) { in.Name = "changed" })
+		keep := a.create(srv.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name = "keep" })
+		f := a.create(srv.URL+"/feed.tsv?f", func(in *feeds.CustomFeedInput) { in.Name = "changed" })
 		a.r.Wait()
 
 		// reconcile runs b's pass and checks b's jobs against want (feed
@@ -106,23 +107,23 @@ func TestReconcileFollowsOtherInstance(t *testing.T) {
 		}
 
 		hours := 12
-		if _, err := a.r.UpdateFeed(ctx, f.ID, FeedUpdate{PollingFrequency: &hours}); err != nil {
+		if _, err := a.m.UpdateFeed(ctx, f.ID, feeds.FeedUpdate{PollingFrequency: &hours}); err != nil {
 			t.Fatal(err)
 		}
 		reconcile("re-timed", map[int64]time.Duration{keep.ID: 4 * time.Hour, f.ID: 12 * time.Hour})
 
-		if _, err := a.r.SetEnabled(ctx, f.ID, false, true); err != nil {
+		if _, err := a.m.SetEnabled(ctx, f.ID, false, true); err != nil {
 			t.Fatal(err)
 		}
 		reconcile("disabled", map[int64]time.Duration{keep.ID: 4 * time.Hour})
 
-		if _, err := a.r.SetEnabled(ctx, f.ID, true, false); err != nil {
+		if _, err := a.m.SetEnabled(ctx, f.ID, true, false); err != nil {
 			t.Fatal(err)
 		}
 		a.r.Wait()
 		reconcile("enabled", map[int64]time.Duration{keep.ID: 4 * time.Hour, f.ID: 12 * time.Hour})
 
-		if err := a.r.DeleteFeed(ctx, f.ID); err != nil {
+		if err := a.m.DeleteFeed(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
 		got := reconcile("deleted", map[int64]time.Duration{keep.ID: 4 * time.Hour})
@@ -142,7 +143,7 @@ func TestReconcileYieldsToLocalChanges(t *testing.T) {
 		ctx := context.Background()
 		h := newHarness(t, st, TSVOptions{})
 		srv := newTSVServer(t, ipRows(1, 3))
-		old := h.create(srv.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name = "old" })
+		old := h.create(srv.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name = "old" })
 		h.r.Wait()
 
 		h.r.mu.Lock()
@@ -153,9 +154,9 @@ func TestReconcileYieldsToLocalChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Meanwhile this runner's API creates one feed and disables another.
-		f := h.create(srv.URL+"/feed.tsv?new", func(in *CustomFeedInput) { in.Name = "new" })
+		f := h.create(srv.URL+"/feed.tsv?new", func(in *feeds.CustomFeedInput) { in.Name = "new" })
 		h.r.Wait()
-		if _, err := h.r.SetEnabled(ctx, old.ID, false, true); err != nil {
+		if _, err := h.m.SetEnabled(ctx, old.ID, false, true); err != nil {
 			t.Fatal(err)
 		}
 		applied, err := h.r.reconcileWith(gen, stale)
@@ -233,7 +234,7 @@ func runHeldElsewhere(t *testing.T, st *store.Store, body string) (a, b *harness
 	a.r.Wait()
 	gate, started := make(chan struct{}), make(chan struct{}, 1)
 	srv.set(func(s *tsvServer) { s.gate, s.started, s.body = gate, started, body })
-	if _, err := b.r.RunNow(context.Background(), f.ID); err != nil {
+	if _, err := b.m.RunNow(context.Background(), f.ID); err != nil {
 		t.Fatal(err)
 	}
 	<-started
@@ -247,7 +248,7 @@ func TestReconcileCancelsRunOfFeedDisabledElsewhere(t *testing.T) {
 		ctx := context.Background()
 		a, b, f, gate := runHeldElsewhere(t, st, ipRows(1, 4))
 		defer close(gate)
-		if _, err := a.r.SetEnabled(ctx, f.ID, false, true); err != nil {
+		if _, err := a.m.SetEnabled(ctx, f.ID, false, true); err != nil {
 			t.Fatal(err)
 		}
 		if !b.r.Running(f.ID) {
@@ -276,7 +277,7 @@ func TestDeleteWhileRunningElsewhere(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		a, b, f, gate := runHeldElsewhere(t, st, ipRows(1, 40))
-		if err := a.r.DeleteFeed(ctx, f.ID); err != nil {
+		if err := a.m.DeleteFeed(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
 		close(gate)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -36,7 +37,7 @@ func TestRuleOfAnotherFeedsSidIsRejected(t *testing.T) {
 		h := newHarness(t, st, TSVOptions{})
 		h.reg.RegisterTAXII(TAXIIOptions{PageSize: 100})
 		create := func(name, collection string) *store.Feed {
-			f, err := h.r.CreateCustomFeed(ctx, CustomFeedInput{Category: store.CategoryTAXII, Name: name,
+			f, err := h.m.CreateCustomFeed(ctx, feeds.CustomFeedInput{Category: store.CategoryTAXII, Name: name,
 				CollectionURL: srv.CollectionURL(collection), PollingFrequency: 4, RetentionPeriod: 30, BackfillDays: 7})
 			if err != nil {
 				t.Fatal(err)

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/events/eventstest"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -45,12 +48,12 @@ func (l *errorLog) logged() []string {
 // run, skipping the others, and then makes sure no progress of that run
 // follows it for a while: a subscriber repeats a run's counters until it
 // sees that event.
-func runEnd(t *testing.T, name string, events <-chan Event, runID int64) *Progress {
+func runEnd(t *testing.T, name string, evs <-chan events.Event, runID int64) *events.Progress {
 	t.Helper()
-	var done *Progress
-	for deadline := time.After(deliveryWait); done == nil; {
+	var done *events.Progress
+	for deadline := time.After(eventstest.DeliveryWait); done == nil; {
 		select {
-		case ev := <-events:
+		case ev := <-evs:
 			if p := ev.Progress; p != nil && p.RunID == runID && p.Done {
 				done = p
 			}
@@ -60,7 +63,7 @@ func runEnd(t *testing.T, name string, events <-chan Event, runID int64) *Progre
 	}
 	for quiet := time.After(1500 * time.Millisecond); ; {
 		select {
-		case ev := <-events:
+		case ev := <-evs:
 			if p := ev.Progress; p != nil && p.RunID == runID {
 				t.Errorf("%s: progress of run %d after its end: %+v", name, runID, p)
 			}
@@ -78,29 +81,29 @@ func runEnd(t *testing.T, name string, events <-chan Event, runID int64) *Progre
 func TestDeleteElsewhereEndsTheRunEverywhere(t *testing.T) {
 	dsn := storetest.NewPostgresDSN(t)
 	ctx := context.Background()
-	ia, ib := newInstance(t, dsn), newInstance(t, dsn)
+	ia, ib := eventstest.NewInstance(t, dsn), eventstest.NewInstance(t, dsn)
 	logA, logB := &errorLog{}, &errorLog{}
-	a := newHarnessWith(t, ia.st, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ia.bus, slog.New(logA) })
-	b := newHarnessWith(t, ib.st, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ib.bus, slog.New(logB) })
+	a := newHarnessWith(t, ia.Store, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ia.Bus, slog.New(logA) })
+	b := newHarnessWith(t, ib.Store, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ib.Bus, slog.New(logB) })
 	for try := range 4 {
 		gate := make(chan struct{})
 		srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
-		f, err := ib.st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "del" + strconv.Itoa(try),
+		f, err := ib.Store.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "del" + strconv.Itoa(try),
 			CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.r.RunNow(ctx, f.ID); err != nil {
+		if _, err := b.m.RunNow(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "b's download", 10*time.Second, func() bool { return srv.requests() == 1 })
 		run := b.lastRun(f.ID)
-		if err := a.r.DeleteFeed(ctx, f.ID); err != nil {
+		if err := a.m.DeleteFeed(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "b's run stopping", 5*time.Second, func() bool { return !b.r.Running(f.ID) })
-		for name, in := range map[string]*instance{"a": ia, "b": ib} {
-			p := runEnd(t, fmt.Sprintf("try %d, instance %s", try, name), in.events, run.ID)
+		for name, in := range map[string]*eventstest.Instance{"a": ia, "b": ib} {
+			p := runEnd(t, fmt.Sprintf("try %d, instance %s", try, name), in.Events, run.ID)
 			if p.ErrorKind != store.MessageStopped || p.FeedID != f.ID {
 				t.Errorf("try %d, instance %s: the run's end %+v, want Stopped", try, name, p)
 			}
@@ -115,18 +118,18 @@ func TestDeleteElsewhereEndsTheRunEverywhere(t *testing.T) {
 }
 
 // Run now asked of two instances at the same moment starts one run: one
-// answers with the feed, the other ErrAlreadyRunning (GraphQL CONFLICT),
+// answers with the feed, the other feeds.ErrAlreadyRunning (GraphQL CONFLICT),
 // never both a success for the one run that starts.
 func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 	dsn := storetest.NewPostgresDSN(t)
 	ctx := context.Background()
-	ia, ib := newInstance(t, dsn), newInstance(t, dsn)
-	a := newHarnessWith(t, ia.st, TSVOptions{}, func(o *Options) { o.Bus = ia.bus })
-	b := newHarnessWith(t, ib.st, TSVOptions{}, func(o *Options) { o.Bus = ib.bus })
+	ia, ib := eventstest.NewInstance(t, dsn), eventstest.NewInstance(t, dsn)
+	a := newHarnessWith(t, ia.Store, TSVOptions{}, func(o *Options) { o.Bus = ia.Bus })
+	b := newHarnessWith(t, ib.Store, TSVOptions{}, func(o *Options) { o.Bus = ib.Bus })
 	for try := range 5 {
 		gate := make(chan struct{})
 		srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
-		f, err := ia.st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "now" + strconv.Itoa(try),
+		f, err := ia.Store.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "now" + strconv.Itoa(try),
 			CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
 		if err != nil {
 			t.Fatal(err)
@@ -134,12 +137,12 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 		start := make(chan struct{})
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
-		for i, r := range []*Runner{a.r, b.r} {
+		for i, m := range []*feeds.Service{a.m, b.m} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-start
-				_, errs[i] = r.RunNow(ctx, f.ID)
+				_, errs[i] = m.RunNow(ctx, f.ID)
 			}()
 		}
 		close(start)
@@ -149,7 +152,7 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 			switch {
 			case err == nil:
 				started++
-			case !errors.Is(err, ErrAlreadyRunning):
+			case !errors.Is(err, feeds.ErrAlreadyRunning):
 				t.Fatalf("try %d: run now: %v", try, err)
 			}
 		}
@@ -231,7 +234,7 @@ func TestDownloadProgressReachesItsTotal(t *testing.T) {
 		}))
 		defer srv.Close()
 		h := newHarness(t, st, TSVOptions{})
-		events, cancel := h.r.Bus().Subscribe(0)
+		evs, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
 		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "fast",
 			CollectionURL: srv.URL + "/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
@@ -239,10 +242,10 @@ func TestDownloadProgressReachesItsTotal(t *testing.T) {
 			t.Fatal(err)
 		}
 		run := h.runNow(f.ID)
-		var last *Progress
+		var last *events.Progress
 		for more := true; more; {
 			select {
-			case ev := <-events:
+			case ev := <-evs:
 				if p := ev.Progress; p != nil && p.RunID == run.ID && !p.Done && p.Downloaded > 0 {
 					last = p
 				}

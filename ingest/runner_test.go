@@ -11,240 +11,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
-
-// clock is a settable clock for the runner.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Now().UTC()} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-type harness struct {
-	t     *testing.T
-	st    *store.Store
-	r     *Runner
-	clock *clock
-	reg   *Registry
-}
-
-// loopbackClient lets the tests' sources reach their loopback servers,
-// which the egress policy refuses by default.
-var loopbackClient = egress.NewClient(egress.Options{AllowPrivate: true})
-
-func testSecrets(t testing.TB) *store.Secrets {
-	s, err := store.NewSecrets([]byte(strings.Repeat("k", 32)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// newHarness starts a runner on st with TSV sources reading chunks of 2
-// lines and the given daily limit (0: the spec's).
-func newHarness(t *testing.T, st *store.Store, tsvOpts TSVOptions) *harness {
-	t.Helper()
-	return newHarnessBatch(t, st, tsvOpts, 3)
-}
-
-// newHarnessBatch is newHarness writing batch indicators per transaction.
-func newHarnessBatch(t *testing.T, st *store.Store, tsvOpts TSVOptions, batch int) *harness {
-	t.Helper()
-	return newHarnessWith(t, st, tsvOpts, func(o *Options) { o.BatchSize = batch })
-}
-
-// newHarnessWith is newHarness with the runner's options changed by mod.
-func newHarnessWith(t *testing.T, st *store.Store, tsvOpts TSVOptions, mod func(*Options)) *harness {
-	t.Helper()
-	if tsvOpts.ChunkLines == 0 {
-		tsvOpts.ChunkLines = 2
-	}
-	tsvOpts.TempDir = t.TempDir()
-	reg := NewRegistryWithClient(loopbackClient)
-	reg.RegisterTSV(tsvOpts)
-	c := newClock()
-	opts := Options{Store: st, Secrets: testSecrets(t), Sources: reg, Now: c.Now, BatchSize: 3,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if mod != nil {
-		mod(&opts)
-	}
-	r, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Stop(context.Background()) })
-	return &harness{t: t, st: st, r: r, clock: c, reg: reg}
-}
-
-// tsvServer serves body (changeable) at /feed.tsv, with basic auth when
-// user is set; gate, when set, is waited on before answering.
-type tsvServer struct {
-	*httptest.Server
-	mu       sync.Mutex
-	body     string
-	user     string
-	pass     string
-	gate     chan struct{}
-	started  chan struct{}
-	requests atomic.Int64
-}
-
-func newTSVServer(t *testing.T, body string) *tsvServer {
-	s := &tsvServer{body: body}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
-		s.mu.Lock()
-		body, user, pass, gate, started := s.body, s.user, s.pass, s.gate, s.started
-		s.mu.Unlock()
-		if started != nil {
-			started <- struct{}{}
-		}
-		if gate != nil {
-			select {
-			case <-gate:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if user != "" {
-			if u, p, ok := r.BasicAuth(); !ok || u != user || p != pass {
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-		}
-		if r.URL.Path != "/feed.tsv" {
-			http.NotFound(w, r)
-			return
-		}
-		io.WriteString(w, body)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *tsvServer) set(f func(s *tsvServer)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f(s)
-}
-
-func ipRows(from, to int) string {
-	var b strings.Builder
-	for i := from; i <= to; i++ {
-		fmt.Fprintf(&b, "ip\t198.18.%d.%d\tsrc\t%d\n", i/256, i%256, 50+i%50)
-	}
-	return b.String()
-}
-
-func (h *harness) create(url string, mod func(*CustomFeedInput)) *store.Feed {
-	h.t.Helper()
-	in := CustomFeedInput{Category: store.CategoryTSV, Name: "feed", CollectionURL: url,
-		PollingFrequency: 4, RetentionPeriod: 30}
-	if mod != nil {
-		mod(&in)
-	}
-	f, err := h.r.CreateCustomFeed(context.Background(), in)
-	if err != nil {
-		h.t.Fatalf("create feed: %v", err)
-	}
-	return f
-}
-
-func (h *harness) feed(id int64) *store.Feed {
-	h.t.Helper()
-	f, err := h.st.Feed(context.Background(), id)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return f
-}
-
-func (h *harness) runNow(id int64) *store.FeedRun {
-	h.t.Helper()
-	if _, err := h.r.RunNow(context.Background(), id); err != nil {
-		h.t.Fatal(err)
-	}
-	h.r.Wait()
-	return h.lastRun(id)
-}
-
-func (h *harness) lastRun(id int64) *store.FeedRun {
-	h.t.Helper()
-	run, err := h.st.LastRun(context.Background(), id)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return run
-}
-
-func (h *harness) runs(id int64) []store.FeedRun {
-	h.t.Helper()
-	runs, err := h.st.FeedRuns(context.Background(), id, 100)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return runs
-}
-
-func (h *harness) count(query string, args ...any) int {
-	h.t.Helper()
-	var n int
-	if err := h.st.DB.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
-		h.t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
-// checkConsistent asserts the store's invariants: every sighting's IoC
-// exists, every IoC has a sighting, and each IoC's score and expiry are
-// those of its sightings.
-func checkConsistent(t *testing.T, st *store.Store) {
-	t.Helper()
-	ctx := context.Background()
-	var n int
-	// Joins rather than correlated subqueries: PostgreSQL plans these well
-	// on fresh, unanalysed tables.
-	queries := map[string]string{
-		"sightings without an IoC": `SELECT COUNT(*) FROM sightings s LEFT JOIN iocs i ON i.id = s.ioc_id WHERE i.id IS NULL`,
-		"IoCs without a sighting": `SELECT COUNT(*) FROM iocs i LEFT JOIN (SELECT DISTINCT ioc_id FROM sightings) s
-			ON s.ioc_id = i.id WHERE s.ioc_id IS NULL`,
-		"IoCs with a wrong score or expiry": `SELECT COUNT(*) FROM iocs i JOIN (SELECT ioc_id, MAX(score) AS score,
-			MAX(expires_at) AS expires_at FROM sightings GROUP BY ioc_id) s ON s.ioc_id = i.id
-			WHERE i.score <> s.score OR i.expires_at <> s.expires_at`,
-	}
-	for name, q := range queries {
-		if err := st.DB.QueryRowContext(ctx, q).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if n != 0 {
-			t.Errorf("%d %s", n, name)
-		}
-	}
-}
 
 func TestTSVFeedRuns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
@@ -254,7 +28,7 @@ func TestTSVFeedRuns(t *testing.T) {
 		srv.set(func(s *tsvServer) { s.user, s.pass = "alice", "s3cret" })
 		events, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
-		f := h.create(srv.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Username, in.Password = "alice", "s3cret" })
+		f := h.create(srv.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Username, in.Password = "alice", "s3cret" })
 		if f.Name != "TSV_feed" || !f.HasSecret() || strings.Contains(string(f.Secret), "s3cret") {
 			t.Fatalf("created = %+v", f)
 		}
@@ -348,7 +122,7 @@ func TestTSVStatusMessages(t *testing.T) {
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				i++
-				f := h.create(tc.url, func(in *CustomFeedInput) {
+				f := h.create(tc.url, func(in *feeds.CustomFeedInput) {
 					in.Name = fmt.Sprintf("f%d", i)
 					in.Username, in.Password = tc.user, tc.pass
 				})
@@ -365,13 +139,13 @@ func TestTSVStatusMessages(t *testing.T) {
 			})
 		}
 		// The message clears with the next good run.
-		f := h.create(srv.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name = "fixable"; in.Username = "alice" })
+		f := h.create(srv.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name = "fixable"; in.Username = "alice" })
 		h.r.Wait()
 		if got := h.feed(f.ID); got.StatusMessage != string(ioc.InvalidCredentials) {
 			t.Fatalf("no password: %q", got.StatusMessage)
 		}
 		pw := "right"
-		if _, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{Password: &pw}); err != nil {
+		if _, err := h.m.UpdateFeed(context.Background(), f.ID, feeds.FeedUpdate{Password: &pw}); err != nil {
 			t.Fatal(err)
 		}
 		// Saving the password runs the feed at once.
@@ -429,13 +203,13 @@ func TestTSVDailyLimit(t *testing.T) {
 		// A new collection URL is checked, and forgets the cursor into the old file.
 		bad, good := "ftp://x/feed.tsv", srv.URL+"/feed.tsv?v=2"
 		var ve *store.ValidationError
-		if _, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{CollectionURL: &bad}); !errors.As(err, &ve) || ve.Field != "collectionUrl" {
+		if _, err := h.m.UpdateFeed(context.Background(), f.ID, feeds.FeedUpdate{CollectionURL: &bad}); !errors.As(err, &ve) || ve.Field != "collectionUrl" {
 			t.Errorf("update to %s: %v", bad, err)
 		}
 		if got := h.feed(f.ID); got.Cursor != "line:14" || got.CollectionURL == bad {
 			t.Errorf("refused update changed the feed: %+v", got)
 		}
-		if got, err := h.r.UpdateFeed(context.Background(), f.ID, FeedUpdate{CollectionURL: &good}); err != nil || got.Cursor != "" || got.CollectionURL != good {
+		if got, err := h.m.UpdateFeed(context.Background(), f.ID, feeds.FeedUpdate{CollectionURL: &good}); err != nil || got.Cursor != "" || got.CollectionURL != good {
 			t.Errorf("after a new URL: %+v, %v", got, err)
 		}
 	})
@@ -449,7 +223,7 @@ func TestDisableEnable(t *testing.T) {
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
 
-		if _, err := h.r.SetEnabled(ctx, f.ID, false, false); err == nil || !strings.Contains(err.Error(), "confirm") {
+		if _, err := h.m.SetEnabled(ctx, f.ID, false, false); err == nil || !strings.Contains(err.Error(), "confirm") {
 			t.Fatalf("disable without confirm: %v", err)
 		}
 		if !h.feed(f.ID).Enabled {
@@ -460,9 +234,9 @@ func TestDisableEnable(t *testing.T) {
 		gate, started := make(chan struct{}), make(chan struct{}, 1)
 		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started; s.body = ipRows(1, 8) })
 		defer close(gate)
-		h.r.RunNow(ctx, f.ID)
+		h.m.RunNow(ctx, f.ID)
 		<-started
-		got, err := h.r.SetEnabled(ctx, f.ID, false, true)
+		got, err := h.m.SetEnabled(ctx, f.ID, false, true)
 		if err != nil || got.Enabled || got.StatusMessage != store.MessageDisabled || got.DerivedStatus() != store.StatusDisabled {
 			t.Fatalf("disabled = %+v, %v", got, err)
 		}
@@ -479,13 +253,13 @@ func TestDisableEnable(t *testing.T) {
 		if _, ok := h.r.NextRun(f.ID); ok {
 			t.Error("a disabled feed is still scheduled")
 		}
-		if _, err := h.r.RunNow(ctx, f.ID); err == nil {
+		if _, err := h.m.RunNow(ctx, f.ID); err == nil {
 			t.Error("ran a disabled feed")
 		}
 
 		// Enabling fetches at once what was missed.
 		srv.set(func(s *tsvServer) { s.gate, s.started = nil, nil })
-		got, err = h.r.SetEnabled(ctx, f.ID, true, false)
+		got, err = h.m.SetEnabled(ctx, f.ID, true, false)
 		if err != nil || !got.Enabled {
 			t.Fatalf("enable: %+v %v", got, err)
 		}
@@ -520,13 +294,13 @@ func TestBackfillBound(t *testing.T) {
 				return "2026-01-02T00:00:00Z", sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "198.18.9.9", Source: "s", Score: 1})
 			}), nil
 		}})
-		f := h.create("https://taxii.example/api/collections/c1/", func(in *CustomFeedInput) {
+		f := h.create("https://taxii.example/api/collections/c1/", func(in *feeds.CustomFeedInput) {
 			in.Category, in.BackfillDays = store.CategoryTAXII, 7
 		})
 		h.r.Wait()
-		h.r.SetEnabled(ctx, f.ID, false, true)
+		h.m.SetEnabled(ctx, f.ID, false, true)
 		h.clock.Add(3 * 24 * time.Hour)
-		h.r.SetEnabled(ctx, f.ID, true, false)
+		h.m.SetEnabled(ctx, f.ID, true, false)
 		h.r.Wait()
 		mu.Lock()
 		defer mu.Unlock()
@@ -553,14 +327,14 @@ func TestNoConcurrentRuns(t *testing.T) {
 		gate, started := make(chan struct{}), make(chan struct{}, 10)
 		srv.set(func(s *tsvServer) { s.gate, s.started = gate, started })
 		before := srv.requests.Load()
-		h.r.RunNow(ctx, f.ID)
+		h.m.RunNow(ctx, f.ID)
 		<-started
 		for range 3 {
-			if _, err := h.r.RunNow(ctx, f.ID); !errors.Is(err, ErrAlreadyRunning) {
-				t.Fatalf("run now on a running feed: %v, want ErrAlreadyRunning", err)
+			if _, err := h.m.RunNow(ctx, f.ID); !errors.Is(err, feeds.ErrAlreadyRunning) {
+				t.Fatalf("run now on a running feed: %v, want feeds.ErrAlreadyRunning", err)
 			}
 		}
-		h.r.runFeed(f.ID, runScheduled) // the scheduled job firing meanwhile
+		h.r.startRun(ctx, f.ID, runRequest{why: runScheduled, wait: true}) // the scheduled job firing meanwhile
 		if st.Dialect == store.Postgres {
 			// Another instance on the same database does not run it either.
 			other, err := New(Options{Store: st, Secrets: testSecrets(t), Sources: h.reg,
@@ -568,7 +342,7 @@ func TestNoConcurrentRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			other.runFeed(f.ID, runAsked)
+			other.startRun(ctx, f.ID, runRequest{why: runAsked, wait: true})
 		}
 		close(gate)
 		h.r.Wait()
@@ -594,7 +368,7 @@ func TestReschedule(t *testing.T) {
 			t.Fatalf("next run %v (now %v), want in about 4 h", next, h.clock.Now())
 		}
 		hours := 12
-		if _, err := h.r.UpdateFeed(ctx, f.ID, FeedUpdate{PollingFrequency: &hours}); err != nil {
+		if _, err := h.m.UpdateFeed(ctx, f.ID, feeds.FeedUpdate{PollingFrequency: &hours}); err != nil {
 			t.Fatal(err)
 		}
 		next, ok = h.r.NextRun(f.ID)
@@ -609,7 +383,7 @@ func TestReschedule(t *testing.T) {
 		if got := h.r.interval(b); got != 24*time.Hour {
 			t.Errorf("built-in interval %v", got)
 		}
-		if _, err := h.r.UpdateFeed(ctx, b.ID, FeedUpdate{PollingFrequency: &hours}); err == nil {
+		if _, err := h.m.UpdateFeed(ctx, b.ID, feeds.FeedUpdate{PollingFrequency: &hours}); err == nil {
 			t.Error("a built-in feed was edited")
 		}
 	})
@@ -621,8 +395,8 @@ func TestExpiryAndDelete(t *testing.T) {
 		h := newHarness(t, st, TSVOptions{})
 		a := newTSVServer(t, ipRows(1, 4))
 		b := newTSVServer(t, ipRows(3, 6))
-		fa := h.create(a.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name, in.RetentionPeriod = "a", 1 })
-		fb := h.create(b.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name, in.RetentionPeriod = "b", 10 })
+		fa := h.create(a.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name, in.RetentionPeriod = "a", 1 })
+		fb := h.create(b.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name, in.RetentionPeriod = "b", 10 })
 		h.r.Wait()
 		if n := h.count(`SELECT COUNT(*) FROM iocs`); n != 6 {
 			t.Fatalf("%d IoCs, want 6", n)
@@ -641,7 +415,7 @@ func TestExpiryAndDelete(t *testing.T) {
 
 		// Deleting b removes its sightings and its IoCs.
 		h.runNow(fa.ID)
-		if err := h.r.DeleteFeed(ctx, fb.ID); err != nil {
+		if err := h.m.DeleteFeed(ctx, fb.ID); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := st.Feed(ctx, fb.ID); !errors.Is(err, store.ErrNotFound) {
@@ -720,12 +494,12 @@ func TestRunNowAsTheRunEnds(t *testing.T) {
 		h.r.mu.Lock()
 		runCtx, ar := h.r.claimLocked(f.ID)
 		h.r.mu.Unlock()
-		if _, err := h.r.RunNow(ctx, f.ID); !errors.Is(err, ErrAlreadyRunning) {
-			t.Fatalf("run now while running: %v, want ErrAlreadyRunning", err)
+		if _, err := h.m.RunNow(ctx, f.ID); !errors.Is(err, feeds.ErrAlreadyRunning) {
+			t.Fatalf("run now while running: %v, want feeds.ErrAlreadyRunning", err)
 		}
 		// Its end committed: Run now is taken.
 		h.r.markEnded(f.ID)
-		if _, err := h.r.RunNow(ctx, f.ID); err != nil {
+		if _, err := h.m.RunNow(ctx, f.ID); err != nil {
 			t.Fatalf("run now once the run's end is committed: %v", err)
 		}
 		// The held run goes through, lets go of the feed, and the queued

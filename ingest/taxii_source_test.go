@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -31,7 +32,7 @@ func TestTAXIIFeed(t *testing.T) {
 		h := newHarness(t, st, TSVOptions{})
 		h.reg.RegisterTAXII(TAXIIOptions{PageSize: 100})
 		taxiiFeed := func(url, password string) (*store.Feed, error) {
-			return h.r.CreateCustomFeed(ctx, CustomFeedInput{Category: store.CategoryTAXII, Name: "hv", CollectionURL: url,
+			return h.m.CreateCustomFeed(ctx, feeds.CustomFeedInput{Category: store.CategoryTAXII, Name: "hv", CollectionURL: url,
 				Username: "analyst", Password: password, PollingFrequency: 4, RetentionPeriod: 30, BackfillDays: 7})
 		}
 
@@ -111,7 +112,7 @@ func taxiiHarness(t *testing.T, st *store.Store, o TAXIIOptions, n int) (*harnes
 	}
 	h := newHarness(t, st, TSVOptions{})
 	h.reg.RegisterTAXII(o)
-	f, err := h.r.CreateCustomFeed(context.Background(), CustomFeedInput{Category: store.CategoryTAXII, Name: "ref",
+	f, err := h.m.CreateCustomFeed(context.Background(), feeds.CustomFeedInput{Category: store.CategoryTAXII, Name: "ref",
 		CollectionURL: srv.CollectionURL(id), PollingFrequency: 4, RetentionPeriod: 30, BackfillDays: 7})
 	if err != nil {
 		t.Fatal(err)

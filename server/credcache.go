@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"time"
 
-	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/internal/ttlcache"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -47,7 +47,7 @@ func credentialKeyOf(kind, name, secret string) [32]byte {
 
 // revokeCached drops the cached credentials of the user or tenant r names.
 // It does not block: it runs inside the bus's Publish.
-func revokeCached(c *credentialCache, r ingest.Revocation) {
+func revokeCached(c *credentialCache, r events.Revocation) {
 	c.DeleteFunc(func(e cachedCredential) bool {
 		return r.UserID != 0 && e.cred.UserID == r.UserID || r.TenantID != "" && e.cred.TenantID == r.TenantID
 	})

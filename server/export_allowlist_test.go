@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -35,7 +37,8 @@ func TestExportsLeaveAllowlistedOut(t *testing.T) {
 			t.Fatalf("before: %d %q %s", r.status, etag, r.body)
 		}
 
-		a := ingest.NewAllowlist(st, ingest.NewBus(), nil)
+		bus := events.NewBus()
+		a := feeds.NewAllowlist(st, ingest.NewAllowlist(st, bus, nil), bus, nil)
 		for _, v := range []string{"192.0.2.0/24", "example.org", "https://example.net/safe/"} {
 			if _, _, err := a.Add(ctx, v, ""); err != nil {
 				t.Fatal(err)

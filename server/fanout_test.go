@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
@@ -28,8 +30,8 @@ func newInstance(t *testing.T, dsn string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	bus := ingest.NewBus()
-	fanout, err := ingest.NewFanout(ingest.FanoutOptions{Store: st, Bus: bus, Log: discardLogger()})
+	bus := events.NewBus()
+	fanout, err := events.NewFanout(events.FanoutOptions{Store: st, Bus: bus, Log: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,11 @@ func newInstance(t *testing.T, dsn string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { runner.Stop(context.Background()) })
-	s := server.New(server.DefaultConfig(), st, &graph.Resolver{Store: st, Events: bus, Ingest: runner}, discardLogger())
+	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Runner: runner, Allowlist: runner.Allowlist()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := server.New(server.DefaultConfig(), st, &graph.Resolver{Store: st, Events: bus, Ingest: runner, Feeds: service}, discardLogger())
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, store: st, srv: srv}

@@ -13,8 +13,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/server/taxiisrv"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -177,8 +177,8 @@ func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger
 		resolver.Events.OnRevocation(s.revoked)
 		// Cached tenant answers (store.Tenant) drop on every instance
 		// when one of them changes a tenant.
-		resolver.Events.OnSignal(ingest.SignalTenants, st.ForgetTenants)
-		st.OnTenantWrite(func() { resolver.Events.PublishSignal(ingest.SignalTenants) })
+		resolver.Events.OnSignal(events.SignalTenants, st.ForgetTenants)
+		st.OnTenantWrite(func() { resolver.Events.PublishSignal(events.SignalTenants) })
 	}
 	s.handler = s.routes()
 	return s

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -62,7 +62,7 @@ func newFixtureWithoutTenant(t *testing.T, st *store.Store, opts ...func(*server
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := server.New(cfg, st, &graph.Resolver{Store: st, Events: ingest.NewBus()}, discardLogger())
+	s := server.New(cfg, st, &graph.Resolver{Store: st, Events: events.NewBus()}, discardLogger())
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, store: st, srv: srv}

@@ -13,8 +13,8 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -104,7 +104,7 @@ func (s *Server) endSession(ctx context.Context, token string) error {
 	// user's other cached credentials).
 	s.creds.Delete(credentialKeyOf("session", "", token))
 	if lookupErr == nil { // else no live session, so no socket opened with it
-		s.announceRevocation(ingest.Revocation{UserID: u.ID})
+		s.announceRevocation(events.Revocation{UserID: u.ID})
 	}
 	return nil
 }
@@ -161,7 +161,7 @@ func (s *Server) recheckSocket(ctx context.Context, sock *socket) {
 
 // revoked re-checks, in the background, the sockets of the user or tenant
 // a revocation names. It is a bus handler: it must not block.
-func (s *Server) revoked(r ingest.Revocation) {
+func (s *Server) revoked(r events.Revocation) {
 	revokeCached(s.creds, r)
 	s.sockets.mu.Lock()
 	var hit []*socket
@@ -183,7 +183,7 @@ func (s *Server) revoked(r ingest.Revocation) {
 
 // announceRevocation tells every instance that credentials of the user or
 // tenant may have stopped holding, so their sockets re-check them.
-func (s *Server) announceRevocation(r ingest.Revocation) {
+func (s *Server) announceRevocation(r events.Revocation) {
 	s.resolver.Events.PublishRevocation(r)
 }
 

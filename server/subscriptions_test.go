@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
@@ -36,8 +38,12 @@ func (f *fixture) withRunner() *ingest.Runner {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { runner.Stop(context.Background()) })
+	service, err := feeds.New(feeds.Options{Store: f.store, Secrets: secrets, Bus: runner.Bus(), Sources: sources, Runner: runner, Allowlist: runner.Allowlist()})
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	s := server.New(server.DefaultConfig(), f.store,
-		&graph.Resolver{Store: f.store, Events: runner.Bus(), Ingest: runner}, discardLogger())
+		&graph.Resolver{Store: f.store, Events: runner.Bus(), Ingest: runner, Feeds: service}, discardLogger())
 	f.srv.Close()
 	f.srv = httptest.NewServer(s.Handler())
 	f.t.Cleanup(f.srv.Close)
@@ -148,7 +154,7 @@ func TestSubscriptionsFollowARun(t *testing.T) {
 // between instances) stops repeating once its feed's deletion is heard.
 func TestProgressEndsWithItsFeed(t *testing.T) {
 	f := newFixture(t, storetest.NewSQLite(t))
-	bus := ingest.NewBus()
+	bus := events.NewBus()
 	s := server.New(server.DefaultConfig(), f.store, &graph.Resolver{Store: f.store, Events: bus}, discardLogger())
 	f.srv.Close()
 	f.srv = httptest.NewServer(s.Handler())
@@ -158,13 +164,13 @@ func TestProgressEndsWithItsFeed(t *testing.T) {
 	c.init(map[string]any{"username": "admin", "apiKey": adminKey})
 	c.subscribe("p", `subscription { feedRunProgress { feedId runId fetched done } }`)
 	time.Sleep(100 * time.Millisecond) // let the subscription register on the bus
-	bus.Publish(ingest.Event{FeedID: 7, Progress: &ingest.Progress{FeedID: 7, RunID: 70, Fetched: 5}})
+	bus.Publish(events.Event{FeedID: 7, Progress: &events.Progress{FeedID: 7, RunID: 70, Fetched: 5}})
 	for i := 0; i < 2; i++ { // the event, then at least one repeat
 		if m, err := c.read(5 * time.Second); err != nil || !strings.Contains(string(m.Payload), `"runId":"70"`) {
 			t.Fatalf("progress %d: %+v %v", i, m, err)
 		}
 	}
-	bus.Publish(ingest.Event{FeedID: 7, Deleted: true})
+	bus.Publish(events.Event{FeedID: 7, Deleted: true})
 	// A repeat already on its way may still come; none after it.
 	deadline := time.Now().Add(3 * time.Second)
 	repeats := 0

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/tifeeds/tifeeds/auth"
-	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -465,7 +465,7 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, err)
 		return
 	}
-	s.announceRevocation(ingest.Revocation{TenantID: id})
+	s.announceRevocation(events.Revocation{TenantID: id})
 	msg := "tenant " + id + " deleted"
 	if groupID != "" {
 		msg += "; tenant group " + groupID + " was left empty and deleted too"

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ingest/premium"
@@ -72,7 +73,7 @@ func init() {
 // premiumJob is what a premium child runs, passed as JSON.
 type premiumJob struct {
 	Kind      premium.Kind
-	Settings  ingest.FeedUpdate
+	Settings  feeds.FeedUpdate
 	Endpoint  string  // FEED_LIST: the feed's endpoint, with its key
 	WriteRate float64 // RISK_LIST: IoCs an hour
 	Want      int64   // distinct indicators the vendor serves
@@ -127,13 +128,13 @@ func benchPremium(ctx context.Context, dir string) error {
 		premium.DarkWebTAXII: func() (premiumJob, string, error) {
 			taxiiSrv = newTAXIIBench(n, now.Add(-24*time.Hour))
 			url := taxiiSrv.CollectionURL(taxiiBenchCollection)
-			return premiumJob{Settings: ingest.FeedUpdate{CollectionURL: &url, Username: ptr("analyst"), Password: ptr("taxii-bench-pass")}},
+			return premiumJob{Settings: feeds.FeedUpdate{CollectionURL: &url, Username: ptr("analyst"), Password: ptr("taxii-bench-pass")}},
 				fmt.Sprintf("TAXII 2.1 collection, %d STIX indicators in pages of 1,000", n), nil
 		},
 		premium.ThreatPlatform: func() (premiumJob, string, error) {
 			handle("api.threatstream.com", &vendortest.ThreatStream{Username: "analyst", Key: "ts-bench-key", Generated: n,
 				Generate: func(i int) []byte { return vendortest.ThreatStreamObject(i, now.Add(-time.Hour)) }})
-			return premiumJob{Settings: ingest.FeedUpdate{Username: ptr("analyst"), APIKey: ptr("ts-bench-key")}},
+			return premiumJob{Settings: feeds.FeedUpdate{Username: ptr("analyst"), APIKey: ptr("ts-bench-key")}},
 				fmt.Sprintf("ThreatStream intelligence, %d objects in pages of 1,000", n), nil
 		},
 		premium.ThreatIntelAPI: func() (premiumJob, string, error) {
@@ -160,7 +161,7 @@ func benchPremium(ctx context.Context, dir string) error {
 				return nil
 			}
 			handle(vendortest.GTIHost, g)
-			return premiumJob{Settings: ingest.FeedUpdate{APIKey: ptr("gti-bench-key"), BackfillDays: ptr(2)}},
+			return premiumJob{Settings: feeds.FeedUpdate{APIKey: ptr("gti-bench-key"), BackfillDays: ptr(2)}},
 				fmt.Sprintf("threat lists, %d objects in %d hourly packages of %d lists", n, packages, len(gti.Lists)), nil
 		},
 		premium.RiskList: func() (premiumJob, string, error) {
@@ -176,7 +177,7 @@ func benchPremium(ctx context.Context, dir string) error {
 				rf.SetGzipList(l, gz)
 			}
 			handle(vendortest.RecordedFutureHost, rf)
-			return premiumJob{Settings: ingest.FeedUpdate{APIKey: ptr("rf-bench-token"), PollingFrequency: ptr(1)}, WriteRate: *premiumRiskRate},
+			return premiumJob{Settings: feeds.FeedUpdate{APIKey: ptr("rf-bench-token"), PollingFrequency: ptr(1)}, WriteRate: *premiumRiskRate},
 				fmt.Sprintf("risk lists, %d rows in %d gzip CSV lists (%.1f MB compressed), %s IoCs an hour polled hourly",
 					n, len(risklist.Lists), float64(size)/1e6, strconv.FormatFloat(*premiumRiskRate, 'f', -1, 64)), nil
 		},
@@ -193,7 +194,7 @@ func benchPremium(ctx context.Context, dir string) error {
 		premium.EndpointProtection: func() (premiumJob, string, error) {
 			handle("api.crowdstrike.com", &vendortest.Falcon{ClientID: "falcon-bench-id", Secret: "falcon-bench-secret", Generated: n,
 				Generate: func(i int) []byte { return vendortest.FalconIndicator(i, now.Add(-time.Hour)) }})
-			return premiumJob{Settings: ingest.FeedUpdate{ClientID: ptr("falcon-bench-id"), ClientSecret: ptr("falcon-bench-secret")}},
+			return premiumJob{Settings: feeds.FeedUpdate{ClientID: ptr("falcon-bench-id"), ClientSecret: ptr("falcon-bench-secret")}},
 				fmt.Sprintf("Falcon indicators, %d in pages of 1,000, at most 50,000 a poll", n), nil
 		},
 	}
@@ -275,12 +276,16 @@ func premiumChild(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := runner.EnsurePremiumFeeds(ctx); err != nil {
+	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: runner.Bus(), Sources: sources, Runner: runner, Log: logger})
+	if err != nil {
+		return err
+	}
+	if err := service.EnsurePremiumFeeds(ctx); err != nil {
 		return err
 	}
 	var feed *store.Feed
 	if job.Kind == premium.FeedList {
-		if feed, err = runner.CreatePremiumFeed(ctx, ingest.PremiumFeedInput{Kind: job.Kind, Name: "bench", APIEndpoint: job.Endpoint}); err != nil {
+		if feed, err = service.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: job.Kind, Name: "bench", APIEndpoint: job.Endpoint}); err != nil {
 			return err
 		}
 	} else {
@@ -288,7 +293,7 @@ func premiumChild(args []string) error {
 		if err := st.DB.NewSelect().Model(feed).Where("type = ? AND kind = ?", store.FeedPremium, job.Kind).Scan(ctx); err != nil {
 			return fmt.Errorf("the %s feed: %w", job.Kind, err)
 		}
-		if _, err := runner.UpdateFeed(ctx, feed.ID, job.Settings); err != nil {
+		if _, err := service.UpdateFeed(ctx, feed.ID, job.Settings); err != nil {
 			return err
 		}
 	}
@@ -300,7 +305,7 @@ func premiumChild(args []string) error {
 		defer cancel()
 		runner.Stop(sctx)
 	}()
-	if _, err := runner.SetEnabled(ctx, feed.ID, true, false); err != nil {
+	if _, err := service.SetEnabled(ctx, feed.ID, true, false); err != nil {
 		return err
 	}
 	var res premiumResult
@@ -334,7 +339,7 @@ func premiumChild(args []string) error {
 		if res.Polls >= 20 {
 			return fmt.Errorf("%d of %d IoCs after %d polls", res.Live, job.Want, res.Polls)
 		}
-		if _, err := runner.RunNow(ctx, feed.ID); err != nil {
+		if _, err := service.RunNow(ctx, feed.ID); err != nil {
 			return err
 		}
 	}

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph"
-	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
@@ -131,7 +131,7 @@ func (b *readBench) prepare(ctx context.Context) error {
 		return err
 	}
 	cfg := server.DefaultConfig()
-	srv := server.New(cfg, b.st, &graph.Resolver{Store: b.st, Events: ingest.NewBus()}, slog.New(slog.DiscardHandler))
+	srv := server.New(cfg, b.st, &graph.Resolver{Store: b.st, Events: events.NewBus()}, slog.New(slog.DiscardHandler))
 	url, stop, err := serve(srv.Handler())
 	if err != nil {
 		return err

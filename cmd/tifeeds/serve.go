@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/builtin"
@@ -192,8 +194,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// database. Not tied to ctx: it keeps relaying the runner's last
 	// events while the runner stops, and stops after it (defers run last
 	// in, first out), before the store closes.
-	bus := ingest.NewBus()
-	fanout, err := ingest.NewFanout(ingest.FanoutOptions{Store: st, Bus: bus, Log: log})
+	bus := events.NewBus()
+	fanout, err := events.NewFanout(events.FanoutOptions{Store: st, Bus: bus, Log: log})
 	if err != nil {
 		return err
 	}
@@ -207,7 +209,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *mirror != "" {
 		log.Info("Vendor requests go to the feed mirror", "mirror", ioc.MaskURL(*mirror))
 	}
-	runner, err := startRunner(ctx, st, *dsn, *premiumBase, feedClient, bus, log,
+	runner, feedService, err := startRunner(ctx, st, *dsn, *premiumBase, feedClient, bus, log,
 		ingest.BuiltinOptions{Client: vendorClient, Keys: keys, WriteRate: *writeRate})
 	if err != nil {
 		return err
@@ -216,7 +218,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// while the store is still open.
 	defer stopRunner(runner, log)
 
-	resolver := &graph.Resolver{Store: st, SaaS: cfg.Edition == server.EditionSaaS, Events: runner.Bus(), Ingest: runner}
+	resolver := &graph.Resolver{Store: st, SaaS: cfg.Edition == server.EditionSaaS, Events: runner.Bus(), Ingest: runner, Feeds: feedService}
 	srv := server.New(cfg, st, resolver, log)
 	err = srv.ListenAndServe(ctx)
 	log.Info("Stopped")
@@ -285,16 +287,17 @@ func keyUsers(k builtin.Key) string {
 	return strings.Join(names, " and ")
 }
 
-// startRunner builds the feed runner with the sources of this build,
-// delivers the built-in and premium feeds and starts scheduling.
+// startRunner builds the feed runner with the sources of this build and
+// the feed service over it, delivers the built-in and premium feeds and
+// starts scheduling.
 // Every source of URLs users type fetches through feedClient, the egress
 // policy's client; the built-in sources through bo.Client, the vendor
 // client (the policy and the feed mirror).
 func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, feedClient *http.Client,
-	bus *ingest.Bus, log *slog.Logger, bo ingest.BuiltinOptions) (*ingest.Runner, error) {
+	bus *events.Bus, log *slog.Logger, bo ingest.BuiltinOptions) (*ingest.Runner, *feeds.Service, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sources := ingest.NewRegistryWithClient(feedClient)
 	sources.RegisterTSV(ingest.TSVOptions{})
@@ -302,21 +305,25 @@ func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, 
 	sources.RegisterFeedList(ingest.FeedListOptions{})
 	sources.RegisterBuiltins(bo)
 	sources.RegisterPremiumVendors(bo)
-	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log,
-		PremiumEndpointBase: premiumBase})
+	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Runner: runner,
+		Allowlist: runner.Allowlist(), Log: log, PremiumEndpointBase: premiumBase})
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := runner.EnsureBuiltinFeeds(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := runner.EnsurePremiumFeeds(ctx); err != nil {
-		return nil, err
+	if err := service.EnsurePremiumFeeds(ctx); err != nil {
+		return nil, nil, err
 	}
 	if err := runner.Start(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return runner, nil
+	return runner, service, nil
 }
 
 // stopRunner lets feed runs reach a safe point, then stops the scheduler.

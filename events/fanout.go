@@ -1,18 +1,14 @@
-package ingest
+package events
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -57,9 +53,19 @@ type notice struct {
 	Signal   Signal      `json:"s,omitempty"`
 }
 
+// FanoutStore is what a Fanout needs of the store: the notify and listen
+// halves of PostgreSQL's NOTIFY, and the feeds, which notices name without
+// carrying them.
+type FanoutStore interface {
+	SharesEvents() bool
+	NotifyEvent(ctx context.Context, channel, payload string) error
+	ListenEvents(ctx context.Context, channel, applicationName string) (*store.EventListener, error)
+	Feed(ctx context.Context, id int64) (*store.Feed, error)
+}
+
 // FanoutOptions configure a Fanout.
 type FanoutOptions struct {
-	Store *store.Store
+	Store FanoutStore
 	Bus   *Bus
 	Log   *slog.Logger
 	// Queue is how many events may wait to be notified before new ones are
@@ -81,7 +87,7 @@ type FanoutOptions struct {
 // NOTIFY is not durable: events sent while a listener reconnects are lost
 // to it. Subscribers see the next change of the feed.
 type Fanout struct {
-	st       *store.Store
+	st       FanoutStore
 	bus      *Bus
 	log      *slog.Logger
 	opts     FanoutOptions
@@ -97,7 +103,7 @@ type Fanout struct {
 // NewFanout returns a Fanout for the bus; Start begins relaying.
 func NewFanout(o FanoutOptions) (*Fanout, error) {
 	if o.Store == nil || o.Bus == nil {
-		return nil, errors.New("ingest: a fanout needs a store and a bus")
+		return nil, errors.New("events: a fanout needs a store and a bus")
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -128,7 +134,7 @@ func (f *Fanout) ApplicationName() string { return "tifeeds-events " + f.instanc
 // Start begins relaying the bus's events until ctx ends or Stop. It does
 // nothing on SQLite.
 func (f *Fanout) Start(ctx context.Context) {
-	if f.st.Dialect != store.Postgres {
+	if !f.st.SharesEvents() {
 		return
 	}
 	f.mu.Lock()
@@ -213,7 +219,7 @@ func (f *Fanout) notify(ctx context.Context, ev Event) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
-	if _, err := f.st.DB.ExecContext(ctx, "SELECT pg_notify(?, ?)", EventChannel, string(payload)); err != nil {
+	if err := f.st.NotifyEvent(ctx, EventChannel, string(payload)); err != nil {
 		f.log.Warn("Unable to send a feed event to other instances", "feed_id", ev.FeedID, "error", err)
 	}
 }
@@ -265,66 +271,23 @@ func (f *Fanout) listen(ctx context.Context) {
 	}
 }
 
-// listenOnce opens a connection of its own (a pooled one would go back to
-// the pool still listening), LISTENs, and republishes notices until the
-// connection fails or ctx ends. listening is called once LISTEN succeeded.
+// listenOnce listens on a connection of its own and republishes notices
+// until the connection fails or ctx ends. listening is called once LISTEN
+// succeeded.
 func (f *Fanout) listenOnce(ctx context.Context, listening func()) error {
-	cfg, err := f.connConfig(ctx)
+	l, err := f.st.ListenEvents(ctx, EventChannel, f.ApplicationName())
 	if err != nil {
 		return err
 	}
-	cfg.RuntimeParams["application_name"] = f.ApplicationName()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("ingest: unable to connect the event listener: %w", err)
-	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		conn.Close(closeCtx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+EventChannel); err != nil {
-		return fmt.Errorf("ingest: unable to listen for events: %w", err)
-	}
+	defer l.Close()
 	listening()
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if n != nil {
-			f.receive(ctx, n.Payload)
-		}
+		payload, err := l.Next(ctx)
 		if err != nil {
-			return fmt.Errorf("ingest: unable to wait for events: %w", err)
+			return err
 		}
+		f.receive(ctx, payload)
 	}
-}
-
-// connConfig borrows a connection of the store's pool for its settings, so
-// the listener reaches the same database with the same credentials.
-func (f *Fanout) connConfig(ctx context.Context) (*pgx.ConnConfig, error) {
-	conn, err := f.st.DB.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: unable to get a connection for the event listener: %w", err)
-	}
-	defer conn.Close()
-	var cfg *pgx.ConnConfig
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("ingest: the store's driver connection is a %T, not pgx", dc)
-		}
-		// Parsed again rather than copied: a copy keeps the pooled
-		// connection's callbacks, so its notifications would land there.
-		dsn := c.Conn().Config().ConnString()
-		if dsn == "" {
-			return errors.New("ingest: the store's connection has no connection string")
-		}
-		cfg, err = pgx.ParseConfig(dsn)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ingest: unable to read the connection settings: %w", err)
-	}
-	return cfg, nil
 }
 
 // receive republishes another instance's notice on the local bus only, so

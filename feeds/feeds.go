@@ -1,11 +1,11 @@
-package ingest
+package feeds
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 
+	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -50,9 +50,8 @@ type FeedUpdate struct {
 
 // CreateCustomFeed checks the feed with its category's validation, stores
 // it enabled and runs it at once.
-func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*store.Feed, error) {
-	cat, ok := r.sources.Lookup(in.Category)
-	if !ok {
+func (s *Service) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*store.Feed, error) {
+	if !s.sources.Has(in.Category) {
 		return nil, store.Invalid("category", "%s feeds are not available in this build", in.Category)
 	}
 	fields := store.NewCustomFeed{
@@ -62,26 +61,22 @@ func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*sto
 	}
 	// The source's check and the store's together: the form learns of every
 	// invalid field at once.
-	var sourceErr error
-	if cat.Validate != nil {
-		sourceErr = cat.Validate(ctx, SourceConfig{URL: in.CollectionURL, Username: in.Username,
-			Password: in.Password, BackfillDays: in.BackfillDays})
-	}
+	sourceErr := s.sources.Validate(ctx, in.Category, in.CollectionURL, in.Username, in.Password, in.BackfillDays)
 	if err := errors.Join(sourceErr, store.CheckCustomFeed(fields)); err != nil {
 		return nil, err
 	}
-	secret, err := r.secrets.Seal(in.Password)
+	secret, err := s.secrets.Seal(in.Password)
 	if err != nil {
 		return nil, err
 	}
 	fields.Secret = secret
-	f, err := r.st.CreateCustomFeed(ctx, fields)
+	f, err := s.st.CreateCustomFeed(ctx, fields)
 	if err != nil {
 		return nil, err
 	}
-	r.log.Info("Created feed", "feed_id", f.ID, "name", f.Name)
-	r.bus.publishFeed(f)
-	if err := r.scheduleDue(f, true); err != nil {
+	s.log.Info("Created feed", "feed_id", f.ID, "name", f.Name)
+	s.bus.PublishFeed(f)
+	if err := s.runner.Schedule(f, true); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -92,8 +87,8 @@ func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*sto
 // forgets the cursor (it pointed into another source). A new polling
 // frequency reschedules the feed's job. Premium feeds take the settings of
 // their kind only.
-func (r *Runner) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*store.Feed, error) {
-	cur, err := r.st.Feed(ctx, id)
+func (s *Service) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*store.Feed, error) {
+	cur, err := s.st.Feed(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +96,7 @@ func (r *Runner) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*stor
 		return nil, store.Invalid("id", "built-in feeds cannot be edited")
 	}
 	if cur.Type == store.FeedPremium {
-		return r.updatePremium(ctx, cur, in)
+		return s.updatePremium(ctx, cur, in)
 	}
 	for _, premiumOnly := range []struct {
 		name  string
@@ -119,69 +114,67 @@ func (r *Runner) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*stor
 		PollingFrequency: in.PollingFrequency, RetentionPeriod: in.RetentionPeriod,
 		BackfillDays: in.BackfillDays, Description: in.Description, AllowRuleActions: in.AllowRuleActions}
 	if in.CollectionURL != nil || in.Username != nil || in.Password != nil {
-		if err := r.validateSource(ctx, cur, in); err != nil {
+		if err := s.validateSource(ctx, cur, in); err != nil {
 			return nil, err
 		}
 	}
 	if in.Password != nil {
-		secret, err := r.secrets.Seal(*in.Password)
+		secret, err := s.secrets.Seal(*in.Password)
 		if err != nil {
 			return nil, err
 		}
 		patch.Secret = &secret
 	}
-	return r.applyUpdate(ctx, id, patch)
+	return s.applyUpdate(ctx, id, patch)
 }
 
 // validateSource checks the connection settings cur would have after in
 // with the source's validation (a TAXII collection URL against its server).
 // A feed without a URL yet (a premium feed being configured) is not checked.
-func (r *Runner) validateSource(ctx context.Context, cur *store.Feed, in FeedUpdate) error {
-	cfg := SourceConfig{URL: cur.CollectionURL, Username: cur.Username, BackfillDays: cur.BackfillDays}
+func (s *Service) validateSource(ctx context.Context, cur *store.Feed, in FeedUpdate) error {
+	url, username := cur.CollectionURL, cur.Username
 	if in.CollectionURL != nil {
-		cfg.URL = *in.CollectionURL
+		url = *in.CollectionURL
 	}
 	if in.Username != nil {
-		cfg.Username = *in.Username
+		username = *in.Username
 	}
+	var password string
 	if in.Password != nil {
-		cfg.Password = *in.Password
+		password = *in.Password
 	} else {
 		var err error
-		if cfg.Password, err = r.secrets.Open(cur.Secret); err != nil {
+		if password, err = s.secrets.Open(cur.Secret); err != nil {
 			return err
 		}
 	}
-	if cfg.URL == "" && cur.Type == store.FeedPremium {
+	if url == "" && cur.Type == store.FeedPremium {
 		return nil
 	}
-	if cat, ok := r.sources.Lookup(SourceKey(cur)); ok && cat.Validate != nil {
-		return cat.Validate(ctx, cfg)
-	}
-	return nil
+	return s.sources.Validate(ctx, cur.SourceKey(), url, username, password, cur.BackfillDays)
 }
 
 // applyUpdate stores patch and follows it: a new URL forgets the cursor, a
 // new polling frequency reschedules the feed, new connection settings run
 // it at once.
-func (r *Runner) applyUpdate(ctx context.Context, id int64, patch store.FeedPatch) (*store.Feed, error) {
-	before, after, err := r.st.UpdateFeed(ctx, id, patch)
+func (s *Service) applyUpdate(ctx context.Context, id int64, patch store.FeedPatch) (*store.Feed, error) {
+	before, after, err := s.st.UpdateFeed(ctx, id, patch)
 	if err != nil {
 		return nil, err
 	}
 	if before.CollectionURL != after.CollectionURL && after.Cursor != "" {
-		if after, err = r.st.ResetFeedCursor(ctx, id); err != nil {
+		if after, err = s.st.ResetFeedCursor(ctx, id); err != nil {
 			return nil, err
 		}
 	}
 	if after.Enabled && before.PollingFrequency != after.PollingFrequency {
-		if err := r.scheduleDue(after, false); err != nil {
+		if err := s.runner.Schedule(after, false); err != nil {
 			return nil, err
 		}
 	}
-	r.bus.publishFeed(after)
+	s.bus.PublishFeed(after)
 	if connectionChanged(before, after) {
-		r.runAfterFix(after)
+		s.runAfterFix(after)
 	}
 	return after, nil
 }
@@ -196,28 +189,28 @@ func connectionChanged(before, after *store.Feed) bool {
 
 // DeleteFeed cancels the feed's run, unschedules it and deletes it with its
 // sightings and the IoCs left without one. Only custom feeds can be deleted.
-func (r *Runner) DeleteFeed(ctx context.Context, id int64) error {
-	f, err := r.st.Feed(ctx, id)
+func (s *Service) DeleteFeed(ctx context.Context, id int64) error {
+	f, err := s.st.Feed(ctx, id)
 	if err != nil {
 		return err
 	}
 	if !f.Deletable() {
 		return store.Invalid("id", "only custom feeds can be deleted")
 	}
-	r.unschedule(id)
+	s.runner.Unschedule(id)
 	// Disabled first and announced, so that a run of it on another instance
 	// stops at once, not after the deletion of its sightings.
-	if off, err := r.st.SetFeedEnabled(ctx, id, false); err != nil {
+	if off, err := s.st.SetFeedEnabled(ctx, id, false); err != nil {
 		return err
 	} else if f.Enabled {
-		r.bus.publishFeed(off)
+		s.bus.PublishFeed(off)
 	}
-	r.cancelRun(id, errDeleted)
-	if err := r.st.DeleteFeed(ctx, id); err != nil {
+	s.runner.CancelDeleted(id)
+	if err := s.st.DeleteFeed(ctx, id); err != nil {
 		return err
 	}
-	r.log.Info("Deleted feed", "feed_id", id, "name", f.Name)
-	r.bus.Publish(Event{FeedID: id, Deleted: true})
+	s.log.Info("Deleted feed", "feed_id", id, "name", f.Name)
+	s.bus.Publish(events.Event{FeedID: id, Deleted: true})
 	return nil
 }
 
@@ -225,20 +218,20 @@ func (r *Runner) DeleteFeed(ctx context.Context, id int64) error {
 // ingestion and cancels a run in flight. Enabling runs the feed at once,
 // fetching what was missed since it was disabled (bounded by its backfill
 // days, for sources that select by date).
-func (r *Runner) SetEnabled(ctx context.Context, id int64, enabled, confirm bool) (*store.Feed, error) {
+func (s *Service) SetEnabled(ctx context.Context, id int64, enabled, confirm bool) (*store.Feed, error) {
 	if !enabled && !confirm {
 		return nil, store.Invalid("confirm", "disabling a feed stops its ingestion: confirm with confirm: true")
 	}
-	before, err := r.st.Feed(ctx, id)
+	before, err := s.st.Feed(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if enabled && !before.Enabled && before.Type == store.FeedPremium {
-		if err := r.checkEnablePremium(before); err != nil {
+		if err := s.checkEnablePremium(before); err != nil {
 			return nil, err
 		}
 	}
-	f, err := r.st.SetFeedEnabled(ctx, id, enabled)
+	f, err := s.st.SetFeedEnabled(ctx, id, enabled)
 	if err != nil {
 		return nil, err
 	}
@@ -246,25 +239,22 @@ func (r *Runner) SetEnabled(ctx context.Context, id int64, enabled, confirm bool
 		return f, nil
 	}
 	if enabled {
-		r.log.Info("Enabled feed", "feed_id", id)
-		r.bus.publishFeed(f)
-		if err := r.scheduleDue(f, true); err != nil {
+		s.log.Info("Enabled feed", "feed_id", id)
+		s.bus.PublishFeed(f)
+		if err := s.runner.Schedule(f, true); err != nil {
 			return nil, err
 		}
 		return f, nil
 	}
-	r.log.Info("Disabled feed", "feed_id", id)
-	r.unschedule(id)
-	r.cancelRun(id, errDisabled)
-	if f, err = r.st.Feed(ctx, id); err != nil {
+	s.log.Info("Disabled feed", "feed_id", id)
+	s.runner.Unschedule(id)
+	s.runner.CancelDisabled(id)
+	if f, err = s.st.Feed(ctx, id); err != nil {
 		return nil, err
 	}
-	r.bus.publishFeed(f)
+	s.bus.PublishFeed(f)
 	return f, nil
 }
-
-// ErrAlreadyRunning is RunNow's answer for a feed with a run in flight.
-var ErrAlreadyRunning = errors.New("the feed is already running; its run goes on")
 
 // RunNow starts a run of an enabled feed at once and returns the feed as it
 // is when the run has been queued. A feed with a run in flight, here or on
@@ -273,29 +263,26 @@ var ErrAlreadyRunning = errors.New("the feed is already running; its run goes on
 // one starts the run. A run whose end is committed no longer counts, even
 // while the runner is letting go of the feed: the new run then starts as
 // soon as it has.
-func (r *Runner) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
-	f, err := r.st.Feed(ctx, id)
+func (s *Service) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
+	f, err := s.st.Feed(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !f.Enabled {
 		return nil, store.Invalid("id", "the feed is disabled: enable it to run it")
 	}
-	last, err := r.st.LastRun(ctx, id)
+	last, err := s.st.LastRun(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	if last != nil && last.EndedAt == nil {
 		return nil, ErrAlreadyRunning
 	}
-	answer, err := r.startNow(ctx, id)
+	busy, err := s.runner.StartNow(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	switch answer {
-	case runRefused:
-		return nil, fmt.Errorf("ingest: unable to run feed %d: %w", id, ErrRunnerStopped)
-	case runBusy:
+	if busy {
 		return nil, ErrAlreadyRunning
 	}
 	return f, nil
@@ -304,18 +291,18 @@ func (r *Runner) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
 // runAfterFix runs an enabled feed whose connection settings changed, so
 // that corrected credentials show their effect at once rather than after a
 // polling interval. A run in flight with the old settings finishes first.
-func (r *Runner) runAfterFix(f *store.Feed) {
+func (s *Service) runAfterFix(f *store.Feed) {
 	if f.Enabled {
-		r.askRun(f.ID, runAsked, true)
+		s.runner.RunAgain(f.ID)
 	}
 }
 
 // ResetCursor forgets where the feed's source resumes from.
-func (r *Runner) ResetCursor(ctx context.Context, id int64) (*store.Feed, error) {
-	f, err := r.st.ResetFeedCursor(ctx, id)
+func (s *Service) ResetCursor(ctx context.Context, id int64) (*store.Feed, error) {
+	f, err := s.st.ResetFeedCursor(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	r.bus.publishFeed(f)
+	s.bus.PublishFeed(f)
 	return f, nil
 }

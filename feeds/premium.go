@@ -1,4 +1,4 @@
-package ingest
+package feeds
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/tifeeds/tifeeds/ingest/premium"
-	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -35,26 +34,25 @@ var inputNames = map[premium.Field]string{
 }
 
 // PremiumKindAvailable reports whether this build can fetch feeds of kind k.
-func (r *Runner) PremiumKindAvailable(k premium.Kind) bool {
-	_, ok := r.sources.Lookup(string(k))
-	return ok
+func (s *Service) PremiumKindAvailable(k premium.Kind) bool {
+	return s.sources.Has(string(k))
 }
 
 // EnsurePremiumFeeds creates, disabled, the premium feed of every kind that
 // has exactly one and does not have it yet.
-func (r *Runner) EnsurePremiumFeeds(ctx context.Context) error {
+func (s *Service) EnsurePremiumFeeds(ctx context.Context) error {
 	for _, spec := range premium.Specs() {
 		if spec.Creatable {
 			continue
 		}
 		f := &store.Feed{Type: store.FeedPremium, Kind: string(spec.Kind)}
 		applyDelivered(f, spec)
-		created, err := r.st.EnsureFeed(ctx, f)
+		created, err := s.st.EnsureFeed(ctx, f)
 		if err != nil {
-			return fmt.Errorf("ingest: unable to deliver the %s premium feed: %w", spec.Kind, err)
+			return fmt.Errorf("feeds: unable to deliver the %s premium feed: %w", spec.Kind, err)
 		}
 		if created {
-			r.log.Info("Delivered premium feed", "feed_id", f.ID, "name", f.Name)
+			s.log.Info("Delivered premium feed", "feed_id", f.ID, "name", f.Name)
 		}
 	}
 	return nil
@@ -74,7 +72,7 @@ func applyDelivered(f *store.Feed, spec premium.Spec) {
 
 // CreatePremiumFeed creates a feed of a kind that allows several (the
 // feed-list platform), disabled: the user enables it when ready.
-func (r *Runner) CreatePremiumFeed(ctx context.Context, in PremiumFeedInput) (*store.Feed, error) {
+func (s *Service) CreatePremiumFeed(ctx context.Context, in PremiumFeedInput) (*store.Feed, error) {
 	spec, ok := premium.Lookup(in.Kind)
 	if !ok {
 		return nil, store.Invalid("kind", "unknown premium kind %q", in.Kind)
@@ -101,22 +99,22 @@ func (r *Runner) CreatePremiumFeed(ctx context.Context, in PremiumFeedInput) (*s
 		f.RetentionPeriod = *in.RetentionPeriod
 	}
 	errs = append(errs, checkRanges(spec, f))
-	ep, err := premium.ParseEndpoint(in.APIEndpoint, r.opts.PremiumEndpointBase)
+	ep, err := premium.ParseEndpoint(in.APIEndpoint, s.premiumEndpointBase)
 	if err != nil {
 		errs = append(errs, store.Invalid("apiEndpoint", "%v", err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if f.Secret, err = r.secrets.Seal(ep.Key); err != nil {
+	if f.Secret, err = s.secrets.Seal(ep.Key); err != nil {
 		return nil, err
 	}
 	f.CollectionURL = ep.URL
-	if err := r.st.CreatePremiumFeed(ctx, f, spec.MaxFeeds); err != nil {
+	if err := s.st.CreatePremiumFeed(ctx, f, spec.MaxFeeds); err != nil {
 		return nil, err
 	}
-	r.log.Info("Created premium feed", "feed_id", f.ID, "name", f.Name)
-	r.bus.publishFeed(f)
+	s.log.Info("Created premium feed", "feed_id", f.ID, "name", f.Name)
+	s.bus.PublishFeed(f)
 	return f, nil
 }
 
@@ -124,8 +122,8 @@ func (r *Runner) CreatePremiumFeed(ctx context.Context, in PremiumFeedInput) (*s
 // (or created) in: it cancels its run, disables it, clears its credentials
 // and cursor, restores its kind's settings and deletes its sightings. A
 // feed-list feed keeps its name and category; it needs a new endpoint.
-func (r *Runner) ResetPremiumFeed(ctx context.Context, id int64) (*store.Feed, error) {
-	cur, err := r.st.Feed(ctx, id)
+func (s *Service) ResetPremiumFeed(ctx context.Context, id int64) (*store.Feed, error) {
+	cur, err := s.st.Feed(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -134,39 +132,39 @@ func (r *Runner) ResetPremiumFeed(ctx context.Context, id int64) (*store.Feed, e
 	}
 	spec, ok := premium.Lookup(premium.Kind(cur.Kind))
 	if !ok {
-		return nil, fmt.Errorf("ingest: feed %d has an unknown premium kind %q", id, cur.Kind)
+		return nil, fmt.Errorf("feeds: feed %d has an unknown premium kind %q", id, cur.Kind)
 	}
 	// Disabled first, in the store: from then on no batch of a run of the
 	// feed commits, here or on another instance (each checks that its feed
 	// is enabled). Then the run here ends, and the feed is reset.
 	if cur.Enabled {
-		off, err := r.st.SetFeedEnabled(ctx, id, false)
+		off, err := s.st.SetFeedEnabled(ctx, id, false)
 		if err != nil {
 			return nil, err
 		}
-		r.bus.publishFeed(off) // a run of it on another instance stops at once
+		s.bus.PublishFeed(off) // a run of it on another instance stops at once
 	}
-	r.unschedule(id)
-	r.cancelRun(id, errReset)
+	s.runner.Unschedule(id)
+	s.runner.CancelReset(id)
 	to := *cur
 	applyDelivered(&to, spec)
-	f, err := r.st.ResetPremiumFeed(ctx, id, store.FeedReset{Name: to.Name, Category: to.Category,
+	f, err := s.st.ResetPremiumFeed(ctx, id, store.FeedReset{Name: to.Name, Category: to.Category,
 		Description: to.Description, PollingFrequency: to.PollingFrequency,
 		RetentionPeriod: to.RetentionPeriod, BackfillDays: to.BackfillDays})
 	if err != nil {
 		return nil, err
 	}
-	r.log.Info("Reset premium feed", "feed_id", id, "name", f.Name)
-	r.bus.publishFeed(f)
+	s.log.Info("Reset premium feed", "feed_id", id, "name", f.Name)
+	s.bus.PublishFeed(f)
 	return f, nil
 }
 
 // updatePremium applies an update to a premium feed: only the settings its
 // kind lists may change, within the kind's ranges.
-func (r *Runner) updatePremium(ctx context.Context, cur *store.Feed, in FeedUpdate) (*store.Feed, error) {
+func (s *Service) updatePremium(ctx context.Context, cur *store.Feed, in FeedUpdate) (*store.Feed, error) {
 	spec, ok := premium.Lookup(premium.Kind(cur.Kind))
 	if !ok {
-		return nil, fmt.Errorf("ingest: feed %d has an unknown premium kind %q", cur.ID, cur.Kind)
+		return nil, fmt.Errorf("feeds: feed %d has an unknown premium kind %q", cur.ID, cur.Kind)
 	}
 	if in.Description != nil {
 		return nil, store.Invalid("description", "is read-only for premium feeds")
@@ -215,7 +213,7 @@ func (r *Runner) updatePremium(ctx context.Context, cur *store.Feed, in FeedUpda
 	if in.APIEndpoint != nil {
 		url, key := "", ""
 		if *in.APIEndpoint != "" {
-			ep, err := premium.ParseEndpoint(*in.APIEndpoint, r.opts.PremiumEndpointBase)
+			ep, err := premium.ParseEndpoint(*in.APIEndpoint, s.premiumEndpointBase)
 			if err != nil {
 				return nil, store.Invalid("apiEndpoint", "%v", err)
 			}
@@ -243,18 +241,18 @@ func (r *Runner) updatePremium(ctx context.Context, cur *store.Feed, in FeedUpda
 		}
 	}
 	if secret != nil {
-		sealed, err := r.secrets.Seal(*secret)
+		sealed, err := s.secrets.Seal(*secret)
 		if err != nil {
 			return nil, err
 		}
 		patch.Secret = &sealed
 	}
 	if in.CollectionURL != nil || in.Username != nil || in.Password != nil {
-		if err := r.validateSource(ctx, cur, in); err != nil {
+		if err := s.validateSource(ctx, cur, in); err != nil {
 			return nil, err
 		}
 	}
-	return r.applyUpdate(ctx, cur.ID, patch)
+	return s.applyUpdate(ctx, cur.ID, patch)
 }
 
 // missingToEnable names the first setting f needs before it can be enabled,
@@ -283,15 +281,15 @@ func missingToEnable(f *store.Feed, spec premium.Spec) premium.Field {
 
 // checkEnablePremium refuses to enable a premium feed that lacks a setting
 // its kind needs, or whose kind this build cannot fetch.
-func (r *Runner) checkEnablePremium(f *store.Feed) error {
+func (s *Service) checkEnablePremium(f *store.Feed) error {
 	spec, ok := premium.Lookup(premium.Kind(f.Kind))
 	if !ok {
-		return fmt.Errorf("ingest: feed %d has an unknown premium kind %q", f.ID, f.Kind)
+		return fmt.Errorf("feeds: feed %d has an unknown premium kind %q", f.ID, f.Kind)
 	}
 	if field := missingToEnable(f, spec); field != "" {
 		return store.Invalid(inputNames[field], "must be set before the feed can be enabled: edit the feed first")
 	}
-	if !r.PremiumKindAvailable(spec.Kind) {
+	if !s.PremiumKindAvailable(spec.Kind) {
 		return store.Invalid("enabled", "%s feeds cannot be fetched by this version of tifeeds yet; the feed keeps its settings", spec.Title)
 	}
 	return nil
@@ -332,21 +330,4 @@ func checkCategory(spec premium.Spec, category string) error {
 		return store.Invalid("category", "must be one of: %s", strings.Join(spec.Categories, ", "))
 	}
 	return nil
-}
-
-// sourceConfig is what f's source needs, its secret opened; a feed-list
-// endpoint gets its key back.
-func (r *Runner) sourceConfig(f *store.Feed) (SourceConfig, error) {
-	secret, err := r.secrets.Open(f.Secret)
-	if err != nil {
-		return SourceConfig{}, ioc.Fail(ioc.InvalidCredentials, fmt.Errorf("ingest: the stored secret does not open (has the secret key changed?): %w", err))
-	}
-	cfg := SourceConfig{URL: f.CollectionURL, Username: f.Username, Password: secret, BackfillDays: f.BackfillDays}
-	if f.Type == store.FeedPremium && premium.Kind(f.Kind) == premium.FeedList && f.CollectionURL != "" {
-		if cfg.URL, err = premium.WithKey(f.CollectionURL, secret); err != nil {
-			return SourceConfig{}, ioc.Fail(ioc.InvalidURL, err)
-		}
-		cfg.Password = ""
-	}
-	return cfg, nil
 }

@@ -1,4 +1,4 @@
-package ingest
+package events
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ func TestBus(t *testing.T) {
 	slow, _ := b.Subscribe(2)
 	defer cancelAll()
 
-	b.publishFeed(&store.Feed{ID: 1, StatusMessage: "Success"})
+	b.PublishFeed(&store.Feed{ID: 1, StatusMessage: "Success"})
 	b.Publish(Event{FeedID: 2, Progress: &Progress{FeedID: 2, Stored: 5}})
 	if ev := <-all; ev.FeedID != 1 || ev.Feed.StatusMessage != "Success" {
 		t.Errorf("all got %+v", ev)
@@ -46,7 +46,7 @@ func TestBus(t *testing.T) {
 		t.Error("channel open after cancel")
 	}
 	cancelOne() // twice is harmless
-	b.publishFeed(&store.Feed{ID: 1})
+	b.PublishFeed(&store.Feed{ID: 1})
 	if ev := <-all; ev.FeedID != 1 {
 		t.Errorf("after cancel, all got %+v", ev)
 	}

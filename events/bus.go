@@ -1,4 +1,4 @@
-package ingest
+package events
 
 import (
 	"sync"
@@ -246,8 +246,8 @@ func (b *Bus) deliver(ev Event) (relay func(Event)) {
 	return b.relay
 }
 
-// publishFeed announces a feed's new state.
-func (b *Bus) publishFeed(f *store.Feed) {
+// PublishFeed announces a feed's new state.
+func (b *Bus) PublishFeed(f *store.Feed) {
 	if f == nil {
 		return
 	}
