@@ -12,13 +12,48 @@ import (
 )
 
 func (r *mutationResolver) AddAllowlistEntry(ctx context.Context, input model.AllowlistEntryInput) (*model.AllowlistEntryAdded, error) {
-	return r.addAllowlistEntry(ctx, input)
+	a, err := r.allowlistService()
+	if err != nil {
+		return nil, err
+	}
+	comment := ""
+	if input.Comment != nil {
+		comment = *input.Comment
+	}
+	e, removed, err := a.Add(ctx, input.Value, comment)
+	if err != nil {
+		return nil, err
+	}
+	return &model.AllowlistEntryAdded{Entry: allowlistEntryModel(e), RemovedIocs: int(removed)}, nil
 }
 
 func (r *mutationResolver) DeleteAllowlistEntry(ctx context.Context, id string) (bool, error) {
-	return r.deleteAllowlistEntry(ctx, id)
+	a, err := r.allowlistService()
+	if err != nil {
+		return false, err
+	}
+	entryID, err := parseID("id", id)
+	if err != nil {
+		return false, err
+	}
+	if _, err := a.Delete(ctx, entryID); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (r *queryResolver) AllowlistEntries(ctx context.Context) ([]*model.AllowlistEntry, error) {
-	return r.allowlistEntries(ctx)
+	a, err := r.allowlistService()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := a.Entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.AllowlistEntry, len(rows))
+	for i := range rows {
+		out[i] = allowlistEntryModel(&rows[i])
+	}
+	return out, nil
 }

@@ -7,102 +7,301 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/store"
 )
 
 func (r *feedResolver) Status(ctx context.Context, obj *store.Feed) (store.FeedStatus, error) {
-	return r.feedStatus(ctx, obj)
+	return obj.DerivedStatus(), nil
 }
 
 func (r *feedResolver) HasPassword(ctx context.Context, obj *store.Feed) (bool, error) {
-	return r.feedHasPassword(ctx, obj)
+	return obj.HasSecret(), nil
 }
 
 func (r *feedResolver) IocCount(ctx context.Context, obj *store.Feed) (int, error) {
-	return r.feedIocCount(ctx, obj)
+	n, err := r.Store.CountFeedIoCs(ctx, obj.ID)
+	return int(n), err
 }
 
 func (r *feedResolver) CanEdit(ctx context.Context, obj *store.Feed) (bool, error) {
-	return r.feedCanEdit(ctx, obj)
+	return obj.Editable(), nil
 }
 
 func (r *feedResolver) CanDelete(ctx context.Context, obj *store.Feed) (bool, error) {
-	return r.feedCanDelete(ctx, obj)
+	return obj.Deletable(), nil
 }
 
 func (r *feedResolver) CanReset(ctx context.Context, obj *store.Feed) (bool, error) {
-	return r.feedCanReset(ctx, obj)
+	return obj.Resettable(), nil
 }
 
 func (r *feedResolver) LastRun(ctx context.Context, obj *store.Feed) (*store.FeedRun, error) {
-	return r.feedLastRun(ctx, obj)
+	run, err := r.Store.LastRun(ctx, obj.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return run, err
 }
 
+// NextRun asks the scheduler, which holds a job for every enabled feed
+// (every instance schedules them all): no store read.
 func (r *feedResolver) NextRun(ctx context.Context, obj *store.Feed) (*time.Time, error) {
-	return r.feedNextRun(ctx, obj)
+	if r.Ingest == nil || !obj.Enabled {
+		return nil, nil
+	}
+	at, ok := r.Ingest.NextRun(obj.ID)
+	if !ok {
+		return nil, nil
+	}
+	at = at.UTC()
+	return &at, nil
 }
 
 func (r *feedResolver) PremiumKind(ctx context.Context, obj *store.Feed) (*model.PremiumFeedKind, error) {
-	return r.feedPremiumKind(ctx, obj)
+	if obj.Type != store.FeedPremium {
+		return nil, nil
+	}
+	k := model.PremiumFeedKind(obj.Kind)
+	return &k, nil
 }
 
 func (r *feedResolver) BuiltinKind(ctx context.Context, obj *store.Feed) (*model.BuiltinFeedKind, error) {
-	return r.feedBuiltinKind(ctx, obj)
+	if obj.Type != store.FeedBuiltin {
+		return nil, nil
+	}
+	k := model.BuiltinFeedKind(obj.Kind)
+	return &k, nil
 }
 
 func (r *feedResolver) Icon(ctx context.Context, obj *store.Feed) (*string, error) {
-	return r.feedIcon(ctx, obj)
+	spec, ok := builtinSpec(obj)
+	if !ok {
+		return nil, nil
+	}
+	return &spec.Icon, nil
 }
 
 func (r *feedResolver) Needs(ctx context.Context, obj *store.Feed) (*string, error) {
-	return r.feedNeeds(ctx, obj)
+	spec, ok := builtinSpec(obj)
+	if !ok {
+		return nil, nil
+	}
+	needs := spec.Needs()
+	return &needs, nil
 }
 
+// MissingSetting names the key setting a built-in feed needs and the
+// server lacks; the key itself is never read here.
 func (r *feedResolver) MissingSetting(ctx context.Context, obj *store.Feed) (*string, error) {
-	return r.feedMissingSetting(ctx, obj)
+	if _, ok := builtinSpec(obj); !ok || r.Ingest == nil {
+		return nil, nil
+	}
+	if m := r.Ingest.Sources().MissingKey(builtin.Kind(obj.Kind)); m != "" {
+		return &m, nil
+	}
+	return nil, nil
 }
 
+// Facets counts the values of every filterable column under the search
+// and filter of the feeds query it belongs to, each column without its own
+// filter (see store.FeedFacets). Values are given as the filter takes them:
+// feed types by their enum name.
 func (r *feedConnectionResolver) Facets(ctx context.Context, obj *model.FeedConnection) ([]*model.FeedFacet, error) {
-	return r.feedFacets(ctx, obj)
+	var (
+		search string
+		filter *model.FeedFilter
+	)
+	if parent := graphql.GetFieldContext(ctx).Parent; parent != nil {
+		if s, ok := parent.Args["search"].(*string); ok && s != nil {
+			search = *s
+		}
+		filter, _ = parent.Args["filter"].(*model.FeedFilter)
+	}
+	counts, err := r.Store.FeedFacets(ctx, search, FeedFilterFromInput(filter))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.FeedFacet, 0, len(store.FeedFacetColumns))
+	for _, col := range store.FeedFacetColumns {
+		facet := &model.FeedFacet{Column: facetColumns[col], Values: []*model.FacetValue{}}
+		for _, v := range counts[col] {
+			value := v.Value
+			if col == store.FacetType {
+				value = feedTypeName(store.FeedType(value))
+			}
+			facet.Values = append(facet.Values, &model.FacetValue{Value: value, Count: v.Count})
+		}
+		out = append(out, facet)
+	}
+	return out, nil
 }
 
 func (r *mutationResolver) CreateCustomFeed(ctx context.Context, input model.CustomFeedInput) (*store.Feed, error) {
-	return r.createCustomFeed(ctx, input)
+	run, err := r.runner()
+	if err != nil {
+		return nil, err
+	}
+	category := model.CustomFeedCategoryTaxii
+	if input.Category != nil {
+		category = *input.Category
+	}
+	return run.CreateCustomFeed(ctx, ingest.CustomFeedInput{
+		Category:         string(category),
+		Name:             input.Name,
+		CollectionURL:    input.CollectionURL,
+		Username:         deref(input.Username),
+		Password:         deref(input.Password),
+		PollingFrequency: input.PollingFrequency,
+		RetentionPeriod:  input.RetentionPeriod,
+		BackfillDays:     derefInt(input.BackfillDays),
+		Description:      deref(input.Description),
+		AllowRuleActions: input.AllowRuleActions != nil && *input.AllowRuleActions,
+	})
 }
 
 func (r *mutationResolver) UpdateFeed(ctx context.Context, id string, input model.FeedUpdateInput) (*store.Feed, error) {
-	return r.updateFeed(ctx, id, input)
+	run, feedID, err := r.runnerAndFeedID(id)
+	if err != nil {
+		return nil, err
+	}
+	return run.UpdateFeed(ctx, feedID, ingest.FeedUpdate{
+		Name:             input.Name,
+		CollectionURL:    input.CollectionURL,
+		Username:         input.Username,
+		Password:         input.Password,
+		PollingFrequency: input.PollingFrequency,
+		RetentionPeriod:  input.RetentionPeriod,
+		BackfillDays:     input.BackfillDays,
+		Description:      input.Description,
+		AllowRuleActions: input.AllowRuleActions,
+		APIKey:           input.APIKey,
+		ClientID:         input.ClientID,
+		ClientSecret:     input.ClientSecret,
+		APIEndpoint:      input.APIEndpoint,
+		Category:         input.Category,
+	})
 }
 
 func (r *mutationResolver) DeleteFeed(ctx context.Context, id string) (bool, error) {
-	return r.deleteFeed(ctx, id)
+	run, feedID, err := r.runnerAndFeedID(id)
+	if err != nil {
+		return false, err
+	}
+	if err := run.DeleteFeed(ctx, feedID); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (r *mutationResolver) SetFeedEnabled(ctx context.Context, id string, enabled bool, confirm *bool) (*store.Feed, error) {
-	return r.setFeedEnabled(ctx, id, enabled, confirm)
+	run, feedID, err := r.runnerAndFeedID(id)
+	if err != nil {
+		return nil, err
+	}
+	return run.SetEnabled(ctx, feedID, enabled, confirm != nil && *confirm)
 }
 
 func (r *mutationResolver) RunFeedNow(ctx context.Context, id string) (*store.Feed, error) {
-	return r.runFeedNow(ctx, id)
+	run, feedID, err := r.runnerAndFeedID(id)
+	if err != nil {
+		return nil, err
+	}
+	return run.RunNow(ctx, feedID)
 }
 
 func (r *mutationResolver) ResetFeedCursor(ctx context.Context, id string) (*store.Feed, error) {
-	return r.resetFeedCursor(ctx, id)
+	run, feedID, err := r.runnerAndFeedID(id)
+	if err != nil {
+		return nil, err
+	}
+	return run.ResetCursor(ctx, feedID)
 }
 
 func (r *queryResolver) Feeds(ctx context.Context, search *string, filter *model.FeedFilter, orderBy *model.FeedOrder, first *int, after *string) (*model.FeedConnection, error) {
-	return r.feeds(ctx, search, filter, orderBy, first, after)
+	q := store.FeedQuery{Search: deref(search), Filter: FeedFilterFromInput(filter), Limit: defaultFeedPage}
+	if orderBy != nil {
+		q.Order = feedOrderFields[orderBy.Field]
+		if q.Order == "" {
+			return nil, store.Invalid("orderBy", "cannot sort on %s", orderBy.Field)
+		}
+		q.Desc = orderBy.Direction != nil && *orderBy.Direction == model.OrderDirectionDesc
+	}
+	if first != nil {
+		if *first < 0 || *first > maxFeedPage {
+			return nil, store.Invalid("first", "must be between 0 and %d", maxFeedPage)
+		}
+		q.Limit = *first
+	}
+	if after != nil && *after != "" {
+		off, err := decodeOffsetCursor(*after)
+		if err != nil {
+			return nil, store.Invalid("after", "is not a cursor of this list")
+		}
+		q.Offset = off
+	}
+	conn := &model.FeedConnection{Nodes: []*store.Feed{}, PageInfo: &model.PageInfo{}}
+	if q.Limit == 0 {
+		// first: 0 asks only for the count.
+		_, total, err := r.Store.Feeds(ctx, store.FeedQuery{Search: q.Search, Filter: q.Filter, Limit: 1})
+		conn.TotalCount = total
+		return conn, err
+	}
+	feeds, total, err := r.Store.Feeds(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	conn.TotalCount = total
+	for i := range feeds {
+		conn.Nodes = append(conn.Nodes, &feeds[i])
+	}
+	end := q.Offset + len(feeds)
+	if len(feeds) > 0 {
+		c := encodeOffsetCursor(end)
+		conn.PageInfo.EndCursor = &c
+	}
+	conn.PageInfo.HasNextPage = end < total
+	return conn, nil
 }
 
 func (r *queryResolver) Feed(ctx context.Context, id string) (*store.Feed, error) {
-	return r.feed(ctx, id)
+	feedID, err := parseID("id", id)
+	if err != nil {
+		return nil, err
+	}
+	return r.Store.Feed(ctx, feedID)
 }
 
 func (r *queryResolver) FeedRuns(ctx context.Context, feedID string, first *int) ([]*store.FeedRun, error) {
-	return r.feedRuns(ctx, feedID, first)
+	id, err := parseID("feedId", feedID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Store.Feed(ctx, id); err != nil {
+		return nil, err
+	}
+	limit := defaultRunPage
+	if first != nil {
+		if *first < 1 || *first > maxRunPage {
+			return nil, store.Invalid("first", "must be between 1 and %d", maxRunPage)
+		}
+		limit = *first
+	}
+	runs, err := r.Store.FeedRuns(ctx, id, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*store.FeedRun, len(runs))
+	for i := range runs {
+		out[i] = &runs[i]
+	}
+	return out, nil
 }
 
 func (r *Resolver) Feed() FeedResolver { return &feedResolver{r} }

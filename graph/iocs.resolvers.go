@@ -8,24 +8,93 @@ package graph
 import (
 	"context"
 
+	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
 
 func (r *iocResolver) Sources(ctx context.Context, obj *store.IoC) ([]*store.Sighting, error) {
-	return r.iocSources(ctx, obj)
+	ss, err := r.sightingsOf(ctx, obj.ID) // batched per request by the loader
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*store.Sighting, len(ss))
+	for i := range ss {
+		if ss[i].Tags == nil {
+			ss[i].Tags = []string{}
+		}
+		out[i] = &ss[i]
+	}
+	return out, nil
 }
 
+// Text is a Rule IoC's text, read for a page of IoCs in one query;
+// null for the other kinds, and for a rule stored without one.
 func (r *iocResolver) Text(ctx context.Context, obj *store.IoC) (*string, error) {
-	return r.iocText(ctx, obj)
+	if obj.Type != ioc.Rule {
+		return nil, nil
+	}
+	if l := loadersFrom(ctx); l != nil {
+		return l.texts.Load(ctx, obj.ID)()
+	}
+	texts, err := r.Store.IoCTexts(ctx, []int64{obj.ID})
+	if err != nil {
+		return nil, err
+	}
+	if t, ok := texts[obj.ID]; ok {
+		return &t, nil
+	}
+	return nil, nil
 }
 
+// Iocs lists indicators; every signed-in user may read them (tenant users
+// too: indicators are shared by all tenants).
 func (r *queryResolver) Iocs(ctx context.Context, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) (*model.IocConnection, error) {
-	return r.iocs(ctx, filter, orderBy, first, after)
+	if _, err := auth.UserFrom(ctx); err != nil {
+		return nil, err
+	}
+	f, err := iocFilterFrom(filter)
+	if err != nil {
+		return nil, err
+	}
+	o := store.IoCOrder{Field: store.IoCOrderID}
+	if orderBy != nil {
+		o.Field = iocOrderFields[orderBy.Field]
+		o.Desc = orderBy.Direction != nil && *orderBy.Direction == model.OrderDirectionDesc
+	}
+	n := defaultIoCPage
+	if first != nil {
+		n = *first
+	}
+	cursor := ""
+	if after != nil {
+		cursor = *after
+	}
+	page, err := r.Store.IoCs(ctx, f, o, n, cursor)
+	if err != nil {
+		return nil, err
+	}
+	conn := &model.IocConnection{TotalCount: page.Total, TotalCountCapped: page.TotalCapped, Nodes: make([]*store.IoC, len(page.IoCs)),
+		PageInfo: &model.PageInfo{HasNextPage: page.HasNextPage}}
+	for i := range page.IoCs {
+		conn.Nodes[i] = &page.IoCs[i]
+	}
+	if page.EndCursor != "" {
+		conn.PageInfo.EndCursor = &page.EndCursor
+	}
+	return conn, nil
 }
 
 func (r *queryResolver) Ioc(ctx context.Context, id string) (*store.IoC, error) {
-	return r.ioc(ctx, id)
+	if _, err := auth.UserFrom(ctx); err != nil {
+		return nil, err
+	}
+	n, err := model.UnmarshalInt64ID(id)
+	if err != nil {
+		return nil, store.Invalid("id", "%v", err)
+	}
+	return r.Store.IoC(ctx, n)
 }
 
 func (r *queryResolver) LookupIocs(ctx context.Context, values []string) ([]*model.IocLookup, error) {
@@ -33,7 +102,7 @@ func (r *queryResolver) LookupIocs(ctx context.Context, values []string) ([]*mod
 }
 
 func (r *sightingResolver) Feed(ctx context.Context, obj *store.Sighting) (*store.Feed, error) {
-	return r.sightingFeed(ctx, obj)
+	return r.feedOf(ctx, obj.FeedID) // batched per request by the loader
 }
 
 func (r *Resolver) Ioc() IocResolver { return &iocResolver{r} }

@@ -9,17 +9,58 @@ import (
 	"context"
 
 	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/store"
 )
 
 func (r *mutationResolver) CreatePremiumFeed(ctx context.Context, input model.PremiumFeedInput) (*store.Feed, error) {
-	return r.createPremiumFeed(ctx, input)
+	run, err := r.runner()
+	if err != nil {
+		return nil, err
+	}
+	return run.CreatePremiumFeed(ctx, ingest.PremiumFeedInput{
+		Kind:             premium.Kind(input.Kind),
+		Name:             input.Name,
+		Category:         deref(input.Category),
+		APIEndpoint:      input.APIEndpoint,
+		PollingFrequency: input.PollingFrequency,
+		RetentionPeriod:  input.RetentionPeriod,
+	})
 }
 
 func (r *mutationResolver) ResetPremiumFeed(ctx context.Context, id string) (*store.Feed, error) {
-	return r.resetPremiumFeed(ctx, id)
+	run, feedID, err := r.runnerAndFeedID(id)
+	if err != nil {
+		return nil, err
+	}
+	return run.ResetPremiumFeed(ctx, feedID)
 }
 
 func (r *queryResolver) PremiumFeedKinds(ctx context.Context) ([]*model.PremiumFeedKindInfo, error) {
-	return r.premiumFeedKinds(ctx)
+	var out []*model.PremiumFeedKindInfo
+	for _, s := range premium.Specs() {
+		info := &model.PremiumFeedKindInfo{
+			Kind:             model.PremiumFeedKind(s.Kind),
+			Title:            s.Title,
+			Description:      s.Description,
+			EditableFields:   premiumFields(s.Editable),
+			RequiredToEnable: premiumFields(s.RequiredToEnable),
+			PollingFrequency: intRange(&s.Polling),
+			BackfillDays:     intRange(s.Backfill),
+			RetentionPeriod:  intRange(s.Retention),
+			Creatable:        s.Creatable,
+			MaxFeeds:         s.MaxFeeds,
+			Categories:       append([]string{}, s.Categories...),
+			NamePrefix:       s.NamePrefix,
+			IocsPerPoll:      int(s.PerPoll),
+			Available:        r.Ingest != nil && r.Ingest.PremiumKindAvailable(s.Kind),
+		}
+		if s.Retention == nil {
+			fixed := s.InitialRetention()
+			info.FixedRetentionDays = &fixed
+		}
+		out = append(out, info)
+	}
+	return out, nil
 }

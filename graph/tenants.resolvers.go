@@ -8,56 +8,99 @@ package graph
 import (
 	"context"
 
+	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
 
 func (r *mutationResolver) CreateTenant(ctx context.Context, input model.TenantInput) (*store.Tenant, error) {
-	return r.createTenant(ctx, input)
+	return r.Store.CreateTenant(ctx, tenantInput(input), r.tenantRules())
 }
 
 func (r *mutationResolver) UpdateTenant(ctx context.Context, id string, input model.TenantInput) (*store.Tenant, error) {
-	return r.updateTenant(ctx, id, input)
+	return r.Store.PatchTenant(ctx, id, tenantInput(input), r.tenantRules())
 }
 
 func (r *mutationResolver) DeleteTenant(ctx context.Context, id string) (bool, error) {
-	return r.deleteTenant(ctx, id)
+	if _, err := r.Store.DeleteTenant(ctx, id); err != nil {
+		return false, err
+	}
+	// Its users' open websockets, here and on other instances, close.
+	r.Events.PublishRevocation(ingest.Revocation{TenantID: id})
+	return true, nil
 }
 
 func (r *mutationResolver) CreateTenantGroup(ctx context.Context, input model.TenantGroupInput) (*store.TenantGroup, error) {
-	return r.createTenantGroup(ctx, input)
+	return r.Store.CreateTenantGroup(ctx, tenantGroupInput(input))
 }
 
 func (r *mutationResolver) UpdateTenantGroup(ctx context.Context, id string, input model.TenantGroupInput) (*store.TenantGroup, error) {
-	return r.updateTenantGroup(ctx, id, input)
+	return r.Store.PatchTenantGroup(ctx, id, tenantGroupInput(input))
 }
 
 func (r *mutationResolver) DeleteTenantGroup(ctx context.Context, id string) (bool, error) {
-	return r.deleteTenantGroup(ctx, id)
+	if err := r.Store.DeleteTenantGroup(ctx, id); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
+// Tenants lists what the caller may see: every tenant for root, its own
+// tenant for a tenant-scoped user.
 func (r *queryResolver) Tenants(ctx context.Context, limit *int, offset *int) ([]*store.Tenant, error) {
-	return r.tenants(ctx, limit, offset)
+	u, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	page, err := store.NewPage(limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	return r.Store.TenantsFor(ctx, u, page)
 }
 
 func (r *queryResolver) Tenant(ctx context.Context, id string) (*store.Tenant, error) {
-	return r.tenant(ctx, id)
+	u, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Store.TenantFor(ctx, u, id)
 }
 
+// TenantGroups needs root: a group spans tenants.
 func (r *queryResolver) TenantGroups(ctx context.Context, limit *int, offset *int) ([]*store.TenantGroup, error) {
-	return r.tenantGroups(ctx, limit, offset)
+	if _, err := auth.Require(ctx, store.ScopeRoot); err != nil {
+		return nil, err
+	}
+	page, err := store.NewPage(limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	return r.Store.TenantGroups(ctx, page)
 }
 
 func (r *queryResolver) TenantGroup(ctx context.Context, id string) (*store.TenantGroup, error) {
-	return r.tenantGroup(ctx, id)
+	if _, err := auth.Require(ctx, store.ScopeRoot); err != nil {
+		return nil, err
+	}
+	return r.Store.TenantGroup(ctx, id)
 }
 
+// Group is null for an ungrouped tenant, and for a tenant-scoped
+// caller, who sees its group's name (groupName) but not the other members.
 func (r *tenantResolver) Group(ctx context.Context, obj *store.Tenant) (*store.TenantGroup, error) {
-	return r.groupOfTenant(ctx, obj)
+	if obj.GroupID == nil {
+		return nil, nil
+	}
+	if u, err := auth.UserFrom(ctx); err != nil || u.Scope != store.ScopeRoot {
+		return nil, nil
+	}
+	return r.Store.TenantGroup(ctx, *obj.GroupID)
 }
 
 func (r *tenantGroupResolver) Tenants(ctx context.Context, obj *store.TenantGroup) ([]*store.Tenant, error) {
-	return r.tenantGroupTenants(ctx, obj)
+	return r.Store.TenantsOfGroup(ctx, obj.ID)
 }
 
 func (r *Resolver) Tenant() TenantResolver { return &tenantResolver{r} }

@@ -7,18 +7,95 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/store"
 )
 
 func (r *mutationResolver) SaveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error) {
-	return r.saveView(ctx, input)
+	u, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	table, ok := viewTables[input.Table]
+	if !ok {
+		return nil, store.Invalid("table", "unknown table %q", input.Table)
+	}
+	def := viewDefinition{Columns: input.Columns, Filter: input.Filter}
+	if input.Search != nil {
+		def.Search = strings.TrimSpace(*input.Search)
+	}
+	if len(def.Columns) == 0 {
+		return nil, store.Invalid("columns", "a view shows at least one column")
+	}
+	for _, c := range def.Columns {
+		if !slices.Contains(table.columns, c) {
+			return nil, store.Invalid("columns", "unknown column %q; columns are %s", c, strings.Join(table.columns, ", "))
+		}
+	}
+	if err := checkInput(table.filterType, def.Filter); err != nil {
+		return nil, store.Invalid("filter", "%v", err)
+	}
+	if input.OrderBy != nil {
+		if !enumHas(table.orderEnum, input.OrderBy.Field) {
+			return nil, store.Invalid("orderBy", "unknown order field %q", input.OrderBy.Field)
+		}
+		dir := model.OrderDirectionAsc
+		if input.OrderBy.Direction != nil {
+			dir = *input.OrderBy.Direction
+		}
+		def.OrderBy = &model.ViewOrder{Field: input.OrderBy.Field, Direction: dir}
+	}
+	doc, err := json.Marshal(def)
+	if err != nil {
+		return nil, fmt.Errorf("graph: unable to encode view: %w", err)
+	}
+	sv := &store.SavedView{UserID: u.ID, Table: table.key, Name: input.Name, Definition: string(doc)}
+	if input.IsDefault != nil {
+		sv.IsDefault = *input.IsDefault
+	}
+	if err := r.Store.SaveView(ctx, sv); err != nil {
+		return nil, err
+	}
+	return viewFromStore(sv, input.Table)
 }
 
 func (r *mutationResolver) DeleteView(ctx context.Context, id string) (bool, error) {
-	return r.deleteView(ctx, id)
+	u, err := auth.UserFrom(ctx)
+	if err != nil {
+		return false, err
+	}
+	viewID, err := parseID("id", id)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Store.DeleteView(ctx, u.ID, viewID); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (r *queryResolver) Views(ctx context.Context, table model.ViewTable) ([]*model.SavedView, error) {
-	return r.views(ctx, table)
+	u, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := r.Store.Views(ctx, u.ID, viewTables[table].key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.SavedView, 0, len(stored))
+	for i := range stored {
+		v, err := viewFromStore(&stored[i], table)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
