@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -11,6 +12,17 @@ import (
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// FeedStore is what the feed resolvers read of the store.
+type FeedStore interface {
+	Feed(ctx context.Context, id int64) (*store.Feed, error)
+	Feeds(ctx context.Context, fq store.FeedQuery) ([]store.Feed, int, error)
+	FeedsByID(ctx context.Context, ids []int64) ([]store.Feed, error)
+	FeedFacets(ctx context.Context, search string, f store.FeedFilter) (map[store.FeedFacetColumn][]store.FacetValue, error)
+	FeedRuns(ctx context.Context, feedID int64, limit int) ([]store.FeedRun, error)
+	LastRun(ctx context.Context, feedID int64) (*store.FeedRun, error)
+	CountFeedIoCs(ctx context.Context, feedID int64) (int64, error)
+}
 
 // Page sizes of the feeds table and of run lists.
 const (

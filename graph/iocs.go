@@ -1,9 +1,20 @@
 package graph
 
 import (
+	"context"
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// IoCStore is what the indicator resolvers and the bulk lookup read of the
+// store.
+type IoCStore interface {
+	IoC(ctx context.Context, id int64) (*store.IoC, error)
+	IoCs(ctx context.Context, f store.IoCFilter, o store.IoCOrder, first int, after string) (*store.IoCPage, error)
+	IoCsByKeys(ctx context.Context, keys []store.IoCKey) (map[store.IoCKey]*store.IoC, error)
+	IoCTexts(ctx context.Context, ids []int64) (map[int64]string, error)
+	Sightings(ctx context.Context, iocID int64) ([]store.Sighting, error)
+}
 
 // defaultIoCPage is the page size when the query gives no first.
 const defaultIoCPage = 50

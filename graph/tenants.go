@@ -1,9 +1,26 @@
 package graph
 
 import (
+	"context"
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// TenantStore is what the tenant and tenant-group resolvers use of the
+// store.
+type TenantStore interface {
+	TenantsFor(ctx context.Context, u *store.User, page store.Page) ([]*store.Tenant, error)
+	TenantFor(ctx context.Context, u *store.User, id string) (*store.Tenant, error)
+	CreateTenant(ctx context.Context, in store.TenantInput, rules store.TenantRules) (*store.Tenant, error)
+	PatchTenant(ctx context.Context, id string, in store.TenantInput, rules store.TenantRules) (*store.Tenant, error)
+	DeleteTenant(ctx context.Context, id string) (deletedGroupID string, err error)
+	TenantGroups(ctx context.Context, page store.Page) ([]*store.TenantGroup, error)
+	TenantGroup(ctx context.Context, id string) (*store.TenantGroup, error)
+	TenantsOfGroup(ctx context.Context, groupID string) ([]*store.Tenant, error)
+	CreateTenantGroup(ctx context.Context, in store.TenantGroupInput) (*store.TenantGroup, error)
+	PatchTenantGroup(ctx context.Context, id string, in store.TenantGroupInput) (*store.TenantGroup, error)
+	DeleteTenantGroup(ctx context.Context, id string) error
+}
 
 // The tenant resolvers turn GraphQL inputs into the store's inputs, so that
 // REST and GraphQL share one validation (store.TenantInput and

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,6 +14,14 @@ import (
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// ViewStore is what the saved-view resolvers and exports use of the store.
+type ViewStore interface {
+	View(ctx context.Context, userID, id int64) (*store.SavedView, error)
+	Views(ctx context.Context, userID int64, table string) ([]store.SavedView, error)
+	SaveView(ctx context.Context, v *store.SavedView) error
+	DeleteView(ctx context.Context, userID, id int64) error
+}
 
 // viewTable describes what a saved view of one table may hold: the input
 // type its filter must satisfy, the enum its order field comes from, and
