@@ -1,9 +1,9 @@
 import type { CodegenConfig } from '@graphql-codegen/cli';
 
-// Types come from the repository's schema file, offline: the schema is the
-// single source of truth for the server and the dashboard alike.
+// Types come from the repository's schema files (one per noun), offline: the
+// schema is the single source of truth for the server and the dashboard alike.
 const config: CodegenConfig = {
-  schema: '../schema.graphqls',
+  schema: '../graph/schema/*.graphqls',
   documents: ['src/**/*.{ts,tsx}', '!src/gql/**/*', '!src/**/*.test.ts'],
   ignoreNoDocuments: true,
   generates: {

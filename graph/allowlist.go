@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"context"
 	"errors"
 	"strconv"
 
@@ -33,53 +32,6 @@ func (r *Resolver) allowlistService() (*feeds.Allowlist, error) {
 		return nil, errNoAllowlist
 	}
 	return r.Feeds.Allowlist(), nil
-}
-
-func (r *Resolver) allowlistEntries(ctx context.Context) ([]*model.AllowlistEntry, error) {
-	a, err := r.allowlistService()
-	if err != nil {
-		return nil, err
-	}
-	rows, err := a.Entries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*model.AllowlistEntry, len(rows))
-	for i := range rows {
-		out[i] = allowlistEntryModel(&rows[i])
-	}
-	return out, nil
-}
-
-func (r *Resolver) addAllowlistEntry(ctx context.Context, in model.AllowlistEntryInput) (*model.AllowlistEntryAdded, error) {
-	a, err := r.allowlistService()
-	if err != nil {
-		return nil, err
-	}
-	comment := ""
-	if in.Comment != nil {
-		comment = *in.Comment
-	}
-	e, removed, err := a.Add(ctx, in.Value, comment)
-	if err != nil {
-		return nil, err
-	}
-	return &model.AllowlistEntryAdded{Entry: allowlistEntryModel(e), RemovedIocs: int(removed)}, nil
-}
-
-func (r *Resolver) deleteAllowlistEntry(ctx context.Context, id string) (bool, error) {
-	a, err := r.allowlistService()
-	if err != nil {
-		return false, err
-	}
-	entryID, err := parseID("id", id)
-	if err != nil {
-		return false, err
-	}
-	if _, err := a.Delete(ctx, entryID); err != nil {
-		return false, err
-	}
-	return true, nil
 }
 
 var entryKinds = map[allowlist.EntryKind]model.AllowlistEntryKind{

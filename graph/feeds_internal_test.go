@@ -19,14 +19,14 @@ func TestSightingFeed(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &Resolver{Store: st}
-		got, err := r.sightingFeed(ctx, &store.Sighting{FeedID: f.ID})
+		got, err := (&sightingResolver{r}).Feed(ctx, &store.Sighting{FeedID: f.ID})
 		if err != nil || got.Name != "TSV_s" {
 			t.Errorf("sighting feed = %+v, %v", got, err)
 		}
-		if _, err := r.sightingFeed(ctx, &store.Sighting{FeedID: f.ID + 1}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := (&sightingResolver{r}).Feed(ctx, &store.Sighting{FeedID: f.ID + 1}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("unknown feed: %v", err)
 		}
-		if _, err := r.createCustomFeed(ctx, model.CustomFeedInput{}); !errors.Is(err, errNoRunner) {
+		if _, err := (&mutationResolver{r}).CreateCustomFeed(ctx, model.CustomFeedInput{}); !errors.Is(err, errNoRunner) {
 			t.Errorf("without a runner: %v", err)
 		}
 	})

@@ -3,10 +3,19 @@ package graph
 import (
 	"context"
 
-	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// IoCStore is what the indicator resolvers and the bulk lookup read of the
+// store.
+type IoCStore interface {
+	IoC(ctx context.Context, id int64) (*store.IoC, error)
+	IoCs(ctx context.Context, f store.IoCFilter, o store.IoCOrder, first int, after string) (*store.IoCPage, error)
+	IoCsByKeys(ctx context.Context, keys []store.IoCKey) (map[store.IoCKey]*store.IoC, error)
+	IoCTexts(ctx context.Context, ids []int64) (map[int64]string, error)
+	Sightings(ctx context.Context, iocID int64) ([]store.Sighting, error)
+}
 
 // defaultIoCPage is the page size when the query gives no first.
 const defaultIoCPage = 50
@@ -18,44 +27,6 @@ var iocOrderFields = map[model.IocOrderField]store.IoCOrderField{
 	model.IocOrderFieldFirstSeen:      store.IoCOrderFirstSeen,
 	model.IocOrderFieldLastSeen:       store.IoCOrderLastSeen,
 	model.IocOrderFieldExpirationDate: store.IoCOrderExpiresAt,
-}
-
-// iocs lists indicators; every signed-in user may read them (tenant users
-// too: indicators are shared by all tenants).
-func (r *Resolver) iocs(ctx context.Context, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) (*model.IocConnection, error) {
-	if _, err := auth.UserFrom(ctx); err != nil {
-		return nil, err
-	}
-	f, err := iocFilterFrom(filter)
-	if err != nil {
-		return nil, err
-	}
-	o := store.IoCOrder{Field: store.IoCOrderID}
-	if orderBy != nil {
-		o.Field = iocOrderFields[orderBy.Field]
-		o.Desc = orderBy.Direction != nil && *orderBy.Direction == model.OrderDirectionDesc
-	}
-	n := defaultIoCPage
-	if first != nil {
-		n = *first
-	}
-	cursor := ""
-	if after != nil {
-		cursor = *after
-	}
-	page, err := r.Store.IoCs(ctx, f, o, n, cursor)
-	if err != nil {
-		return nil, err
-	}
-	conn := &model.IocConnection{TotalCount: page.Total, TotalCountCapped: page.TotalCapped, Nodes: make([]*store.IoC, len(page.IoCs)),
-		PageInfo: &model.PageInfo{HasNextPage: page.HasNextPage}}
-	for i := range page.IoCs {
-		conn.Nodes[i] = &page.IoCs[i]
-	}
-	if page.EndCursor != "" {
-		conn.PageInfo.EndCursor = &page.EndCursor
-	}
-	return conn, nil
 }
 
 func iocFilterFrom(in *model.IocFilter) (store.IoCFilter, error) {
@@ -78,30 +49,4 @@ func iocFilterFrom(in *model.IocFilter) (store.IoCFilter, error) {
 		f.FeedID = id
 	}
 	return f, nil
-}
-
-func (r *Resolver) ioc(ctx context.Context, id string) (*store.IoC, error) {
-	if _, err := auth.UserFrom(ctx); err != nil {
-		return nil, err
-	}
-	n, err := model.UnmarshalInt64ID(id)
-	if err != nil {
-		return nil, store.Invalid("id", "%v", err)
-	}
-	return r.Store.IoC(ctx, n)
-}
-
-func (r *Resolver) iocSources(ctx context.Context, obj *store.IoC) ([]*store.Sighting, error) {
-	ss, err := r.sightingsOf(ctx, obj.ID) // batched per request by the loader
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*store.Sighting, len(ss))
-	for i := range ss {
-		if ss[i].Tags == nil {
-			ss[i].Tags = []string{}
-		}
-		out[i] = &ss[i]
-	}
-	return out, nil
 }

@@ -27,9 +27,17 @@ type loaders struct {
 
 type loadersKey struct{}
 
+// LoaderStore is what the loaders read of the store, each in one query for
+// many keys.
+type LoaderStore interface {
+	SightingsByIoC(ctx context.Context, iocIDs []int64) (map[int64][]store.Sighting, error)
+	FeedsByID(ctx context.Context, ids []int64) ([]store.Feed, error)
+	IoCTexts(ctx context.Context, ids []int64) (map[int64]string, error)
+}
+
 // WithLoaders returns ctx carrying fresh loaders on st; the server calls it
 // once per request and per websocket connection.
-func WithLoaders(ctx context.Context, st *store.Store) context.Context {
+func WithLoaders(ctx context.Context, st LoaderStore) context.Context {
 	l := &loaders{
 		sightings: dataloader.NewBatchedLoader(sightingsBatch(st),
 			dataloader.WithWait[int64, []store.Sighting](loaderWait),
@@ -49,7 +57,7 @@ func loadersFrom(ctx context.Context) *loaders {
 	return l
 }
 
-func sightingsBatch(st *store.Store) dataloader.BatchFunc[int64, []store.Sighting] {
+func sightingsBatch(st LoaderStore) dataloader.BatchFunc[int64, []store.Sighting] {
 	return func(ctx context.Context, ids []int64) []*dataloader.Result[[]store.Sighting] {
 		out := make([]*dataloader.Result[[]store.Sighting], len(ids))
 		byIoC, err := st.SightingsByIoC(ctx, ids)
@@ -60,7 +68,7 @@ func sightingsBatch(st *store.Store) dataloader.BatchFunc[int64, []store.Sightin
 	}
 }
 
-func feedsBatch(st *store.Store) dataloader.BatchFunc[int64, *store.Feed] {
+func feedsBatch(st LoaderStore) dataloader.BatchFunc[int64, *store.Feed] {
 	return func(ctx context.Context, ids []int64) []*dataloader.Result[*store.Feed] {
 		out := make([]*dataloader.Result[*store.Feed], len(ids))
 		feeds, err := st.FeedsByID(ctx, ids)
@@ -94,4 +102,19 @@ func (r *Resolver) feedOf(ctx context.Context, id int64) (*store.Feed, error) {
 		return l.feeds.Load(ctx, id)()
 	}
 	return r.Store.Feed(ctx, id)
+}
+
+func textsBatch(st LoaderStore) dataloader.BatchFunc[int64, *string] {
+	return func(ctx context.Context, ids []int64) []*dataloader.Result[*string] {
+		out := make([]*dataloader.Result[*string], len(ids))
+		texts, err := st.IoCTexts(ctx, ids)
+		for i, id := range ids {
+			r := &dataloader.Result[*string]{Error: err}
+			if t, ok := texts[id]; ok {
+				r.Data = &t
+			}
+			out[i] = r
+		}
+		return out
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -270,9 +269,13 @@ func lookupValues(v any) ([]string, bool) {
 	return nil, false
 }
 
-// write appends one IocLookup as gqlgen would, with gqlgen's own scalar
-// marshalers. It reports false for a value the schema would refuse (a null
-// where it allows none), which the generated path then reports.
+// write appends one IocLookup as gqlgen would: every key and value through
+// gqlgen's own marshalers (graphql.Marshal*, model.MarshalInt64ID), only the
+// braces and commas between them here. gqlgen's FieldSet would write those
+// too, but its per-object map and iterator cost 6 times the writing
+// (docs/decisions.md, issue 25). It reports false for a value the schema
+// would refuse (a null where it allows none), which the generated path then
+// reports.
 func (s lookupFields) write(buf *bytes.Buffer, l *model.IocLookup) bool {
 	buf.WriteByte('{')
 	for i, f := range s.fields {
@@ -324,10 +327,7 @@ func writeIoC(buf *bytes.Buffer, sel iocFields, c *store.IoC) bool {
 			graphql.MarshalString("Ioc").MarshalGQL(buf)
 			continue
 		case "id":
-			// As model.MarshalInt64ID: digits need no escaping.
-			buf.WriteByte('"')
-			buf.Write(strconv.AppendInt(buf.AvailableBuffer(), c.ID, 10))
-			buf.WriteByte('"')
+			model.MarshalInt64ID(c.ID).MarshalGQL(buf)
 			continue
 		case "type":
 			if !writeKind(buf, c.Type) {
@@ -387,16 +387,13 @@ func writeOptString(buf *bytes.Buffer, s *string) {
 	graphql.MarshalString(*s).MarshalGQL(buf)
 }
 
-// writeTime writes t as graphql.MarshalTime does (RFC 3339 with
-// nanoseconds, quoted) without its two strings per value: the format's
-// characters need no escaping. It reports false for the zero time, which
-// MarshalTime writes as null.
+// writeTime writes t with graphql.MarshalTime, the Time scalar's writer.
+// It reports false for the zero time, which MarshalTime writes as null and
+// the schema's non-null times refuse.
 func writeTime(buf *bytes.Buffer, t time.Time) bool {
 	if t.IsZero() {
 		return false
 	}
-	buf.WriteByte('"')
-	buf.Write(t.AppendFormat(buf.AvailableBuffer(), time.RFC3339Nano))
-	buf.WriteByte('"')
+	graphql.MarshalTime(t).MarshalGQL(buf)
 	return true
 }

@@ -3,11 +3,25 @@ package graph
 import (
 	"context"
 
-	"github.com/tifeeds/tifeeds/auth"
-	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// TenantStore is what the tenant and tenant-group resolvers use of the
+// store.
+type TenantStore interface {
+	TenantsFor(ctx context.Context, u *store.User, page store.Page) ([]*store.Tenant, error)
+	TenantFor(ctx context.Context, u *store.User, id string) (*store.Tenant, error)
+	CreateTenant(ctx context.Context, in store.TenantInput, rules store.TenantRules) (*store.Tenant, error)
+	PatchTenant(ctx context.Context, id string, in store.TenantInput, rules store.TenantRules) (*store.Tenant, error)
+	DeleteTenant(ctx context.Context, id string) (deletedGroupID string, err error)
+	TenantGroups(ctx context.Context, page store.Page) ([]*store.TenantGroup, error)
+	TenantGroup(ctx context.Context, id string) (*store.TenantGroup, error)
+	TenantsOfGroup(ctx context.Context, groupID string) ([]*store.Tenant, error)
+	CreateTenantGroup(ctx context.Context, in store.TenantGroupInput) (*store.TenantGroup, error)
+	PatchTenantGroup(ctx context.Context, id string, in store.TenantGroupInput) (*store.TenantGroup, error)
+	DeleteTenantGroup(ctx context.Context, id string) error
+}
 
 // The tenant resolvers turn GraphQL inputs into the store's inputs, so that
 // REST and GraphQL share one validation (store.TenantInput and
@@ -51,93 +65,4 @@ func tenantGroupInput(in model.TenantGroupInput) store.TenantGroupInput {
 		out.Tenants = store.Some(in.Tenants)
 	}
 	return out
-}
-
-func (r *Resolver) createTenant(ctx context.Context, input model.TenantInput) (*store.Tenant, error) {
-	return r.Store.CreateTenant(ctx, tenantInput(input), r.tenantRules())
-}
-
-func (r *Resolver) updateTenant(ctx context.Context, id string, input model.TenantInput) (*store.Tenant, error) {
-	return r.Store.PatchTenant(ctx, id, tenantInput(input), r.tenantRules())
-}
-
-func (r *Resolver) deleteTenant(ctx context.Context, id string) (bool, error) {
-	if _, err := r.Store.DeleteTenant(ctx, id); err != nil {
-		return false, err
-	}
-	// Its users' open websockets, here and on other instances, close.
-	r.Events.PublishRevocation(events.Revocation{TenantID: id})
-	return true, nil
-}
-
-func (r *Resolver) createTenantGroup(ctx context.Context, input model.TenantGroupInput) (*store.TenantGroup, error) {
-	return r.Store.CreateTenantGroup(ctx, tenantGroupInput(input))
-}
-
-func (r *Resolver) updateTenantGroup(ctx context.Context, id string, input model.TenantGroupInput) (*store.TenantGroup, error) {
-	return r.Store.PatchTenantGroup(ctx, id, tenantGroupInput(input))
-}
-
-func (r *Resolver) deleteTenantGroup(ctx context.Context, id string) (bool, error) {
-	if err := r.Store.DeleteTenantGroup(ctx, id); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// tenants lists what the caller may see: every tenant for root, its own
-// tenant for a tenant-scoped user.
-func (r *Resolver) tenants(ctx context.Context, limit *int, offset *int) ([]*store.Tenant, error) {
-	u, err := auth.UserFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	page, err := store.NewPage(limit, offset)
-	if err != nil {
-		return nil, err
-	}
-	return r.Store.TenantsFor(ctx, u, page)
-}
-
-func (r *Resolver) tenant(ctx context.Context, id string) (*store.Tenant, error) {
-	u, err := auth.UserFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return r.Store.TenantFor(ctx, u, id)
-}
-
-// tenantGroups needs root: a group spans tenants.
-func (r *Resolver) tenantGroups(ctx context.Context, limit *int, offset *int) ([]*store.TenantGroup, error) {
-	if _, err := auth.Require(ctx, store.ScopeRoot); err != nil {
-		return nil, err
-	}
-	page, err := store.NewPage(limit, offset)
-	if err != nil {
-		return nil, err
-	}
-	return r.Store.TenantGroups(ctx, page)
-}
-
-func (r *Resolver) tenantGroup(ctx context.Context, id string) (*store.TenantGroup, error) {
-	if _, err := auth.Require(ctx, store.ScopeRoot); err != nil {
-		return nil, err
-	}
-	return r.Store.TenantGroup(ctx, id)
-}
-
-// groupOfTenant is null for an ungrouped tenant, and for a tenant-scoped
-// caller, who sees its group's name (groupName) but not the other members.
-func (r *Resolver) groupOfTenant(ctx context.Context, obj *store.Tenant) (*store.TenantGroup, error) {
-	if obj.GroupID == nil {
-		return nil, nil
-	}
-	if u, err := auth.UserFrom(ctx); err != nil || u.Scope != store.ScopeRoot {
-		return nil, nil
-	}
-	return r.Store.TenantGroup(ctx, *obj.GroupID)
-}
-
-func (r *Resolver) tenantGroupTenants(ctx context.Context, obj *store.TenantGroup) ([]*store.Tenant, error) {
-	return r.Store.TenantsOfGroup(ctx, obj.ID)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/vektah/gqlparser/v2"
@@ -12,10 +11,17 @@ import (
 	"github.com/vektah/gqlparser/v2/validator"
 	"github.com/vektah/gqlparser/v2/validator/rules"
 
-	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// ViewStore is what the saved-view resolvers and exports use of the store.
+type ViewStore interface {
+	View(ctx context.Context, userID, id int64) (*store.SavedView, error)
+	Views(ctx context.Context, userID int64, table string) ([]store.SavedView, error)
+	SaveView(ctx context.Context, v *store.SavedView) error
+	DeleteView(ctx context.Context, userID, id int64) error
+}
 
 // viewTable describes what a saved view of one table may hold: the input
 // type its filter must satisfy, the enum its order field comes from, and
@@ -45,89 +51,6 @@ type viewDefinition struct {
 	Filter  map[string]any   `json:"filter,omitempty"`
 	Search  string           `json:"search,omitempty"`
 	OrderBy *model.ViewOrder `json:"orderBy,omitempty"`
-}
-
-func (r *Resolver) views(ctx context.Context, table model.ViewTable) ([]*model.SavedView, error) {
-	u, err := auth.UserFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	stored, err := r.Store.Views(ctx, u.ID, viewTables[table].key)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*model.SavedView, 0, len(stored))
-	for i := range stored {
-		v, err := viewFromStore(&stored[i], table)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func (r *Resolver) saveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error) {
-	u, err := auth.UserFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	table, ok := viewTables[input.Table]
-	if !ok {
-		return nil, store.Invalid("table", "unknown table %q", input.Table)
-	}
-	def := viewDefinition{Columns: input.Columns, Filter: input.Filter}
-	if input.Search != nil {
-		def.Search = strings.TrimSpace(*input.Search)
-	}
-	if len(def.Columns) == 0 {
-		return nil, store.Invalid("columns", "a view shows at least one column")
-	}
-	for _, c := range def.Columns {
-		if !slices.Contains(table.columns, c) {
-			return nil, store.Invalid("columns", "unknown column %q; columns are %s", c, strings.Join(table.columns, ", "))
-		}
-	}
-	if err := checkInput(table.filterType, def.Filter); err != nil {
-		return nil, store.Invalid("filter", "%v", err)
-	}
-	if input.OrderBy != nil {
-		if !enumHas(table.orderEnum, input.OrderBy.Field) {
-			return nil, store.Invalid("orderBy", "unknown order field %q", input.OrderBy.Field)
-		}
-		dir := model.OrderDirectionAsc
-		if input.OrderBy.Direction != nil {
-			dir = *input.OrderBy.Direction
-		}
-		def.OrderBy = &model.ViewOrder{Field: input.OrderBy.Field, Direction: dir}
-	}
-	doc, err := json.Marshal(def)
-	if err != nil {
-		return nil, fmt.Errorf("graph: unable to encode view: %w", err)
-	}
-	sv := &store.SavedView{UserID: u.ID, Table: table.key, Name: input.Name, Definition: string(doc)}
-	if input.IsDefault != nil {
-		sv.IsDefault = *input.IsDefault
-	}
-	if err := r.Store.SaveView(ctx, sv); err != nil {
-		return nil, err
-	}
-	return viewFromStore(sv, input.Table)
-}
-
-func (r *Resolver) deleteView(ctx context.Context, id string) (bool, error) {
-	u, err := auth.UserFrom(ctx)
-	if err != nil {
-		return false, err
-	}
-	viewID, err := parseID("id", id)
-	if err != nil {
-		return false, err
-	}
-	if err := r.Store.DeleteView(ctx, u.ID, viewID); err != nil {
-		return false, err
-	}
-	return true, nil
 }
 
 func viewFromStore(v *store.SavedView, table model.ViewTable) (*model.SavedView, error) {
