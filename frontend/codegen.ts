@@ -3,7 +3,7 @@ import type { CodegenConfig } from '@graphql-codegen/cli';
 // Types come from the repository's schema files (one per noun), offline: the
 // schema is the single source of truth for the server and the dashboard alike.
 const config: CodegenConfig = {
-  schema: '../graph/schema/*.graphqls',
+  schema: '../schema/*.graphqls',
   documents: ['src/**/*.{ts,tsx}', '!src/gql/**/*', '!src/**/*.test.ts'],
   ignoreNoDocuments: true,
   generates: {

@@ -5,7 +5,6 @@ package graph
 import (
 	"bytes"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"math"
@@ -2218,28 +2217,812 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/allowlist.graphqls" "schema/feeds.graphqls" "schema/iocs.graphqls" "schema/overview.graphqls" "schema/premium.graphqls" "schema/schema.graphqls" "schema/subscriptions.graphqls" "schema/tenants.graphqls" "schema/users.graphqls" "schema/views.graphqls"
-var sourcesFS embed.FS
-
-func sourceData(filename string) string {
-	data, err := sourcesFS.ReadFile(filename)
-	if err != nil {
-		panic(fmt.Sprintf("codegen problem: %s not available", filename))
-	}
-	return string(data)
+var sources = []*ast.Source{
+	{Name: "../schema/allowlist.graphqls", Input: `extend type Query {
+  "The operator's allowlist entries, oldest first. The built-in lists are not listed here (see the README)."
+  allowlistEntries: [AllowlistEntry!]! @hasScope(scope: ROOT)
 }
 
-var sources = []*ast.Source{
-	{Name: "schema/allowlist.graphqls", Input: sourceData("schema/allowlist.graphqls"), BuiltIn: false},
-	{Name: "schema/feeds.graphqls", Input: sourceData("schema/feeds.graphqls"), BuiltIn: false},
-	{Name: "schema/iocs.graphqls", Input: sourceData("schema/iocs.graphqls"), BuiltIn: false},
-	{Name: "schema/overview.graphqls", Input: sourceData("schema/overview.graphqls"), BuiltIn: false},
-	{Name: "schema/premium.graphqls", Input: sourceData("schema/premium.graphqls"), BuiltIn: false},
-	{Name: "schema/schema.graphqls", Input: sourceData("schema/schema.graphqls"), BuiltIn: false},
-	{Name: "schema/subscriptions.graphqls", Input: sourceData("schema/subscriptions.graphqls"), BuiltIn: false},
-	{Name: "schema/tenants.graphqls", Input: sourceData("schema/tenants.graphqls"), BuiltIn: false},
-	{Name: "schema/users.graphqls", Input: sourceData("schema/users.graphqls"), BuiltIn: false},
-	{Name: "schema/views.graphqls", Input: sourceData("schema/views.graphqls"), BuiltIn: false},
+extend type Mutation {
+  """
+  Adds an allowlist entry: an IP address, a CIDR range, a domain (covering its
+  subdomains) or a URL prefix (with its scheme). The indicators it covers are
+  removed from the store, and later runs do not store them.
+  """
+  addAllowlistEntry(input: AllowlistEntryInput!): AllowlistEntryAdded! @hasScope(scope: ROOT)
+  "Deletes an allowlist entry: later runs store what it covered again."
+  deleteAllowlistEntry(id: ID!): Boolean! @hasScope(scope: ROOT)
+}
+
+input AllowlistEntryInput {
+  value: String!
+  "At most 500 characters."
+  comment: String
+}
+
+enum AllowlistEntryKind {
+  IP
+  CIDR
+  DOMAIN
+  URL_PREFIX
+}
+
+type AllowlistEntry {
+  id: ID!
+  kind: AllowlistEntryKind!
+  "The value normalised like indicators (lower-case host, canonical address or range)."
+  value: String!
+  comment: String!
+  createdAt: Time!
+}
+
+type AllowlistEntryAdded {
+  entry: AllowlistEntry!
+  "How many stored indicators the entry removed."
+  removedIocs: Int!
+}
+
+"The allowlist entry that keeps a value out of the store."
+type AllowlistMatch {
+  "The list: reserved, public-dns, top-sites or user."
+  list: String!
+  "The entry as listed: an address, a CIDR range, a domain or a URL prefix."
+  entry: String!
+  "The id of a user entry; null for the built-in lists."
+  entryId: ID
+  "The comment of a user entry; null for the built-in lists."
+  comment: String
+}
+`, BuiltIn: false},
+	{Name: "../schema/feeds.graphqls", Input: `extend type Query {
+  feeds(search: String, filter: FeedFilter, orderBy: FeedOrder, first: Int, after: String): FeedConnection! @hasScope(scope: ROOT)
+  feed(id: ID!): Feed! @hasScope(scope: ROOT)
+  "Runs of a feed, newest first."
+  feedRuns(feedId: ID!, first: Int): [FeedRun!]! @hasScope(scope: ROOT)
+}
+
+extend type Mutation {
+  createCustomFeed(input: CustomFeedInput!): Feed! @hasScope(scope: ROOT)
+  updateFeed(id: ID!, input: FeedUpdateInput!): Feed! @hasScope(scope: ROOT)
+  deleteFeed(id: ID!): Boolean! @hasScope(scope: ROOT)
+  "Disabling needs confirm: true; it stops ingestion, cancelling a run in flight."
+  setFeedEnabled(id: ID!, enabled: Boolean!, confirm: Boolean): Feed! @hasScope(scope: ROOT)
+  "Starts a run at once; answers the feed as it is when the run has been queued."
+  runFeedNow(id: ID!): Feed! @hasScope(scope: ROOT)
+  "Forgets where the feed's source resumes from, so its next run starts afresh."
+  resetFeedCursor(id: ID!): Feed! @hasScope(scope: ROOT)
+}
+
+enum FeedType {
+  BUILTIN
+  CUSTOM
+  PREMIUM
+}
+
+enum FeedStatus {
+  SUCCESS
+  ERROR
+  DISABLED
+}
+
+enum CustomFeedCategory {
+  TAXII
+  TSV
+}
+
+"""
+A feed. To a tenant-scoped caller a feed is its id, name and type only: every
+other field is root-only and answers FORBIDDEN, wherever the feed is reached
+(an IoC's sightings included).
+"""
+type Feed {
+  id: ID!
+  "Custom feeds are named <CATEGORY>_<name>."
+  name: String!
+  type: FeedType!
+  category: String! @hasScope(scope: ROOT)
+  status: FeedStatus! @hasScope(scope: ROOT)
+  statusMessage: String! @hasScope(scope: ROOT)
+  enabled: Boolean! @hasScope(scope: ROOT)
+  "Hours between polls."
+  pollingFrequency: Int! @hasScope(scope: ROOT)
+  "Days an indicator is kept after it was last seen."
+  retentionPeriod: Int! @hasScope(scope: ROOT)
+  backfillDays: Int! @hasScope(scope: ROOT)
+  description: String! @hasScope(scope: ROOT)
+  lastIngestion: Time @hasScope(scope: ROOT)
+  collectionUrl: String! @hasScope(scope: ROOT)
+  username: String! @hasScope(scope: ROOT)
+  hasPassword: Boolean! @hasScope(scope: ROOT)
+  "Where the next run resumes (e.g. a TAXII added_after date); empty when it starts afresh."
+  cursor: String! @hasScope(scope: ROOT)
+  iocCount: Int! @hasScope(scope: ROOT)
+  canEdit: Boolean! @hasScope(scope: ROOT)
+  canDelete: Boolean! @hasScope(scope: ROOT)
+  canReset: Boolean! @hasScope(scope: ROOT)
+  """
+  Whether the feed's Suricata rules keep their action (pass, drop, reject...)
+  in the rules export; when false they are exported as alert.
+  """
+  allowRuleActions: Boolean! @hasScope(scope: ROOT)
+  lastRun: FeedRun @hasScope(scope: ROOT)
+  "When the feed's next scheduled run starts; null while it is disabled."
+  nextRun: Time @hasScope(scope: ROOT)
+  "The premium kind of a premium feed; null for the others."
+  premiumKind: PremiumFeedKind @hasScope(scope: ROOT)
+  "The built-in kind of a built-in feed; null for the others."
+  builtinKind: BuiltinFeedKind @hasScope(scope: ROOT)
+  "The icon of a built-in feed (a name the dashboard draws); null for the others."
+  icon: String @hasScope(scope: ROOT)
+  "What a built-in feed needs to run, in one line; null for the others."
+  needs: String @hasScope(scope: ROOT)
+  """
+  The server setting a built-in feed needs and that is not set (e.g.
+  "--otx-api-key (TIFEEDS_OTX_API_KEY)"): its runs fail with Invalid
+  Credentials until it is. Null when nothing is missing.
+  """
+  missingSetting: String @hasScope(scope: ROOT)
+}
+
+"The eight built-in feed kinds; feeds/CATALOG.md names the service each reads."
+enum BuiltinFeedKind {
+  OPEN_THREAT_EXCHANGE
+  GOVERNMENT
+  IP_DOMAIN_REPUTATION
+  IDS_RULES
+  PHISHING_URL_DATABASE
+  MALWARE_URL_SSL
+  PHISHING_URL_FEED
+  EMERGING_THREAT
+}
+
+type FeedRun {
+  id: ID!
+  feedId: ID!
+  startedAt: Time!
+  endedAt: Time
+  fetched: Int!
+  stored: Int!
+  rejected: Int!
+  "The first rejected records, with their reasons."
+  rejections: [Rejection!]!
+  errorKind: String!
+  errorDetail: String!
+  note: String!
+  """
+  Kinds written at a constant rate (RISK_LIST): rows of the feed's current
+  lists written after this run, over it and the runs before; 0 for the others.
+  """
+  backlogWritten: Int!
+  "Kinds written at a constant rate: rows the feed's current lists hold in all (as far as read); 0 for the others."
+  backlogTotal: Int!
+  "Kinds written at a constant rate: when the rest is expected in, at the configured rate; null once all is written and for the others."
+  expectedCompletion: Time
+}
+
+type Rejection {
+  "Line or object number, from 1."
+  position: Int!
+  reason: String!
+}
+
+type FeedConnection {
+  totalCount: Int!
+  nodes: [Feed!]!
+  pageInfo: PageInfo!
+  """
+  For each filterable column, its values with their counts, each computed with
+  all the other active filters (and the search) applied: a value offered never
+  leads to an empty result.
+  """
+  facets: [FeedFacet!]!
+}
+
+enum FeedFacetColumn {
+  NAME
+  TYPE
+  STATUS_MESSAGE
+  ENABLED
+  POLLING_FREQUENCY
+  RETENTION_PERIOD
+  BACKFILL_DAYS
+  DESCRIPTION
+}
+
+type FeedFacet {
+  column: FeedFacetColumn!
+  values: [FacetValue!]!
+}
+
+type FacetValue {
+  "The value as the filter takes it (enums by name, booleans as true/false)."
+  value: String!
+  count: Int!
+}
+
+input CustomFeedInput {
+  category: CustomFeedCategory = TAXII
+  name: String!
+  collectionUrl: String!
+  username: String
+  password: String
+  pollingFrequency: Int!
+  retentionPeriod: Int!
+  "TAXII only."
+  backfillDays: Int
+  description: String
+  "Let the feed's Suricata rules keep an action other than alert in the rules export."
+  allowRuleActions: Boolean = false
+}
+
+"""
+Only the fields given change. The category of a custom feed never changes.
+A premium feed takes only the fields its kind lists in editableFields.
+"""
+input FeedUpdateInput {
+  name: String
+  collectionUrl: String
+  username: String
+  "An empty string clears the password."
+  password: String
+  pollingFrequency: Int
+  retentionPeriod: Int
+  backfillDays: Int
+  description: String
+  "Let the feed's Suricata rules keep an action other than alert in the rules export (custom and premium feeds)."
+  allowRuleActions: Boolean
+  "Premium: the API key (an empty string clears it)."
+  apiKey: String
+  "Premium (endpoint protection): the client ID."
+  clientId: String
+  "Premium (endpoint protection): the client secret (an empty string clears it)."
+  clientSecret: String
+  "Premium (feed-list platform): the endpoint URL carrying the API key."
+  apiEndpoint: String
+  "Premium (feed-list platform): one of the kind's categories."
+  category: String
+}
+
+"Each list matches any of its values; the lists combine with AND."
+input FeedFilter {
+  name: [String!]
+  type: [FeedType!]
+  "The derived status (Success, Error, Disabled), as the Status column shows it."
+  status: [FeedStatus!]
+  statusMessage: [String!]
+  enabled: [Boolean!]
+  pollingFrequency: [Int!]
+  retentionPeriod: [Int!]
+  backfillDays: [Int!]
+  description: [String!]
+  lastIngestionFrom: Time
+  lastIngestionTo: Time
+}
+
+enum FeedOrderField {
+  NAME
+  TYPE
+  STATUS
+  STATUS_MESSAGE
+  ENABLED
+  POLLING_FREQUENCY
+  RETENTION_PERIOD
+  BACKFILL_DAYS
+  DESCRIPTION
+  LAST_INGESTION
+}
+
+input FeedOrder {
+  field: FeedOrderField!
+  direction: OrderDirection = ASC
+}
+`, BuiltIn: false},
+	{Name: "../schema/iocs.graphqls", Input: `extend type Query {
+  iocs(filter: IocFilter, orderBy: IocOrder, first: Int, after: String): IocConnection!
+  ioc(id: ID!): Ioc!
+
+  "Matches up to 10,000 raw values at once, normalised like ingestion, against the store."
+  lookupIocs(values: [String!]!): [IocLookup!]!
+}
+
+enum IocType {
+  URL
+  IP
+  DOMAIN
+  MD5
+  SHA1
+  SHA256
+  "The SHA1 fingerprint of an X.509 certificate (not a file hash)."
+  CERT_SHA1
+  RULE
+}
+
+type Ioc {
+  id: ID!
+  type: IocType!
+  value: String!
+  "The highest score of its live sightings."
+  score: Int!
+  tags: [String!]!
+  sources: [Sighting!]!
+  firstSeen: Time!
+  lastSeen: Time!
+  expirationDate: Time!
+  "The rule's text for a RULE (one IDS signature); null for other kinds."
+  text: String
+}
+
+type Sighting {
+  feed: Feed!
+  source: String!
+  score: Int!
+  tags: [String!]!
+  firstSeen: Time!
+  lastSeen: Time!
+  expiresAt: Time!
+}
+
+input IocFilter {
+  type: [IocType!]
+  "Exact value, normalised like ingestion."
+  value: String
+  valuePrefix: String
+  "Case-insensitive substring of the value, or of a rule's text."
+  search: String
+  feedId: ID
+  tag: String
+  minScore: Int
+  expiresBefore: Time
+  expiresAfter: Time
+}
+
+enum IocOrderField {
+  VALUE
+  TYPE
+  SCORE
+  FIRST_SEEN
+  LAST_SEEN
+  EXPIRATION_DATE
+}
+
+input IocOrder {
+  field: IocOrderField!
+  direction: OrderDirection = ASC
+}
+
+type IocConnection {
+  """
+  How many IoCs match the filter; under a filter, counting stops at a cap
+  (10,000 by default): then totalCountCapped is true and more match.
+  """
+  totalCount: Int!
+  "True when totalCount is a lower bound (the cap), not the exact count."
+  totalCountCapped: Boolean!
+  nodes: [Ioc!]!
+  pageInfo: PageInfo!
+}
+
+"The result of looking up one raw value."
+type IocLookup {
+  "The value as given."
+  input: String!
+  "The kind it was read as; null when it is not a valid indicator."
+  type: IocType
+  "The normalised value; null when it is not a valid indicator."
+  value: String
+  known: Boolean!
+  "The stored indicator, with score, tags, sources and expiration, when known."
+  ioc: Ioc
+  "Why the value is not a valid indicator."
+  error: String
+  "The allowlist entry that covers the value (it is never stored); null when none does."
+  allowlisted: AllowlistMatch
+}
+`, BuiltIn: false},
+	{Name: "../schema/overview.graphqls", Input: `extend type Query {
+  """
+  The figures of the dashboard's Overview page. They are read again when the
+  indicators changed, at most once a minute while they keep changing.
+  """
+  overview: Overview!
+}
+
+"""
+What the Overview page shows. The indicator figures cover the whole store,
+which every tenant shares; the feeds' health is root-only.
+"""
+type Overview {
+  "When the figures were read."
+  computedAt: Time!
+  iocCount: Int!
+  "Indicators per type, most first."
+  byType: [IocTypeCount!]!
+  "Indicators per feed (those it has a sighting of), most first."
+  byFeed: [FeedIocCount!]!
+  """
+  The last 30 UTC days, oldest first: what the runs added (sightings new to
+  their feed) and how many indicators expired (the sweeper removed them).
+  """
+  days: [OverviewDay!]!
+  "The 10 most frequent tags, most first; malware families are among them (feeds store them as tags)."
+  topTags: [TagCount!]!
+  "The next 7 UTC days, today first: how many indicators expire on each (today: from now on)."
+  expiring: [ExpiringDay!]!
+  "Every feed with its state, by name."
+  feeds: [FeedHealth!]! @hasScope(scope: ROOT)
+}
+
+type IocTypeCount {
+  type: IocType!
+  count: Int!
+}
+
+type FeedIocCount {
+  feed: Feed!
+  count: Int!
+}
+
+type OverviewDay {
+  "Midnight UTC of the day."
+  day: Time!
+  added: Int!
+  expired: Int!
+}
+
+type ExpiringDay {
+  "Midnight UTC of the day."
+  day: Time!
+  count: Int!
+}
+
+type TagCount {
+  tag: String!
+  count: Int!
+}
+
+"A feed at a glance."
+type FeedHealth {
+  feed: Feed!
+  "A run of the feed is going on."
+  running: Boolean!
+  "When its next scheduled run starts; null when none is scheduled (disabled)."
+  nextRun: Time
+}
+`, BuiltIn: false},
+	{Name: "../schema/premium.graphqls", Input: `extend type Query {
+  "How each premium feed kind is configured; the dashboard builds its edit forms from it."
+  premiumFeedKinds: [PremiumFeedKindInfo!]! @hasScope(scope: ROOT)
+}
+
+extend type Mutation {
+  "Creates a feed of a premium kind that allows several (the feed-list platform), disabled until enabled."
+  createPremiumFeed(input: PremiumFeedInput!): Feed! @hasScope(scope: ROOT)
+  """
+  Returns a premium feed to its delivered state: stops and disables it, deletes
+  its sightings (and the IoCs left without one), forgets its cursor, clears its
+  credentials and restores its kind's default settings.
+  """
+  resetPremiumFeed(id: ID!): Feed! @hasScope(scope: ROOT)
+}
+
+input PremiumFeedInput {
+  kind: PremiumFeedKind!
+  "Stored with the kind's name prefix."
+  name: String!
+  "One of the kind's categories; its first when omitted."
+  category: String
+  "{premium_endpoint_base}/<feed_collection_id>.json?key=<api_key>&v=2"
+  apiEndpoint: String!
+  "Hours; the kind's default when omitted."
+  pollingFrequency: Int
+  "Days; the kind's default when omitted."
+  retentionPeriod: Int
+}
+
+"The six premium feed kinds of the spec."
+enum PremiumFeedKind {
+  "Dark-web intelligence service over TAXII 2.1."
+  DARK_WEB_TAXII
+  "Threat-platform service (username and API key)."
+  THREAT_PLATFORM
+  "Threat-intelligence service keyed by API key."
+  THREAT_INTEL_API
+  "Risk-list service keyed by API key; retention fixed at 14 days."
+  RISK_LIST
+  "Feed-list platform: several feeds, each an endpoint URL carrying the key."
+  FEED_LIST
+  "Endpoint-protection intelligence collection (client ID and secret)."
+  ENDPOINT_PROTECTION
+}
+
+"A setting of a premium feed, named like the FeedUpdateInput field that sets it."
+enum PremiumFeedField {
+  NAME
+  CATEGORY
+  COLLECTION_URL
+  USERNAME
+  PASSWORD
+  API_KEY
+  CLIENT_ID
+  CLIENT_SECRET
+  API_ENDPOINT
+  POLLING_FREQUENCY
+  BACKFILL_DAYS
+  RETENTION_PERIOD
+}
+
+type IntRange {
+  min: Int!
+  max: Int!
+}
+
+"How the feeds of one premium kind are configured."
+type PremiumFeedKindInfo {
+  kind: PremiumFeedKind!
+  title: String!
+  description: String!
+  "The settings the user may change, in form order."
+  editableFields: [PremiumFeedField!]!
+  "The settings that must be set before the feed can be enabled."
+  requiredToEnable: [PremiumFeedField!]!
+  pollingFrequency: IntRange!
+  "Null when the kind has no backfill."
+  backfillDays: IntRange
+  "Null when the retention is fixed (fixedRetentionDays) or not settable."
+  retentionPeriod: IntRange
+  "Set when the kind's retention cannot be changed."
+  fixedRetentionDays: Int
+  "True when the user creates this kind's feeds (createPremiumFeed), at most maxFeeds."
+  creatable: Boolean!
+  maxFeeds: Int!
+  "The categories a feed of this kind may take."
+  categories: [String!]!
+  "Prefix of the stored feed name."
+  namePrefix: String!
+  "Most IoCs one poll brings in; 0 for no bound."
+  iocsPerPoll: Int!
+  "False when this build cannot fetch this kind: its feeds can be configured but not enabled."
+  available: Boolean!
+}
+`, BuiltIn: false},
+	{Name: "../schema/schema.graphqls", Input: `# The tifeeds GraphQL API. The files of this directory are the single source
+# of truth for the server's resolvers (gqlgen) and the dashboard's types. Each
+# noun has its file, which extends Query, Mutation and Subscription with its
+# own fields, so gqlgen writes that noun's resolvers to <noun>.resolvers.go.
+
+"An RFC 3339 date-time."
+scalar Time
+
+"A JSON object."
+scalar Map
+
+"Restricts a field to callers whose scope is at least the one given."
+directive @hasScope(scope: Scope!) on FIELD_DEFINITION
+
+enum Scope {
+  ROOT
+  TENANT
+}
+
+enum OrderDirection {
+  ASC
+  DESC
+}
+
+type PageInfo {
+  endCursor: String
+  hasNextPage: Boolean!
+}
+
+# The roots have no fields of their own: every noun's file extends them.
+type Query
+
+type Mutation
+
+type Subscription
+`, BuiltIn: false},
+	{Name: "../schema/subscriptions.graphqls", Input: `extend type Subscription {
+  "Emits a feed on every change of status, message, enabled or last ingestion; all feeds when feedId is omitted."
+  feedStatusChanged(feedId: ID): Feed! @hasScope(scope: ROOT)
+  "Emits run counters at least every second while a run of the feed (or any feed) is going on, and once when it ends."
+  feedRunProgress(feedId: ID): FeedRunProgress! @hasScope(scope: ROOT)
+}
+
+type FeedRunProgress {
+  feedId: ID!
+  runId: ID!
+  fetched: Int!
+  stored: Int!
+  rejected: Int!
+  "True on the last event of a run."
+  done: Boolean!
+  errorKind: String!
+  "Bytes the run's download read so far, on the events sent while it downloads (at most one a second); 0 on the others."
+  downloaded: Int!
+  "Bytes the download has in all, when the server said; else null."
+  downloadTotal: Int
+}
+`, BuiltIn: false},
+	{Name: "../schema/tenants.graphqls", Input: `extend type Query {
+  tenants(limit: Int, offset: Int): [Tenant!]!
+  tenant(id: ID!): Tenant!
+  tenantGroups(limit: Int, offset: Int): [TenantGroup!]!
+  tenantGroup(id: ID!): TenantGroup!
+}
+
+extend type Mutation {
+  createTenant(input: TenantInput!): Tenant! @hasScope(scope: ROOT)
+  updateTenant(id: ID!, input: TenantInput!): Tenant! @hasScope(scope: ROOT)
+  deleteTenant(id: ID!): Boolean! @hasScope(scope: ROOT)
+  createTenantGroup(input: TenantGroupInput!): TenantGroup! @hasScope(scope: ROOT)
+  updateTenantGroup(id: ID!, input: TenantGroupInput!): TenantGroup! @hasScope(scope: ROOT)
+  deleteTenantGroup(id: ID!): Boolean! @hasScope(scope: ROOT)
+}
+
+type Tenant {
+  "cust_id"
+  id: ID!
+  name: String!
+  contact: String!
+  contactEmail: String!
+  contactPhone: String!
+  address: String!
+  info: String!
+  retentionGroup: String!
+  mfaEnabled: Boolean!
+  authenticationMethod: String!
+  ssoConfig: SsoConfig
+  ingestionLimit: Int
+  orgId: String!
+  group: TenantGroup
+  groupName: String!
+  dsNum: Int!
+  userNum: Int!
+  createdAt: Time!
+}
+
+type SsoConfig {
+  allowClockSkew: Boolean
+  idpCertificate: String
+  idpMetadata: String
+  idpCallbackType: String
+  issuerUrl: String
+  ssoConfigMethod: String
+  ssoEntryPoint: String
+}
+
+"On update, only the fields given change; name is required on both."
+input TenantInput {
+  name: String!
+  contact: String
+  contactEmail: String
+  contactPhone: String
+  address: String
+  info: String
+  retentionGroup: String
+  mfaEnabled: Boolean
+  authenticationMethod: String
+  "On update, null removes the SSO configuration; omitted keeps it."
+  ssoConfig: SsoConfigInput
+  "On update, null removes the limit; omitted keeps it."
+  ingestionLimit: Int
+}
+
+input SsoConfigInput {
+  allowClockSkew: Boolean
+  idpCertificate: String
+  idpMetadata: String
+  idpCallbackType: String
+  issuerUrl: String
+  ssoConfigMethod: String
+  ssoEntryPoint: String
+}
+
+type TenantGroup {
+  id: ID!
+  name: String!
+  logo: String!
+  orgId: String!
+  tenantIds: [ID!]!
+  tenants: [Tenant!]!
+  createdAt: Time!
+  updatedAt: Time!
+}
+
+"On update, a given tenants list replaces the membership."
+input TenantGroupInput {
+  name: String!
+  tenants: [ID!]
+  logo: String
+}
+`, BuiltIn: false},
+	{Name: "../schema/users.graphqls", Input: `extend type Query {
+  "The signed-in user."
+  me: User!
+  "The signed-in user's API keys (never the keys themselves)."
+  apiKeys: [ApiKey!]!
+}
+
+extend type Mutation {
+  "Issues an API key for the caller, or for userId (root only). The key is shown once."
+  createApiKey(name: String!, userId: ID): NewApiKey!
+  revokeApiKey(id: ID!): Boolean!
+}
+
+type User {
+  id: ID!
+  username: String!
+  scope: Scope!
+  tenantId: ID
+  createdAt: Time!
+}
+
+type ApiKey {
+  id: ID!
+  name: String!
+  "The first characters of the key, to recognise it."
+  prefix: String!
+  createdAt: Time!
+  lastUsedAt: Time
+  revokedAt: Time
+}
+
+type NewApiKey {
+  apiKey: ApiKey!
+  "The key in clear: shown this once only."
+  key: String!
+}
+`, BuiltIn: false},
+	{Name: "../schema/views.graphqls", Input: `extend type Query {
+  "The caller's saved views of a table, the default first."
+  views(table: ViewTable!): [SavedView!]!
+}
+
+extend type Mutation {
+  "Creates the caller's view, or replaces the one of the same name on the same table."
+  saveView(input: SaveViewInput!): SavedView!
+  deleteView(id: ID!): Boolean!
+}
+
+enum ViewTable {
+  FEEDS
+  IOCS
+}
+
+type SavedView {
+  id: ID!
+  table: ViewTable!
+  name: String!
+  "Visible columns, in order."
+  columns: [String!]!
+  "The table's filter input (FeedFilter or IocFilter) as saved."
+  filter: Map
+  search: String!
+  orderBy: ViewOrder
+  isDefault: Boolean!
+}
+
+type ViewOrder {
+  field: String!
+  direction: OrderDirection!
+}
+
+input ViewOrderInput {
+  field: String!
+  direction: OrderDirection = ASC
+}
+
+input SaveViewInput {
+  table: ViewTable!
+  name: String!
+  columns: [String!]!
+  "A FeedFilter (table FEEDS) or IocFilter (table IOCS); checked against that input type."
+  filter: Map
+  search: String
+  orderBy: ViewOrderInput
+  isDefault: Boolean = false
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 

@@ -1,5 +1,5 @@
 // Every GraphQL operation the dashboard sends, in one place: codegen types
-// them from ../graph/schema/*.graphqls, so a schema change that breaks the dashboard
+// them from ../schema/*.graphqls, so a schema change that breaks the dashboard
 // fails `npm run build`.
 import { graphql } from './gql';
 
