@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -45,7 +46,7 @@ func newFeedsAPI(t *testing.T, st *store.Store) *feedsAPI {
 	// The tests' feeds are on loopback, which the egress policy refuses by
 	// default.
 	reg := ingest.NewRegistryWithClient(egress.NewClient(egress.Options{AllowPrivate: true}))
-	reg.RegisterTSV(ingest.TSVOptions{TempDir: t.TempDir()})
+	reg.Register(tsv.Kind(tsv.Options{TempDir: t.TempDir()}))
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Sources: reg,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"slices"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func (h *harness) storedValues() []string {
 func TestAllowlistDropsRemovesAndReturns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, allowlistBody)
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -131,7 +132,7 @@ func TestAllowlistDropsRemovesAndReturns(t *testing.T) {
 func TestAllowlistIPv6AtTheSink(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		f := h.create("http://127.0.0.1:1/feed.tsv", nil)
 		h.r.Wait()
 		a := h.r.Allowlist()

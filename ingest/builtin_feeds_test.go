@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 // run with Fetching Data Error saying so, without reaching any network.
 func TestBuiltinFeedsDelivered(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		for range 2 {
 			if err := h.r.EnsureBuiltinFeeds(context.Background()); err != nil {
 				t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/source"
 
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -51,8 +52,7 @@ type FeedUpdate struct {
 // CreateCustomFeed checks the feed with its category's validation, stores
 // it enabled and runs it at once.
 func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*store.Feed, error) {
-	cat, ok := r.sources.Lookup(in.Category)
-	if !ok {
+	if !r.sources.Has(in.Category) {
 		return nil, store.Invalid("category", "%s feeds are not available in this build", in.Category)
 	}
 	fields := store.NewCustomFeed{
@@ -62,11 +62,8 @@ func (r *Runner) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*sto
 	}
 	// The source's check and the store's together: the form learns of every
 	// invalid field at once.
-	var sourceErr error
-	if cat.Validate != nil {
-		sourceErr = cat.Validate(ctx, SourceConfig{URL: in.CollectionURL, Username: in.Username,
-			Password: in.Password, BackfillDays: in.BackfillDays})
-	}
+	sourceErr := r.sources.Validate(ctx, in.Category, source.Feed{URL: in.CollectionURL, Username: in.Username,
+		Password: in.Password})
 	if err := errors.Join(sourceErr, store.CheckCustomFeed(fields)); err != nil {
 		return nil, err
 	}
@@ -137,7 +134,7 @@ func (r *Runner) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*stor
 // with the source's validation (a TAXII collection URL against its server).
 // A feed without a URL yet (a premium feed being configured) is not checked.
 func (r *Runner) validateSource(ctx context.Context, cur *store.Feed, in FeedUpdate) error {
-	cfg := SourceConfig{URL: cur.CollectionURL, Username: cur.Username, BackfillDays: cur.BackfillDays}
+	cfg := source.Feed{URL: cur.CollectionURL, Username: cur.Username}
 	if in.CollectionURL != nil {
 		cfg.URL = *in.CollectionURL
 	}
@@ -155,10 +152,7 @@ func (r *Runner) validateSource(ctx context.Context, cur *store.Feed, in FeedUpd
 	if cfg.URL == "" && cur.Type == store.FeedPremium {
 		return nil
 	}
-	if cat, ok := r.sources.Lookup(SourceKey(cur)); ok && cat.Validate != nil {
-		return cat.Validate(ctx, cfg)
-	}
-	return nil
+	return r.sources.Validate(ctx, SourceKey(cur), cfg)
 }
 
 // applyUpdate stores patch and follows it: a new URL forgets the cursor, a

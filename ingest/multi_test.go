@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -71,8 +72,8 @@ func TestOrphanedRunClosedBySurvivor(t *testing.T) {
 	defer openGate(gate)
 	srv.set(func(s *tsvServer) { s.gate = gate })
 
-	a := newHarnessWith(t, stA, TSVOptions{}, func(o *Options) { o.RecordRetry = 10 * time.Millisecond })
-	b := newHarnessWith(t, stB, TSVOptions{}, func(o *Options) { o.OrphanInterval = 100 * time.Millisecond })
+	a := newHarnessWith(t, stA, tsv.Options{}, func(o *Options) { o.RecordRetry = 10 * time.Millisecond })
+	b := newHarnessWith(t, stB, tsv.Options{}, func(o *Options) { o.OrphanInterval = 100 * time.Millisecond })
 	events, cancel := b.r.Bus().Subscribe(0)
 	defer cancel()
 
@@ -177,7 +178,7 @@ func TestRestartAfterNewerRun(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		h := newHarness(t, st, TSVOptions{}) // the killed instance, restarted
+		h := newHarness(t, st, tsv.Options{}) // the killed instance, restarted
 		h.r.Wait()
 		got := h.feed(f.ID)
 		if got.StatusMessage != store.MessageSuccess || got.Cursor != "" || got.LastRunAt == nil ||
@@ -254,16 +255,16 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			ia, ib := newInstance(t, dsn), newInstance(t, dsn)
-			a := newHarnessWith(t, ia.st, TSVOptions{}, func(o *Options) { o.Bus = ia.bus })
-			b := newHarnessWith(t, ib.st, TSVOptions{}, func(o *Options) { o.Bus = ib.bus })
+			a := newHarnessWith(t, ia.st, tsv.Options{}, func(o *Options) { o.Bus = ia.bus })
+			b := newHarnessWith(t, ib.st, tsv.Options{}, func(o *Options) { o.Bus = ib.bus })
 			gate := make(chan struct{})
 			defer openGate(gate)
 			var f *store.Feed
 			if tc.premium {
 				obj := func(i int) string { return fmt.Sprintf(`{"feed":"192.0.2.%d","feed_type":"ip"},`, i) }
 				srv := newSlowServer(t, "["+obj(1), obj(2)+`{"feed":"192.0.2.3","feed_type":"ip"}]`, gate)
-				a.reg.RegisterFeedList(FeedListOptions{})
-				b.reg.RegisterFeedList(FeedListOptions{})
+				a.reg.Register(premium.FeedListKind(premium.FeedListOptions{}))
+				b.reg.Register(premium.FeedListKind(premium.FeedListOptions{}))
 				var err error
 				f, err = a.r.CreatePremiumFeed(ctx, PremiumFeedInput{Kind: premium.FeedList, Name: name,
 					APIEndpoint: srv.URL + "/v2/x.json?key=k&v=2"})
@@ -325,7 +326,7 @@ func TestDownloadProgress(t *testing.T) {
 		defer openGate(gate)
 		first := strings.Repeat("# padding to pass the reader's 64 KiB step\n", 2000) // about 88 KB
 		srv := newSlowServer(t, first, ipRows(1, 3), gate)
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		events, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
 		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "slow",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"maps"
 	"slices"
 	"strings"
@@ -36,8 +37,7 @@ var inputNames = map[premium.Field]string{
 
 // PremiumKindAvailable reports whether this build can fetch feeds of kind k.
 func (r *Runner) PremiumKindAvailable(k premium.Kind) bool {
-	_, ok := r.sources.Lookup(string(k))
-	return ok
+	return r.sources.Has(string(k))
 }
 
 // EnsurePremiumFeeds creates, disabled, the premium feed of every kind that
@@ -336,15 +336,15 @@ func checkCategory(spec premium.Spec, category string) error {
 
 // sourceConfig is what f's source needs, its secret opened; a feed-list
 // endpoint gets its key back.
-func (r *Runner) sourceConfig(f *store.Feed) (SourceConfig, error) {
+func (r *Runner) sourceConfig(f *store.Feed) (source.Feed, error) {
 	secret, err := r.secrets.Open(f.Secret)
 	if err != nil {
-		return SourceConfig{}, ioc.Fail(ioc.InvalidCredentials, fmt.Errorf("ingest: the stored secret does not open (has the secret key changed?): %w", err))
+		return source.Feed{}, ioc.Fail(ioc.InvalidCredentials, fmt.Errorf("ingest: the stored secret does not open (has the secret key changed?): %w", err))
 	}
-	cfg := SourceConfig{URL: f.CollectionURL, Username: f.Username, Password: secret, BackfillDays: f.BackfillDays}
+	cfg := source.Feed{URL: f.CollectionURL, Username: f.Username, Password: secret}
 	if f.Type == store.FeedPremium && premium.Kind(f.Kind) == premium.FeedList && f.CollectionURL != "" {
 		if cfg.URL, err = premium.WithKey(f.CollectionURL, secret); err != nil {
-			return SourceConfig{}, ioc.Fail(ioc.InvalidURL, err)
+			return source.Feed{}, ioc.Fail(ioc.InvalidURL, err)
 		}
 		cfg.Password = ""
 	}

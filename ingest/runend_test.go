@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -80,8 +81,8 @@ func TestDeleteElsewhereEndsTheRunEverywhere(t *testing.T) {
 	ctx := context.Background()
 	ia, ib := newInstance(t, dsn), newInstance(t, dsn)
 	logA, logB := &errorLog{}, &errorLog{}
-	a := newHarnessWith(t, ia.st, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ia.bus, slog.New(logA) })
-	b := newHarnessWith(t, ib.st, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ib.bus, slog.New(logB) })
+	a := newHarnessWith(t, ia.st, tsv.Options{}, func(o *Options) { o.Bus, o.Log = ia.bus, slog.New(logA) })
+	b := newHarnessWith(t, ib.st, tsv.Options{}, func(o *Options) { o.Bus, o.Log = ib.bus, slog.New(logB) })
 	for try := range 4 {
 		gate := make(chan struct{})
 		srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
@@ -121,8 +122,8 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 	dsn := storetest.NewPostgresDSN(t)
 	ctx := context.Background()
 	ia, ib := newInstance(t, dsn), newInstance(t, dsn)
-	a := newHarnessWith(t, ia.st, TSVOptions{}, func(o *Options) { o.Bus = ia.bus })
-	b := newHarnessWith(t, ib.st, TSVOptions{}, func(o *Options) { o.Bus = ib.bus })
+	a := newHarnessWith(t, ia.st, tsv.Options{}, func(o *Options) { o.Bus = ia.bus })
+	b := newHarnessWith(t, ib.st, tsv.Options{}, func(o *Options) { o.Bus = ib.bus })
 	for try := range 5 {
 		gate := make(chan struct{})
 		srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
@@ -175,7 +176,7 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 func TestOrphanKeepsItsCounters(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "orphan",
 			CollectionURL: "http://127.0.0.1:1/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
 		if err != nil {
@@ -230,7 +231,7 @@ func TestDownloadProgressReachesItsTotal(t *testing.T) {
 			w.Write([]byte(body))
 		}))
 		defer srv.Close()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		events, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
 		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "fast",

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"io"
 	"log/slog"
 	"net"
@@ -63,26 +65,26 @@ func testSecrets(t testing.TB) *store.Secrets {
 
 // newHarness starts a runner on st with TSV sources reading chunks of 2
 // lines and the given daily limit (0: the spec's).
-func newHarness(t *testing.T, st *store.Store, tsvOpts TSVOptions) *harness {
+func newHarness(t *testing.T, st *store.Store, tsvOpts tsv.Options) *harness {
 	t.Helper()
 	return newHarnessBatch(t, st, tsvOpts, 3)
 }
 
 // newHarnessBatch is newHarness writing batch indicators per transaction.
-func newHarnessBatch(t *testing.T, st *store.Store, tsvOpts TSVOptions, batch int) *harness {
+func newHarnessBatch(t *testing.T, st *store.Store, tsvOpts tsv.Options, batch int) *harness {
 	t.Helper()
 	return newHarnessWith(t, st, tsvOpts, func(o *Options) { o.BatchSize = batch })
 }
 
 // newHarnessWith is newHarness with the runner's options changed by mod.
-func newHarnessWith(t *testing.T, st *store.Store, tsvOpts TSVOptions, mod func(*Options)) *harness {
+func newHarnessWith(t *testing.T, st *store.Store, tsvOpts tsv.Options, mod func(*Options)) *harness {
 	t.Helper()
 	if tsvOpts.ChunkLines == 0 {
 		tsvOpts.ChunkLines = 2
 	}
 	tsvOpts.TempDir = t.TempDir()
 	reg := NewRegistryWithClient(loopbackClient)
-	reg.RegisterTSV(tsvOpts)
+	reg.Register(tsv.Kind(tsvOpts))
 	c := newClock()
 	opts := Options{Store: st, Secrets: testSecrets(t), Sources: reg, Now: c.Now, BatchSize: 3,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -248,7 +250,7 @@ func checkConsistent(t *testing.T, st *store.Store) {
 
 func TestTSVFeedRuns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, "ip\t192.0.2.1\tsrc\t90\n"+"ip\t999.0.0.1\tsrc\t90\n"+"domain\tEvil.Example.\tsrc-2\t70\n"+
 			"sha256-hash\t"+strings.Repeat("A", 64)+"\tsrc\t100\n"+"url\thttp://x/\tbad source!\t10\n")
 		srv.set(func(s *tsvServer) { s.user, s.pass = "alice", "s3cret" })
@@ -316,7 +318,7 @@ func TestTSVFeedRuns(t *testing.T) {
 
 func TestTSVStatusMessages(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{MaxBytes: 2000, Timeout: 500 * time.Millisecond})
+		h := newHarness(t, st, tsv.Options{MaxBytes: 2000, Timeout: 500 * time.Millisecond})
 		srv := newTSVServer(t, ipRows(1, 5))
 		refused := func() string {
 			l, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -387,7 +389,7 @@ func TestTSVStatusMessages(t *testing.T) {
 
 func TestTSVDailyLimit(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{DailyLimit: 5})
+		h := newHarness(t, st, tsv.Options{DailyLimit: 5})
 		// Line 3 is bad, so lines and IoCs differ.
 		srv := newTSVServer(t, ipRows(1, 2)+"bad line\n"+ipRows(3, 11))
 		f := h.create(srv.URL+"/feed.tsv", nil)
@@ -444,7 +446,7 @@ func TestTSVDailyLimit(t *testing.T) {
 func TestDisableEnable(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 4))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -507,18 +509,21 @@ func TestDisableEnable(t *testing.T) {
 func TestBackfillBound(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		var (
 			mu   sync.Mutex
-			reqs []FetchRequest
+			reqs []source.Request
 		)
-		h.reg.Register(store.CategoryTAXII, Category{New: func(cfg SourceConfig) (Source, error) {
-			return SourceFunc(func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
+		h.reg.Register(source.Kind{Key: store.CategoryTAXII, New: func(source.Env) source.Source {
+			return source.Func(func(ctx context.Context, req source.Request, sink source.Sink) error {
 				mu.Lock()
 				reqs = append(reqs, req)
 				mu.Unlock()
-				return "2026-01-02T00:00:00Z", sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "198.18.9.9", Source: "s", Score: 1})
-			}), nil
+				if err := sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "198.18.9.9", Source: "s", Score: 1}); err != nil {
+					return err
+				}
+				return sink.Checkpoint(ctx, "2026-01-02T00:00:00Z")
+			})
 		}})
 		f := h.create("https://taxii.example/api/collections/c1/", func(in *CustomFeedInput) {
 			in.Category, in.BackfillDays = store.CategoryTAXII, 7
@@ -546,7 +551,7 @@ func TestBackfillBound(t *testing.T) {
 func TestNoConcurrentRuns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 3))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -585,7 +590,7 @@ func TestNoConcurrentRuns(t *testing.T) {
 func TestReschedule(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 3))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -618,7 +623,7 @@ func TestReschedule(t *testing.T) {
 func TestExpiryAndDelete(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		a := newTSVServer(t, ipRows(1, 4))
 		b := newTSVServer(t, ipRows(3, 6))
 		fa := h.create(a.URL+"/feed.tsv", func(in *CustomFeedInput) { in.Name, in.RetentionPeriod = "a", 1 })
@@ -663,7 +668,7 @@ func TestExpiryAndDelete(t *testing.T) {
 func TestStopAtSafePointAndResume(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{ChunkLines: 50})
+		h := newHarness(t, st, tsv.Options{ChunkLines: 50})
 		srv := newTSVServer(t, ipRows(1, 3000))
 		events, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
@@ -690,7 +695,7 @@ func TestStopAtSafePointAndResume(t *testing.T) {
 		checkConsistent(t, st)
 
 		// A new runner resumes at once from the cursor and completes.
-		h2 := newHarness(t, st, TSVOptions{ChunkLines: 500})
+		h2 := newHarness(t, st, tsv.Options{ChunkLines: 500})
 		h2.r.Wait()
 		run2 := h2.lastRun(f.ID)
 		if run2.ErrorKind != "" || run2.Stored != int64(3000-stored) {
@@ -710,7 +715,7 @@ func TestStopAtSafePointAndResume(t *testing.T) {
 func TestRunNowAsTheRunEnds(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 3))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -746,7 +751,7 @@ func TestRunNowAsTheRunEnds(t *testing.T) {
 // writes are quiet: the keyed orders then read them through the keys.
 func TestRunnerIndexesKeysWhenQuiet(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarnessWith(t, st, TSVOptions{}, func(o *Options) { o.KeyIndexInterval = 20 * time.Millisecond })
+		h := newHarnessWith(t, st, tsv.Options{}, func(o *Options) { o.KeyIndexInterval = 20 * time.Millisecond })
 		srv := newTSVServer(t, ipRows(1, 9))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"io/fs"
 	"net/url"
 	"os"
@@ -20,7 +22,10 @@ import (
 )
 
 // collect is a sink that keeps the indicators of one fetch.
-type collect struct{ inds []ioc.Indicator }
+type collect struct {
+	source.SinkBase
+	inds []ioc.Indicator
+}
 
 func (c *collect) Indicator(_ context.Context, ind ioc.Indicator) error {
 	c.inds = append(c.inds, ind)
@@ -50,7 +55,7 @@ func etOpenRules(t *testing.T) []ioc.Indicator {
 	srv.Handle(vendortest.ETOpenHost, &vendortest.ETOpen{Archive: vendortest.TarGz(files)})
 	var c collect
 	src := &etopen.Source{Client: vendortest.MirrorClient(srv.URL)}
-	if _, err := src.Fetch(context.Background(), "", time.Time{}, &c); err != nil {
+	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}}, &c); err != nil {
 		t.Fatal(err)
 	}
 	return c.inds

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -40,7 +41,7 @@ func newInstance(t *testing.T, dsn string) *fixture {
 		t.Fatal(err)
 	}
 	sources := ingest.NewRegistryWithClient(egress.NewClient(egress.Options{AllowPrivate: true}))
-	sources.RegisterTSV(ingest.TSVOptions{TempDir: t.TempDir()})
+	sources.Register(tsv.Kind(tsv.Options{TempDir: t.TempDir()}))
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: discardLogger()})
 	if err != nil {
 		t.Fatal(err)

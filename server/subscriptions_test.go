@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,7 +28,7 @@ func (f *fixture) withRunner() *ingest.Runner {
 		f.t.Fatal(err)
 	}
 	sources := ingest.NewRegistryWithClient(egress.NewClient(egress.Options{AllowPrivate: true}))
-	sources.RegisterTSV(ingest.TSVOptions{TempDir: f.t.TempDir(), ChunkLines: 500})
+	sources.Register(tsv.Kind(tsv.Options{TempDir: f.t.TempDir(), ChunkLines: 500}))
 	runner, err := ingest.New(ingest.Options{Store: f.store, Secrets: secrets, Sources: sources, Log: discardLogger(), BatchSize: 500})
 	if err != nil {
 		f.t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"net/http"
 	"runtime"
 	"strings"
@@ -71,6 +72,7 @@ func TestFetchMedallionEmpty(t *testing.T) {
 
 // expiringSink expires the server's sessions at its nth checkpoint.
 type expiringSink struct {
+	source.SinkBase
 	recSink
 	nth    int
 	expire func()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 // recorder is a sink that keeps what it is given.
 type recorder struct {
+	source.SinkBase
 	inds     []ioc.Indicator
 	rejected map[int64]string
 	failAt   int // Indicator fails on this call (1-based); 0 never

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"net/http"
 	"regexp"
 	"slices"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -101,10 +103,19 @@ type event struct {
 	tags  []string
 }
 
-// Fetch reads the events published or changed after cursor (and, on the
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := s
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the events published or changed after cursor (and, on the
 // first run, not before since) and hands over their to_ids attributes. It
 // returns the position of the last event read.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
 	from, err := parseCursor(cursor)
 	if err != nil {
 		return cursor, err
@@ -144,7 +155,7 @@ type tag struct {
 var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // manifest lists the events after from, oldest first.
-func (s *Source) manifest(ctx context.Context, from position, sink ioc.Sink) ([]event, error) {
+func (s *Source) manifest(ctx context.Context, from position, sink source.Sink) ([]event, error) {
 	g := s.getter()
 	resp, err := g.Get(ctx, manifestURL, feedhttp.Validators{})
 	if err != nil {
@@ -259,3 +270,10 @@ func (s *Source) getter() *feedhttp.Getter {
 }
 
 var errNotEvent = errors.New(`the document has no "Event"`)
+
+// Kind declares the Government kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.Government), New: func(e source.Env) source.Source {
+		return &Source{Client: e.VendorClient, Now: e.Now}
+	}}
+}

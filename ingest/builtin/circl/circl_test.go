@@ -57,7 +57,7 @@ func paths(srv *vendortest.Server) []string {
 func TestFetchMapping(t *testing.T) {
 	src, srv := newSource(t, newFeed(t))
 	var rec vendortest.Recorder
-	cursor, err := src.Fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), "", since, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestFetchCursor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src, srv := newSource(t, newFeed(t))
 			var rec vendortest.Recorder
-			cursor, err := src.Fetch(context.Background(), c.cursor, since, &rec)
+			cursor, err := src.fetch(context.Background(), c.cursor, since, &rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func TestFetchResumesAfterCutEvent(t *testing.T) {
 	h.CutEvent = uuidPrefix + "2"
 	src, _ := newSource(t, h)
 	var rec vendortest.Recorder
-	_, err := src.Fetch(context.Background(), "", since, &rec)
+	_, err := src.fetch(context.Background(), "", since, &rec)
 	if ioc.FailureOf(err) != ioc.ConnectionError {
 		t.Fatalf("err %v, want Connection Error", err)
 	}
@@ -177,7 +177,7 @@ func TestFetchResumesAfterCutEvent(t *testing.T) {
 	}
 	h.CutEvent = ""
 	var rec2 vendortest.Recorder
-	if _, err := src.Fetch(context.Background(), rec.Checkpoints[0], since, &rec2); err != nil {
+	if _, err := src.fetch(context.Background(), rec.Checkpoints[0], since, &rec2); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := rec2.Find(ioc.Domain, "late.example.com"); !ok {
@@ -213,7 +213,7 @@ func TestFetchFailures(t *testing.T) {
 			}
 			src, srv := newSource(t, h)
 			src.MaxEventBytes = c.max
-			_, err := src.Fetch(context.Background(), "", since, &vendortest.Recorder{})
+			_, err := src.fetch(context.Background(), "", since, &vendortest.Recorder{})
 			if c.want == "" && err != nil || c.want != "" && ioc.FailureOf(err) != c.want {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"io"
 	"net/http"
 	"path"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/suricata"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -72,12 +74,21 @@ type Source struct {
 	RetryBackoff time.Duration // wait without a Retry-After, n× for repeat n (feedhttp.DefaultBackoff)
 }
 
-// Fetch reads the published checksum; when it equals cursor, it returns
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := s
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the published checksum; when it equals cursor, it returns
 // ioc.ErrUnchanged without downloading the archive. Otherwise it streams
 // the archive, hands over every live rule of rules/*.rules and the
 // addresses of IP-only rules, says the list is complete, and returns the
 // checksum as the next cursor. since is unused: the archive is a snapshot.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
 	maxRetries := s.MaxRetries
 	if maxRetries == 0 {
 		maxRetries = DefaultMaxRetries
@@ -114,7 +125,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 	if got := hex.EncodeToString(hash.Sum(nil)); got != sum {
 		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("etopen: the archive's md5 is %s, not the published %s", got, sum))
 	}
-	ioc.ListComplete(sink, List)
+	sink.ListComplete(List, time.Time{})
 	return sum, nil
 }
 
@@ -162,7 +173,7 @@ func checksum(ctx context.Context, g *feedhttp.Getter) (string, error) {
 // the sink come back as feedhttp.SinkError; errors of the stream as they
 // are, for archiveFailure to classify.
 type ruleReader struct {
-	sink               ioc.Sink
+	sink               source.Sink
 	maxEntry, maxTotal int64
 	total              *feedhttp.Body // the decompressed stream, once opened
 	line               int64          // lines read so far in all files: the position of rejections
@@ -305,4 +316,11 @@ func (r *ruleReader) rule(ctx context.Context, line []byte) error {
 		}
 	}
 	return nil
+}
+
+// Kind declares the IDSRules kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.IDSRules), New: func(e source.Env) source.Source {
+		return &Source{Client: e.VendorClient, Now: e.Now}
+	}}
 }

@@ -10,12 +10,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -61,10 +63,19 @@ type Source struct {
 	RetryBackoff time.Duration
 }
 
-// Fetch reads the whole current list, unless it is unchanged since cursor
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := s
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the whole current list, unless it is unchanged since cursor
 // (ETag / Last-Modified): then it returns ioc.ErrUnchanged and reads
 // nothing. since is unused: the feed is a snapshot.
-func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink source.Sink) (string, error) {
 	maxRetries := s.MaxRetries
 	if maxRetries == 0 {
 		maxRetries = DefaultMaxRetries
@@ -87,13 +98,13 @@ func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc
 		// fails, so nothing of it expires.
 		return cursor, g.BodyFailure(ctx, "the list", body, err)
 	}
-	ioc.ListComplete(sink, List)
+	sink.ListComplete(List, time.Time{})
 	return feedhttp.ValidatorsOf(resp).String(), nil
 }
 
 // read hands every URL of body to sink. Errors of the sink come back as
 // feedhttp.SinkError; any other error is the body's.
-func read(ctx context.Context, body io.Reader, sink ioc.Sink) error {
+func read(ctx context.Context, body io.Reader, sink source.Sink) error {
 	br := bufio.NewReaderSize(body, 64<<10)
 	for line := int64(1); ; line++ {
 		raw, err := readLine(br)
@@ -147,4 +158,11 @@ func readLine(br *bufio.Reader) (string, error) {
 		}
 		return strings.TrimRight(sb.String(), "\r\n"), err
 	}
+}
+
+// Kind declares the PhishingURLFeed kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.PhishingURLFeed), New: func(e source.Env) source.Source {
+		return &Source{Client: e.VendorClient, Now: e.Now}
+	}}
 }

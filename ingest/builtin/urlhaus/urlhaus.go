@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"io"
 	"net/http"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/tifeeds/tifeeds/ingest/internal/abusech"
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -68,7 +70,7 @@ type Source struct {
 	Client *http.Client
 	// Key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
 	// Auth-Key header when set.
-	Key string
+	key string
 	// Now is the clock for Retry-After dates; nil: time.Now.
 	Now func() time.Time
 
@@ -97,12 +99,22 @@ func parseState(cursor string) state { return abusech.ParseCursor[state](cursor)
 
 func (st state) String() string { return abusech.Cursor(st) }
 
-// Fetch reads the URLhaus rows added after the cursor (on the first run,
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.key = req.Feed.Key
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the URLhaus rows added after the cursor (on the first run,
 // those added since since), checkpointing after them, then the whole SSLBL
 // list, which it completes. A list that fails does not stop the other:
 // Fetch reads both and returns the failure. When both downloads are
 // unchanged since the cursor, it returns ioc.ErrUnchanged.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
 	st := parseState(cursor)
 	var failed []error
 	unchangedU, err := s.fetchURLhaus(ctx, s.conn().Getter("urlhaus"), &st, since, sink)
@@ -136,7 +148,7 @@ func isFetchError(err error) bool {
 }
 
 // fetchURLhaus reads csv_recent and moves st past what it handed over.
-func (s *Source) fetchURLhaus(ctx context.Context, g *feedhttp.Getter, st *state, since time.Time, sink ioc.Sink) (unchanged bool, err error) {
+func (s *Source) fetchURLhaus(ctx context.Context, g *feedhttp.Getter, st *state, since time.Time, sink source.Sink) (unchanged bool, err error) {
 	next := *st
 	v, unchanged, err := abusech.Download(ctx, g, URLhausURL, st.URLhaus, feedhttp.Or(s.MaxURLhausBytes, DefaultMaxURLhausBytes),
 		"the list", sink, func(r io.Reader) (err error) {
@@ -159,7 +171,7 @@ var csvRecent = abusech.Export{Who: "urlhaus", File: "csv_recent", ID: "id", Tim
 // parseURLhaus reads a URLhaus CSV download and hands a URL indicator to
 // sink for each row added after after's cursor (when it has none, since
 // bounds the rows), returning the state moved past the rows read.
-func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time, sink ioc.Sink) (state, error) {
+func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time, sink source.Sink) (state, error) {
 	m, err := csvRecent.Read(ctx, r, abusech.Mark{At: after.Added, IDs: after.IDs}, since, sink,
 		func(t *csvtable.Table, rec []string) (ioc.Indicator, string) {
 			v, err := ioc.Normalize(ioc.URL, t.Get(rec, "url"))
@@ -178,20 +190,20 @@ func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time
 }
 
 // fetchSSLBL reads the whole SSLBL list and completes it.
-func (s *Source) fetchSSLBL(ctx context.Context, g *feedhttp.Getter, st *state, sink ioc.Sink) (unchanged bool, err error) {
+func (s *Source) fetchSSLBL(ctx context.Context, g *feedhttp.Getter, st *state, sink source.Sink) (unchanged bool, err error) {
 	v, unchanged, err := abusech.Download(ctx, g, SSLBLURL, st.SSLBL, feedhttp.Or(s.MaxSSLBLBytes, DefaultMaxSSLBLBytes),
 		"the list", sink, func(r io.Reader) error { return ParseSSLBL(ctx, r, sink) })
 	if err != nil || unchanged {
 		return unchanged, err
 	}
-	ioc.ListComplete(sink, ListSSLBL)
+	sink.ListComplete(ListSSLBL, time.Time{})
 	st.SSLBL = v
 	return false, sink.Checkpoint(ctx, st.String())
 }
 
 // ParseSSLBL reads sslblacklist.csv and hands a certificate fingerprint
 // indicator to sink for each row.
-func ParseSSLBL(ctx context.Context, r io.Reader, sink ioc.Sink) error {
+func ParseSSLBL(ctx context.Context, r io.Reader, sink source.Sink) error {
 	return abusech.Rows(r, "sslbl", "sslblacklist.csv", []string{"sha1"}, sink, func(t *csvtable.Table, rec []string, line int64) error {
 		v, err := ioc.Normalize(ioc.CertSHA1, t.Get(rec, "sha1"))
 		if err != nil {
@@ -221,6 +233,13 @@ func cutSuffixFold(s, suffix string) (string, bool) {
 }
 
 func (s *Source) conn() abusech.Conn {
-	return abusech.Conn{Client: s.Client, Key: s.Key, Now: s.Now,
+	return abusech.Conn{Client: s.Client, Key: s.key, Now: s.Now,
 		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}
+}
+
+// Kind declares the MalwareURLSSL kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.MalwareURLSSL), New: func(e source.Env) source.Source {
+		return &Source{Client: e.VendorClient, Now: e.Now}
+	}}
 }

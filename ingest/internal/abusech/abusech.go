@@ -20,6 +20,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -72,7 +73,7 @@ func (c Conn) Getter(who string) *feedhttp.Getter {
 // g's, or g.BodyFailure's with what ("the list") naming the download; a
 // parser wraps errors of the sink in feedhttp.SinkError.
 func Download(ctx context.Context, g *feedhttp.Getter, u string, prev feedhttp.Validators, max int64, what string,
-	sink ioc.Sink, parse func(io.Reader) error) (next feedhttp.Validators, unchanged bool, err error) {
+	sink source.Sink, parse func(io.Reader) error) (next feedhttp.Validators, unchanged bool, err error) {
 	resp, err := g.Get(ctx, u, prev)
 	if err != nil {
 		return prev, false, err
@@ -93,7 +94,7 @@ func Download(ctx context.Context, g *feedhttp.Getter, u string, prev feedhttp.V
 // rejected with its line and reading goes on; row's error ends the read
 // and is returned as it is. A file without such a header, or that cannot
 // be read on, is bad data of who ("sslbl"), file naming it in the message.
-func Rows(r io.Reader, who, file string, columns []string, sink ioc.Sink, row func(t *csvtable.Table, rec []string, line int64) error) error {
+func Rows(r io.Reader, who, file string, columns []string, sink source.Sink, row func(t *csvtable.Table, rec []string, line int64) error) error {
 	t, err := csvtable.Open(r, columns...)
 	if err != nil {
 		return badFormat(who, "unable to read the header of %s: %w", file, err)
@@ -122,7 +123,7 @@ func badFormat(who, format string, a ...any) error {
 
 // Hand gives ind to sink, wrapping an error of the sink in
 // feedhttp.SinkError.
-func Hand(ctx context.Context, sink ioc.Sink, ind ioc.Indicator) error {
+func Hand(ctx context.Context, sink source.Sink, ind ioc.Indicator) error {
 	if err := sink.Indicator(ctx, ind); err != nil {
 		return &feedhttp.SinkError{Err: err}
 	}
@@ -176,7 +177,7 @@ type Export struct {
 // row is rejected with it, as is a row without an id or whose time stamp
 // is not a date. An error (bad data, the sink's as feedhttp.SinkError)
 // returns after unmoved.
-func (e Export) Read(ctx context.Context, r io.Reader, after Mark, since time.Time, sink ioc.Sink,
+func (e Export) Read(ctx context.Context, r io.Reader, after Mark, since time.Time, sink source.Sink,
 	row func(t *csvtable.Table, rec []string) (ioc.Indicator, string)) (Mark, error) {
 	var from time.Time
 	if after.At != "" {

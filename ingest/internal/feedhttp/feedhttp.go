@@ -41,7 +41,7 @@
 // ***.
 //
 // Body caps a download, reports its progress to the sink
-// (ioc.ProgressReader) and remembers why it stopped, so that BodyFailure
+// (source.ProgressReader) and remembers why it stopped, so that BodyFailure
 // tells the run ending, the connection, the cap and bad data apart (a JSON
 // decoder reports a cut connection as a syntax error). A parser returns an
 // error of the sink wrapped in SinkError, and may return data errors it

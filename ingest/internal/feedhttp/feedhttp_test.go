@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -381,7 +382,10 @@ func TestBody(t *testing.T) {
 	}
 }
 
-type progress struct{ read, total int64 }
+type progress struct {
+	source.SinkBase
+	read, total int64
+}
 
 func (p *progress) Indicator(context.Context, ioc.Indicator) error { return nil }
 func (p *progress) Rejected(int64, string)                         {}

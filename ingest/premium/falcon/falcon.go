@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/premium"
 	"io"
 	"net/http"
 	"net/url"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -63,8 +65,8 @@ const (
 // change of the client secret.
 type Source struct {
 	Client   *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Username string           // the API client ID
-	Secret   string           // the API client secret
+	username string           // the API client ID
+	secret   string           // the API client secret
 	Now      func() time.Time // nil: time.Now
 
 	// MaxRetries is how many times a 429 or 5xx is repeated (0: the
@@ -83,12 +85,23 @@ type Source struct {
 	MaxPageBytes int64
 }
 
-// Fetch reads the indicators whose _marker is after cursor (on the first
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.username = req.Feed.Username
+	run.secret = req.Feed.Password
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the indicators whose _marker is after cursor (on the first
 // run, those from since, or DefaultBackfill ago) and hands them to sink;
 // a deleted one withdraws the feed's sighting. Each row is checkpointed
 // with its _marker, kept whole.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
-	if s.Username == "" || s.Secret == "" {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
+	if s.username == "" || s.secret == "" {
 		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("falcon: no client ID or client secret is set: set both on the feed"))
 	}
 	w := &walk{src: s, sink: sink, marker: cursor, inclusive: cursor != ""}
@@ -99,7 +112,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 		// The first ten digits of a _marker are a Unix time.
 		w.marker = strconv.FormatInt(since.Unix(), 10)
 	}
-	w.g = feedhttp.Getter{Who: "falcon", Client: s.Client, Now: s.Now, Secret: s.Secret,
+	w.g = feedhttp.Getter{Who: "falcon", Client: s.Client, Now: s.Now, Secret: s.secret,
 		Credentials: "check the feed's client ID and client secret",
 		MaxRetries:  s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Backoff: s.Backoff, Sleep: s.Sleep}
 	out := cursor
@@ -130,7 +143,7 @@ func (s *Source) now() time.Time {
 type walk struct {
 	src  *Source
 	g    feedhttp.Getter
-	sink ioc.Sink
+	sink source.Sink
 
 	// marker is what the next page starts from (_marker:>=); inclusive
 	// says that a row with exactly that marker was read already.
@@ -248,7 +261,7 @@ func (w *walk) get(ctx context.Context, u string) (*http.Response, error) {
 // fetchToken asks the token endpoint for a token with the client
 // credentials, repeating a 429 or 5xx like a GET.
 func (w *walk) fetchToken(ctx context.Context) error {
-	form := url.Values{"client_id": {w.src.Username}, "client_secret": {w.src.Secret}}.Encode()
+	form := url.Values{"client_id": {w.src.username}, "client_secret": {w.src.secret}}.Encode()
 	g := &w.g
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, TokenURL, strings.NewReader(form))
@@ -455,4 +468,18 @@ func truncate(s string) string {
 		return string(r[:80]) + "…"
 	}
 	return s
+}
+
+// Kind declares the EndpointProtection premium kind. Its per-poll bound is the
+// runner's limit: the sink refuses what is over it, and the source,
+// checkpointed, goes on from there at the next poll.
+func Kind() source.Kind {
+	spec, _ := premium.Lookup(premium.EndpointProtection)
+	return source.Kind{
+		Key: string(premium.EndpointProtection),
+		New: func(e source.Env) source.Source {
+			return &Source{Client: e.VendorClient, Now: e.Now}
+		},
+		RunLimit: spec.PerPoll,
+	}
 }

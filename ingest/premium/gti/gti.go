@@ -11,12 +11,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/premium"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -46,7 +48,7 @@ const (
 // server's egress policy and feed mirror); the URLs are the vendor's own.
 type Source struct {
 	Client *http.Client
-	Secret string // the API key, sent as x-apikey
+	secret string // the API key, sent as x-apikey
 	Now    func() time.Time
 	// Knobs for tests; zero values are safe defaults.
 	MaxBytes     int64
@@ -72,12 +74,22 @@ func (c cursor) String() string {
 	return string(b)
 }
 
-// Fetch reads every list's hour packages after its cursor (first run:
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.secret = req.Feed.Password
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads every list's hour packages after its cursor (first run:
 // from since, or DefaultFirstWindow ago) up to the last hour ended,
 // checkpointing after each. A list that fails does not stop the others:
 // the run then ends with an *ioc.PartialFailure naming it.
-func (s *Source) Fetch(ctx context.Context, cur string, since time.Time, sink ioc.Sink) (string, error) {
-	if s.Secret == "" {
+func (s *Source) fetch(ctx context.Context, cur string, since time.Time, sink source.Sink) (string, error) {
+	if s.secret == "" {
 		return cur, ioc.Fail(ioc.InvalidCredentials, errors.New("gti: no API key is set: set the feed's API key"))
 	}
 	c := cursor{}
@@ -122,9 +134,9 @@ func isSinkErr(err error) bool {
 	return errors.As(err, &se)
 }
 
-func (s *Source) list(ctx context.Context, list string, from, last, now time.Time, c cursor, sink ioc.Sink) error {
-	g := &feedhttp.Getter{Who: "gti " + list, Client: s.Client, Now: s.Now, Secret: s.Secret,
-		Header:      http.Header{"X-Apikey": {s.Secret}, "User-Agent": {"tifeeds"}},
+func (s *Source) list(ctx context.Context, list string, from, last, now time.Time, c cursor, sink source.Sink) error {
+	g := &feedhttp.Getter{Who: "gti " + list, Client: s.Client, Now: s.Now, Secret: s.secret,
+		Header:      http.Header{"X-Apikey": {s.secret}, "User-Agent": {"tifeeds"}},
 		Credentials: "check the feed's API key", MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
 	grace := feedhttp.Or(s.Grace, DefaultGrace)
 	for h := from; !h.After(last); h = h.Add(time.Hour) {
@@ -190,7 +202,7 @@ type object struct {
 }
 
 // parse streams the "iocs" array of a package into sink.
-func parse(ctx context.Context, list string, body *feedhttp.Body, sink ioc.Sink) error {
+func parse(ctx context.Context, list string, body *feedhttp.Body, sink source.Sink) error {
 	dec := json.NewDecoder(body)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return fmt.Errorf("not a JSON object (%v)", err)
@@ -276,4 +288,18 @@ func (s *Source) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// Kind declares the ThreatIntelAPI premium kind. Its per-poll bound is the
+// runner's limit: the sink refuses what is over it, and the source,
+// checkpointed, goes on from there at the next poll.
+func Kind() source.Kind {
+	spec, _ := premium.Lookup(premium.ThreatIntelAPI)
+	return source.Kind{
+		Key: string(premium.ThreatIntelAPI),
+		New: func(e source.Env) source.Source {
+			return &Source{Client: e.VendorClient, Now: e.Now}
+		},
+		RunLimit: spec.PerPoll,
+	}
 }
