@@ -3,13 +3,13 @@ package ingest
 import (
 	"context"
 	"errors"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"

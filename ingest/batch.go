@@ -3,13 +3,13 @@ package ingest
 import (
 	"context"
 	"errors"
-	"github.com/tifeeds/tifeeds/ingest/source"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )

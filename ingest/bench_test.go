@@ -2,13 +2,13 @@ package ingest
 
 import (
 	"context"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )

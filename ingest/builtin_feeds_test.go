@@ -2,11 +2,11 @@ package ingest
 
 import (
 	"context"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"strings"
 	"testing"
 
 	"github.com/tifeeds/tifeeds/ingest/builtin"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"

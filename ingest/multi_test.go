@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )

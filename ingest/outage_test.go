@@ -3,12 +3,12 @@ package ingest
 import (
 	"context"
 	"database/sql"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/source"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/taxii"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/taxii"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )

@@ -3,13 +3,13 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/taxii"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/taxii"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )

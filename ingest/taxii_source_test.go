@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/taxii"
-	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/taxii"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )

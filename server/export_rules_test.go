@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"context"
-	"github.com/tifeeds/tifeeds/ingest/source"
-	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"io/fs"
 	"net/url"
 	"os"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/builtin/etopen"
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"

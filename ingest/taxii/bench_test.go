@@ -3,13 +3,13 @@ package taxii
 import (
 	"context"
 	"encoding/json"
-	"github.com/tifeeds/tifeeds/ingest/source"
 	"net/http"
 	"net/url"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 

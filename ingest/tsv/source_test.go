@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/source"
-	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 )

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"net/http"
 	"regexp"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
 	"github.com/tifeeds/tifeeds/ingest/source"
@@ -103,12 +103,11 @@ type event struct {
 	tags  []string
 }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch reads the feed and checkpoints the cursor the next run starts
+// from.
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := s
 	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
+		return s.fetch(ctx, req.Cursor, req.Since, sink)
 	})
 }
 

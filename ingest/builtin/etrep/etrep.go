@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"math"
 	"net/http"
 	"net/url"
@@ -21,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
 	"github.com/tifeeds/tifeeds/ingest/source"

@@ -10,12 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
@@ -63,12 +63,11 @@ type Source struct {
 	RetryBackoff time.Duration
 }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch reads the feed and checkpoints the cursor the next run starts
+// from.
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := s
 	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
+		return s.fetch(ctx, req.Cursor, req.Since, sink)
 	})
 }
 

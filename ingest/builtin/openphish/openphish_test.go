@@ -3,8 +3,6 @@ package openphish_test
 import (
 	"context"
 	"errors"
-	"github.com/tifeeds/tifeeds/ingest/source"
-	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/builtin/openphish"
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 

@@ -6,7 +6,6 @@ package threatfox
 import (
 	"context"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/abusech"
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"

@@ -9,12 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/abusech"
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"

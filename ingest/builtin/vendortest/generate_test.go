@@ -2,8 +2,6 @@ package vendortest_test
 
 import (
 	"context"
-	"github.com/tifeeds/tifeeds/ingest/source"
-	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"io"
 	"net/http"
 	"testing"
@@ -15,6 +13,8 @@ import (
 	"github.com/tifeeds/tifeeds/ingest/premium/gti"
 	"github.com/tifeeds/tifeeds/ingest/premium/risklist"
 	"github.com/tifeeds/tifeeds/ingest/premium/threatstream"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 

@@ -3,12 +3,12 @@ package vendortest
 import (
 	"context"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/source"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 

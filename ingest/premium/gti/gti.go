@@ -11,13 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/premium"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )

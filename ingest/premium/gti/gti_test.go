@@ -3,8 +3,6 @@ package gti_test
 import (
 	"context"
 	"errors"
-	"github.com/tifeeds/tifeeds/ingest/source"
-	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ingest/premium/gti"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/premium"
 	"io"
 	"net/http"
 	"slices"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ingest/premium/risklist"
 	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
