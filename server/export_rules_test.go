@@ -54,7 +54,8 @@ func etOpenRules(t *testing.T) []ioc.Indicator {
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.ETOpenHost, &vendortest.ETOpen{Archive: vendortest.TarGz(files)})
 	var c collect
-	src := &etopen.Source{Client: vendortest.MirrorClient(srv.URL)}
+	src := &etopen.Source{}
+	src.Client = vendortest.MirrorClient(srv.URL)
 	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}}, &c); err != nil {
 		t.Fatal(err)
 	}

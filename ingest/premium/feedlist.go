@@ -62,18 +62,13 @@ const (
 // object that moved ahead of the resume point would be expired while
 // listed; the next walk starts afresh.
 type FeedListSource struct {
-	endpoint string // the feed's URL, with its key (Request.Feed.URL)
 	// Client is the egress client: the endpoint is typed by the user and is
 	// never mirrored. nil: the egress policy's defaults (private
-	// destinations refused).
-	Client   *http.Client
+	// destinations refused). The retries are feedhttp.Getter's defaults.
+	feedhttp.Settings
+	endpoint string        // the feed's URL, with its key (Request.Feed.URL)
 	Timeout  time.Duration // whole request, body included; FeedListTimeout when 0
 	MaxBytes int64         // the document may be up to it; 100 MB when 0
-
-	// Retries of a 429 or 5xx (feedhttp.Getter's knobs; 0: its defaults).
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	RetryBackoff time.Duration
 }
 
 // feedWalk is the cursor of a walk in progress, as JSON; the empty cursor
@@ -133,14 +128,13 @@ func (s *FeedListSource) fetch(ctx context.Context, cursor string, started time.
 	if err != nil {
 		return cursor, ioc.Fail(ioc.InvalidURL, fmt.Errorf("feed list: the API endpoint %w", err))
 	}
-	client := s.Client
-	if client == nil {
-		client = defaultClient()
+	settings := s.Settings
+	if settings.Client == nil {
+		settings.Client = defaultClient()
 	}
-	g := &feedhttp.Getter{Who: "feed list " + ep.CollectionID, Client: client, Secret: ep.Key,
+	g := &feedhttp.Getter{Settings: settings, Who: "feed list " + ep.CollectionID, Secret: ep.Key,
 		Header:      http.Header{"Accept": {"application/json"}},
-		Credentials: "check the API key in the feed's API Endpoint",
-		MaxRetries:  s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Backoff: s.RetryBackoff}
+		Credentials: "check the API key in the feed's API Endpoint"}
 	timeout := cmpOr(s.Timeout, FeedListTimeout)
 	maxBytes := cmpOr(s.MaxBytes, feedListMaxBytes)
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -457,8 +451,9 @@ func FeedListKind(o FeedListOptions) source.Kind {
 	return source.Kind{
 		Key: string(FeedList),
 		New: func(e source.Env) source.Source {
-			return &FeedListSource{Client: e.Client, Timeout: o.Timeout, MaxBytes: cmpOr(o.MaxBytes, spec.MaxBytes),
-				MaxRetries: o.MaxRetries, MaxRetryWait: o.MaxRetryWait, RetryBackoff: o.RetryBackoff}
+			settings := feedhttp.Settings{Client: e.Client, MaxRetries: o.MaxRetries, MaxRetryWait: o.MaxRetryWait,
+				RetryBackoff: o.RetryBackoff}
+			return &FeedListSource{Settings: settings, Timeout: o.Timeout, MaxBytes: cmpOr(o.MaxBytes, spec.MaxBytes)}
 		},
 		RunLimit: cmpOr(o.PerPoll, spec.PerPoll),
 	}

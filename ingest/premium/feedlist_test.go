@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,7 +115,7 @@ func TestFeedListDocuments(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sim, srv := socradar(t)
 			sim.Set("finance", vendortest.Testdata(t, tc.file))
-			src := &FeedListSource{Client: loopback, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
 			sink := &recordingSink{}
 			cursor, err := src.fetch(context.Background(), "", t0, 0, sink)
 			if err != nil || cursor != "" {
@@ -168,7 +169,7 @@ func TestFeedListWalk(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sim, srv := socradar(t)
 			sim.Set("finance", doc(0, 7))
-			src := &FeedListSource{Client: loopback, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
 			all := &recordingSink{}
 			cursor := tc.cursor
 			if cursor == "" {
@@ -218,7 +219,7 @@ func TestFeedListWalk(t *testing.T) {
 func TestFeedListLimitAtTheEnd(t *testing.T) {
 	sim, srv := socradar(t)
 	sim.Set("finance", vendortest.SOCRadarDocument(vendortest.SOCRadarIPs(0, 3), true))
-	src := &FeedListSource{Client: loopback, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+	src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
 	sink := &recordingSink{}
 	cursor, err := src.fetch(context.Background(), "", t0, 3, sink)
 	if err != nil || cursor != "" || len(sink.indicators) != 3 || fmt.Sprint(sink.lists) != "[finance]" {
@@ -278,7 +279,7 @@ func TestFeedListFailures(t *testing.T) {
 			if tc.endpoint != nil {
 				endpoint = tc.endpoint(srv.URL)
 			}
-			src := &FeedListSource{Client: loopback, endpoint: endpoint, MaxBytes: tc.maxBytes, RetryBackoff: time.Millisecond}
+			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback, RetryBackoff: time.Millisecond}, endpoint: endpoint, MaxBytes: tc.maxBytes}
 			sink := &recordingSink{}
 			_, err := src.fetch(context.Background(), "", t0, 0, sink)
 			if tc.ok {
@@ -325,8 +326,7 @@ func TestFeedListTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	src := &FeedListSource{Client: loopback, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret"),
-		Timeout: 200 * time.Millisecond}
+	src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret"), Timeout: 200 * time.Millisecond}
 	_, err := src.fetch(context.Background(), "", t0, 0, &recordingSink{})
 	if ioc.FailureOf(err) != ioc.ConnectionError || !strings.Contains(fmt.Sprint(err), "did not arrive within") {
 		t.Fatalf("err = %v", err)

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -52,15 +51,7 @@ const (
 // server's egress policy and feed mirror); the URLs are the vendor's own,
 // fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Now    func() time.Time // nil: time.Now
-
-	// MaxRetries is how many times a 429 or 5xx is retried (0: the
-	// default, negative: never); MaxRetryWait the longest Retry-After
-	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
+	feedhttp.Settings // Client: never nil in the server; tests use vendortest.MirrorClient
 	// MaxManifestBytes and MaxEventBytes bound the bodies (0: the defaults).
 	MaxManifestBytes int64
 	MaxEventBytes    int64
@@ -264,8 +255,7 @@ func (f *flexBool) UnmarshalJSON(b []byte) error {
 }
 
 func (s *Source) getter() *feedhttp.Getter {
-	return &feedhttp.Getter{Who: "circl", Client: s.Client, Now: s.Now,
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	return &feedhttp.Getter{Settings: s.Settings, Who: "circl"}
 }
 
 var errNotEvent = errors.New(`the document has no "Event"`)
@@ -273,6 +263,6 @@ var errNotEvent = errors.New(`the document has no "Event"`)
 // Kind declares the Government kind.
 func Kind() source.Kind {
 	return source.Kind{Key: string(builtin.Government), New: func(e source.Env) source.Source {
-		return &Source{Client: e.VendorClient, Now: e.Now}
+		return &Source{Settings: feedhttp.VendorSettings(e)}
 	}}
 }

@@ -2,6 +2,7 @@ package circl
 
 import (
 	"context"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,7 +42,7 @@ func newSource(t *testing.T, h *vendortest.CIRCL) (*Source, *vendortest.Server) 
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle("www.circl.lu", h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}}, srv
 }
 
 var since = time.Date(2025, 10, 15, 0, 0, 0, 0, time.UTC)

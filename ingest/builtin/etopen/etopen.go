@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path"
 	"strings"
 	"time"
@@ -63,15 +62,11 @@ const (
 // Source reads ET Open. Every request goes through Client (the server's
 // egress policy and feed mirror); the URLs are the vendor's own, fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Now    func() time.Time // nil: time.Now
+	feedhttp.Settings
 	// Test knobs; zero means the default.
-	MaxArchive   int64         // compressed bytes (DefaultMaxArchive)
-	MaxEntry     int64         // decompressed bytes per archive file (DefaultMaxEntry)
-	MaxTotal     int64         // decompressed bytes in all (DefaultMaxTotal)
-	MaxRetries   int           // repeats of a 429 or 5xx (DefaultMaxRetries; negative: none)
-	MaxRetryWait time.Duration // longest Retry-After waited out (DefaultMaxRetryWait)
-	RetryBackoff time.Duration // wait without a Retry-After, n× for repeat n (feedhttp.DefaultBackoff)
+	MaxArchive int64 // compressed bytes (DefaultMaxArchive)
+	MaxEntry   int64 // decompressed bytes per archive file (DefaultMaxEntry)
+	MaxTotal   int64 // decompressed bytes in all (DefaultMaxTotal)
 }
 
 // Fetch reads the feed and checkpoints the cursor the next run starts
@@ -88,12 +83,8 @@ func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink
 // addresses of IP-only rules, says the list is complete, and returns the
 // checksum as the next cursor. since is unused: the archive is a snapshot.
 func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
-	maxRetries := s.MaxRetries
-	if maxRetries == 0 {
-		maxRetries = DefaultMaxRetries
-	}
-	g := &feedhttp.Getter{Who: "etopen", Client: s.Client, Now: s.Now, MaxRetries: maxRetries,
-		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait), Backoff: s.RetryBackoff}
+	g := &feedhttp.Getter{Who: "etopen",
+		Settings: s.Settings.Or(feedhttp.Settings{MaxRetries: DefaultMaxRetries, MaxRetryWait: DefaultMaxRetryWait})}
 	sum, err := checksum(ctx, g)
 	if err != nil {
 		return cursor, err
@@ -320,6 +311,6 @@ func (r *ruleReader) rule(ctx context.Context, line []byte) error {
 // Kind declares the IDSRules kind.
 func Kind() source.Kind {
 	return source.Kind{Key: string(builtin.IDSRules), New: func(e source.Env) source.Source {
-		return &Source{Client: e.VendorClient, Now: e.Now}
+		return &Source{Settings: feedhttp.VendorSettings(e)}
 	}}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"io/fs"
 	"net/http"
 	"os"
@@ -60,7 +61,7 @@ func serve(t *testing.T, h *vendortest.ETOpen) *Source {
 func serveRequests(t *testing.T, h *vendortest.ETOpen) (*Source, func() int) {
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.ETOpenHost, h)
-	src := &Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: time.Second, RetryBackoff: time.Millisecond}
+	src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: time.Second, RetryBackoff: time.Millisecond}}
 	return src, func() int { return len(srv.Requests()) }
 }
 

@@ -61,16 +61,9 @@ const (
 // (the server's egress policy and feed mirror); the URLs are the vendor's
 // own, fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	key    string           // --et-reputation-code; "" reads the keyless list
-	Now    func() time.Time // nil: time.Now
+	feedhttp.Settings        // Client: never nil in the server; tests use vendortest.MirrorClient
+	key               string // --et-reputation-code; "" reads the keyless list
 
-	// MaxRetries is how many times a 429 or 5xx is retried (0: the
-	// default, negative: never); MaxRetryWait the longest Retry-After
-	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
 	// MaxListBytes bounds one list's body (0: the default).
 	MaxListBytes int64
 }
@@ -114,8 +107,7 @@ func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink sou
 		seen = map[string]feedhttp.Validators{}
 	}
 	// The code is a secret in the path: messages show it as ***.
-	g := &feedhttp.Getter{Who: "etrep", Client: s.Client, Now: s.Now, Secret: s.key,
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "etrep", Secret: s.key}
 	next := map[string]feedhttp.Validators{}
 	changed := 0
 	for _, l := range s.lists() {
@@ -245,6 +237,6 @@ func (s *Source) readLines(ctx context.Context, l list, b *feedhttp.Body, sink s
 // Kind declares the IPDomainReputation kind.
 func Kind() source.Kind {
 	return source.Kind{Key: string(builtin.IPDomainReputation), New: func(e source.Env) source.Source {
-		return &Source{Client: e.VendorClient, Now: e.Now}
+		return &Source{Settings: feedhttp.VendorSettings(e)}
 	}}
 }

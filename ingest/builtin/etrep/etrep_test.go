@@ -3,6 +3,7 @@ package etrep
 import (
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func newSource(t *testing.T, h *vendortest.ETReputation, key string) (*Source, *
 	srv := vendortest.New(t)
 	srv.Handle("rules.emergingthreatspro.com", h)
 	srv.Handle("rules.emergingthreats.net", h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), key: key, Sleep: func(context.Context, time.Duration) error { return nil }}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, key: key}, srv
 }
 
 type want struct {
@@ -211,7 +212,7 @@ func TestFetchConnectionFailureHidesCode(t *testing.T) {
 	srv := vendortest.New(t)
 	base := srv.URL
 	srv.Close()
-	src := &Source{Client: vendortest.MirrorClient(base), key: testCode}
+	src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(base)}, key: testCode}
 	_, err := src.fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
 	if ioc.FailureOf(err) != ioc.FailedToConnect || strings.Contains(err.Error(), testCode) || !strings.Contains(err.Error(), "/***/reputation/") {
 		t.Errorf("err %v, want Failed to connect with the code masked", err)

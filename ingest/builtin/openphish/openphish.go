@@ -53,14 +53,10 @@ const (
 // Source reads OpenPhish. Every request goes through Client (the server's
 // egress policy and feed mirror); the URL is the vendor's own, fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Now    func() time.Time // nil: time.Now
+	feedhttp.Settings
 	// Test knobs; zero takes the default. MaxRetries negative: never
 	// repeat.
-	MaxBytes     int64
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	RetryBackoff time.Duration
+	MaxBytes int64
 }
 
 // Fetch reads the feed and checkpoints the cursor the next run starts
@@ -75,13 +71,8 @@ func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink
 // (ETag / Last-Modified): then it returns ioc.ErrUnchanged and reads
 // nothing. since is unused: the feed is a snapshot.
 func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink source.Sink) (string, error) {
-	maxRetries := s.MaxRetries
-	if maxRetries == 0 {
-		maxRetries = DefaultMaxRetries
-	}
-	g := &feedhttp.Getter{Who: "openphish", Client: s.Client, Now: s.Now, MaxRetries: maxRetries,
-		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait),
-		Backoff:      feedhttp.Or(s.RetryBackoff, DefaultRetryBackoff)}
+	g := &feedhttp.Getter{Who: "openphish", Settings: s.Settings.Or(feedhttp.Settings{
+		MaxRetries: DefaultMaxRetries, MaxRetryWait: DefaultMaxRetryWait, RetryBackoff: DefaultRetryBackoff})}
 	// A cursor we cannot read only costs a full download.
 	resp, err := g.Get(ctx, FeedURL, feedhttp.ParseValidators(cursor))
 	if err != nil {
@@ -162,6 +153,6 @@ func readLine(br *bufio.Reader) (string, error) {
 // Kind declares the PhishingURLFeed kind.
 func Kind() source.Kind {
 	return source.Kind{Key: string(builtin.PhishingURLFeed), New: func(e source.Env) source.Source {
-		return &Source{Client: e.VendorClient, Now: e.Now}
+		return &Source{Settings: feedhttp.VendorSettings(e)}
 	}}
 }

@@ -3,6 +3,7 @@ package openphish_test
 import (
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func serve(t *testing.T, file string) (*vendortest.Server, *vendortest.OpenPhish
 	op := &vendortest.OpenPhish{}
 	op.Set(string(vendortest.Testdata(t, file)))
 	srv.Handle(vendortest.OpenPhishHost, op)
-	return srv, op, &openphish.Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: 50 * time.Millisecond}
+	return srv, op, &openphish.Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: 50 * time.Millisecond}}
 }
 
 func TestParse(t *testing.T) {

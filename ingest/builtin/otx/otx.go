@@ -50,16 +50,9 @@ const (
 // (the server's egress policy and feed mirror); the URLs are the vendor's
 // own, fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	key    string           // --otx-api-key, sent as X-OTX-API-KEY; required
-	Now    func() time.Time // nil: time.Now
+	feedhttp.Settings        // Client: never nil in the server; tests use vendortest.MirrorClient
+	key               string // --otx-api-key, sent as X-OTX-API-KEY; required
 
-	// MaxRetries is how many times a 429 or 5xx is retried (0: the
-	// default, negative: never); MaxRetryWait the longest Retry-After
-	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
 	// MaxPages and MaxPageBytes bound one run (0: the defaults).
 	MaxPages     int
 	MaxPageBytes int64
@@ -103,9 +96,8 @@ func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink
 	}
 	// OTX answers 429 and, often, 504 on /pulses/subscribed (REFERENCE
 	// B1): a single one is waited out, a persistent one fails the run.
-	g := &feedhttp.Getter{Who: "otx", Client: s.Client, Now: s.Now, Secret: s.key,
-		Header:     http.Header{"X-Otx-Api-Key": {s.key}, "Accept": {"application/json"}},
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "otx", Secret: s.key,
+		Header: http.Header{"X-Otx-Api-Key": {s.key}, "Accept": {"application/json"}}}
 	maxPages := s.MaxPages
 	if maxPages <= 0 {
 		maxPages = DefaultMaxPages
@@ -244,6 +236,6 @@ func parseTime(s string) (time.Time, error) {
 // Kind declares the OpenThreatExchange kind.
 func Kind() source.Kind {
 	return source.Kind{Key: string(builtin.OpenThreatExchange), New: func(e source.Env) source.Source {
-		return &Source{Client: e.VendorClient, Now: e.Now}
+		return &Source{Settings: feedhttp.VendorSettings(e)}
 	}}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"net/http"
 	"os"
 	"slices"
@@ -41,7 +42,7 @@ func newSource(t *testing.T, h *vendortest.OTX) (*Source, *vendortest.Server) {
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle("otx.alienvault.com", h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), key: testKey, Sleep: func(context.Context, time.Duration) error { return nil }}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, key: testKey}, srv
 }
 
 func TestFetchMapping(t *testing.T) {
@@ -258,7 +259,7 @@ func TestFetchNextOffHost(t *testing.T) {
 	}))
 	var other int
 	srv.Handle("collector.example.com", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { other++ }))
-	src := &Source{Client: vendortest.MirrorClient(srv.URL), key: testKey}
+	src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL)}, key: testKey}
 	_, err := src.fetch(context.Background(), "", since, &vendortest.Recorder{})
 	if ioc.FailureOf(err) != ioc.FetchingDataError || other != 0 {
 		t.Errorf("err %v, %d requests off host; want Fetching Data Error and none", err, other)

@@ -56,27 +56,14 @@ const (
 // through Client (the server's egress policy and feed mirror); the URLs are
 // PhishTank's own, fixed.
 type Source struct {
-	// Client sends the requests; never nil in the server (nil: a client
-	// with a 10-minute timeout).
-	Client *http.Client
-	// Key is the PhishTank app key (--phishtank-app-key), "" when unset:
+	feedhttp.Settings // Client: never nil in the server
+	// key is the PhishTank app key (--phishtank-app-key), "" when unset:
 	// the keyless download works, within a few downloads a day. It goes in
 	// the URL path, so every error masks it.
 	key string
-	// Now is the clock for Retry-After dates; nil: time.Now.
-	Now func() time.Time
 
 	// MaxBytes caps the uncompressed database; 0: DefaultMaxBytes.
 	MaxBytes int64
-	// MaxRetries is how many times a 429 or 5xx is repeated; 0:
-	// DefaultMaxRetries, negative: never.
-	MaxRetries int
-	// MaxRetryWait is the longest Retry-After waited out; a longer one
-	// fails the run at once. 0: DefaultMaxRetryWait.
-	MaxRetryWait time.Duration
-	// RetryBackoff is the wait when no Retry-After is given; 0:
-	// DefaultRetryBackoff.
-	RetryBackoff time.Duration
 }
 
 // URL returns the address of the database for key ("" for keyless).
@@ -104,16 +91,8 @@ func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink
 // has no history to bound.
 func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
 	// The app key goes in the URL path: every message masks it.
-	g := &feedhttp.Getter{
-		Who:          "phishtank",
-		Client:       s.Client,
-		Header:       http.Header{"User-Agent": {userAgent}},
-		Secret:       s.key,
-		Now:          s.Now,
-		MaxRetries:   s.MaxRetries,
-		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait),
-		Backoff:      feedhttp.Or(s.RetryBackoff, DefaultRetryBackoff),
-	}
+	g := &feedhttp.Getter{Who: "phishtank", Header: http.Header{"User-Agent": {userAgent}}, Secret: s.key,
+		Settings: s.Settings.Or(feedhttp.Settings{MaxRetryWait: DefaultMaxRetryWait, RetryBackoff: DefaultRetryBackoff})}
 	resp, err := g.Get(ctx, URL(s.key), feedhttp.ParseValidators(cursor))
 	if err != nil {
 		return cursor, err
@@ -260,6 +239,6 @@ func no(s string) bool {
 // Kind declares the PhishingURLDatabase kind.
 func Kind() source.Kind {
 	return source.Kind{Key: string(builtin.PhishingURLDatabase), New: func(e source.Env) source.Source {
-		return &Source{Client: e.VendorClient, Now: e.Now}
+		return &Source{Settings: feedhttp.VendorSettings(e)}
 	}}
 }

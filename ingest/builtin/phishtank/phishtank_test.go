@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"reflect"
 	"runtime"
 	"strings"
@@ -75,7 +76,7 @@ func TestParse(t *testing.T) {
 }
 
 func fastSource(srv *vendortest.Server, key string) *Source {
-	return &Source{Client: vendortest.MirrorClient(srv.URL), key: key, RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}, key: key}
 }
 
 func TestFetch(t *testing.T) {
@@ -195,7 +196,7 @@ func TestFetch(t *testing.T) {
 // A connection that fails names the URL; the key in its path is masked.
 func TestFetchMasksTheKeyInConnectionErrors(t *testing.T) {
 	const key = "s3cr3t-app-key"
-	s := &Source{Client: vendortest.MirrorClient("http://127.0.0.1:1"), key: key, MaxRetries: -1}
+	s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient("http://127.0.0.1:1"), MaxRetries: -1}, key: key}
 	_, err := s.fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
 	if err == nil {
 		t.Fatal("no error")

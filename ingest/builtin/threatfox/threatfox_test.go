@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"reflect"
 	"strings"
 	"testing"
@@ -158,7 +159,7 @@ func TestFetch(t *testing.T) {
 			v.Path, v.Body = vendortest.ThreatFoxPath, vendortest.Testdata(t, "recent.csv")
 			srv.Handle(vendortest.ThreatFoxHost, v)
 			var rec vendortest.Recorder
-			s := &Source{Client: vendortest.MirrorClient(srv.URL), key: tc.key, RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}
+			s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}, key: tc.key}
 			cursor, err := s.fetch(context.Background(), tc.cursor, time.Time{}, &rec)
 			switch {
 			case tc.err != nil:
@@ -209,7 +210,7 @@ func TestFetch(t *testing.T) {
 func TestFetchAgainAddsNothing(t *testing.T) {
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.ThreatFoxHost, vendortest.NewThreatFox(vendortest.Testdata(t, "recent.csv")))
-	s := &Source{Client: vendortest.MirrorClient(srv.URL)}
+	s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL)}}
 	var first, second vendortest.Recorder
 	cursor, err := s.fetch(context.Background(), "", time.Time{}, &first)
 	if err != nil || len(first.Indicators) != len(all) {

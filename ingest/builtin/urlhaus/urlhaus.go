@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -65,23 +64,15 @@ const (
 // server's egress policy and feed mirror); the URLs are abuse.ch's own,
 // fixed.
 type Source struct {
-	// Client sends the requests; never nil in the server (nil: a client
-	// with a 10-minute timeout).
-	Client *http.Client
-	// Key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
+	// Client: never nil in the server. The retry knobs are taken as
+	// abusech.Conn's: 0 takes the package's Defaults.
+	feedhttp.Settings
+	// key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
 	// Auth-Key header when set.
 	key string
-	// Now is the clock for Retry-After dates; nil: time.Now.
-	Now func() time.Time
 
 	// MaxURLhausBytes and MaxSSLBLBytes cap the bodies; 0: the Defaults.
 	MaxURLhausBytes, MaxSSLBLBytes int64
-	// The retry knobs, as abusech.Conn's: how many times a 429 or 5xx is
-	// repeated (negative: never), the longest Retry-After waited out (a
-	// longer one fails the list at once), the wait without one (n× for
-	// repeat n). 0: the Defaults.
-	MaxRetries                 int
-	MaxRetryWait, RetryBackoff time.Duration
 }
 
 // state is the cursor: where URLhaus was read up to, and the validators
@@ -233,13 +224,12 @@ func cutSuffixFold(s, suffix string) (string, bool) {
 }
 
 func (s *Source) conn() abusech.Conn {
-	return abusech.Conn{Client: s.Client, Key: s.key, Now: s.Now,
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}
+	return abusech.Conn{Settings: s.Settings, Key: s.key}
 }
 
 // Kind declares the MalwareURLSSL kind.
 func Kind() source.Kind {
 	return source.Kind{Key: string(builtin.MalwareURLSSL), New: func(e source.Env) source.Source {
-		return &Source{Client: e.VendorClient, Now: e.Now}
+		return &Source{Settings: feedhttp.VendorSettings(e)}
 	}}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"reflect"
 	"strings"
 	"testing"
@@ -138,7 +139,7 @@ func TestParseSSLBL(t *testing.T) {
 }
 
 func newSource(srv *vendortest.Server, key string) *Source {
-	return &Source{Client: vendortest.MirrorClient(srv.URL), key: key, RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}, key: key}
 }
 
 func TestFetch(t *testing.T) {

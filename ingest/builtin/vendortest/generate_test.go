@@ -2,6 +2,7 @@ package vendortest_test
 
 import (
 	"context"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"io"
 	"net/http"
 	"testing"
@@ -35,7 +36,7 @@ func TestGeneratedVolumes(t *testing.T) {
 			vend: &vendortest.ThreatStream{Username: "u", Key: "k", Generated: n,
 				Generate: func(i int) []byte { return vendortest.ThreatStreamObject(i, now.Add(-time.Hour)) }},
 			fetch: func(ctx context.Context, c *http.Client, _ string, sink *vendortest.Recorder) (string, error) {
-				return sourcetest.Fetch(ctx, &threatstream.Source{Client: c}, source.Request{Feed: source.Feed{Username: "u", Password: "k"}}, sink)
+				return sourcetest.Fetch(ctx, &threatstream.Source{Settings: feedhttp.Settings{Client: c}}, source.Request{Feed: source.Feed{Username: "u", Password: "k"}}, sink)
 			},
 			want: n,
 		},
@@ -44,7 +45,7 @@ func TestGeneratedVolumes(t *testing.T) {
 			vend: &vendortest.Falcon{ClientID: "id", Secret: "s", Generated: n,
 				Generate: func(i int) []byte { return vendortest.FalconIndicator(i, now.Add(-time.Hour)) }},
 			fetch: func(ctx context.Context, c *http.Client, _ string, sink *vendortest.Recorder) (string, error) {
-				return sourcetest.Fetch(ctx, &falcon.Source{Client: c}, source.Request{Feed: source.Feed{Username: "id", Password: "s"}}, sink)
+				return sourcetest.Fetch(ctx, &falcon.Source{Settings: feedhttp.Settings{Client: c}}, source.Request{Feed: source.Feed{Username: "id", Password: "s"}}, sink)
 			},
 			want: n,
 		},
@@ -67,7 +68,7 @@ func TestGeneratedVolumes(t *testing.T) {
 				return g
 			}(),
 			fetch: func(ctx context.Context, c *http.Client, _ string, sink *vendortest.Recorder) (string, error) {
-				return sourcetest.Fetch(ctx, &gti.Source{Client: c, Grace: time.Nanosecond}, source.Request{Since: now.Add(-3 * time.Hour), Feed: source.Feed{Password: "k"}}, sink)
+				return sourcetest.Fetch(ctx, &gti.Source{Settings: feedhttp.Settings{Client: c}, Grace: time.Nanosecond}, source.Request{Since: now.Add(-3 * time.Hour), Feed: source.Feed{Password: "k"}}, sink)
 			},
 			want: n * len(gti.Lists),
 		},
@@ -85,7 +86,7 @@ func TestGeneratedVolumes(t *testing.T) {
 				return rf
 			}(),
 			fetch: func(ctx context.Context, c *http.Client, _ string, sink *vendortest.Recorder) (string, error) {
-				return sourcetest.Fetch(ctx, &risklist.Source{Client: c}, source.Request{Feed: source.Feed{Password: "k"}}, sink)
+				return sourcetest.Fetch(ctx, &risklist.Source{Settings: feedhttp.Settings{Client: c}}, source.Request{Feed: source.Feed{Password: "k"}}, sink)
 			},
 			want: n * len(risklist.Lists),
 		},
@@ -94,7 +95,7 @@ func TestGeneratedVolumes(t *testing.T) {
 			vend: &vendortest.SOCRadar{Key: "k", Generate: map[string]func(io.Writer) error{
 				"bench": func(w io.Writer) error { return vendortest.WriteSOCRadarDocument(w, 0, n) }}},
 			fetch: func(ctx context.Context, _ *http.Client, base string, sink *vendortest.Recorder) (string, error) {
-				s := &premium.FeedListSource{Client: http.DefaultClient}
+				s := &premium.FeedListSource{Settings: feedhttp.Settings{Client: http.DefaultClient}}
 				return sourcetest.Fetch(ctx, s, source.Request{Started: now,
 					Feed: source.Feed{URL: vendortest.SOCRadarEndpoint(base+"/"+vendortest.SOCRadarHost, "bench", "k")}}, sink)
 			},

@@ -37,28 +37,22 @@ const (
 // Conn is what an abuse.ch source's requests read of its knobs; the zero
 // value of each is its default.
 type Conn struct {
-	Client *http.Client
+	// MaxRetries 0: DefaultMaxRetries, negative: never; MaxRetryWait 0:
+	// DefaultMaxRetryWait; RetryBackoff 0: DefaultRetryBackoff.
+	feedhttp.Settings
 	// Key is the Auth-Key (--abusech-auth-key), sent when set.
-	Key          string
-	Now          func() time.Time
-	MaxRetries   int           // 0: DefaultMaxRetries, negative: never
-	MaxRetryWait time.Duration // 0: DefaultMaxRetryWait
-	RetryBackoff time.Duration // 0: DefaultRetryBackoff
+	Key string
 }
 
 // Getter sends abuse.ch's GETs for who ("urlhaus", "sslbl"), with the
 // Auth-Key when one is set; a 401 or 403 names the setting to check.
 func (c Conn) Getter(who string) *feedhttp.Getter {
 	g := &feedhttp.Getter{
-		Who:          who,
-		Client:       c.Client,
-		Header:       http.Header{"User-Agent": {"tifeeds"}},
-		Secret:       c.Key,
-		Now:          c.Now,
-		MaxRetries:   c.MaxRetries,
-		MaxRetryWait: feedhttp.Or(c.MaxRetryWait, DefaultMaxRetryWait),
-		Backoff:      feedhttp.Or(c.RetryBackoff, DefaultRetryBackoff),
-		Credentials:  "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)",
+		Settings:    c.Settings.Or(feedhttp.Settings{MaxRetryWait: DefaultMaxRetryWait, RetryBackoff: DefaultRetryBackoff}),
+		Who:         who,
+		Header:      http.Header{"User-Agent": {"tifeeds"}},
+		Secret:      c.Key,
+		Credentials: "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)",
 	}
 	if c.Key != "" {
 		g.Header.Set("Auth-Key", c.Key)

@@ -64,20 +64,12 @@ const (
 // vendor's own. A Source is built per run, so a token never outlives a
 // change of the client secret.
 type Source struct {
-	Client   *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	username string           // the API client ID
-	secret   string           // the API client secret
-	Now      func() time.Time // nil: time.Now
+	// Client: never nil in the server; tests use vendortest.MirrorClient.
+	// MaxRetryWait is also the longest wait for a spent rate budget.
+	feedhttp.Settings
+	username string // the API client ID
+	secret   string // the API client secret
 
-	// MaxRetries is how many times a 429 or 5xx is repeated (0: the
-	// default, negative: never); MaxRetryWait the longest wait for a
-	// Retry-After or a spent rate budget (0: the default); Backoff the
-	// first wait without a usable one (0: the default); Sleep waits (nil:
-	// a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Backoff      time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
 	// PageSize, MaxPages and MaxPageBytes bound a page and one run (0:
 	// the defaults).
 	PageSize     int
@@ -112,9 +104,7 @@ func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink
 		// The first ten digits of a _marker are a Unix time.
 		w.marker = strconv.FormatInt(since.Unix(), 10)
 	}
-	w.g = feedhttp.Getter{Who: "falcon", Client: s.Client, Now: s.Now, Secret: s.secret,
-		Credentials: "check the feed's client ID and client secret",
-		MaxRetries:  s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Backoff: s.Backoff, Sleep: s.Sleep}
+	w.g = feedhttp.Getter{Settings: s.Settings, Who: "falcon", Secret: s.secret, Credentials: "check the feed's client ID and client secret"}
 	out := cursor
 	for pages := 0; pages < feedhttp.Or(s.MaxPages, DefaultMaxPages); pages++ {
 		more, err := w.page(ctx)
@@ -292,7 +282,7 @@ func (w *walk) fetchToken(ctx context.Context) error {
 		if code == http.StatusTooManyRequests || code >= 500 {
 			wait, ok := feedhttp.RetryAfter(resp.Header.Get("Retry-After"), w.src.now())
 			if !ok {
-				wait = time.Duration(attempt) * feedhttp.Or(w.src.Backoff, feedhttp.DefaultBackoff)
+				wait = time.Duration(attempt) * feedhttp.Or(w.src.RetryBackoff, feedhttp.DefaultBackoff)
 			}
 			maxRetries := feedhttp.Or(w.src.MaxRetries, feedhttp.DefaultMaxRetries)
 			if w.src.MaxRetries < 0 {
@@ -357,7 +347,7 @@ func (w *walk) throttle(ctx context.Context) error {
 	if strings.TrimSpace(w.remaining) != "0" {
 		return nil
 	}
-	wait := feedhttp.Or(w.src.Backoff, feedhttp.DefaultBackoff)
+	wait := feedhttp.Or(w.src.RetryBackoff, feedhttp.DefaultBackoff)
 	if at, err := strconv.ParseInt(strings.TrimSpace(w.retryAt), 10, 64); err == nil {
 		wait = max(time.Unix(at, 0).Sub(w.src.now()), 0)
 	}
@@ -478,7 +468,7 @@ func Kind() source.Kind {
 	return source.Kind{
 		Key: string(premium.EndpointProtection),
 		New: func(e source.Env) source.Source {
-			return &Source{Client: e.VendorClient, Now: e.Now}
+			return &Source{Settings: feedhttp.VendorSettings(e)}
 		},
 		RunLimit: spec.PerPoll,
 	}

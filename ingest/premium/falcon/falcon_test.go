@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"net/http"
 	"slices"
 	"strings"
@@ -44,8 +45,7 @@ func newSource(t *testing.T, h http.Handler) (*Source, *vendortest.Server) {
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle(Host, h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), username: testID, secret: testSecret,
-		Sleep: func(context.Context, time.Duration) error { return nil }}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, username: testID, secret: testSecret}, srv
 }
 
 // gets returns the GET requests served, as the vendor saw them.

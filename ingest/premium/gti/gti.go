@@ -47,15 +47,11 @@ const (
 // Source reads the threat lists. Every request goes through Client (the
 // server's egress policy and feed mirror); the URLs are the vendor's own.
 type Source struct {
-	Client *http.Client
+	feedhttp.Settings
 	secret string // the API key, sent as x-apikey
-	Now    func() time.Time
 	// Knobs for tests; zero values are safe defaults.
-	MaxBytes     int64
-	Grace        time.Duration
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
+	MaxBytes int64
+	Grace    time.Duration
 }
 
 // URL is the address of list's package for hour.
@@ -135,9 +131,9 @@ func isSinkErr(err error) bool {
 }
 
 func (s *Source) list(ctx context.Context, list string, from, last, now time.Time, c cursor, sink source.Sink) error {
-	g := &feedhttp.Getter{Who: "gti " + list, Client: s.Client, Now: s.Now, Secret: s.secret,
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "gti " + list, Secret: s.secret,
 		Header:      http.Header{"X-Apikey": {s.secret}, "User-Agent": {"tifeeds"}},
-		Credentials: "check the feed's API key", MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+		Credentials: "check the feed's API key"}
 	grace := feedhttp.Or(s.Grace, DefaultGrace)
 	for h := from; !h.After(last); h = h.Add(time.Hour) {
 		u := URL(list, h)
@@ -298,7 +294,7 @@ func Kind() source.Kind {
 	return source.Kind{
 		Key: string(premium.ThreatIntelAPI),
 		New: func(e source.Env) source.Source {
-			return &Source{Client: e.VendorClient, Now: e.Now}
+			return &Source{Settings: feedhttp.VendorSettings(e)}
 		},
 		RunLimit: spec.PerPoll,
 	}

@@ -3,6 +3,7 @@ package gti_test
 import (
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"os"
 	"slices"
 	"strings"
@@ -50,8 +51,7 @@ func setup(t *testing.T) (*vendortest.GTI, *gti.Source) {
 	srv.Handle(vendortest.GTIHost, v)
 	v.SetPackage("malware", "2026010103", file(t, "malware.json"))
 	v.SetPackage("phishing", "2026010104", file(t, "phishing.json"))
-	return v, &gti.Source{Client: vendortest.MirrorClient(srv.URL), MaxRetries: -1,
-		Grace: time.Hour, Now: func() time.Time { return now }}
+	return v, &gti.Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), MaxRetries: -1, Now: func() time.Time { return now }}, Grace: time.Hour}
 }
 
 // TestFetch: the hours since the backfill bound are read per list; benign

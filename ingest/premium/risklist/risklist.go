@@ -52,14 +52,10 @@ const (
 // Source reads the four risk lists. Every request goes through Client (the
 // server's egress policy and feed mirror); the URLs are the vendor's own.
 type Source struct {
-	Client *http.Client
+	feedhttp.Settings
 	secret string // the API token, sent as X-RFToken
-	Now    func() time.Time
 	// Knobs for tests; zero values are safe defaults.
 	MaxBytes, MaxRawBytes int64
-	MaxRetries            int
-	MaxRetryWait          time.Duration
-	Sleep                 func(ctx context.Context, d time.Duration) error
 }
 
 // URL is the address of an entity's risk list.
@@ -319,9 +315,9 @@ func (s *Source) list(ctx context.Context, list string, st *ListState, cur Curso
 }
 
 func (s *Source) getter(list string) *feedhttp.Getter {
-	return &feedhttp.Getter{Who: "risklist " + list, Client: s.Client, Now: s.Now, Secret: s.secret,
+	return &feedhttp.Getter{Settings: s.Settings, Who: "risklist " + list, Secret: s.secret,
 		Header:      http.Header{"X-RFToken": {s.secret}, "User-Agent": {"tifeeds"}},
-		Credentials: "check the feed's API key", MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+		Credentials: "check the feed's API key"}
 }
 
 // decompress gunzips r when it is gzip (RF sends gzip=true lists as a
@@ -497,7 +493,7 @@ func Kind(rate float64) source.Kind {
 	return source.Kind{
 		Key: string(premium.RiskList),
 		New: func(e source.Env) source.Source {
-			return &Source{Client: e.VendorClient, Now: e.Now}
+			return &Source{Settings: feedhttp.VendorSettings(e)}
 		},
 		RunLimit: spec.PerPoll,
 		Rate:     rate,

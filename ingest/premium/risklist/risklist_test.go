@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"os"
 	"slices"
 	"strings"
@@ -78,7 +79,7 @@ func newVendor(t *testing.T) (*vendortest.RecordedFuture, *risklist.Source) {
 		rf.SetList(l, readFile(t, l+".csv"))
 	}
 	srv.Handle(vendortest.RecordedFutureHost, rf)
-	return rf, &risklist.Source{Client: vendortest.MirrorClient(srv.URL), MaxRetries: -1}
+	return rf, &risklist.Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), MaxRetries: -1}}
 }
 
 // TestFetchMapping: the four lists map by entity, score Risk, tags the

@@ -53,17 +53,10 @@ const (
 // Client (the server's egress policy and feed mirror); the URLs are the
 // vendor's own, next links included.
 type Source struct {
-	Client   *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	username string           // the ThreatStream user
-	secret   string           // the user's API key
-	Now      func() time.Time // nil: time.Now
+	feedhttp.Settings        // Client: never nil in the server; tests use vendortest.MirrorClient
+	username          string // the ThreatStream user
+	secret            string // the user's API key
 
-	// MaxRetries is how many times a 429 or 5xx is repeated (0: the
-	// default, negative: never); MaxRetryWait the longest Retry-After
-	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
 	// MaxPages and MaxPageBytes bound one run (0: the defaults).
 	MaxPages     int
 	MaxPageBytes int64
@@ -103,10 +96,9 @@ func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink
 		}
 		q.Set("modified_ts__gt", since.UTC().Format("2006-01-02T15:04:05.000Z"))
 	}
-	g := &feedhttp.Getter{Who: "threatstream", Client: s.Client, Now: s.Now, Secret: s.secret,
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "threatstream", Secret: s.secret,
 		Header:      http.Header{"Authorization": {"apikey " + s.username + ":" + s.secret}, "Accept": {"application/json"}},
-		Credentials: "check the feed's username and API key",
-		MaxRetries:  s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+		Credentials: "check the feed's username and API key"}
 	w := &walk{src: s, g: g, sink: sink, last: last}
 	next := firstURL + "?" + q.Encode()
 	maxPages := feedhttp.Or(s.MaxPages, DefaultMaxPages)
@@ -380,7 +372,7 @@ func Kind() source.Kind {
 	return source.Kind{
 		Key: string(premium.ThreatPlatform),
 		New: func(e source.Env) source.Source {
-			return &Source{Client: e.VendorClient, Now: e.Now}
+			return &Source{Settings: feedhttp.VendorSettings(e)}
 		},
 		RunLimit: spec.PerPoll,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,8 +39,7 @@ func newSource(t *testing.T, h *vendortest.ThreatStream) (*Source, *vendortest.S
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle(Host, h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), username: testUser, secret: testKey,
-		Sleep: func(context.Context, time.Duration) error { return nil }}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, username: testUser, secret: testKey}, srv
 }
 
 func handler(t *testing.T) *vendortest.ThreatStream {
@@ -207,8 +207,7 @@ func TestFetchFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := vendortest.New(t)
 			srv.Handle(Host, c.h)
-			src := &Source{Client: vendortest.MirrorClient(srv.URL), username: testUser, secret: testKey,
-				Sleep: func(context.Context, time.Duration) error { return nil }}
+			src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, username: testUser, secret: testKey}
 			if c.user != "" || c.key != "" {
 				src.username, src.secret = c.user, c.key
 			}
