@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -61,7 +62,8 @@ func (s *Service) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*st
 	}
 	// The source's check and the store's together: the form learns of every
 	// invalid field at once.
-	sourceErr := s.sources.Validate(ctx, in.Category, in.CollectionURL, in.Username, in.Password, in.BackfillDays)
+	sourceErr := s.sources.Validate(ctx, in.Category, source.Feed{URL: in.CollectionURL, Username: in.Username,
+		Password: in.Password})
 	if err := errors.Join(sourceErr, store.CheckCustomFeed(fields)); err != nil {
 		return nil, err
 	}
@@ -151,7 +153,7 @@ func (s *Service) validateSource(ctx context.Context, cur *store.Feed, in FeedUp
 	if url == "" && cur.Type == store.FeedPremium {
 		return nil
 	}
-	return s.sources.Validate(ctx, cur.SourceKey(), url, username, password, cur.BackfillDays)
+	return s.sources.Validate(ctx, cur.SourceKey(), source.Feed{URL: url, Username: username, Password: password})
 }
 
 // applyUpdate stores patch and follows it: a new URL forgets the cursor, a

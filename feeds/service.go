@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -42,7 +43,7 @@ type Sources interface {
 	Has(key string) bool
 	// Validate checks a feed's connection settings with its source (a
 	// TAXII collection URL against its server); nil when key has no check.
-	Validate(ctx context.Context, key, url, username, password string, backfillDays int) error
+	Validate(ctx context.Context, key string, feed source.Feed) error
 }
 
 // Runner is what the service asks of the runner when a change affects

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/feeds"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -59,8 +60,8 @@ func (r *fakeRunner) taking() []string {
 type tsvOnly struct{}
 
 func (tsvOnly) Has(key string) bool { return key == store.CategoryTSV }
-func (tsvOnly) Validate(_ context.Context, key, url, _, _ string, _ int) error {
-	if strings.Contains(url, "refused") {
+func (tsvOnly) Validate(_ context.Context, key string, feed source.Feed) error {
+	if strings.Contains(feed.URL, "refused") {
 		return store.Invalid("collectionUrl", "refused by the source")
 	}
 	return nil

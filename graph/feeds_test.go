@@ -23,6 +23,7 @@ import (
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -47,7 +48,7 @@ func newFeedsAPI(t *testing.T, st *store.Store) *feedsAPI {
 	// The tests' feeds are on loopback, which the egress policy refuses by
 	// default.
 	reg := ingest.NewRegistryWithClient(egress.NewClient(egress.Options{AllowPrivate: true}))
-	reg.RegisterTSV(ingest.TSVOptions{TempDir: t.TempDir()})
+	reg.Register(tsv.Kind(tsv.Options{TempDir: t.TempDir()}))
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Sources: reg,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

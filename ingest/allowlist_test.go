@@ -12,6 +12,7 @@ import (
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/events/eventstest"
 	"github.com/tifeeds/tifeeds/feeds"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -50,7 +51,7 @@ func (h *harness) storedValues() []string {
 func TestAllowlistDropsRemovesAndReturns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, allowlistBody)
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -134,7 +135,7 @@ func TestAllowlistDropsRemovesAndReturns(t *testing.T) {
 func TestAllowlistIPv6AtTheSink(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		f := h.create("http://127.0.0.1:1/feed.tsv", nil)
 		h.r.Wait()
 		if _, _, err := h.m.Allowlist().Add(ctx, "2001:db8::/48", ""); err != nil {

@@ -9,13 +9,10 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
-
-// ErrLimitReached is returned by BatchSink.Indicator once the run's limit of
-// stored indicators is used up.
-var ErrLimitReached = errors.New("ingest: ingestion limit reached")
 
 // sinkBatchSize is how many indicators go in one transaction unless
 // BatchOptions says otherwise. Measured with make bench (docs/benchmarks.md):
@@ -29,9 +26,6 @@ const sinkBatchSize = 20000
 // maxNearStep bounds the writes near a limit of new sightings that grow
 // while they find nothing new, and so by how much a run may pass it.
 const maxNearStep = 256
-
-// MaxRejections is how many rejected records a run keeps with their reasons.
-const MaxRejections = 20
 
 // BatchOptions tunes a BatchSink.
 type BatchOptions struct {
@@ -64,7 +58,7 @@ type RunStats struct {
 // Checkpoint records its cursor, which goes with the next batch written:
 // that batch holds everything handed over before the checkpoint (and maybe
 // more), so the stored cursor never runs ahead of the stored data. Once
-// Limit indicators are stored, Indicator returns ErrLimitReached.
+// Limit indicators are stored, Indicator returns source.ErrLimitReached.
 //
 // Writes are pipelined: a full batch is written by a goroutine of its own
 // while the source goes on filling the next one, so parsing and writing use
@@ -78,6 +72,9 @@ type RunStats struct {
 // is exact. A BatchSink is used by one goroutine; Stats may be called from
 // any.
 type BatchSink struct {
+	// The list, download and backlog reports are the runner's (safeSink):
+	// a BatchSink only writes.
+	source.SinkBase
 	st     *store.Store
 	feedID int64
 	runID  int64
@@ -139,7 +136,7 @@ func (b *BatchSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 	position := b.stats.Fetched
 	b.mu.Unlock()
 	if reached {
-		return ErrLimitReached
+		return source.ErrLimitReached
 	}
 	if b.opts.Allowlist != nil && !ind.Revoked {
 		if m, ok := b.opts.Allowlist.Match(ind.Kind, ind.Value); ok {
@@ -168,7 +165,7 @@ func (b *BatchSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 			b.mu.Lock()
 			b.stats.LimitReached = true
 			b.mu.Unlock()
-			return ErrLimitReached
+			return source.ErrLimitReached
 		}
 		if b.added() == added {
 			// Nothing new: re-reports of known sightings. Writing one at a
@@ -220,13 +217,13 @@ func detach(ind ioc.Indicator) ioc.Indicator {
 }
 
 // Rejected counts a record the source could not use, keeping the first
-// MaxRejections reasons.
+// store.MaxRejections reasons.
 func (b *BatchSink) Rejected(position int64, reason string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stats.Fetched++
 	b.stats.Rejected++
-	if len(b.stats.Rejections) < MaxRejections {
+	if len(b.stats.Rejections) < store.MaxRejections {
 		b.stats.Rejections = append(b.stats.Rejections, store.Rejection{Position: position, Reason: reason})
 	}
 }
@@ -237,7 +234,7 @@ func (b *BatchSink) allowlisted(m allowlist.Match) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stats.Rejected++
-	if len(b.stats.Rejections) < MaxRejections {
+	if len(b.stats.Rejections) < store.MaxRejections {
 		b.stats.Rejections = append(b.stats.Rejections, store.Rejection{Position: b.stats.Fetched, Reason: m.Reason()})
 	}
 }
@@ -347,7 +344,7 @@ func (b *BatchSink) start(ctx context.Context, w *write) {
 		b.stats.Added += int64(res.Added)
 		for _, r := range res.Rejections {
 			b.stats.Rejected++
-			if len(b.stats.Rejections) < MaxRejections {
+			if len(b.stats.Rejections) < store.MaxRejections {
 				b.stats.Rejections = append(b.stats.Rejections, store.Rejection{Position: w.rulePositions[r.At], Reason: r.Reason})
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -69,7 +70,7 @@ func TestBatchSinkCounters(t *testing.T) {
 		if st.Fetched != 30 || st.Stored != 5 || st.Rejected != 25 || st.LimitReached {
 			t.Errorf("stats = %+v", st)
 		}
-		if len(st.Rejections) != ingest.MaxRejections || st.Rejections[0] != (store.Rejection{Position: 100, Reason: "bad row 0"}) ||
+		if len(st.Rejections) != store.MaxRejections || st.Rejections[0] != (store.Rejection{Position: 100, Reason: "bad row 0"}) ||
 			st.Rejections[19].Position != 119 {
 			t.Errorf("rejections = %+v, want the first 20", st.Rejections)
 		}
@@ -113,7 +114,7 @@ func TestBatchSinkLimit(t *testing.T) {
 				stopAt := 0
 				for i, ind := range tc.inds {
 					if err := sink.Indicator(ctx, ind); err != nil {
-						if !errors.Is(err, ingest.ErrLimitReached) {
+						if !errors.Is(err, source.ErrLimitReached) {
 							t.Fatal(err)
 						}
 						stopAt = i + 1
@@ -123,7 +124,7 @@ func TestBatchSinkLimit(t *testing.T) {
 				if stopAt != tc.wantStopAt {
 					t.Errorf("ErrLimitReached at call %d, want %d", stopAt, tc.wantStopAt)
 				}
-				if err := sink.Indicator(ctx, domain(99)); !errors.Is(err, ingest.ErrLimitReached) {
+				if err := sink.Indicator(ctx, domain(99)); !errors.Is(err, source.ErrLimitReached) {
 					t.Errorf("after the limit Indicator = %v, want ErrLimitReached", err)
 				}
 				st := sink.Stats()

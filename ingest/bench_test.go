@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -30,7 +31,7 @@ func BenchmarkTSVFeedRun(b *testing.B) {
 					st = storetest.NewPostgres(b)
 				}
 				reg := NewRegistryWithClient(loopbackClient)
-				reg.RegisterTSV(TSVOptions{DailyLimit: 10 * rows, TempDir: b.TempDir()})
+				reg.Register(tsv.Kind(tsv.Options{DailyLimit: 10 * rows, TempDir: b.TempDir()}))
 				r, err := New(Options{Store: st, Secrets: testSecrets(b), Sources: reg,
 					Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 				if err != nil {

@@ -4,24 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/builtin"
-	"github.com/tifeeds/tifeeds/ingest/builtin/circl"
-	"github.com/tifeeds/tifeeds/ingest/builtin/etopen"
-	"github.com/tifeeds/tifeeds/ingest/builtin/etrep"
-	"github.com/tifeeds/tifeeds/ingest/builtin/openphish"
-	"github.com/tifeeds/tifeeds/ingest/builtin/otx"
-	"github.com/tifeeds/tifeeds/ingest/builtin/phishtank"
-	"github.com/tifeeds/tifeeds/ingest/builtin/threatfox"
-	"github.com/tifeeds/tifeeds/ingest/builtin/urlhaus"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
 
 // BuiltinKeys are the key settings of the built-in feeds, in clear. They
-// are handed to the sources only: never logged, stored or shown.
+// are handed to the sources only (source.Feed.Key): never logged, stored or shown.
 type BuiltinKeys struct {
 	OTX          string // --otx-api-key
 	AbuseCH      string // --abusech-auth-key
@@ -44,92 +34,16 @@ func (k BuiltinKeys) For(key builtin.Key) string {
 	return ""
 }
 
-// BuiltinEnv is what a built-in source is built with.
-type BuiltinEnv struct {
-	// Client is the vendor client: the egress policy and the feed mirror.
-	Client *http.Client
-	// Key is the kind's key setting, "" when unset or when the kind has none.
-	Key string
-	Now func() time.Time
-}
-
-// BuiltinFetch is the Fetch method of a built-in source (see the contract
-// of the packages under ingest/builtin).
-type BuiltinFetch func(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error)
-
-// BuiltinOptions configure the built-in sources.
-type BuiltinOptions struct {
-	// Client is the vendor client (egress.NewVendorClient); nil: the
-	// registry's client.
-	Client *http.Client
-	Keys   BuiltinKeys
-	Now    func() time.Time // nil: time.Now
-	// WriteRate is the constant rate, in indicators per hour, of the
-	// premium kinds that declare one (RISK_LIST); 0: DefaultWriteRate.
-	WriteRate float64
-}
-
-// builtinSources binds each built-in kind to its package's source: one
-// line per kind.
-var builtinSources = map[builtin.Kind]func(e BuiltinEnv) BuiltinFetch{
-	builtin.OpenThreatExchange: func(e BuiltinEnv) BuiltinFetch {
-		return (&otx.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
-	},
-	builtin.Government: func(e BuiltinEnv) BuiltinFetch {
-		return (&circl.Source{Client: e.Client, Now: e.Now}).Fetch
-	},
-	builtin.IPDomainReputation: func(e BuiltinEnv) BuiltinFetch {
-		return (&etrep.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
-	},
-	builtin.IDSRules: func(e BuiltinEnv) BuiltinFetch {
-		return (&etopen.Source{Client: e.Client, Now: e.Now}).Fetch
-	},
-	builtin.PhishingURLDatabase: func(e BuiltinEnv) BuiltinFetch {
-		return (&phishtank.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
-	},
-	builtin.MalwareURLSSL: func(e BuiltinEnv) BuiltinFetch {
-		return (&urlhaus.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
-	},
-	builtin.PhishingURLFeed: func(e BuiltinEnv) BuiltinFetch {
-		return (&openphish.Source{Client: e.Client, Now: e.Now}).Fetch
-	},
-	builtin.EmergingThreat: func(e BuiltinEnv) BuiltinFetch {
-		return (&threatfox.Source{Client: e.Client, Key: e.Key, Now: e.Now}).Fetch
-	},
-}
-
-// RegisterBuiltins adds every built-in kind this build has a source for,
-// and remembers the key settings (the API says which are missing).
-func (r *Registry) RegisterBuiltins(o BuiltinOptions) {
-	for kind, newFetch := range builtinSources {
-		r.RegisterBuiltin(kind, o, newFetch)
+// keyOf returns the key setting of the kind named key, "" for a kind that
+// has none.
+func (r *Registry) keyOf(key string) string {
+	spec, ok := builtin.Lookup(builtin.Kind(key))
+	if !ok {
+		return ""
 	}
-	r.mu.Lock()
-	r.builtinKeys = o.Keys
-	r.mu.Unlock()
-}
-
-// RegisterBuiltin adds the built-in kind whose source newFetch builds, with
-// the key of its kind from o.Keys.
-func (r *Registry) RegisterBuiltin(kind builtin.Kind, o BuiltinOptions, newFetch func(e BuiltinEnv) BuiltinFetch) {
-	spec, _ := builtin.Lookup(kind)
-	client := o.Client
-	if client == nil {
-		client = r.client
-	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
-	}
-	env := BuiltinEnv{Client: client, Key: o.Keys.For(spec.Key), Now: now}
-	r.Register(string(kind), Category{
-		New: func(SourceConfig) (Source, error) {
-			fetch := newFetch(env)
-			return SourceFunc(func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
-				return fetch(ctx, req.Cursor, req.Since, sink)
-			}), nil
-		},
-	})
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.keys.For(spec.Key)
 }
 
 // MissingKey returns the setting a built-in feed of kind k needs and lacks
@@ -141,7 +55,7 @@ func (r *Registry) MissingKey(k builtin.Kind) string {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if r.builtinKeys.For(spec.Key) != "" {
+	if r.keys.For(spec.Key) != "" {
 		return ""
 	}
 	return spec.Key.Setting()
@@ -157,7 +71,7 @@ func noSourceError(f *store.Feed) error {
 	if spec, ok := builtin.Lookup(builtin.Kind(f.Kind)); ok && f.Type == store.FeedBuiltin {
 		return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("ingest: %s (%s): %w", f.Name, spec.Service, errNoBuiltinSource))
 	}
-	return fmt.Errorf("ingest: no source for %q feeds in this build", SourceKey(f))
+	return fmt.Errorf("ingest: no source for %q feeds in this build", f.SourceKey())
 }
 
 // EnsureBuiltinFeeds delivers, enabled, the built-in feed of every kind

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/builtin"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -18,7 +19,7 @@ import (
 // run with Fetching Data Error saying so, without reaching any network.
 func TestBuiltinFeedsDelivered(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		for range 2 {
 			if err := h.r.EnsureBuiltinFeeds(context.Background()); err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -86,7 +87,7 @@ func runCrashChild(dsn string) error {
 		return err
 	}
 	reg := NewRegistryWithClient(loopbackClient)
-	reg.RegisterTSV(TSVOptions{ChunkLines: 2000, DailyLimit: 10 * crashRows, TempDir: tmp})
+	reg.Register(tsv.Kind(tsv.Options{ChunkLines: 2000, DailyLimit: 10 * crashRows, TempDir: tmp}))
 	r, err := New(Options{Store: st, Secrets: secrets, Sources: reg, BatchSize: 500,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -191,7 +192,7 @@ func TestCrashMidRun(t *testing.T) {
 			t.Logf("killed after %d of %d rows, cursor %s", sightings, crashRows, got.Cursor)
 
 			// The next start closes the interrupted run and completes the file.
-			h := newHarnessBatch(t, st, TSVOptions{ChunkLines: 5000, DailyLimit: 10 * crashRows}, 2000)
+			h := newHarnessBatch(t, st, tsv.Options{ChunkLines: 5000, DailyLimit: 10 * crashRows}, 2000)
 			h.r.Wait()
 			all, _ := st.FeedRuns(ctx, f.ID, 10)
 			if len(all) != 2 || all[1].ErrorKind != store.MessageStopped || all[1].EndedAt == nil ||

@@ -10,6 +10,8 @@ import (
 
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -22,7 +24,10 @@ import (
 // masked in run details.
 func TestEgressPolicyStatus(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{Client: egress.NewClient(egress.Options{})})
+		h := newHarnessWith(t, st, tsv.Options{}, func(o *Options) {
+			o.Sources = NewRegistry(RegistryOptions{Client: egress.NewClient(egress.Options{})})
+			o.Sources.Register(tsv.Kind(tsv.Options{TempDir: t.TempDir(), ChunkLines: 2}))
+		})
 		srv := newTSVServer(t, ipRows(1, 5))
 		refused := func() string {
 			l, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -80,7 +85,7 @@ func TestEgressPolicyStatus(t *testing.T) {
 		}
 
 		// Allowed, but nothing listens: the token is masked in the detail.
-		allowed := newHarness(t, st, TSVOptions{})
+		allowed := newHarness(t, st, tsv.Options{})
 		f := allowed.create(refused+"/feed.tsv?token=t0ken-s3cret&v=2", func(in *feeds.CustomFeedInput) { in.Name = "masked" })
 		allowed.r.Wait()
 		run := allowed.lastRun(f.ID)
@@ -95,11 +100,11 @@ func TestEgressPolicyStatus(t *testing.T) {
 // quotes are masked in the run's detail.
 func TestRunDetailMasksURLs(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{})
-		h.reg.Register(store.CategoryTSV, Category{New: func(cfg SourceConfig) (Source, error) {
-			return SourceFunc(func(context.Context, FetchRequest, ioc.Sink) (string, error) {
-				return "", ioc.Fail(ioc.FetchingDataError, fmt.Errorf("x: %w", errors.New("bad answer from "+cfg.URL)))
-			}), nil
+		h := newHarness(t, st, tsv.Options{})
+		h.reg.Register(source.Kind{Key: store.CategoryTSV, New: func(source.Env) source.Source {
+			return source.Func(func(_ context.Context, req source.Request, _ source.Sink) error {
+				return ioc.Fail(ioc.FetchingDataError, fmt.Errorf("x: %w", errors.New("bad answer from "+req.Feed.URL)))
+			})
 		}})
 		f := h.create("https://feeds.example/a.tsv?apikey=k3y-s3cret", nil)
 		h.r.Wait()

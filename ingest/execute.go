@@ -9,6 +9,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -131,15 +132,15 @@ func (r *Runner) recordEnd(log *slog.Logger, run *store.FeedRun, message string)
 
 // sourceConfig is what f's source needs, its secret opened; a feed-list
 // endpoint gets its key back.
-func (r *Runner) sourceConfig(f *store.Feed) (SourceConfig, error) {
+func (r *Runner) sourceConfig(f *store.Feed) (source.Feed, error) {
 	secret, err := r.secrets.Open(f.Secret)
 	if err != nil {
-		return SourceConfig{}, ioc.Fail(ioc.InvalidCredentials, fmt.Errorf("ingest: the stored secret does not open (has the secret key changed?): %w", err))
+		return source.Feed{}, ioc.Fail(ioc.InvalidCredentials, fmt.Errorf("ingest: the stored secret does not open (has the secret key changed?): %w", err))
 	}
-	cfg := SourceConfig{URL: f.CollectionURL, Username: f.Username, Password: secret, BackfillDays: f.BackfillDays}
+	cfg := source.Feed{URL: f.CollectionURL, Username: f.Username, Password: secret}
 	if f.Type == store.FeedPremium && premium.Kind(f.Kind) == premium.FeedList && f.CollectionURL != "" {
 		if cfg.URL, err = premium.WithKey(f.CollectionURL, secret); err != nil {
-			return SourceConfig{}, ioc.Fail(ioc.InvalidURL, err)
+			return source.Feed{}, ioc.Fail(ioc.InvalidURL, err)
 		}
 		cfg.Password = ""
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -61,26 +62,26 @@ func testSecrets(t testing.TB) *store.Secrets {
 
 // newHarness starts a runner on st with TSV sources reading chunks of 2
 // lines and the given daily limit (0: the spec's).
-func newHarness(t *testing.T, st *store.Store, tsvOpts TSVOptions) *harness {
+func newHarness(t *testing.T, st *store.Store, tsvOpts tsv.Options) *harness {
 	t.Helper()
 	return newHarnessBatch(t, st, tsvOpts, 3)
 }
 
 // newHarnessBatch is newHarness writing batch indicators per transaction.
-func newHarnessBatch(t *testing.T, st *store.Store, tsvOpts TSVOptions, batch int) *harness {
+func newHarnessBatch(t *testing.T, st *store.Store, tsvOpts tsv.Options, batch int) *harness {
 	t.Helper()
 	return newHarnessWith(t, st, tsvOpts, func(o *Options) { o.BatchSize = batch })
 }
 
 // newHarnessWith is newHarness with the runner's options changed by mod.
-func newHarnessWith(t *testing.T, st *store.Store, tsvOpts TSVOptions, mod func(*Options)) *harness {
+func newHarnessWith(t *testing.T, st *store.Store, tsvOpts tsv.Options, mod func(*Options)) *harness {
 	t.Helper()
 	if tsvOpts.ChunkLines == 0 {
 		tsvOpts.ChunkLines = 2
 	}
 	tsvOpts.TempDir = t.TempDir()
 	reg := NewRegistryWithClient(loopbackClient)
-	reg.RegisterTSV(tsvOpts)
+	reg.Register(tsv.Kind(tsvOpts))
 	c := newClock()
 	opts := Options{Store: st, Secrets: testSecrets(t), Sources: reg, Now: c.Now, BatchSize: 3,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}

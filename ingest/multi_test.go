@@ -15,6 +15,7 @@ import (
 	"github.com/tifeeds/tifeeds/events/eventstest"
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -74,8 +75,8 @@ func TestOrphanedRunClosedBySurvivor(t *testing.T) {
 	defer openGate(gate)
 	srv.set(func(s *tsvServer) { s.gate = gate })
 
-	a := newHarnessWith(t, stA, TSVOptions{}, func(o *Options) { o.RecordRetry = 10 * time.Millisecond })
-	b := newHarnessWith(t, stB, TSVOptions{}, func(o *Options) { o.OrphanInterval = 100 * time.Millisecond })
+	a := newHarnessWith(t, stA, tsv.Options{}, func(o *Options) { o.RecordRetry = 10 * time.Millisecond })
+	b := newHarnessWith(t, stB, tsv.Options{}, func(o *Options) { o.OrphanInterval = 100 * time.Millisecond })
 	evs, cancel := b.r.Bus().Subscribe(0)
 	defer cancel()
 
@@ -180,7 +181,7 @@ func TestRestartAfterNewerRun(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		h := newHarness(t, st, TSVOptions{}) // the killed instance, restarted
+		h := newHarness(t, st, tsv.Options{}) // the killed instance, restarted
 		h.r.Wait()
 		got := h.feed(f.ID)
 		if got.StatusMessage != store.MessageSuccess || got.Cursor != "" || got.LastRunAt == nil ||
@@ -257,16 +258,16 @@ func TestStopElsewhereAtOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			ia, ib := eventstest.NewInstance(t, dsn), eventstest.NewInstance(t, dsn)
-			a := newHarnessWith(t, ia.Store, TSVOptions{}, func(o *Options) { o.Bus = ia.Bus })
-			b := newHarnessWith(t, ib.Store, TSVOptions{}, func(o *Options) { o.Bus = ib.Bus })
+			a := newHarnessWith(t, ia.Store, tsv.Options{}, func(o *Options) { o.Bus = ia.Bus })
+			b := newHarnessWith(t, ib.Store, tsv.Options{}, func(o *Options) { o.Bus = ib.Bus })
 			gate := make(chan struct{})
 			defer openGate(gate)
 			var f *store.Feed
 			if tc.premium {
 				obj := func(i int) string { return fmt.Sprintf(`{"feed":"192.0.2.%d","feed_type":"ip"},`, i) }
 				srv := newSlowServer(t, "["+obj(1), obj(2)+`{"feed":"192.0.2.3","feed_type":"ip"}]`, gate)
-				a.reg.RegisterFeedList(FeedListOptions{})
-				b.reg.RegisterFeedList(FeedListOptions{})
+				a.reg.Register(premium.FeedListKind(premium.FeedListOptions{}))
+				b.reg.Register(premium.FeedListKind(premium.FeedListOptions{}))
 				var err error
 				f, err = a.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: name,
 					APIEndpoint: srv.URL + "/v2/x.json?key=k&v=2"})
@@ -328,7 +329,7 @@ func TestDownloadProgress(t *testing.T) {
 		defer openGate(gate)
 		first := strings.Repeat("# padding to pass the reader's 64 KiB step\n", 2000) // about 88 KB
 		srv := newSlowServer(t, first, ipRows(1, 3), gate)
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		evs, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
 		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "slow",

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -88,7 +89,7 @@ func databaseOutage(t *testing.T, st *store.Store) (lift func()) {
 func TestRunEndRecordedAfterDatabaseOutage(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		logs := logWatch{msgs: make(chan string, 64)}
-		h := newHarnessWith(t, st, TSVOptions{}, func(o *Options) {
+		h := newHarnessWith(t, st, tsv.Options{}, func(o *Options) {
 			o.Log, o.RecordRetry = slog.New(logs), 20*time.Millisecond
 		})
 		srv := newTSVServer(t, ipRows(1, 10))

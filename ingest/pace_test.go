@@ -13,6 +13,8 @@ import (
 
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -23,16 +25,17 @@ import (
 // HTTP, so that the runner's side is what is tested.
 type scripted struct {
 	mu    sync.Mutex
-	polls []func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error)
+	polls []func(ctx context.Context, req source.Request, sink source.Sink) (string, error)
 	n     int
 }
 
-func (s *scripted) Fetch(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
+// Fetch runs the next poll, which returns its final cursor.
+func (s *scripted) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
 	s.mu.Lock()
 	poll := s.polls[s.n]
 	s.n++
 	s.mu.Unlock()
-	return poll(ctx, req, sink)
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) { return poll(ctx, req, sink) })
 }
 
 // premiumScripted registers src as the RISK_LIST source with rate (0: not
@@ -41,8 +44,8 @@ func (s *scripted) Fetch(ctx context.Context, req FetchRequest, sink ioc.Sink) (
 func (h *harness) premiumScripted(src *scripted, rate float64) *store.Feed {
 	h.t.Helper()
 	ctx := context.Background()
-	h.reg.Register(string(premium.RiskList), Category{Rate: rate,
-		New: func(SourceConfig) (Source, error) { return src, nil }})
+	h.reg.Register(source.Kind{Key: string(premium.RiskList), Rate: rate,
+		New: func(source.Env) source.Source { return src }})
 	if err := h.m.EnsurePremiumFeeds(ctx); err != nil {
 		h.t.Fatal(err)
 	}
@@ -87,8 +90,8 @@ func testIP(n int) ioc.Indicator {
 // cursor ("offset pass-start"), until the sink says the share is written;
 // at the list's end it names it complete since the pass start. paced
 // records at which value the sink said so (0: never).
-func pacedList(size int, paced *int) func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
-	return func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
+func pacedList(size int, paced *int) func(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	return func(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
 		off, start := 0, req.Started
 		if f := strings.Fields(req.Cursor); len(f) == 2 {
 			off, _ = strconv.Atoi(f[0])
@@ -98,13 +101,13 @@ func pacedList(size int, paced *int) func(ctx context.Context, req FetchRequest,
 		*paced = 0
 		for n := off + 1; n <= size; n++ {
 			err := sink.Indicator(ctx, testIP(n))
-			if err != nil && !errors.Is(err, ioc.ErrPaceReached) {
+			if err != nil && !errors.Is(err, source.ErrPaceReached) {
 				return cursor(n - 1), err
 			}
 			if err != nil || n == size {
-				ioc.Backlog(sink, int64(n), int64(size))
+				sink.Backlog(int64(n), int64(size))
 				if n == size {
-					ioc.ListCompleteSince(sink, "L", start)
+					sink.ListComplete("L", start)
 					if err == nil {
 						return "", nil
 					}
@@ -122,22 +125,22 @@ func pacedList(size int, paced *int) func(ctx context.Context, req FetchRequest,
 
 // TestConstantRateRuns: a constant-rate kind stores, per poll, its share
 // of the rate (rate × the polling interval, rounded up); the source is
-// told by ioc.ErrPaceReached on the indicator that used the share up; each
+// told by source.ErrPaceReached on the indicator that used the share up; each
 // run records the progress the source reported with the expected
 // completion (the polls left × the interval); the list, written over
 // polls, expires at its end what was last seen before its pass began (not
 // before the last run began), also when the share ended on its last row.
 func TestConstantRateRuns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		var paced int
-		src := &scripted{polls: []func(context.Context, FetchRequest, ioc.Sink) (string, error){
+		src := &scripted{polls: []func(context.Context, source.Request, source.Sink) (string, error){
 			// A pass before: 192.0.2.100, no longer listed afterwards.
-			func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
+			func(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
 				if err := sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "192.0.2.100", Source: "L", Score: 50}); err != nil {
 					return "", err
 				}
-				ioc.ListCompleteSince(sink, "L", req.Started)
+				sink.ListComplete("L", req.Started)
 				return "", nil
 			},
 			pacedList(12, &paced), pacedList(12, &paced),
@@ -212,27 +215,27 @@ func TestConstantRateShare(t *testing.T) {
 // checkpointed is kept.
 func TestPartialFailureRun(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		ind := func(list, v string) ioc.Indicator {
 			return ioc.Indicator{Kind: ioc.Domain, Value: v, Source: list, Score: 60}
 		}
-		src := &scripted{polls: []func(context.Context, FetchRequest, ioc.Sink) (string, error){
-			func(ctx context.Context, _ FetchRequest, sink ioc.Sink) (string, error) {
+		src := &scripted{polls: []func(context.Context, source.Request, source.Sink) (string, error){
+			func(ctx context.Context, _ source.Request, sink source.Sink) (string, error) {
 				for _, i := range []ioc.Indicator{ind("A", "a1.example.com"), ind("A", "a2.example.com"),
 					ind("B", "b1.example.com"), ind("B", "b2.example.com")} {
 					if err := sink.Indicator(ctx, i); err != nil {
 						return "", err
 					}
 				}
-				ioc.ListComplete(sink, "A")
-				ioc.ListComplete(sink, "B")
+				sink.ListComplete("A", time.Time{})
+				sink.ListComplete("B", time.Time{})
 				return "poll-1", nil
 			},
-			func(ctx context.Context, _ FetchRequest, sink ioc.Sink) (string, error) {
+			func(ctx context.Context, _ source.Request, sink source.Sink) (string, error) {
 				if err := sink.Indicator(ctx, ind("A", "a1.example.com")); err != nil {
 					return "", err
 				}
-				ioc.ListComplete(sink, "A")
+				sink.ListComplete("A", time.Time{})
 				if err := sink.Indicator(ctx, ind("B", "b1.example.com")); err != nil {
 					return "", err
 				}

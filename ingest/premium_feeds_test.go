@@ -15,7 +15,9 @@ import (
 
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/taxii"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -45,7 +47,7 @@ func (h *harness) premiumFeed(k premium.Kind) *store.Feed {
 
 func TestPremiumFeedsDelivered(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		for range 2 { // a second start (or instance) delivers nothing more
 			if err := h.m.EnsurePremiumFeeds(context.Background()); err != nil {
 				t.Fatal(err)
@@ -78,7 +80,7 @@ func TestPremiumFeedsDelivered(t *testing.T) {
 func TestPremiumFeedSettings(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		if err := h.m.EnsurePremiumFeeds(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +154,7 @@ func TestPremiumFeedSettings(t *testing.T) {
 func TestPremiumEnableNeedsCredentials(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		if err := h.m.EnsurePremiumFeeds(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +184,7 @@ func TestPremiumEnableNeedsCredentials(t *testing.T) {
 func TestFeedListFeeds(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		create := func(name, endpoint string) (*store.Feed, error) {
 			return h.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: name, APIEndpoint: endpoint})
 		}
@@ -260,8 +262,8 @@ func TestDarkWebTAXIIPremiumFeed(t *testing.T) {
 		for i := range 40 {
 			srv.Add(id, time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond), taxiitest.Indicator(i))
 		}
-		h := newHarness(t, st, TSVOptions{})
-		h.reg.RegisterTAXII(TAXIIOptions{PageSize: 25})
+		h := newHarness(t, st, tsv.Options{})
+		h.reg.Register(taxii.Kind(taxii.Options{PageSize: 25}), taxii.DarkWebKind(taxii.Options{PageSize: 25}))
 		if err := h.m.EnsurePremiumFeeds(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -341,8 +343,8 @@ func TestFeedListFeedRuns(t *testing.T) {
 		setDoc := func(d string) { mu.Lock(); doc = d; mu.Unlock() }
 		srv := httptest.NewServer(mux)
 		defer srv.Close()
-		h := newHarness(t, st, TSVOptions{})
-		h.reg.RegisterFeedList(FeedListOptions{PerPoll: 3})
+		h := newHarness(t, st, tsv.Options{})
+		h.reg.Register(premium.FeedListKind(premium.FeedListOptions{PerPoll: 3}))
 		f, err := h.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: "retail",
 			APIEndpoint: srv.URL + "/v2/retail.json?key=fl-key&v=2"})
 		if err != nil {
@@ -440,10 +442,10 @@ func TestResetWhileRunningElsewhere(t *testing.T) {
 				close(gate)
 			}
 		}()
-		a := newHarness(t, st, TSVOptions{})
-		b := newHarness(t, st, TSVOptions{})
-		a.reg.RegisterFeedList(FeedListOptions{})
-		b.reg.RegisterFeedList(FeedListOptions{})
+		a := newHarness(t, st, tsv.Options{})
+		b := newHarness(t, st, tsv.Options{})
+		a.reg.Register(premium.FeedListKind(premium.FeedListOptions{}))
+		b.reg.Register(premium.FeedListKind(premium.FeedListOptions{}))
 		f, err := a.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: "x",
 			APIEndpoint: srv.URL + "/v2/x.json?key=k&v=2"})
 		if err != nil {
@@ -494,8 +496,8 @@ func TestFeedListLongSource(t *testing.T) {
 		doc := fmt.Sprintf(`[{"feed":"192.0.2.1","feed_type":"ip","maintainer_name":%q},{"feed":"192.0.2.2","feed_type":"ip"}]`, maintainer)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, doc) }))
 		defer srv.Close()
-		h := newHarness(t, st, TSVOptions{})
-		h.reg.RegisterFeedList(FeedListOptions{})
+		h := newHarness(t, st, tsv.Options{})
+		h.reg.Register(premium.FeedListKind(premium.FeedListOptions{}))
 		f, err := h.m.CreatePremiumFeed(ctx, feeds.PremiumFeedInput{Kind: premium.FeedList, Name: "u",
 			APIEndpoint: srv.URL + "/v2/u.json?key=k&v=2"})
 		if err != nil {

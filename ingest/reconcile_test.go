@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tifeeds/tifeeds/feeds"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -62,8 +63,8 @@ func scheduledJobs(t *testing.T, r *Runner) map[int64]scheduledJob {
 func TestReconcileFollowsOtherInstance(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		a := newHarness(t, st, TSVOptions{})
-		b := newHarness(t, st, TSVOptions{})
+		a := newHarness(t, st, tsv.Options{})
+		b := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 3))
 		keep := a.create(srv.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name = "keep" })
 		f := a.create(srv.URL+"/feed.tsv?f", func(in *feeds.CustomFeedInput) { in.Name = "changed" })
@@ -141,7 +142,7 @@ func TestReconcileFollowsOtherInstance(t *testing.T) {
 func TestReconcileYieldsToLocalChanges(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 3))
 		old := h.create(srv.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name = "old" })
 		h.r.Wait()
@@ -184,7 +185,7 @@ func TestReconcileYieldsToLocalChanges(t *testing.T) {
 func TestReconcileDueFeed(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		b := &store.Feed{Name: "OTX", Type: store.FeedBuiltin, Kind: "none", Category: "builtin", Enabled: true, RetentionPeriod: 30}
 		if err := st.CreateFeed(ctx, b); err != nil {
 			t.Fatal(err)
@@ -227,8 +228,8 @@ func (h *harness) lastRunOrNil(id int64) *store.FeedRun {
 // run is held at the server until gate is closed.
 func runHeldElsewhere(t *testing.T, st *store.Store, body string) (a, b *harness, f *store.Feed, gate chan struct{}) {
 	t.Helper()
-	a = newHarness(t, st, TSVOptions{})
-	b = newHarness(t, st, TSVOptions{})
+	a = newHarness(t, st, tsv.Options{})
+	b = newHarness(t, st, tsv.Options{})
 	srv := newTSVServer(t, ipRows(1, 4))
 	f = a.create(srv.URL+"/feed.tsv", nil)
 	a.r.Wait()

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/feeds"
+	"github.com/tifeeds/tifeeds/ingest/taxii"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -34,8 +36,8 @@ func TestRuleOfAnotherFeedsSidIsRejected(t *testing.T) {
 		srv.Add(first, added, suricataIndicator(1, `alert http any any -> any any (msg:"ET one"; sid:2000001; rev:1;)`))
 		srv.Add(second, added, suricataIndicator(2, `pass http any any -> any any (msg:"acme"; sid:2000001; rev:1;)`))
 		srv.Add(second, added, suricataIndicator(3, `alert http any any -> any any (msg:"acme own"; sid:9000001; rev:1;)`))
-		h := newHarness(t, st, TSVOptions{})
-		h.reg.RegisterTAXII(TAXIIOptions{PageSize: 100})
+		h := newHarness(t, st, tsv.Options{})
+		h.reg.Register(taxii.Kind(taxii.Options{PageSize: 100}), taxii.DarkWebKind(taxii.Options{PageSize: 100}))
 		create := func(name, collection string) *store.Feed {
 			f, err := h.m.CreateCustomFeed(ctx, feeds.CustomFeedInput{Category: store.CategoryTAXII, Name: name,
 				CollectionURL: srv.CollectionURL(collection), PollingFrequency: 4, RetentionPeriod: 30, BackfillDays: 7})

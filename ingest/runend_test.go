@@ -16,6 +16,7 @@ import (
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/events/eventstest"
 	"github.com/tifeeds/tifeeds/feeds"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -83,8 +84,8 @@ func TestDeleteElsewhereEndsTheRunEverywhere(t *testing.T) {
 	ctx := context.Background()
 	ia, ib := eventstest.NewInstance(t, dsn), eventstest.NewInstance(t, dsn)
 	logA, logB := &errorLog{}, &errorLog{}
-	a := newHarnessWith(t, ia.Store, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ia.Bus, slog.New(logA) })
-	b := newHarnessWith(t, ib.Store, TSVOptions{}, func(o *Options) { o.Bus, o.Log = ib.Bus, slog.New(logB) })
+	a := newHarnessWith(t, ia.Store, tsv.Options{}, func(o *Options) { o.Bus, o.Log = ia.Bus, slog.New(logA) })
+	b := newHarnessWith(t, ib.Store, tsv.Options{}, func(o *Options) { o.Bus, o.Log = ib.Bus, slog.New(logB) })
 	for try := range 4 {
 		gate := make(chan struct{})
 		srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
@@ -124,8 +125,8 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 	dsn := storetest.NewPostgresDSN(t)
 	ctx := context.Background()
 	ia, ib := eventstest.NewInstance(t, dsn), eventstest.NewInstance(t, dsn)
-	a := newHarnessWith(t, ia.Store, TSVOptions{}, func(o *Options) { o.Bus = ia.Bus })
-	b := newHarnessWith(t, ib.Store, TSVOptions{}, func(o *Options) { o.Bus = ib.Bus })
+	a := newHarnessWith(t, ia.Store, tsv.Options{}, func(o *Options) { o.Bus = ia.Bus })
+	b := newHarnessWith(t, ib.Store, tsv.Options{}, func(o *Options) { o.Bus = ib.Bus })
 	for try := range 5 {
 		gate := make(chan struct{})
 		srv := newSlowServer(t, ipRows(1, 3), ipRows(4, 6), gate)
@@ -178,7 +179,7 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 func TestOrphanKeepsItsCounters(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "orphan",
 			CollectionURL: "http://127.0.0.1:1/feed.tsv", PollingFrequency: 4, RetentionPeriod: 30})
 		if err != nil {
@@ -233,7 +234,7 @@ func TestDownloadProgressReachesItsTotal(t *testing.T) {
 			w.Write([]byte(body))
 		}))
 		defer srv.Close()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		evs, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
 		f, err := st.CreateCustomFeed(ctx, store.NewCustomFeed{Category: store.CategoryTSV, Name: "fast",

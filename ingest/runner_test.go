@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/feeds"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -22,7 +24,7 @@ import (
 
 func TestTSVFeedRuns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, "ip\t192.0.2.1\tsrc\t90\n"+"ip\t999.0.0.1\tsrc\t90\n"+"domain\tEvil.Example.\tsrc-2\t70\n"+
 			"sha256-hash\t"+strings.Repeat("A", 64)+"\tsrc\t100\n"+"url\thttp://x/\tbad source!\t10\n")
 		srv.set(func(s *tsvServer) { s.user, s.pass = "alice", "s3cret" })
@@ -90,7 +92,7 @@ func TestTSVFeedRuns(t *testing.T) {
 
 func TestTSVStatusMessages(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{MaxBytes: 2000, Timeout: 500 * time.Millisecond})
+		h := newHarness(t, st, tsv.Options{MaxBytes: 2000, Timeout: 500 * time.Millisecond})
 		srv := newTSVServer(t, ipRows(1, 5))
 		refused := func() string {
 			l, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -161,7 +163,7 @@ func TestTSVStatusMessages(t *testing.T) {
 
 func TestTSVDailyLimit(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarness(t, st, TSVOptions{DailyLimit: 5})
+		h := newHarness(t, st, tsv.Options{DailyLimit: 5})
 		// Line 3 is bad, so lines and IoCs differ.
 		srv := newTSVServer(t, ipRows(1, 2)+"bad line\n"+ipRows(3, 11))
 		f := h.create(srv.URL+"/feed.tsv", nil)
@@ -218,7 +220,7 @@ func TestTSVDailyLimit(t *testing.T) {
 func TestDisableEnable(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 4))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -281,18 +283,21 @@ func TestDisableEnable(t *testing.T) {
 func TestBackfillBound(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		var (
 			mu   sync.Mutex
-			reqs []FetchRequest
+			reqs []source.Request
 		)
-		h.reg.Register(store.CategoryTAXII, Category{New: func(cfg SourceConfig) (Source, error) {
-			return SourceFunc(func(ctx context.Context, req FetchRequest, sink ioc.Sink) (string, error) {
+		h.reg.Register(source.Kind{Key: store.CategoryTAXII, New: func(source.Env) source.Source {
+			return source.Func(func(ctx context.Context, req source.Request, sink source.Sink) error {
 				mu.Lock()
 				reqs = append(reqs, req)
 				mu.Unlock()
-				return "2026-01-02T00:00:00Z", sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "198.18.9.9", Source: "s", Score: 1})
-			}), nil
+				if err := sink.Indicator(ctx, ioc.Indicator{Kind: ioc.IP, Value: "198.18.9.9", Source: "s", Score: 1}); err != nil {
+					return err
+				}
+				return sink.Checkpoint(ctx, "2026-01-02T00:00:00Z")
+			})
 		}})
 		f := h.create("https://taxii.example/api/collections/c1/", func(in *feeds.CustomFeedInput) {
 			in.Category, in.BackfillDays = store.CategoryTAXII, 7
@@ -320,7 +325,7 @@ func TestBackfillBound(t *testing.T) {
 func TestNoConcurrentRuns(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 3))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -359,7 +364,7 @@ func TestNoConcurrentRuns(t *testing.T) {
 func TestReschedule(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 3))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -392,7 +397,7 @@ func TestReschedule(t *testing.T) {
 func TestExpiryAndDelete(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		a := newTSVServer(t, ipRows(1, 4))
 		b := newTSVServer(t, ipRows(3, 6))
 		fa := h.create(a.URL+"/feed.tsv", func(in *feeds.CustomFeedInput) { in.Name, in.RetentionPeriod = "a", 1 })
@@ -437,7 +442,7 @@ func TestExpiryAndDelete(t *testing.T) {
 func TestStopAtSafePointAndResume(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{ChunkLines: 50})
+		h := newHarness(t, st, tsv.Options{ChunkLines: 50})
 		srv := newTSVServer(t, ipRows(1, 3000))
 		events, cancel := h.r.Bus().Subscribe(0)
 		defer cancel()
@@ -464,7 +469,7 @@ func TestStopAtSafePointAndResume(t *testing.T) {
 		checkConsistent(t, st)
 
 		// A new runner resumes at once from the cursor and completes.
-		h2 := newHarness(t, st, TSVOptions{ChunkLines: 500})
+		h2 := newHarness(t, st, tsv.Options{ChunkLines: 500})
 		h2.r.Wait()
 		run2 := h2.lastRun(f.ID)
 		if run2.ErrorKind != "" || run2.Stored != int64(3000-stored) {
@@ -484,7 +489,7 @@ func TestStopAtSafePointAndResume(t *testing.T) {
 func TestRunNowAsTheRunEnds(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		h := newHarness(t, st, TSVOptions{})
+		h := newHarness(t, st, tsv.Options{})
 		srv := newTSVServer(t, ipRows(1, 3))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()
@@ -520,7 +525,7 @@ func TestRunNowAsTheRunEnds(t *testing.T) {
 // writes are quiet: the keyed orders then read them through the keys.
 func TestRunnerIndexesKeysWhenQuiet(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h := newHarnessWith(t, st, TSVOptions{}, func(o *Options) { o.KeyIndexInterval = 20 * time.Millisecond })
+		h := newHarnessWith(t, st, tsv.Options{}, func(o *Options) { o.KeyIndexInterval = 20 * time.Millisecond })
 		srv := newTSVServer(t, ipRows(1, 9))
 		f := h.create(srv.URL+"/feed.tsv", nil)
 		h.r.Wait()

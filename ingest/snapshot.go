@@ -15,7 +15,7 @@ import (
 const noteUnchanged = "the list has not changed since the last run"
 
 // completeLists gathers the snapshot lists a run read to their end
-// (ioc.ListSink, ioc.ListSinceSink), to expire after the run succeeds what
+// (source.Sink.ListComplete), to expire after the run succeeds what
 // they no longer hold.
 type completeLists struct {
 	mu    sync.Mutex
@@ -46,21 +46,6 @@ func (l *completeLists) list() []completeList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.lists)
-}
-
-// ListComplete records a list the source read whole (ioc.ListSink).
-func (s *safeSink) ListComplete(source string) {
-	if s.lists != nil {
-		s.lists.add(source, time.Time{})
-	}
-}
-
-// ListCompleteSince records a list the runs since since read whole
-// (ioc.ListSinceSink).
-func (s *safeSink) ListCompleteSince(source string, since time.Time) {
-	if s.lists != nil {
-		s.lists.add(source, since)
-	}
 }
 
 // expireLists expires, after a complete successful run of f that started

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/feeds"
+	"github.com/tifeeds/tifeeds/ingest/taxii"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -29,8 +31,8 @@ func TestTAXIIFeed(t *testing.T) {
 		for i := 0; i < 250; i++ {
 			srv.Add(id, start.Add(time.Duration(i)*time.Second), taxiitest.Indicator(i))
 		}
-		h := newHarness(t, st, TSVOptions{})
-		h.reg.RegisterTAXII(TAXIIOptions{PageSize: 100})
+		h := newHarness(t, st, tsv.Options{})
+		h.reg.Register(taxii.Kind(taxii.Options{PageSize: 100}), taxii.DarkWebKind(taxii.Options{PageSize: 100}))
 		taxiiFeed := func(url, password string) (*store.Feed, error) {
 			return h.m.CreateCustomFeed(ctx, feeds.CustomFeedInput{Category: store.CategoryTAXII, Name: "hv", CollectionURL: url,
 				Username: "analyst", Password: password, PollingFrequency: 4, RetentionPeriod: 30, BackfillDays: 7})
@@ -97,7 +99,7 @@ func TestTAXIIFeed(t *testing.T) {
 // taxiiHarness starts a runner with TAXII sources tuned by o, a
 // medallion-like server holding n indicators added a second apart in the
 // last hours, and a feed on it, which runs once at creation.
-func taxiiHarness(t *testing.T, st *store.Store, o TAXIIOptions, n int) (*harness, *taxiitest.Server, *store.Feed, []string) {
+func taxiiHarness(t *testing.T, st *store.Store, o taxii.Options, n int) (*harness, *taxiitest.Server, *store.Feed, []string) {
 	t.Helper()
 	const id = "91a7b528-80eb-42ed-a74d-c6fbd5a26116"
 	srv := taxiitest.NewServer(taxiitest.Collection{ID: id, Title: "Reference", CanRead: true})
@@ -110,8 +112,8 @@ func taxiiHarness(t *testing.T, st *store.Store, o TAXIIOptions, n int) (*harnes
 		dates[i] = added.Format(taxiitest.TimeLayout)
 		srv.Add(id, added, taxiitest.Indicator(i))
 	}
-	h := newHarness(t, st, TSVOptions{})
-	h.reg.RegisterTAXII(o)
+	h := newHarness(t, st, tsv.Options{})
+	h.reg.Register(taxii.Kind(o), taxii.DarkWebKind(o))
 	f, err := h.m.CreateCustomFeed(context.Background(), feeds.CustomFeedInput{Category: store.CategoryTAXII, Name: "ref",
 		CollectionURL: srv.CollectionURL(id), PollingFrequency: 4, RetentionPeriod: 30, BackfillDays: 7})
 	if err != nil {
@@ -127,7 +129,7 @@ func taxiiHarness(t *testing.T, st *store.Store, o TAXIIOptions, n int) (*harnes
 func TestTAXIIFeedReferenceServer(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		const n = 1500
-		h, srv, f, dates := taxiiHarness(t, st, TAXIIOptions{PageSize: 100}, n)
+		h, srv, f, dates := taxiiHarness(t, st, taxii.Options{PageSize: 100}, n)
 		run := h.lastRun(f.ID)
 		if run.ErrorKind != "" || run.Stored != n || run.Note != "" {
 			t.Fatalf("run: %+v, want %d stored and no error", run, n)
@@ -157,7 +159,7 @@ func TestTAXIIFeedReferenceServer(t *testing.T) {
 func TestTAXIIFeedRunCaps(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		const n = 250
-		h, srv, f, dates := taxiiHarness(t, st, TAXIIOptions{PageSize: 50, MaxPages: 2}, n)
+		h, srv, f, dates := taxiiHarness(t, st, taxii.Options{PageSize: 50, MaxPages: 2}, n)
 		run := h.lastRun(f.ID)
 		got := h.feed(f.ID)
 		if run.ErrorKind != "" || run.Stored != 100 || !strings.Contains(run.Note, "per-run cap of 2 pages") ||
@@ -189,7 +191,7 @@ func TestTAXIIFeedRunCaps(t *testing.T) {
 // the run with a Fetching Data Error that says so.
 func TestTAXIIFeedHugeValue(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
-		h, srv, f, _ := taxiiHarness(t, st, TAXIIOptions{PageSize: 100, MaxValueBytes: 64 << 10}, 0)
+		h, srv, f, _ := taxiiHarness(t, st, taxii.Options{PageSize: 100, MaxValueBytes: 64 << 10}, 0)
 		srv.Hook = func(w http.ResponseWriter, r *http.Request) bool {
 			if !strings.HasSuffix(r.URL.Path, "/objects/") {
 				return false

@@ -4,9 +4,7 @@
 package ioc
 
 import (
-	"context"
 	"errors"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -91,62 +89,6 @@ func AlertOnly(rule string) string {
 	return "alert " + strings.TrimLeftFunc(rule[end:], unicode.IsSpace)
 }
 
-// Sink receives what a source reads. The runner implements it; sources never
-// touch the store.
-type Sink interface {
-	// Indicator hands over one indicator. An error aborts the fetch.
-	Indicator(ctx context.Context, ind Indicator) error
-	// Rejected counts an input record that was not usable, with its position
-	// (line or object number, 1-based) and the reason.
-	Rejected(position int64, reason string)
-	// Checkpoint says that everything handed over so far belongs before
-	// cursor. The sink stores the cursor together with that data (at the
-	// latest when the run's writes are flushed), never ahead of it, so a
-	// later run may resume from the last cursor stored.
-	Checkpoint(ctx context.Context, cursor string) error
-}
-
-// ListSink is what a sink of a snapshot source also does. A snapshot source
-// reads lists that are published whole each time (PhishTank, OpenPhish, a
-// rule set). Once it has handed over the complete current contents of one
-// list, it says so with ListComplete, naming the list by the Source of the
-// indicators it gave: after the run succeeds, the feed's sightings from that
-// source that the run did not hand over are expired. A list that was not
-// read to its end (an error, a cap, an unchanged list not downloaded) is
-// never named, so nothing of it expires.
-type ListSink interface {
-	ListComplete(source string)
-}
-
-// ListComplete tells sink, when it is a ListSink, that the list named
-// source was read to its end.
-func ListComplete(sink Sink, source string) {
-	if ls, ok := sink.(ListSink); ok {
-		ls.ListComplete(source)
-	}
-}
-
-// ListSinceSink is what a sink of a snapshot source that reads one list
-// over several runs also does (a list bigger than one poll's cap, resumed
-// from a cursor). Once the last run of such a walk has handed over the end
-// of the list, ListCompleteSince names it with since, the start of the
-// walk's first run (FetchRequest.Started of that run, kept in the cursor):
-// the feed's sightings from that source not handed over since then are
-// expired after the run succeeds.
-type ListSinceSink interface {
-	ListCompleteSince(source string, since time.Time)
-}
-
-// ListCompleteSince tells sink, when it is a ListSinceSink, that the list
-// named source was read to its end by the runs since since. A sink that
-// cannot take it is told nothing: ListComplete would expire what the
-// walk's earlier runs handed over.
-func ListCompleteSince(sink Sink, source string, since time.Time) {
-	if ls, ok := sink.(ListSinceSink); ok {
-		ls.ListCompleteSince(source, since)
-	}
-}
-
 // ErrUnchanged is what a source returns, with its cursor, when every list
 // it reads is unchanged since the cursor (ETag, Last-Modified, a published
 // checksum): nothing was downloaded, the run succeeds and says so, and
@@ -197,50 +139,4 @@ func FailureOf(err error) FailureKind {
 		return fe.Kind
 	}
 	return FetchingDataError
-}
-
-// ProgressSink is what a sink also does that shows how a download goes:
-// read bytes of total so far (total is -1 when the server did not say).
-type ProgressSink interface {
-	Downloaded(read, total int64)
-}
-
-// progressEvery is the longest a download that is receiving bytes goes
-// without a report, so that a slow one shows its bytes coming in even
-// when it is far from the next 64 KiB step.
-const progressEvery = time.Second
-
-// ProgressReader reads r and tells sink, when it is a ProgressSink, how
-// many bytes were read so far: on the first bytes, then every 64 KiB or
-// every second while bytes come, and at the end (EOF, or all of total), so that a run shows
-// progress while it downloads and before it parses.
-func ProgressReader(sink Sink, r io.Reader, total int64) io.Reader {
-	ps, ok := sink.(ProgressSink)
-	if !ok {
-		return r
-	}
-	return &progressReader{r: r, sink: ps, total: total}
-}
-
-type progressReader struct {
-	r           io.Reader
-	sink        ProgressSink
-	total       int64
-	read, shown int64
-	shownAt     time.Time
-}
-
-func (p *progressReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	p.read += int64(n)
-	if p.read == p.shown {
-		return n, err
-	}
-	now := time.Now()
-	whole := p.total > 0 && p.read >= p.total // a decoder may never read on to EOF
-	if p.shown == 0 || p.read-p.shown >= 64<<10 || err != nil || whole || now.Sub(p.shownAt) >= progressEvery {
-		p.shown, p.shownAt = p.read, now
-		p.sink.Downloaded(p.read, p.total)
-	}
-	return n, err
 }

@@ -1,37 +1,10 @@
 package ioc
 
 import (
-	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 )
-
-type listRecorder struct {
-	lists []string
-}
-
-func (r *listRecorder) Indicator(context.Context, Indicator) error { return nil }
-func (r *listRecorder) Rejected(int64, string)                     {}
-func (r *listRecorder) Checkpoint(context.Context, string) error   { return nil }
-func (r *listRecorder) ListComplete(source string)                 { r.lists = append(r.lists, source) }
-
-type plainSink struct{}
-
-func (plainSink) Indicator(context.Context, Indicator) error { return nil }
-func (plainSink) Rejected(int64, string)                     {}
-func (plainSink) Checkpoint(context.Context, string) error   { return nil }
-
-func TestListComplete(t *testing.T) {
-	r := &listRecorder{}
-	ListComplete(r, "phishtank")
-	if len(r.lists) != 1 || r.lists[0] != "phishtank" {
-		t.Errorf("ListSink got %v, want [phishtank]", r.lists)
-	}
-	// A sink that keeps no lists is told nothing, and nothing breaks.
-	ListComplete(plainSink{}, "phishtank")
-}
 
 func TestCertSHA1IsItsOwnKind(t *testing.T) {
 	v, err := Normalize(CertSHA1, " 8E7E1B0F4C3A2D1E0F9A8B7C6D5E4F3A2B1C0D9E ")
@@ -46,35 +19,6 @@ func TestCertSHA1IsItsOwnKind(t *testing.T) {
 	}
 	if RuleValue(2024897) != "sid:2024897" {
 		t.Errorf("RuleValue = %q", RuleValue(2024897))
-	}
-}
-
-type progressRecorder struct {
-	plainSink
-	reads []int64
-}
-
-func (r *progressRecorder) Downloaded(read, total int64) { r.reads = append(r.reads, read) }
-
-func TestProgressReader(t *testing.T) {
-	r := &progressRecorder{}
-	body := strings.NewReader(strings.Repeat("x", 200<<10))
-	n, err := io.Copy(io.Discard, ProgressReader(r, body, 200<<10))
-	if err != nil || n != 200<<10 {
-		t.Fatalf("copy: %d, %v", n, err)
-	}
-	if len(r.reads) < 3 || r.reads[len(r.reads)-1] != 200<<10 {
-		t.Errorf("progress reports %v, want several ending at %d", r.reads, 200<<10)
-	}
-	// A small download reports its first bytes at once, not at its end only.
-	r = &progressRecorder{}
-	pr := ProgressReader(r, strings.NewReader("ip\t10.0.0.1\tsrc\t50\n"), -1)
-	buf := make([]byte, 4)
-	if _, err := pr.Read(buf); err != nil || len(r.reads) != 1 || r.reads[0] != 4 {
-		t.Errorf("after the first read: reports %v, %v; want one of 4 bytes", r.reads, err)
-	}
-	if got := ProgressReader(plainSink{}, body, 0); got != io.Reader(body) {
-		t.Error("a sink without progress should get the reader as it is")
 	}
 }
 

@@ -1,32 +1,8 @@
 package ioc
 
 import (
-	"errors"
 	"strings"
 )
-
-// ErrPaceReached is what the sink of a source written at a constant rate
-// (RISK_LIST) returns, wrapped, once the share of the current poll is used
-// up. The indicator that got it WAS stored: the source checkpoints a cursor
-// just after it, stops handing over and returns the error; the next poll
-// goes on from that cursor.
-var ErrPaceReached = errors.New("the share of this poll is written; the rest comes with the next polls")
-
-// BacklogSink is what the sink of a source written at a constant rate also
-// does: it learns how far the source is through its current lists.
-type BacklogSink interface {
-	Backlog(written, total int64)
-}
-
-// Backlog tells sink, when it is a BacklogSink, that of the total rows of
-// the lists the source is writing at a constant rate, written are written
-// (over this poll and the ones before). The run shows it with the expected
-// completion.
-func Backlog(sink Sink, written, total int64) {
-	if bs, ok := sink.(BacklogSink); ok {
-		bs.Backlog(written, total)
-	}
-}
 
 // SubFailure is one failed sub-request of a source that reads several
 // (one risk list, one threat list).

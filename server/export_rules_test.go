@@ -14,13 +14,18 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/builtin/etopen"
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
 // collect is a sink that keeps the indicators of one fetch.
-type collect struct{ inds []ioc.Indicator }
+type collect struct {
+	source.SinkBase
+	inds []ioc.Indicator
+}
 
 func (c *collect) Indicator(_ context.Context, ind ioc.Indicator) error {
 	c.inds = append(c.inds, ind)
@@ -49,8 +54,9 @@ func etOpenRules(t *testing.T) []ioc.Indicator {
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.ETOpenHost, &vendortest.ETOpen{Archive: vendortest.TarGz(files)})
 	var c collect
-	src := &etopen.Source{Client: vendortest.MirrorClient(srv.URL)}
-	if _, err := src.Fetch(context.Background(), "", time.Time{}, &c); err != nil {
+	src := &etopen.Source{}
+	src.Client = vendortest.MirrorClient(srv.URL)
+	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}}, &c); err != nil {
 		t.Fatal(err)
 	}
 	return c.inds

@@ -15,6 +15,7 @@ import (
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -42,7 +43,7 @@ func newInstance(t *testing.T, dsn string) *fixture {
 		t.Fatal(err)
 	}
 	sources := ingest.NewRegistryWithClient(egress.NewClient(egress.Options{AllowPrivate: true}))
-	sources.RegisterTSV(ingest.TSVOptions{TempDir: t.TempDir()})
+	sources.Register(tsv.Kind(tsv.Options{TempDir: t.TempDir()}))
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: discardLogger()})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -29,7 +30,7 @@ func (f *fixture) withRunner() *ingest.Runner {
 		f.t.Fatal(err)
 	}
 	sources := ingest.NewRegistryWithClient(egress.NewClient(egress.Options{AllowPrivate: true}))
-	sources.RegisterTSV(ingest.TSVOptions{TempDir: f.t.TempDir(), ChunkLines: 500})
+	sources.Register(tsv.Kind(tsv.Options{TempDir: f.t.TempDir(), ChunkLines: 500}))
 	runner, err := ingest.New(ingest.Options{Store: f.store, Secrets: secrets, Sources: sources, Log: discardLogger(), BatchSize: 500})
 	if err != nil {
 		f.t.Fatal(err)

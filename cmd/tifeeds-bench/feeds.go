@@ -265,8 +265,8 @@ func feedChild(args []string) error {
 		return err
 	}
 	defer st.Close()
-	sources := ingest.NewRegistryWithClient(http.DefaultClient)
-	sources.RegisterBuiltins(ingest.BuiltinOptions{Client: vendortest.MirrorClient(mirror)})
+	sources := ingest.NewRegistry(ingest.RegistryOptions{Client: http.DefaultClient, VendorClient: vendortest.MirrorClient(mirror)})
+	sources.Register(ingest.Kinds(ingest.KindOptions{})...)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Sources: sources, Log: logger})
 	if err != nil {

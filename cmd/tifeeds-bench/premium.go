@@ -267,10 +267,8 @@ func premiumChild(args []string) error {
 	}
 	defer st.Close()
 	// Loopback servers: the default client, not the egress policy's.
-	sources := ingest.NewRegistryWithClient(http.DefaultClient)
-	sources.RegisterTAXII(ingest.TAXIIOptions{})
-	sources.RegisterFeedList(ingest.FeedListOptions{})
-	sources.RegisterPremiumVendors(ingest.BuiltinOptions{Client: vendortest.MirrorClient(mirror), WriteRate: job.WriteRate})
+	sources := ingest.NewRegistry(ingest.RegistryOptions{Client: http.DefaultClient, VendorClient: vendortest.MirrorClient(mirror)})
+	sources.Register(ingest.Kinds(ingest.KindOptions{WriteRate: job.WriteRate})...)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Sources: sources, Log: logger})
 	if err != nil {

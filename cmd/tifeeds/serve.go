@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -209,8 +208,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *mirror != "" {
 		log.Info("Vendor requests go to the feed mirror", "mirror", ioc.MaskURL(*mirror))
 	}
-	runner, feedService, err := startRunner(ctx, st, *dsn, *premiumBase, feedClient, bus, log,
-		ingest.BuiltinOptions{Client: vendorClient, Keys: keys, WriteRate: *writeRate})
+	runner, feedService, err := startRunner(ctx, st, *dsn, *premiumBase, bus, log,
+		ingest.RegistryOptions{Client: feedClient, VendorClient: vendorClient, Keys: keys},
+		ingest.KindOptions{WriteRate: *writeRate})
 	if err != nil {
 		return err
 	}
@@ -287,24 +287,19 @@ func keyUsers(k builtin.Key) string {
 	return strings.Join(names, " and ")
 }
 
-// startRunner builds the feed runner with the sources of this build and
-// the feed service over it, delivers the built-in and premium feeds and
-// starts scheduling.
-// Every source of URLs users type fetches through feedClient, the egress
-// policy's client; the built-in sources through bo.Client, the vendor
-// client (the policy and the feed mirror).
-func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, feedClient *http.Client,
-	bus *events.Bus, log *slog.Logger, bo ingest.BuiltinOptions) (*ingest.Runner, *feeds.Service, error) {
+// startRunner builds the feed runner with the kinds of this build and the
+// feed service over it, delivers the built-in and premium feeds and starts
+// scheduling. Every source of URLs users type fetches through ro.Client,
+// the egress policy's client; the vendor sources through ro.VendorClient
+// (the policy and the feed mirror).
+func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, bus *events.Bus, log *slog.Logger,
+	ro ingest.RegistryOptions, ko ingest.KindOptions) (*ingest.Runner, *feeds.Service, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
 		return nil, nil, err
 	}
-	sources := ingest.NewRegistryWithClient(feedClient)
-	sources.RegisterTSV(ingest.TSVOptions{})
-	sources.RegisterTAXII(ingest.TAXIIOptions{})
-	sources.RegisterFeedList(ingest.FeedListOptions{})
-	sources.RegisterBuiltins(bo)
-	sources.RegisterPremiumVendors(bo)
+	sources := ingest.NewRegistry(ro)
+	sources.Register(ingest.Kinds(ko)...)
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log})
 	if err != nil {
 		return nil, nil, err

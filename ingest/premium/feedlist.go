@@ -20,12 +20,9 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
-
-// ErrLimitReached ends a feed-list fetch that handed over its limit; the
-// returned cursor resumes after the last object read.
-var ErrLimitReached = errors.New("premium: limit of indicators per poll reached")
 
 // Defaults of a FeedListSource's zero fields.
 const (
@@ -65,18 +62,13 @@ const (
 // object that moved ahead of the resume point would be expired while
 // listed; the next walk starts afresh.
 type FeedListSource struct {
-	Endpoint string // with its key
 	// Client is the egress client: the endpoint is typed by the user and is
 	// never mirrored. nil: the egress policy's defaults (private
-	// destinations refused).
-	Client   *http.Client
+	// destinations refused). The retries are feedhttp.Getter's defaults.
+	feedhttp.Settings
+	endpoint string        // the feed's URL, with its key (Request.Feed.URL)
 	Timeout  time.Duration // whole request, body included; FeedListTimeout when 0
 	MaxBytes int64         // the document may be up to it; 100 MB when 0
-
-	// Retries of a 429 or 5xx (feedhttp.Getter's knobs; 0: its defaults).
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	RetryBackoff time.Duration
 }
 
 // feedWalk is the cursor of a walk in progress, as JSON; the empty cursor
@@ -111,29 +103,38 @@ func (w feedWalk) String() string {
 	return string(b)
 }
 
-// Fetch reads the document into sink. started is when the run started (on
+// Fetch reads the document at the feed's URL into sink, at most req.Limit
+// indicators of it, and checkpoints where the next poll goes on.
+func (s *FeedListSource) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.endpoint = req.Feed.URL
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Started, req.Limit, source.UpToLimit(sink))
+	})
+}
+
+// fetch reads the document into sink. started is when the run started (on
 // the clock of the runner, which expires by it). A run that stops at limit
 // (0: none) checkpoints the walk's cursor and returns it with
-// ErrLimitReached; a run that reads the document to its end returns the
+// source.ErrLimitReached; a run that reads the document to its end returns the
 // empty cursor. A cursor in another format (the earlier "object:N")
 // starts a new walk.
-func (s *FeedListSource) Fetch(ctx context.Context, cursor string, started time.Time, limit int64, sink ioc.Sink) (string, error) {
+func (s *FeedListSource) fetch(ctx context.Context, cursor string, started time.Time, limit int64, sink source.Sink) (string, error) {
 	walk, resumed := parseWalk(cursor)
 	if !resumed {
 		walk = feedWalk{Version: walkVersion, Started: started.UTC()}
 	}
-	ep, err := ParseEndpoint(s.Endpoint, "")
+	ep, err := ParseEndpoint(s.endpoint, "")
 	if err != nil {
 		return cursor, ioc.Fail(ioc.InvalidURL, fmt.Errorf("feed list: the API endpoint %w", err))
 	}
-	client := s.Client
-	if client == nil {
-		client = defaultClient()
+	settings := s.Settings
+	if settings.Client == nil {
+		settings.Client = defaultClient()
 	}
-	g := &feedhttp.Getter{Who: "feed list " + ep.CollectionID, Client: client, Secret: ep.Key,
+	g := &feedhttp.Getter{Settings: settings, Who: "feed list " + ep.CollectionID, Secret: ep.Key,
 		Header:      http.Header{"Accept": {"application/json"}},
-		Credentials: "check the API key in the feed's API Endpoint",
-		MaxRetries:  s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Backoff: s.RetryBackoff}
+		Credentials: "check the API key in the feed's API Endpoint"}
 	timeout := cmpOr(s.Timeout, FeedListTimeout)
 	maxBytes := cmpOr(s.MaxBytes, feedListMaxBytes)
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -144,7 +145,7 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, started time.
 		}
 		return nil
 	}
-	resp, err := g.Get(reqCtx, s.Endpoint, feedhttp.Validators{})
+	resp, err := g.Get(reqCtx, s.endpoint, feedhttp.Validators{})
 	if err != nil {
 		if terr := timedOut(); terr != nil {
 			return cursor, terr
@@ -167,7 +168,7 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, started time.
 		}
 	}
 	switch {
-	case errors.Is(err, ErrLimitReached):
+	case errors.Is(err, source.ErrLimitReached):
 		next := feedWalk{Version: walkVersion, Started: walk.Started, Objects: r.pos,
 			Digest: hex.EncodeToString(r.sum.Sum(nil)), Changed: walk.Changed || r.changed}
 		if cerr := sink.Checkpoint(ctx, next.String()); cerr != nil {
@@ -188,9 +189,9 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, started time.
 	switch {
 	case r.pos < walk.Objects || walk.Changed || r.changed:
 	case resumed:
-		ioc.ListCompleteSince(sink, ep.CollectionID, walk.Started)
+		sink.ListComplete(ep.CollectionID, walk.Started)
 	default:
-		ioc.ListComplete(sink, ep.CollectionID)
+		sink.ListComplete(ep.CollectionID, time.Time{})
 	}
 	return "", nil
 }
@@ -199,7 +200,7 @@ func (s *FeedListSource) Fetch(ctx context.Context, cursor string, started time.
 // object at a time.
 type docReader struct {
 	dec     *json.Decoder
-	sink    ioc.Sink
+	sink    source.Sink
 	source  string
 	limit   int64
 	skip    int64     // objects the walk's earlier polls read
@@ -287,7 +288,7 @@ func (r *docReader) readArray(ctx context.Context) error {
 		}
 		r.handed++
 		if r.limit > 0 && r.handed >= r.limit && r.dec.More() {
-			return ErrLimitReached
+			return source.ErrLimitReached
 		}
 	}
 	if _, err := r.dec.Token(); err != nil { // the closing ']'
@@ -427,3 +428,33 @@ func cmpOr[T comparable](v, def T) T {
 
 // defaultClient is the client of a FeedListSource without one.
 var defaultClient = sync.OnceValue(func() *http.Client { return egress.NewClient(egress.Options{}) })
+
+// FeedListOptions tunes the feed-list kind; zero values take the spec's
+// limits and feedhttp's retry defaults.
+type FeedListOptions struct {
+	Timeout  time.Duration
+	MaxBytes int64
+	PerPoll  int64
+
+	MaxRetries   int
+	MaxRetryWait time.Duration
+	RetryBackoff time.Duration
+}
+
+// FeedListKind declares the feed-list platform's premium kind: each poll
+// reads the feed's document, at most PerPoll indicators of it; a document
+// with more is read over several polls, each going on from the cursor, and
+// expires what it no longer holds once read to its end. It fetches through
+// the egress client, never the mirror: the endpoint is the user's.
+func FeedListKind(o FeedListOptions) source.Kind {
+	spec, _ := Lookup(FeedList)
+	return source.Kind{
+		Key: string(FeedList),
+		New: func(e source.Env) source.Source {
+			settings := feedhttp.Settings{Client: e.Client, MaxRetries: o.MaxRetries, MaxRetryWait: o.MaxRetryWait,
+				RetryBackoff: o.RetryBackoff}
+			return &FeedListSource{Settings: settings, Timeout: o.Timeout, MaxBytes: cmpOr(o.MaxBytes, spec.MaxBytes)}
+		},
+		RunLimit: cmpOr(o.PerPoll, spec.PerPoll),
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -22,6 +24,7 @@ var loopback = egress.NewClient(egress.Options{AllowPrivate: true})
 
 // recordingSink keeps what a source hands over.
 type recordingSink struct {
+	source.SinkBase
 	indicators  []ioc.Indicator
 	rejected    []string // "position: reason"
 	checkpoints []string
@@ -42,9 +45,11 @@ func (s *recordingSink) Checkpoint(_ context.Context, cursor string) error {
 	return nil
 }
 
-func (s *recordingSink) ListComplete(source string) { s.lists = append(s.lists, source) }
-
-func (s *recordingSink) ListCompleteSince(source string, since time.Time) {
+func (s *recordingSink) ListComplete(source string, since time.Time) {
+	if since.IsZero() {
+		s.lists = append(s.lists, source)
+		return
+	}
 	s.lists = append(s.lists, source+" since "+since.Format(time.RFC3339))
 }
 
@@ -110,9 +115,9 @@ func TestFeedListDocuments(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sim, srv := socradar(t)
 			sim.Set("finance", vendortest.Testdata(t, tc.file))
-			src := &FeedListSource{Client: loopback, Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
 			sink := &recordingSink{}
-			cursor, err := src.Fetch(context.Background(), "", t0, 0, sink)
+			cursor, err := src.fetch(context.Background(), "", t0, 0, sink)
 			if err != nil || cursor != "" {
 				t.Fatalf("fetch: cursor %q, %v", cursor, err)
 			}
@@ -164,14 +169,14 @@ func TestFeedListWalk(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sim, srv := socradar(t)
 			sim.Set("finance", doc(0, 7))
-			src := &FeedListSource{Client: loopback, Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
 			all := &recordingSink{}
 			cursor := tc.cursor
 			if cursor == "" {
 				first := &recordingSink{}
 				var err error
-				cursor, err = src.Fetch(context.Background(), "", t0, 3, first)
-				if !errors.Is(err, ErrLimitReached) || len(first.indicators) != 3 || len(first.checkpoints) != 1 ||
+				cursor, err = src.fetch(context.Background(), "", t0, 3, first)
+				if !errors.Is(err, source.ErrLimitReached) || len(first.indicators) != 3 || len(first.checkpoints) != 1 ||
 					first.checkpoints[0] != cursor || len(first.lists) != 0 {
 					t.Fatalf("first poll: cursor %q, %v, %d indicators, checkpoints %q, lists %q", cursor, err,
 						len(first.indicators), first.checkpoints, first.lists)
@@ -181,10 +186,10 @@ func TestFeedListWalk(t *testing.T) {
 			sim.Set("finance", tc.second)
 			for i, started := range []time.Time{t1, t2, t3} {
 				sink := &recordingSink{}
-				next, err := src.Fetch(context.Background(), cursor, started, 3, sink)
+				next, err := src.fetch(context.Background(), cursor, started, 3, sink)
 				all.indicators = append(all.indicators, sink.indicators...)
 				all.lists = append(all.lists, sink.lists...)
-				if errors.Is(err, ErrLimitReached) {
+				if errors.Is(err, source.ErrLimitReached) {
 					if next == cursor || next == "" {
 						t.Fatalf("poll %d: cursor %q did not move", i+2, next)
 					}
@@ -214,9 +219,9 @@ func TestFeedListWalk(t *testing.T) {
 func TestFeedListLimitAtTheEnd(t *testing.T) {
 	sim, srv := socradar(t)
 	sim.Set("finance", vendortest.SOCRadarDocument(vendortest.SOCRadarIPs(0, 3), true))
-	src := &FeedListSource{Client: loopback, Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+	src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
 	sink := &recordingSink{}
-	cursor, err := src.Fetch(context.Background(), "", t0, 3, sink)
+	cursor, err := src.fetch(context.Background(), "", t0, 3, sink)
 	if err != nil || cursor != "" || len(sink.indicators) != 3 || fmt.Sprint(sink.lists) != "[finance]" {
 		t.Fatalf("cursor %q, %v, %d indicators, lists %q", cursor, err, len(sink.indicators), sink.lists)
 	}
@@ -274,9 +279,9 @@ func TestFeedListFailures(t *testing.T) {
 			if tc.endpoint != nil {
 				endpoint = tc.endpoint(srv.URL)
 			}
-			src := &FeedListSource{Client: loopback, Endpoint: endpoint, MaxBytes: tc.maxBytes, RetryBackoff: time.Millisecond}
+			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback, RetryBackoff: time.Millisecond}, endpoint: endpoint, MaxBytes: tc.maxBytes}
 			sink := &recordingSink{}
-			_, err := src.Fetch(context.Background(), "", t0, 0, sink)
+			_, err := src.fetch(context.Background(), "", t0, 0, sink)
 			if tc.ok {
 				if err != nil || len(sink.indicators) != 50 {
 					t.Fatalf("err = %v, %d indicators", err, len(sink.indicators))
@@ -300,8 +305,8 @@ func TestFeedListFailures(t *testing.T) {
 // does not show the key.
 func TestFeedListSourceDefaultClient(t *testing.T) {
 	_, srv := socradar(t)
-	_, err := (&FeedListSource{Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}).
-		Fetch(context.Background(), "", t0, 0, &recordingSink{})
+	_, err := (&FeedListSource{endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}).
+		fetch(context.Background(), "", t0, 0, &recordingSink{})
 	if ioc.FailureOf(err) != ioc.InvalidURL || !strings.Contains(fmt.Sprint(err), egress.Setting) {
 		t.Fatalf("err = %v, want Invalid URL naming %s", err, egress.Setting)
 	}
@@ -321,9 +326,8 @@ func TestFeedListTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	src := &FeedListSource{Client: loopback, Endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret"),
-		Timeout: 200 * time.Millisecond}
-	_, err := src.Fetch(context.Background(), "", t0, 0, &recordingSink{})
+	src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret"), Timeout: 200 * time.Millisecond}
+	_, err := src.fetch(context.Background(), "", t0, 0, &recordingSink{})
 	if ioc.FailureOf(err) != ioc.ConnectionError || !strings.Contains(fmt.Sprint(err), "did not arrive within") {
 		t.Fatalf("err = %v", err)
 	}

@@ -9,13 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
 const benchIndicators, benchPage = 100_000, 1000
 
 // countSink counts and drops: it measures the client, not a store.
-type countSink struct{ n, rejected int64 }
+type countSink struct {
+	source.SinkBase
+	n, rejected int64
+}
 
 func (s *countSink) Indicator(context.Context, ioc.Indicator) error { s.n++; return nil }
 func (s *countSink) Rejected(int64, string)                         { s.rejected++ }

@@ -1,5 +1,5 @@
 // Package taxii is a TAXII 2.1 client that reads a collection page by page
-// and turns its STIX 2.1 content into indicators for an ioc.Sink.
+// and turns its STIX 2.1 content into indicators for an source.Sink.
 //
 // It implements the consumer side of TAXII 2.1 (OASIS, taxii-v2.1-os):
 // discovery at /taxii2/, API roots, the collections list and the objects

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -92,7 +93,7 @@ func parseTimestamp(s string) (time.Time, error) {
 // Unusable objects are reported with sink.Rejected, the position being the
 // object's number in this fetch (1-based). Errors are ioc.FetchError with the
 // spec's kinds, the sink's own errors as they are, and ctx's on cancellation.
-func (c *Client) Fetch(ctx context.Context, collectionURL, addedAfter string, sink ioc.Sink) (string, error) {
+func (c *Client) Fetch(ctx context.Context, collectionURL, addedAfter string, sink source.Sink) (string, error) {
 	cursor := addedAfter
 	cu, err := ParseCollectionURL(collectionURL)
 	if err != nil {
@@ -230,7 +231,7 @@ func (c *Client) capReached(pages int, objects int64, elapsed time.Duration) str
 // It returns the envelope's more/next/count, the page's
 // X-TAXII-Date-Added-Last header, and how many of its objects were not in
 // seen (which it updates) before.
-func (c *Client) page(ctx context.Context, u string, x *extractor, position *int64, seen map[uint64]struct{}, sink ioc.Sink) (envelopeInfo, string, int, error) {
+func (c *Client) page(ctx context.Context, u string, x *extractor, position *int64, seen map[uint64]struct{}, sink source.Sink) (envelopeInfo, string, int, error) {
 	resp, err := c.get(ctx, u, ioc.InvalidCollectionURL)
 	if err != nil {
 		return envelopeInfo{}, "", 0, err

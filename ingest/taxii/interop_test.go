@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ingest/taxii/taxiitest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
@@ -71,6 +72,7 @@ func TestFetchMedallionEmpty(t *testing.T) {
 
 // expiringSink expires the server's sessions at its nth checkpoint.
 type expiringSink struct {
+	source.SinkBase
 	recSink
 	nth    int
 	expire func()

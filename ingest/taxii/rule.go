@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/suricata"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -21,7 +22,7 @@ const patternTypeSuricata = "suricata"
 // line, identified by its sid, bounded in length); a rule that does not
 // read is a rejected row. base carries what the indicator says besides its
 // pattern (validity, confidence, labels).
-func (x *extractor) rule(ctx context.Context, pos int64, o *stixObject, base ioc.Indicator, sink ioc.Sink) error {
+func (x *extractor) rule(ctx context.Context, pos int64, o *stixObject, base ioc.Indicator, sink source.Sink) error {
 	text := strings.TrimSpace(o.Pattern)
 	if len(text) > suricata.MaxLen {
 		sink.Rejected(pos, fmt.Sprintf("%s: suricata rule longer than %d bytes", o.ID, suricata.MaxLen))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -20,6 +21,7 @@ type rejection struct {
 // indicators stay pending until Checkpoint commits them; abort drops the
 // pending ones, as the runner's transaction does when a fetch fails.
 type recSink struct {
+	source.SinkBase
 	mu       sync.Mutex
 	pending  []ioc.Indicator
 	stored   []ioc.Indicator

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -45,7 +46,7 @@ type extractor struct {
 
 // decoded handles one element of an envelope's objects: the object, or the
 // reason it could not be decoded.
-func (x *extractor) decoded(ctx context.Context, pos int64, o *stixObject, decodeErr error, sink ioc.Sink) error {
+func (x *extractor) decoded(ctx context.Context, pos int64, o *stixObject, decodeErr error, sink source.Sink) error {
 	if decodeErr != nil {
 		sink.Rejected(pos, fmt.Sprintf("object is not valid STIX: %v", decodeErr))
 		return nil
@@ -58,7 +59,7 @@ func (x *extractor) decoded(ctx context.Context, pos int64, o *stixObject, decod
 // Objects that are neither indicators nor supported observables (reports,
 // identities, relationships...) are skipped silently: they are context, not
 // IoCs.
-func (x *extractor) object(ctx context.Context, pos int64, o *stixObject, sink ioc.Sink) error {
+func (x *extractor) object(ctx context.Context, pos int64, o *stixObject, sink source.Sink) error {
 	switch o.Type {
 	case "indicator":
 		return x.indicator(ctx, pos, o, sink)
@@ -89,7 +90,7 @@ func (x *extractor) object(ctx context.Context, pos int64, o *stixObject, sink i
 	return nil
 }
 
-func (x *extractor) observable(ctx context.Context, pos int64, o *stixObject, kind ioc.Kind, raw string, sink ioc.Sink) error {
+func (x *extractor) observable(ctx context.Context, pos int64, o *stixObject, kind ioc.Kind, raw string, sink source.Sink) error {
 	v, err := x.normalize(kind, raw)
 	if err != nil {
 		sink.Rejected(pos, fmt.Sprintf("%s: %s value %q: %v", o.ID, kind, raw, err))
@@ -98,7 +99,7 @@ func (x *extractor) observable(ctx context.Context, pos int64, o *stixObject, ki
 	return sink.Indicator(ctx, ioc.Indicator{Kind: kind, Value: v, Source: x.source, Score: DefaultScore})
 }
 
-func (x *extractor) indicator(ctx context.Context, pos int64, o *stixObject, sink ioc.Sink) error {
+func (x *extractor) indicator(ctx context.Context, pos int64, o *stixObject, sink source.Sink) error {
 	// pattern_type is required in STIX 2.1; STIX 2.0 indicators have none
 	// and are always STIX patterns.
 	if o.PatternType != "" && o.PatternType != "stix" && o.PatternType != patternTypeSuricata {

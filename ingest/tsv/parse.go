@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -47,7 +48,7 @@ var bom = []byte("\xef\xbb\xbf")
 // CRLF line ends and a UTF-8 BOM are accepted. Read returns the number of
 // lines read. A sink error, a read error or ctx ending aborts the read and
 // is returned.
-func Read(ctx context.Context, r io.Reader, sink ioc.Sink) (lines int64, err error) {
+func Read(ctx context.Context, r io.Reader, sink source.Sink) (lines int64, err error) {
 	br := bufio.NewReaderSize(r, MaxLineLen)
 	tags := []string{Tag}
 	seenData := false

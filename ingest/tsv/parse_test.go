@@ -9,11 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
 // recorder is a sink that keeps what it is given.
 type recorder struct {
+	source.SinkBase
 	inds     []ioc.Indicator
 	rejected map[int64]string
 	failAt   int // Indicator fails on this call (1-based); 0 never

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -29,19 +30,13 @@ const (
 	DefaultChunkLines = 5000
 )
 
-// ErrLimitReached is returned by Fetch when it stopped because the run's
-// indicator limit was used up; the cursor it returns resumes after the last
-// line read.
-var ErrLimitReached = errors.New("tsv: ingestion limit reached")
-
 // Source fetches a TSV file over HTTP and reads it into a sink. The file is
 // downloaded to a temporary file within the limits first, so that a file
 // that breaks them applies nothing; it is then read in chunks of lines with
 // a checkpoint after each, and never held in memory.
 type Source struct {
-	URL      string
-	Username string
-	Password string
+	// The feed's settings (Request.Feed), set per fetch.
+	url, username, password string
 
 	// Client sends the request; when nil, a client of the egress policy's
 	// defaults (private destinations refused).
@@ -56,15 +51,25 @@ type Source struct {
 	ChunkLines int64
 }
 
-// Fetch downloads the file and hands its rows to sink, starting after the
+// Fetch downloads the file at the feed's URL and reads it into sink, at
+// most req.Limit indicators of it, checkpointing where the next run goes on.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.url, run.username, run.password = req.Feed.URL, req.Feed.Username, req.Feed.Password
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Limit, source.UpToLimit(sink))
+	})
+}
+
+// fetch downloads the file and hands its rows to sink, starting after the
 // line the cursor names ("line:N"; empty for the top). After each chunk of
 // lines it calls sink.Checkpoint with the cursor of the next line. limit,
 // when above 0, is the most indicators this run may hand over: Fetch then
-// stops at the line that uses it up and returns ErrLimitReached with the
+// stops at the line that uses it up and returns source.ErrLimitReached with the
 // cursor to go on from. Having read the whole file it checkpoints and
 // returns the empty cursor, so the next run starts a new pass at the top.
 // A cursor beyond the end of the file (the file shrank) starts at the top.
-func (s *Source) Fetch(ctx context.Context, cursor string, limit int64, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, limit int64, sink source.Sink) (string, error) {
 	f, lines, err := s.download(ctx, sink)
 	if err != nil {
 		return cursor, err
@@ -101,7 +106,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, limit int64, sink ioc
 			// limit may be used up makes the cursor exact.
 			rem := limit - handed
 			if rem <= 0 {
-				return lineCursor(done), ErrLimitReached
+				return lineCursor(done), source.ErrLimitReached
 			}
 			n = min(n, rem)
 		}
@@ -129,7 +134,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, limit int64, sink ioc
 // chunkSink numbers a chunk's rejections from the top of the file and
 // counts the indicators handed over.
 type chunkSink struct {
-	ioc.Sink
+	source.Sink
 	base   int64
 	handed int64
 }
@@ -205,8 +210,8 @@ var defaultClient = sync.OnceValue(func() *http.Client { return egress.NewClient
 // download fetches the file into a temporary file and returns it with the
 // number of lines it holds. Errors are ioc.FetchErrors with the kind the
 // feed's status shows, or ctx's error when ctx ended.
-func (s *Source) download(ctx context.Context, sink ioc.Sink) (_ *os.File, lines int64, err error) {
-	if err := ValidateURL(s.URL); err != nil {
+func (s *Source) download(ctx context.Context, sink source.Sink) (_ *os.File, lines int64, err error) {
+	if err := ValidateURL(s.url); err != nil {
 		return nil, 0, ioc.Fail(ioc.InvalidURL, fmt.Errorf("tsv: collection URL %w", err))
 	}
 	timeout := s.Timeout
@@ -223,12 +228,12 @@ func (s *Source) download(ctx context.Context, sink ioc.Sink) (_ *os.File, lines
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, strings.TrimSpace(s.URL), nil)
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, strings.TrimSpace(s.url), nil)
 	if err != nil {
 		return nil, 0, ioc.Fail(ioc.InvalidURL, fmt.Errorf("tsv: unable to make a request for the collection URL: %w", err))
 	}
-	if s.Username != "" || s.Password != "" {
-		req.SetBasicAuth(s.Username, s.Password)
+	if s.username != "" || s.password != "" {
+		req.SetBasicAuth(s.username, s.password)
 	}
 	req.Header.Set("Accept", "text/tab-separated-values, text/plain;q=0.9, */*;q=0.5")
 	resp, err := client.Do(req)
@@ -260,7 +265,7 @@ func (s *Source) download(ctx context.Context, sink ioc.Sink) (_ *os.File, lines
 		}
 	}()
 	lc := &lineCounter{w: f}
-	n, err := io.Copy(lc, io.LimitReader(ioc.ProgressReader(sink, resp.Body, resp.ContentLength), maxBytes))
+	n, err := io.Copy(lc, io.LimitReader(source.ProgressReader(sink, resp.Body, resp.ContentLength), maxBytes))
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, 0, ctx.Err()
@@ -310,4 +315,41 @@ func (c *lineCounter) lines() int64 {
 		return c.n + 1
 	}
 	return c.n
+}
+
+// Category is the custom category of TSV feeds (store.CategoryTSV).
+const Category = "TSV"
+
+// DailyLimit is the spec's bound on what a TSV feed ingests per day.
+const DailyLimit = 25000
+
+// Options tunes the TSV kind; zero values take the spec's limits.
+type Options struct {
+	TempDir    string
+	MaxBytes   int64
+	Timeout    time.Duration
+	ChunkLines int64
+	DailyLimit int64 // 0: DailyLimit
+}
+
+// Kind declares the custom TSV category: a file at the feed's URL, read a
+// chunk of lines at a time, at most the daily limit a day.
+func Kind(o Options) source.Kind {
+	limit := o.DailyLimit
+	if limit == 0 {
+		limit = DailyLimit
+	}
+	return source.Kind{
+		Key: Category,
+		New: func(e source.Env) source.Source {
+			return &Source{Client: e.Client, TempDir: o.TempDir, MaxBytes: o.MaxBytes, Timeout: o.Timeout, ChunkLines: o.ChunkLines}
+		},
+		Validate: func(_ context.Context, _ source.Env, feed source.Feed) error {
+			if err := ValidateURL(feed.URL); err != nil {
+				return &source.Invalid{Field: "collectionUrl", Err: err}
+			}
+			return nil
+		},
+		DailyLimit: limit,
+	}
 }

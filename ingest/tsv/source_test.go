@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ingest/tsv"
 	"github.com/tifeeds/tifeeds/ioc"
 )
@@ -23,6 +25,7 @@ var loopback = egress.NewClient(egress.Options{AllowPrivate: true})
 
 // recorder is a sink that keeps what it is given.
 type recorder struct {
+	source.SinkBase
 	inds        []ioc.Indicator
 	rejected    map[int64]string
 	checkpoints []string
@@ -78,8 +81,8 @@ func TestFetchReadsInChunks(t *testing.T) {
 		"sha1-hash\tda39a3ee5e6b4b0d3255bfef95601890afd80709\tsrc\t0" // no final newline
 	srv := serveBody(t, body)
 	rec := newRecorder()
-	src := &tsv.Source{Client: loopback, URL: srv.URL + "/feed.tsv", ChunkLines: 3, TempDir: t.TempDir()}
-	cursor, err := src.Fetch(context.Background(), "", 0, rec)
+	src := &tsv.Source{Client: loopback, ChunkLines: 3, TempDir: t.TempDir()}
+	cursor, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Limit: 0, Feed: source.Feed{URL: srv.URL + "/feed.tsv"}}, rec)
 	if err != nil || cursor != "" {
 		t.Fatalf("cursor %q, err %v", cursor, err)
 	}
@@ -129,9 +132,9 @@ func TestFetchResumesAndLimits(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rec := newRecorder()
-			src := &tsv.Source{Client: loopback, URL: srv.URL, ChunkLines: 2, TempDir: t.TempDir()}
-			cursor, err := src.Fetch(context.Background(), tc.cursor, tc.limit, rec)
-			if tc.wantLimit != errors.Is(err, tsv.ErrLimitReached) || (!tc.wantLimit && err != nil) {
+			src := &tsv.Source{Client: loopback, ChunkLines: 2, TempDir: t.TempDir()}
+			cursor, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: tc.cursor, Limit: tc.limit, Feed: source.Feed{URL: srv.URL}}, rec)
+			if tc.wantLimit != errors.Is(err, source.ErrLimitReached) || (!tc.wantLimit && err != nil) {
 				t.Fatalf("err = %v, want limit reached %v", err, tc.wantLimit)
 			}
 			if cursor != tc.wantCursor {
@@ -160,8 +163,8 @@ func TestFetchLongLine(t *testing.T) {
 	body := "ip\t10.0.0.1\ts\t1\n" + "url\thttp://x/" + strings.Repeat("a", 200<<10) + "\ts\t1\n" + "ip\t10.0.0.3\ts\t1\n"
 	srv := serveBody(t, body)
 	rec := newRecorder()
-	src := &tsv.Source{Client: loopback, URL: srv.URL, ChunkLines: 1, TempDir: t.TempDir()}
-	if _, err := src.Fetch(context.Background(), "", 0, rec); err != nil {
+	src := &tsv.Source{Client: loopback, ChunkLines: 1, TempDir: t.TempDir()}
+	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Limit: 0, Feed: source.Feed{URL: srv.URL}}, rec); err != nil {
 		t.Fatal(err)
 	}
 	if rec.values() != "10.0.0.1,10.0.0.3" || rec.rejected[2] == "" {
@@ -180,12 +183,11 @@ func TestFetchSendsBasicAuth(t *testing.T) {
 	}))
 	defer srv.Close()
 	rec := newRecorder()
-	src := &tsv.Source{Client: loopback, URL: srv.URL, Username: "alice", Password: "s3cret", TempDir: t.TempDir()}
-	if _, err := src.Fetch(context.Background(), "", 0, rec); err != nil || len(rec.inds) != 2 {
+	src := &tsv.Source{Client: loopback, TempDir: t.TempDir()}
+	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Limit: 0, Feed: source.Feed{URL: srv.URL, Username: "alice", Password: "s3cret"}}, rec); err != nil || len(rec.inds) != 2 {
 		t.Fatalf("with credentials: %v, %d indicators", err, len(rec.inds))
 	}
-	src.Password = "wrong"
-	_, err := src.Fetch(context.Background(), "", 0, newRecorder())
+	_, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Limit: 0, Feed: source.Feed{URL: srv.URL, Username: "alice", Password: "wrong"}}, newRecorder())
 	if ioc.FailureOf(err) != ioc.InvalidCredentials {
 		t.Errorf("wrong password: %v", err)
 	}
@@ -261,8 +263,8 @@ func TestFetchFailures(t *testing.T) {
 				u = srv.URL + "/feed.tsv"
 			}
 			rec := newRecorder()
-			src := &tsv.Source{Client: loopback, URL: u, MaxBytes: tc.maxBytes, Timeout: tc.timeout, TempDir: t.TempDir()}
-			cursor, err := src.Fetch(context.Background(), "line:7", 0, rec)
+			src := &tsv.Source{Client: loopback, MaxBytes: tc.maxBytes, Timeout: tc.timeout, TempDir: t.TempDir()}
+			cursor, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "line:7", Limit: 0, Feed: source.Feed{URL: u}}, rec)
 			var fe *ioc.FetchError
 			if !errors.As(err, &fe) || fe.Kind != tc.want {
 				t.Fatalf("err = %v, want %s", err, tc.want)
@@ -286,7 +288,7 @@ func TestFetchCancelled(t *testing.T) {
 	srv := serveBody(t, rows(10))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := (&tsv.Source{Client: loopback, URL: srv.URL, TempDir: t.TempDir()}).Fetch(ctx, "", 0, newRecorder())
+	_, err := sourcetest.Fetch(ctx, &tsv.Source{Client: loopback, TempDir: t.TempDir()}, source.Request{Cursor: "", Limit: 0, Feed: source.Feed{URL: srv.URL}}, newRecorder())
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled (not a feed failure)", err)
 	}
@@ -311,7 +313,7 @@ func bodyOf(body string, declareLength bool) http.HandlerFunc {
 func TestFetchDefaultPolicy(t *testing.T) {
 	srv := serveBody(t, rows(3))
 	rec := newRecorder()
-	_, err := (&tsv.Source{URL: srv.URL + "/feed.tsv?key=s3cret", TempDir: t.TempDir()}).Fetch(context.Background(), "", 0, rec)
+	_, err := sourcetest.Fetch(context.Background(), &tsv.Source{TempDir: t.TempDir()}, source.Request{Cursor: "", Limit: 0, Feed: source.Feed{URL: srv.URL + "/feed.tsv?key=s3cret"}}, rec)
 	if k := ioc.FailureOf(err); k != ioc.InvalidURL {
 		t.Fatalf("kind %q, want Invalid URL: %v", k, err)
 	}

@@ -11,15 +11,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -50,15 +51,7 @@ const (
 // server's egress policy and feed mirror); the URLs are the vendor's own,
 // fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Now    func() time.Time // nil: time.Now
-
-	// MaxRetries is how many times a 429 or 5xx is retried (0: the
-	// default, negative: never); MaxRetryWait the longest Retry-After
-	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
+	feedhttp.Settings // Client: never nil in the server; tests use vendortest.MirrorClient
 	// MaxManifestBytes and MaxEventBytes bound the bodies (0: the defaults).
 	MaxManifestBytes int64
 	MaxEventBytes    int64
@@ -101,10 +94,18 @@ type event struct {
 	tags  []string
 }
 
-// Fetch reads the events published or changed after cursor (and, on the
+// Fetch reads the feed and checkpoints the cursor the next run starts
+// from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return s.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the events published or changed after cursor (and, on the
 // first run, not before since) and hands over their to_ids attributes. It
 // returns the position of the last event read.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
 	from, err := parseCursor(cursor)
 	if err != nil {
 		return cursor, err
@@ -144,7 +145,7 @@ type tag struct {
 var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // manifest lists the events after from, oldest first.
-func (s *Source) manifest(ctx context.Context, from position, sink ioc.Sink) ([]event, error) {
+func (s *Source) manifest(ctx context.Context, from position, sink source.Sink) ([]event, error) {
 	g := s.getter()
 	resp, err := g.Get(ctx, manifestURL, feedhttp.Validators{})
 	if err != nil {
@@ -254,8 +255,14 @@ func (f *flexBool) UnmarshalJSON(b []byte) error {
 }
 
 func (s *Source) getter() *feedhttp.Getter {
-	return &feedhttp.Getter{Who: "circl", Client: s.Client, Now: s.Now,
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	return &feedhttp.Getter{Settings: s.Settings, Who: "circl"}
 }
 
 var errNotEvent = errors.New(`the document has no "Event"`)
+
+// Kind declares the Government kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.Government), New: func(e source.Env) source.Source {
+		return &Source{Settings: feedhttp.VendorSettings(e)}
+	}}
+}

@@ -2,6 +2,7 @@ package circl
 
 import (
 	"context"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,7 +42,7 @@ func newSource(t *testing.T, h *vendortest.CIRCL) (*Source, *vendortest.Server) 
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle("www.circl.lu", h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}}, srv
 }
 
 var since = time.Date(2025, 10, 15, 0, 0, 0, 0, time.UTC)
@@ -57,7 +58,7 @@ func paths(srv *vendortest.Server) []string {
 func TestFetchMapping(t *testing.T) {
 	src, srv := newSource(t, newFeed(t))
 	var rec vendortest.Recorder
-	cursor, err := src.Fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), "", since, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestFetchCursor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src, srv := newSource(t, newFeed(t))
 			var rec vendortest.Recorder
-			cursor, err := src.Fetch(context.Background(), c.cursor, since, &rec)
+			cursor, err := src.fetch(context.Background(), c.cursor, since, &rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +169,7 @@ func TestFetchResumesAfterCutEvent(t *testing.T) {
 	h.CutEvent = uuidPrefix + "2"
 	src, _ := newSource(t, h)
 	var rec vendortest.Recorder
-	_, err := src.Fetch(context.Background(), "", since, &rec)
+	_, err := src.fetch(context.Background(), "", since, &rec)
 	if ioc.FailureOf(err) != ioc.ConnectionError {
 		t.Fatalf("err %v, want Connection Error", err)
 	}
@@ -177,7 +178,7 @@ func TestFetchResumesAfterCutEvent(t *testing.T) {
 	}
 	h.CutEvent = ""
 	var rec2 vendortest.Recorder
-	if _, err := src.Fetch(context.Background(), rec.Checkpoints[0], since, &rec2); err != nil {
+	if _, err := src.fetch(context.Background(), rec.Checkpoints[0], since, &rec2); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := rec2.Find(ioc.Domain, "late.example.com"); !ok {
@@ -213,7 +214,7 @@ func TestFetchFailures(t *testing.T) {
 			}
 			src, srv := newSource(t, h)
 			src.MaxEventBytes = c.max
-			_, err := src.Fetch(context.Background(), "", since, &vendortest.Recorder{})
+			_, err := src.fetch(context.Background(), "", since, &vendortest.Recorder{})
 			if c.want == "" && err != nil || c.want != "" && ioc.FailureOf(err) != c.want {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}

@@ -10,13 +10,14 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
 // reader reads the events of one run, counting attributes for Rejected.
 type reader struct {
 	src      *Source
-	sink     ioc.Sink
+	sink     source.Sink
 	position int64
 }
 

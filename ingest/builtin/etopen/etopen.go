@@ -15,13 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/suricata"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -61,29 +62,29 @@ const (
 // Source reads ET Open. Every request goes through Client (the server's
 // egress policy and feed mirror); the URLs are the vendor's own, fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Now    func() time.Time // nil: time.Now
+	feedhttp.Settings
 	// Test knobs; zero means the default.
-	MaxArchive   int64         // compressed bytes (DefaultMaxArchive)
-	MaxEntry     int64         // decompressed bytes per archive file (DefaultMaxEntry)
-	MaxTotal     int64         // decompressed bytes in all (DefaultMaxTotal)
-	MaxRetries   int           // repeats of a 429 or 5xx (DefaultMaxRetries; negative: none)
-	MaxRetryWait time.Duration // longest Retry-After waited out (DefaultMaxRetryWait)
-	RetryBackoff time.Duration // wait without a Retry-After, n× for repeat n (feedhttp.DefaultBackoff)
+	MaxArchive int64 // compressed bytes (DefaultMaxArchive)
+	MaxEntry   int64 // decompressed bytes per archive file (DefaultMaxEntry)
+	MaxTotal   int64 // decompressed bytes in all (DefaultMaxTotal)
 }
 
-// Fetch reads the published checksum; when it equals cursor, it returns
+// Fetch reads the feed and checkpoints the cursor the next run starts
+// from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return s.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the published checksum; when it equals cursor, it returns
 // ioc.ErrUnchanged without downloading the archive. Otherwise it streams
 // the archive, hands over every live rule of rules/*.rules and the
 // addresses of IP-only rules, says the list is complete, and returns the
 // checksum as the next cursor. since is unused: the archive is a snapshot.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
-	maxRetries := s.MaxRetries
-	if maxRetries == 0 {
-		maxRetries = DefaultMaxRetries
-	}
-	g := &feedhttp.Getter{Who: "etopen", Client: s.Client, Now: s.Now, MaxRetries: maxRetries,
-		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait), Backoff: s.RetryBackoff}
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
+	g := &feedhttp.Getter{Who: "etopen",
+		Settings: s.Settings.Or(feedhttp.Settings{MaxRetries: DefaultMaxRetries, MaxRetryWait: DefaultMaxRetryWait})}
 	sum, err := checksum(ctx, g)
 	if err != nil {
 		return cursor, err
@@ -114,7 +115,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 	if got := hex.EncodeToString(hash.Sum(nil)); got != sum {
 		return cursor, ioc.Fail(ioc.FetchingDataError, fmt.Errorf("etopen: the archive's md5 is %s, not the published %s", got, sum))
 	}
-	ioc.ListComplete(sink, List)
+	sink.ListComplete(List, time.Time{})
 	return sum, nil
 }
 
@@ -162,7 +163,7 @@ func checksum(ctx context.Context, g *feedhttp.Getter) (string, error) {
 // the sink come back as feedhttp.SinkError; errors of the stream as they
 // are, for archiveFailure to classify.
 type ruleReader struct {
-	sink               ioc.Sink
+	sink               source.Sink
 	maxEntry, maxTotal int64
 	total              *feedhttp.Body // the decompressed stream, once opened
 	line               int64          // lines read so far in all files: the position of rejections
@@ -305,4 +306,11 @@ func (r *ruleReader) rule(ctx context.Context, line []byte) error {
 		}
 	}
 	return nil
+}
+
+// Kind declares the IDSRules kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.IDSRules), New: func(e source.Env) source.Source {
+		return &Source{Settings: feedhttp.VendorSettings(e)}
+	}}
 }

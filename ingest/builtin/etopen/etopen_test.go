@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"io/fs"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -59,7 +61,7 @@ func serve(t *testing.T, h *vendortest.ETOpen) *Source {
 func serveRequests(t *testing.T, h *vendortest.ETOpen) (*Source, func() int) {
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.ETOpenHost, h)
-	src := &Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: time.Second, RetryBackoff: time.Millisecond}
+	src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: time.Second, RetryBackoff: time.Millisecond}}
 	return src, func() int { return len(srv.Requests()) }
 }
 
@@ -71,7 +73,7 @@ func TestFetchArchive(t *testing.T) {
 	h := &vendortest.ETOpen{Archive: testArchive(t)}
 	src := serve(t, h)
 	var got recorder
-	cursor, err := src.Fetch(context.Background(), "", time.Time{}, &got)
+	cursor, err := src.fetch(context.Background(), "", time.Time{}, &got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestFetchArchive(t *testing.T) {
 
 	// The same sum again: nothing downloaded, nothing complete.
 	var again recorder
-	next, err := src.Fetch(context.Background(), cursor, time.Time{}, &again)
+	next, err := src.fetch(context.Background(), cursor, time.Time{}, &again)
 	if !errors.Is(err, ioc.ErrUnchanged) || next != cursor {
 		t.Fatalf("unchanged run: %q, %v; want the cursor and ErrUnchanged", next, err)
 	}
@@ -154,13 +156,13 @@ func TestFetchNewRevision(t *testing.T) {
 	h := &vendortest.ETOpen{Archive: vendortest.TarGz(rules(1, "first"))}
 	src := serve(t, h)
 	var first recorder
-	cursor, err := src.Fetch(context.Background(), "", time.Time{}, &first)
+	cursor, err := src.fetch(context.Background(), "", time.Time{}, &first)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.Set(func(h *vendortest.ETOpen) { h.Archive = vendortest.TarGz(rules(2, "second")) })
 	var second recorder
-	if _, err := src.Fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
+	if _, err := src.fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
 		t.Fatal(err)
 	}
 	if len(second.Indicators) != 1 || second.Indicators[0].Value != first.Indicators[0].Value || !strings.Contains(second.Indicators[0].Text, "rev:2;") {
@@ -211,7 +213,7 @@ func TestFetchFailures(t *testing.T) {
 				tc.src(src)
 			}
 			var got recorder
-			cursor, err := src.Fetch(context.Background(), "before", time.Time{}, &got)
+			cursor, err := src.fetch(context.Background(), "before", time.Time{}, &got)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -237,7 +239,7 @@ func TestFetchSinkFailure(t *testing.T) {
 	src := serve(t, &vendortest.ETOpen{Archive: testArchive(t)})
 	stop := errors.New("the store is down")
 	got := recorder{Recorder: vendortest.Recorder{Fail: stop}}
-	cursor, err := src.Fetch(context.Background(), "before", time.Time{}, &got)
+	cursor, err := src.fetch(context.Background(), "before", time.Time{}, &got)
 	if err != stop || cursor != "before" || len(got.Lists) != 0 {
 		t.Fatalf("sink failure: %q, %v, lists %q; want the cursor, the sink's error as it is, no list", cursor, err, got.Lists)
 	}
@@ -247,7 +249,7 @@ func TestFetchRetriesAfter(t *testing.T) {
 	h := &vendortest.ETOpen{Archive: testArchive(t), Status: 503, RetryAfter: "0", StatusTimes: 2}
 	src := serve(t, h)
 	var got recorder
-	if _, err := src.Fetch(context.Background(), "", time.Time{}, &got); err != nil {
+	if _, err := src.fetch(context.Background(), "", time.Time{}, &got); err != nil {
 		t.Fatalf("two 503 with Retry-After: %v", err)
 	}
 	if len(got.Lists) != 1 {
@@ -290,7 +292,7 @@ func TestFetchFlatMemory(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	base := ms.HeapAlloc
 	sink := &heapSink{every: 20_000}
-	if _, err := src.Fetch(context.Background(), "", time.Time{}, sink); err != nil {
+	if _, err := src.fetch(context.Background(), "", time.Time{}, sink); err != nil {
 		t.Fatal(err)
 	}
 	if sink.rules != rules {
@@ -306,6 +308,7 @@ func TestFetchFlatMemory(t *testing.T) {
 
 // heapSink drops indicators and samples the live heap every `every` rules.
 type heapSink struct {
+	source.SinkBase
 	every, rules int
 	peak         uint64
 }

@@ -20,8 +20,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -59,16 +61,9 @@ const (
 // (the server's egress policy and feed mirror); the URLs are the vendor's
 // own, fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Key    string           // --et-reputation-code; "" reads the keyless list
-	Now    func() time.Time // nil: time.Now
+	feedhttp.Settings        // Client: never nil in the server; tests use vendortest.MirrorClient
+	key               string // --et-reputation-code; "" reads the keyless list
 
-	// MaxRetries is how many times a 429 or 5xx is retried (0: the
-	// default, negative: never); MaxRetryWait the longest Retry-After
-	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
 	// MaxListBytes bounds one list's body (0: the default).
 	MaxListBytes int64
 }
@@ -81,29 +76,38 @@ type list struct {
 }
 
 func (s *Source) lists() []list {
-	if s.Key == "" {
+	if s.key == "" {
 		return []list{{name: ListCompromised, url: compromisedURL, kind: ioc.IP}}
 	}
-	base := proBase + url.PathEscape(s.Key) + "/reputation/"
+	base := proBase + url.PathEscape(s.key) + "/reputation/"
 	return []list{
 		{name: ListIP, url: base + "iprepdata.json", kind: ioc.IP, json: true},
 		{name: ListDomain, url: base + "domainrepdata.json", kind: ioc.Domain, json: true},
 	}
 }
 
-// Fetch reads every list that changed since cursor (a JSON object of each
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.key = req.Feed.Key
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads every list that changed since cursor (a JSON object of each
 // list's ETag and Last-Modified), hands over its entries and says it is
 // complete. It returns ioc.ErrUnchanged when no list changed. since is not
 // used: the lists are snapshots.
-func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink source.Sink) (string, error) {
 	seen := map[string]feedhttp.Validators{}
 	if cursor != "" && json.Unmarshal([]byte(cursor), &seen) != nil {
 		// Not ours (an older format): download everything once.
 		seen = map[string]feedhttp.Validators{}
 	}
 	// The code is a secret in the path: messages show it as ***.
-	g := &feedhttp.Getter{Who: "etrep", Client: s.Client, Now: s.Now, Secret: s.Key,
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "etrep", Secret: s.key}
 	next := map[string]feedhttp.Validators{}
 	changed := 0
 	for _, l := range s.lists() {
@@ -125,7 +129,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc
 
 // read downloads l unless it is unchanged since prev, and reports whether
 // it was read (to its end, then said complete).
-func (s *Source) read(ctx context.Context, g *feedhttp.Getter, l list, prev feedhttp.Validators, sink ioc.Sink) (feedhttp.Validators, bool, error) {
+func (s *Source) read(ctx context.Context, g *feedhttp.Getter, l list, prev feedhttp.Validators, sink source.Sink) (feedhttp.Validators, bool, error) {
 	resp, err := g.Get(ctx, l.url, prev)
 	if err != nil {
 		return prev, false, err
@@ -144,12 +148,12 @@ func (s *Source) read(ctx context.Context, g *feedhttp.Getter, l list, prev feed
 	if err != nil {
 		return prev, false, g.BodyFailure(ctx, g.Shown(l.url), b, err)
 	}
-	ioc.ListComplete(sink, l.name)
+	sink.ListComplete(l.name, time.Time{})
 	return v, true, nil
 }
 
 // readJSON reads {"<value>": {"<category>": "<score>", ...}, ...}.
-func (s *Source) readJSON(ctx context.Context, l list, b *feedhttp.Body, sink ioc.Sink) error {
+func (s *Source) readJSON(ctx context.Context, l list, b *feedhttp.Body, sink source.Sink) error {
 	dec := json.NewDecoder(b)
 	if err := jsonstream.Expect(dec, '{'); err != nil {
 		return err
@@ -202,7 +206,7 @@ func (s *Source) readJSON(ctx context.Context, l list, b *feedhttp.Body, sink io
 }
 
 // readLines reads one IP address a line; # starts a comment.
-func (s *Source) readLines(ctx context.Context, l list, b *feedhttp.Body, sink ioc.Sink) error {
+func (s *Source) readLines(ctx context.Context, l list, b *feedhttp.Body, sink source.Sink) error {
 	sc := bufio.NewScanner(b)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<10)
 	for n := int64(1); sc.Scan(); n++ {
@@ -228,4 +232,11 @@ func (s *Source) readLines(ctx context.Context, l list, b *feedhttp.Body, sink i
 		}
 	}
 	return sc.Err()
+}
+
+// Kind declares the IPDomainReputation kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.IPDomainReputation), New: func(e source.Env) source.Source {
+		return &Source{Settings: feedhttp.VendorSettings(e)}
+	}}
 }

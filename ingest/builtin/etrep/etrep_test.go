@@ -3,6 +3,7 @@ package etrep
 import (
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func newSource(t *testing.T, h *vendortest.ETReputation, key string) (*Source, *
 	srv := vendortest.New(t)
 	srv.Handle("rules.emergingthreatspro.com", h)
 	srv.Handle("rules.emergingthreats.net", h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), Key: key, Sleep: func(context.Context, time.Duration) error { return nil }}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, key: key}, srv
 }
 
 type want struct {
@@ -70,7 +71,7 @@ func checkRejected(t *testing.T, got, want []string) {
 func TestFetchWithCode(t *testing.T) {
 	src, srv := newSource(t, newVendor(t), testCode)
 	var rec vendortest.Recorder
-	cursor, err := src.Fetch(context.Background(), "", time.Time{}, &rec)
+	cursor, err := src.fetch(context.Background(), "", time.Time{}, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +112,13 @@ func TestFetchWithCode(t *testing.T) {
 func TestFetchConditional(t *testing.T) {
 	h := newVendor(t)
 	src, srv := newSource(t, h, testCode)
-	cursor, err := src.Fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
+	cursor, err := src.fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	var rec vendortest.Recorder
-	again, err := src.Fetch(context.Background(), cursor, time.Time{}, &rec)
+	again, err := src.fetch(context.Background(), cursor, time.Time{}, &rec)
 	if !errors.Is(err, ioc.ErrUnchanged) || again != cursor || len(rec.Indicators)+len(rec.Lists) != 0 {
 		t.Fatalf("unchanged: err %v, cursor %q, %d indicators, lists %q", err, again, len(rec.Indicators), rec.Lists)
 	}
@@ -128,7 +129,7 @@ func TestFetchConditional(t *testing.T) {
 
 	h.DomainRep = []byte(`{"new.example.com": {"CnC": "127"}}`)
 	var rec2 vendortest.Recorder
-	changed, err := src.Fetch(context.Background(), cursor, time.Time{}, &rec2)
+	changed, err := src.fetch(context.Background(), cursor, time.Time{}, &rec2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestFetchConditional(t *testing.T) {
 func TestFetchKeyless(t *testing.T) {
 	src, srv := newSource(t, newVendor(t), "")
 	var rec vendortest.Recorder
-	if _, err := src.Fetch(context.Background(), "", time.Time{}, &rec); err != nil {
+	if _, err := src.fetch(context.Background(), "", time.Time{}, &rec); err != nil {
 		t.Fatal(err)
 	}
 	const l = "et-compromised"
@@ -189,7 +190,7 @@ func TestFetchFailures(t *testing.T) {
 			}
 			src, _ := newSource(t, h, c.key)
 			var rec vendortest.Recorder
-			cursor, err := src.Fetch(context.Background(), `{"x":{}}`, time.Time{}, &rec)
+			cursor, err := src.fetch(context.Background(), `{"x":{}}`, time.Time{}, &rec)
 			if c.want == "" && err != nil || c.want != "" && ioc.FailureOf(err) != c.want {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}
@@ -211,8 +212,8 @@ func TestFetchConnectionFailureHidesCode(t *testing.T) {
 	srv := vendortest.New(t)
 	base := srv.URL
 	srv.Close()
-	src := &Source{Client: vendortest.MirrorClient(base), Key: testCode}
-	_, err := src.Fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
+	src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(base)}, key: testCode}
+	_, err := src.fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
 	if ioc.FailureOf(err) != ioc.FailedToConnect || strings.Contains(err.Error(), testCode) || !strings.Contains(err.Error(), "/***/reputation/") {
 		t.Errorf("err %v, want Failed to connect with the code masked", err)
 	}

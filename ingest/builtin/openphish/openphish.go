@@ -15,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -51,27 +53,26 @@ const (
 // Source reads OpenPhish. Every request goes through Client (the server's
 // egress policy and feed mirror); the URL is the vendor's own, fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Now    func() time.Time // nil: time.Now
+	feedhttp.Settings
 	// Test knobs; zero takes the default. MaxRetries negative: never
 	// repeat.
-	MaxBytes     int64
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	RetryBackoff time.Duration
+	MaxBytes int64
 }
 
-// Fetch reads the whole current list, unless it is unchanged since cursor
+// Fetch reads the feed and checkpoints the cursor the next run starts
+// from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return s.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the whole current list, unless it is unchanged since cursor
 // (ETag / Last-Modified): then it returns ioc.ErrUnchanged and reads
 // nothing. since is unused: the feed is a snapshot.
-func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc.Sink) (string, error) {
-	maxRetries := s.MaxRetries
-	if maxRetries == 0 {
-		maxRetries = DefaultMaxRetries
-	}
-	g := &feedhttp.Getter{Who: "openphish", Client: s.Client, Now: s.Now, MaxRetries: maxRetries,
-		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait),
-		Backoff:      feedhttp.Or(s.RetryBackoff, DefaultRetryBackoff)}
+func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink source.Sink) (string, error) {
+	g := &feedhttp.Getter{Who: "openphish", Settings: s.Settings.Or(feedhttp.Settings{
+		MaxRetries: DefaultMaxRetries, MaxRetryWait: DefaultMaxRetryWait, RetryBackoff: DefaultRetryBackoff})}
 	// A cursor we cannot read only costs a full download.
 	resp, err := g.Get(ctx, FeedURL, feedhttp.ParseValidators(cursor))
 	if err != nil {
@@ -87,13 +88,13 @@ func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc
 		// fails, so nothing of it expires.
 		return cursor, g.BodyFailure(ctx, "the list", body, err)
 	}
-	ioc.ListComplete(sink, List)
+	sink.ListComplete(List, time.Time{})
 	return feedhttp.ValidatorsOf(resp).String(), nil
 }
 
 // read hands every URL of body to sink. Errors of the sink come back as
 // feedhttp.SinkError; any other error is the body's.
-func read(ctx context.Context, body io.Reader, sink ioc.Sink) error {
+func read(ctx context.Context, body io.Reader, sink source.Sink) error {
 	br := bufio.NewReaderSize(body, 64<<10)
 	for line := int64(1); ; line++ {
 		raw, err := readLine(br)
@@ -147,4 +148,11 @@ func readLine(br *bufio.Reader) (string, error) {
 		}
 		return strings.TrimRight(sb.String(), "\r\n"), err
 	}
+}
+
+// Kind declares the PhishingURLFeed kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.PhishingURLFeed), New: func(e source.Env) source.Source {
+		return &Source{Settings: feedhttp.VendorSettings(e)}
+	}}
 }

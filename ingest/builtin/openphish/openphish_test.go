@@ -3,6 +3,7 @@ package openphish_test
 import (
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/builtin/openphish"
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -19,7 +22,7 @@ func serve(t *testing.T, file string) (*vendortest.Server, *vendortest.OpenPhish
 	op := &vendortest.OpenPhish{}
 	op.Set(string(vendortest.Testdata(t, file)))
 	srv.Handle(vendortest.OpenPhishHost, op)
-	return srv, op, &openphish.Source{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: 50 * time.Millisecond}
+	return srv, op, &openphish.Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), MaxRetryWait: 50 * time.Millisecond}}
 }
 
 func TestParse(t *testing.T) {
@@ -48,7 +51,7 @@ func TestParse(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, _, src := serve(t, tc.file)
 			var s vendortest.Recorder
-			if _, err := src.Fetch(context.Background(), "", time.Time{}, &s); err != nil {
+			if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}}, &s); err != nil {
 				t.Fatal(err)
 			}
 			if got := s.Values(ioc.URL); !slices.Equal(got, tc.want) {
@@ -80,12 +83,12 @@ func TestParse(t *testing.T) {
 func TestConditional(t *testing.T) {
 	srv, op, src := serve(t, "feed.txt")
 	var s vendortest.Recorder
-	cur, err := src.Fetch(context.Background(), "", time.Time{}, &s)
+	cur, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}}, &s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var again vendortest.Recorder
-	cur2, err := src.Fetch(context.Background(), cur, time.Time{}, &again)
+	cur2, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: cur, Since: time.Time{}}, &again)
 	if !errors.Is(err, ioc.ErrUnchanged) || cur2 != cur {
 		t.Fatalf("unchanged list: %v, cursor %q, want ErrUnchanged and %q", err, cur2, cur)
 	}
@@ -98,7 +101,7 @@ func TestConditional(t *testing.T) {
 	}
 	op.Set("https://new.example.com/x\n")
 	var changed vendortest.Recorder
-	if _, err := src.Fetch(context.Background(), cur, time.Time{}, &changed); err != nil {
+	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: cur, Since: time.Time{}}, &changed); err != nil {
 		t.Fatal(err)
 	}
 	if got := changed.Values(ioc.URL); !slices.Equal(got, []string{"https://new.example.com/x"}) {
@@ -131,7 +134,7 @@ func TestFailures(t *testing.T) {
 			}
 			op.SetCut(tc.cut)
 			var s vendortest.Recorder
-			_, err := src.Fetch(context.Background(), "", time.Time{}, &s)
+			_, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}}, &s)
 			if tc.want == "" {
 				if err != nil || len(s.Indicators) != 5 {
 					t.Fatalf("got %v with %d indicators, want success with 5", err, len(s.Indicators))
@@ -152,7 +155,7 @@ func TestTooLarge(t *testing.T) {
 	_, _, src := serve(t, "feed.txt")
 	src.MaxBytes = 40
 	var s vendortest.Recorder
-	_, err := src.Fetch(context.Background(), "", time.Time{}, &s)
+	_, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}}, &s)
 	if ioc.FailureOf(err) != ioc.FetchingDataError || !strings.Contains(err.Error(), "over its cap of 40 bytes") || len(s.Lists) != 0 {
 		t.Fatalf("over the cap: %v, lists %v; want Fetching Data Error naming the cap and no list complete", err, s.Lists)
 	}
@@ -165,7 +168,7 @@ func TestSinkFailure(t *testing.T) {
 	_, _, src := serve(t, "feed.txt")
 	stop := errors.New("the store is down")
 	s := vendortest.Recorder{Fail: stop}
-	_, err := src.Fetch(context.Background(), "", time.Time{}, &s)
+	_, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}}, &s)
 	if err != stop || len(s.Lists) != 0 {
 		t.Fatalf("sink failure: %v, lists %v; want the sink's error as it is and no list complete", err, s.Lists)
 	}

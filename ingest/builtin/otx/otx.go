@@ -15,8 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -48,16 +50,9 @@ const (
 // (the server's egress policy and feed mirror); the URLs are the vendor's
 // own, fixed.
 type Source struct {
-	Client *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Key    string           // --otx-api-key, sent as X-OTX-API-KEY; required
-	Now    func() time.Time // nil: time.Now
+	feedhttp.Settings        // Client: never nil in the server; tests use vendortest.MirrorClient
+	key               string // --otx-api-key, sent as X-OTX-API-KEY; required
 
-	// MaxRetries is how many times a 429 or 5xx is retried (0: the
-	// default, negative: never); MaxRetryWait the longest Retry-After
-	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
 	// MaxPages and MaxPageBytes bound one run (0: the defaults).
 	MaxPages     int
 	MaxPageBytes int64
@@ -77,12 +72,22 @@ type walkCursor struct {
 	Next  string `json:"next"`
 }
 
-// Fetch reads the pulses modified after cursor (the last modified seen; on
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.key = req.Feed.Key
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the pulses modified after cursor (the last modified seen; on
 // the first run, after since or DefaultBackfill ago) and hands their
 // indicators to sink. The cursor it returns is the newest modified seen,
 // so the next run reads strictly newer pulses only.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
-	if s.Key == "" {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
+	if s.key == "" {
 		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("otx: no API key is set: set --otx-api-key (TIFEEDS_OTX_API_KEY)"))
 	}
 	w, err := s.start(cursor, since)
@@ -91,9 +96,8 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 	}
 	// OTX answers 429 and, often, 504 on /pulses/subscribed (REFERENCE
 	// B1): a single one is waited out, a persistent one fails the run.
-	g := &feedhttp.Getter{Who: "otx", Client: s.Client, Now: s.Now, Secret: s.Key,
-		Header:     http.Header{"X-Otx-Api-Key": {s.Key}, "Accept": {"application/json"}},
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "otx", Secret: s.key,
+		Header: http.Header{"X-Otx-Api-Key": {s.key}, "Accept": {"application/json"}}}
 	maxPages := s.MaxPages
 	if maxPages <= 0 {
 		maxPages = DefaultMaxPages
@@ -184,7 +188,7 @@ func vendorURL(u string) bool {
 
 // page reads w.Next, hands over the indicators of its pulses modified after
 // the walk's bound, and returns the next link ("" at the end).
-func (s *Source) page(ctx context.Context, g *feedhttp.Getter, w *walk, sink ioc.Sink) (string, error) {
+func (s *Source) page(ctx context.Context, g *feedhttp.Getter, w *walk, sink source.Sink) (string, error) {
 	shown := g.Shown(w.Next)
 	resp, err := g.Get(ctx, w.Next, feedhttp.Validators{})
 	if err != nil {
@@ -227,4 +231,11 @@ func parseTime(s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("unknown time format %q", s)
+}
+
+// Kind declares the OpenThreatExchange kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.OpenThreatExchange), New: func(e source.Env) source.Source {
+		return &Source{Settings: feedhttp.VendorSettings(e)}
+	}}
 }

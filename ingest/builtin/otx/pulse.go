@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -77,7 +78,7 @@ func (a *active) UnmarshalJSON(b []byte) error {
 
 // pulse hands over the indicators of p when it is newer than the walk's
 // bound: a pulse modified at or before it was read by an earlier run.
-func (s *Source) pulse(ctx context.Context, w *walk, p *pulse, sink ioc.Sink) error {
+func (s *Source) pulse(ctx context.Context, w *walk, p *pulse, sink source.Sink) error {
 	modified, err := parseTime(p.Modified)
 	if err != nil {
 		w.position += int64(len(p.Indicators))

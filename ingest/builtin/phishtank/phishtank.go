@@ -18,7 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -54,27 +56,14 @@ const (
 // through Client (the server's egress policy and feed mirror); the URLs are
 // PhishTank's own, fixed.
 type Source struct {
-	// Client sends the requests; never nil in the server (nil: a client
-	// with a 10-minute timeout).
-	Client *http.Client
-	// Key is the PhishTank app key (--phishtank-app-key), "" when unset:
+	feedhttp.Settings // Client: never nil in the server
+	// key is the PhishTank app key (--phishtank-app-key), "" when unset:
 	// the keyless download works, within a few downloads a day. It goes in
 	// the URL path, so every error masks it.
-	Key string
-	// Now is the clock for Retry-After dates; nil: time.Now.
-	Now func() time.Time
+	key string
 
 	// MaxBytes caps the uncompressed database; 0: DefaultMaxBytes.
 	MaxBytes int64
-	// MaxRetries is how many times a 429 or 5xx is repeated; 0:
-	// DefaultMaxRetries, negative: never.
-	MaxRetries int
-	// MaxRetryWait is the longest Retry-After waited out; a longer one
-	// fails the run at once. 0: DefaultMaxRetryWait.
-	MaxRetryWait time.Duration
-	// RetryBackoff is the wait when no Retry-After is given; 0:
-	// DefaultRetryBackoff.
-	RetryBackoff time.Duration
 }
 
 // URL returns the address of the database for key ("" for keyless).
@@ -85,24 +74,26 @@ func URL(key string) string {
 	return "https://data.phishtank.com/data/" + url.PathEscape(key) + "/online-valid.json.gz"
 }
 
-// Fetch reads the whole database and hands every URL to sink, then
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.key = req.Feed.Key
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the whole database and hands every URL to sink, then
 // completes the list. The cursor holds the ETag and Last-Modified of the
 // database read: when PhishTank answers 304 to them, Fetch returns
 // ioc.ErrUnchanged and downloads nothing. since is not used: a snapshot
 // has no history to bound.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
 	// The app key goes in the URL path: every message masks it.
-	g := &feedhttp.Getter{
-		Who:          "phishtank",
-		Client:       s.Client,
-		Header:       http.Header{"User-Agent": {userAgent}},
-		Secret:       s.Key,
-		Now:          s.Now,
-		MaxRetries:   s.MaxRetries,
-		MaxRetryWait: feedhttp.Or(s.MaxRetryWait, DefaultMaxRetryWait),
-		Backoff:      feedhttp.Or(s.RetryBackoff, DefaultRetryBackoff),
-	}
-	resp, err := g.Get(ctx, URL(s.Key), feedhttp.ParseValidators(cursor))
+	g := &feedhttp.Getter{Who: "phishtank", Header: http.Header{"User-Agent": {userAgent}}, Secret: s.key,
+		Settings: s.Settings.Or(feedhttp.Settings{MaxRetryWait: DefaultMaxRetryWait, RetryBackoff: DefaultRetryBackoff})}
+	resp, err := g.Get(ctx, URL(s.key), feedhttp.ParseValidators(cursor))
 	if err != nil {
 		return cursor, err
 	}
@@ -119,7 +110,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 	if err := Parse(ctx, capped, sink); err != nil {
 		return cursor, s.bodyFailure(ctx, g, wire, capped, err)
 	}
-	ioc.ListComplete(sink, List)
+	sink.ListComplete(List, time.Time{})
 	return feedhttp.ValidatorsOf(resp).String(), nil
 }
 
@@ -180,7 +171,7 @@ type record struct {
 // Parse reads an online-valid.json array from r and hands a URL indicator
 // per record to sink, one record at a time (the array is never held).
 // Records that are not usable are rejected with their 1-based position.
-func Parse(ctx context.Context, r io.Reader, sink ioc.Sink) error {
+func Parse(ctx context.Context, r io.Reader, sink source.Sink) error {
 	dec := json.NewDecoder(r)
 	tok, err := dec.Token()
 	if err != nil {
@@ -243,4 +234,11 @@ func indicator(rec record) (ioc.Indicator, string) {
 func no(s string) bool {
 	s = strings.ToLower(strings.TrimSpace(s))
 	return s != "" && s != "yes"
+}
+
+// Kind declares the PhishingURLDatabase kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.PhishingURLDatabase), New: func(e source.Env) source.Source {
+		return &Source{Settings: feedhttp.VendorSettings(e)}
+	}}
 }

@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/abusech"
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -49,23 +50,15 @@ const (
 // Source reads ThreatFox. Every request goes through Client (the server's
 // egress policy and feed mirror); the URL is abuse.ch's own, fixed.
 type Source struct {
-	// Client sends the requests; never nil in the server (nil: a client
-	// with a 10-minute timeout).
-	Client *http.Client
-	// Key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
+	// Client: never nil in the server. The retry knobs are taken as
+	// abusech.Conn's: 0 takes the package's Defaults.
+	feedhttp.Settings
+	// key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
 	// Auth-Key header when set.
-	Key string
-	// Now is the clock for Retry-After dates; nil: time.Now.
-	Now func() time.Time
+	key string
 
 	// MaxBytes caps the export; 0: DefaultMaxBytes.
 	MaxBytes int64
-	// The retry knobs, as abusech.Conn's: how many times a 429 or 5xx is
-	// repeated (negative: never), the longest Retry-After waited out (a
-	// longer one fails the run at once), the wait without one (n× for
-	// repeat n). 0: the Defaults.
-	MaxRetries                 int
-	MaxRetryWait, RetryBackoff time.Duration
 }
 
 // state is the cursor: the latest first_seen_utc read, the ioc_ids first
@@ -81,11 +74,21 @@ func parseState(cursor string) state { return abusech.ParseCursor[state](cursor)
 
 func (st state) String() string { return abusech.Cursor(st) }
 
-// Fetch reads the rows first seen after the cursor (on the first run,
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.key = req.Feed.Key
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the rows first seen after the cursor (on the first run,
 // since bounds them) and hands their indicators to sink. The export lists
 // the newest first, so no row before the last is a point to resume from:
 // the cursor moves, and is checkpointed, once the whole export is read.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
 	st := parseState(cursor)
 	g := s.conn().Getter("threatfox")
 	next := st
@@ -114,7 +117,7 @@ var export = abusech.Export{Who: "threatfox", File: "the export", ID: "ioc_id", 
 // parse reads a ThreatFox CSV export and hands sink the indicators of the
 // rows first seen after after's cursor (with none, since bounds them),
 // returning the state moved past them.
-func parse(ctx context.Context, r io.Reader, after state, since time.Time, sink ioc.Sink) (state, error) {
+func parse(ctx context.Context, r io.Reader, after state, since time.Time, sink source.Sink) (state, error) {
 	m, err := export.Read(ctx, r, abusech.Mark{At: after.Seen, IDs: after.IDs}, since, sink, indicator)
 	after.Seen, after.IDs = m.At, m.IDs
 	return after, err
@@ -195,6 +198,12 @@ func splitHostPort(v string) (host, port string, ok bool) {
 }
 
 func (s *Source) conn() abusech.Conn {
-	return abusech.Conn{Client: s.Client, Key: s.Key, Now: s.Now,
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}
+	return abusech.Conn{Settings: s.Settings, Key: s.key}
+}
+
+// Kind declares the EmergingThreat kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.EmergingThreat), New: func(e source.Env) source.Source {
+		return &Source{Settings: feedhttp.VendorSettings(e)}
+	}}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"reflect"
 	"strings"
 	"testing"
@@ -158,8 +159,8 @@ func TestFetch(t *testing.T) {
 			v.Path, v.Body = vendortest.ThreatFoxPath, vendortest.Testdata(t, "recent.csv")
 			srv.Handle(vendortest.ThreatFoxHost, v)
 			var rec vendortest.Recorder
-			s := &Source{Client: vendortest.MirrorClient(srv.URL), Key: tc.key, RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}
-			cursor, err := s.Fetch(context.Background(), tc.cursor, time.Time{}, &rec)
+			s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}, key: tc.key}
+			cursor, err := s.fetch(context.Background(), tc.cursor, time.Time{}, &rec)
 			switch {
 			case tc.err != nil:
 				if !errors.Is(err, tc.err) {
@@ -209,13 +210,13 @@ func TestFetch(t *testing.T) {
 func TestFetchAgainAddsNothing(t *testing.T) {
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.ThreatFoxHost, vendortest.NewThreatFox(vendortest.Testdata(t, "recent.csv")))
-	s := &Source{Client: vendortest.MirrorClient(srv.URL)}
+	s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL)}}
 	var first, second vendortest.Recorder
-	cursor, err := s.Fetch(context.Background(), "", time.Time{}, &first)
+	cursor, err := s.fetch(context.Background(), "", time.Time{}, &first)
 	if err != nil || len(first.Indicators) != len(all) {
 		t.Fatalf("first run: %v, %d indicators", err, len(first.Indicators))
 	}
-	if _, err := s.Fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
+	if _, err := s.fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
 		t.Fatal(err)
 	}
 	if len(second.Indicators) != 0 {

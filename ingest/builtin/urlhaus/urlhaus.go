@@ -10,13 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/abusech"
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -63,23 +64,15 @@ const (
 // server's egress policy and feed mirror); the URLs are abuse.ch's own,
 // fixed.
 type Source struct {
-	// Client sends the requests; never nil in the server (nil: a client
-	// with a 10-minute timeout).
-	Client *http.Client
-	// Key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
+	// Client: never nil in the server. The retry knobs are taken as
+	// abusech.Conn's: 0 takes the package's Defaults.
+	feedhttp.Settings
+	// key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
 	// Auth-Key header when set.
-	Key string
-	// Now is the clock for Retry-After dates; nil: time.Now.
-	Now func() time.Time
+	key string
 
 	// MaxURLhausBytes and MaxSSLBLBytes cap the bodies; 0: the Defaults.
 	MaxURLhausBytes, MaxSSLBLBytes int64
-	// The retry knobs, as abusech.Conn's: how many times a 429 or 5xx is
-	// repeated (negative: never), the longest Retry-After waited out (a
-	// longer one fails the list at once), the wait without one (n× for
-	// repeat n). 0: the Defaults.
-	MaxRetries                 int
-	MaxRetryWait, RetryBackoff time.Duration
 }
 
 // state is the cursor: where URLhaus was read up to, and the validators
@@ -97,12 +90,22 @@ func parseState(cursor string) state { return abusech.ParseCursor[state](cursor)
 
 func (st state) String() string { return abusech.Cursor(st) }
 
-// Fetch reads the URLhaus rows added after the cursor (on the first run,
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.key = req.Feed.Key
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the URLhaus rows added after the cursor (on the first run,
 // those added since since), checkpointing after them, then the whole SSLBL
 // list, which it completes. A list that fails does not stop the other:
 // Fetch reads both and returns the failure. When both downloads are
 // unchanged since the cursor, it returns ioc.ErrUnchanged.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
 	st := parseState(cursor)
 	var failed []error
 	unchangedU, err := s.fetchURLhaus(ctx, s.conn().Getter("urlhaus"), &st, since, sink)
@@ -136,7 +139,7 @@ func isFetchError(err error) bool {
 }
 
 // fetchURLhaus reads csv_recent and moves st past what it handed over.
-func (s *Source) fetchURLhaus(ctx context.Context, g *feedhttp.Getter, st *state, since time.Time, sink ioc.Sink) (unchanged bool, err error) {
+func (s *Source) fetchURLhaus(ctx context.Context, g *feedhttp.Getter, st *state, since time.Time, sink source.Sink) (unchanged bool, err error) {
 	next := *st
 	v, unchanged, err := abusech.Download(ctx, g, URLhausURL, st.URLhaus, feedhttp.Or(s.MaxURLhausBytes, DefaultMaxURLhausBytes),
 		"the list", sink, func(r io.Reader) (err error) {
@@ -159,7 +162,7 @@ var csvRecent = abusech.Export{Who: "urlhaus", File: "csv_recent", ID: "id", Tim
 // parseURLhaus reads a URLhaus CSV download and hands a URL indicator to
 // sink for each row added after after's cursor (when it has none, since
 // bounds the rows), returning the state moved past the rows read.
-func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time, sink ioc.Sink) (state, error) {
+func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time, sink source.Sink) (state, error) {
 	m, err := csvRecent.Read(ctx, r, abusech.Mark{At: after.Added, IDs: after.IDs}, since, sink,
 		func(t *csvtable.Table, rec []string) (ioc.Indicator, string) {
 			v, err := ioc.Normalize(ioc.URL, t.Get(rec, "url"))
@@ -178,20 +181,20 @@ func parseURLhaus(ctx context.Context, r io.Reader, after state, since time.Time
 }
 
 // fetchSSLBL reads the whole SSLBL list and completes it.
-func (s *Source) fetchSSLBL(ctx context.Context, g *feedhttp.Getter, st *state, sink ioc.Sink) (unchanged bool, err error) {
+func (s *Source) fetchSSLBL(ctx context.Context, g *feedhttp.Getter, st *state, sink source.Sink) (unchanged bool, err error) {
 	v, unchanged, err := abusech.Download(ctx, g, SSLBLURL, st.SSLBL, feedhttp.Or(s.MaxSSLBLBytes, DefaultMaxSSLBLBytes),
 		"the list", sink, func(r io.Reader) error { return ParseSSLBL(ctx, r, sink) })
 	if err != nil || unchanged {
 		return unchanged, err
 	}
-	ioc.ListComplete(sink, ListSSLBL)
+	sink.ListComplete(ListSSLBL, time.Time{})
 	st.SSLBL = v
 	return false, sink.Checkpoint(ctx, st.String())
 }
 
 // ParseSSLBL reads sslblacklist.csv and hands a certificate fingerprint
 // indicator to sink for each row.
-func ParseSSLBL(ctx context.Context, r io.Reader, sink ioc.Sink) error {
+func ParseSSLBL(ctx context.Context, r io.Reader, sink source.Sink) error {
 	return abusech.Rows(r, "sslbl", "sslblacklist.csv", []string{"sha1"}, sink, func(t *csvtable.Table, rec []string, line int64) error {
 		v, err := ioc.Normalize(ioc.CertSHA1, t.Get(rec, "sha1"))
 		if err != nil {
@@ -221,6 +224,12 @@ func cutSuffixFold(s, suffix string) (string, bool) {
 }
 
 func (s *Source) conn() abusech.Conn {
-	return abusech.Conn{Client: s.Client, Key: s.Key, Now: s.Now,
-		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, RetryBackoff: s.RetryBackoff}
+	return abusech.Conn{Settings: s.Settings, Key: s.key}
+}
+
+// Kind declares the MalwareURLSSL kind.
+func Kind() source.Kind {
+	return source.Kind{Key: string(builtin.MalwareURLSSL), New: func(e source.Env) source.Source {
+		return &Source{Settings: feedhttp.VendorSettings(e)}
+	}}
 }

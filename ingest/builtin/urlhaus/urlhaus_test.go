@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"reflect"
 	"strings"
 	"testing"
@@ -137,8 +138,8 @@ func TestParseSSLBL(t *testing.T) {
 	}
 }
 
-func source(srv *vendortest.Server, key string) *Source {
-	return &Source{Client: vendortest.MirrorClient(srv.URL), Key: key, RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}
+func newSource(srv *vendortest.Server, key string) *Source {
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}, key: key}
 }
 
 func TestFetch(t *testing.T) {
@@ -215,7 +216,7 @@ func TestFetch(t *testing.T) {
 			srv.Handle(vendortest.URLhausHost, u)
 			srv.Handle(vendortest.SSLBLHost, sl)
 			var rec vendortest.Recorder
-			cursor, err := source(srv, tc.key).Fetch(context.Background(), tc.cursor, time.Time{}, &rec)
+			cursor, err := newSource(srv, tc.key).fetch(context.Background(), tc.cursor, time.Time{}, &rec)
 			switch {
 			case tc.unchanged:
 				if !errors.Is(err, ioc.ErrUnchanged) {
@@ -271,14 +272,14 @@ func TestFetchAgainAddsNoURL(t *testing.T) {
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.URLhausHost, vendortest.NewURLhaus(vendortest.Testdata(t, "csv_recent.csv")))
 	srv.Handle(vendortest.SSLBLHost, vendortest.NewSSLBL(vendortest.Testdata(t, "sslblacklist.csv")))
-	s := source(srv, "")
+	s := newSource(srv, "")
 	var first vendortest.Recorder
-	cursor, err := s.Fetch(context.Background(), "", time.Time{}, &first)
+	cursor, err := s.fetch(context.Background(), "", time.Time{}, &first)
 	if err != nil || len(first.Values(ioc.URL)) != 4 {
 		t.Fatalf("first run: %v, %d URLs", err, len(first.Values(ioc.URL)))
 	}
 	var second vendortest.Recorder
-	if _, err := s.Fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
+	if _, err := s.fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
 		t.Fatal(err)
 	}
 	if urls := second.Values(ioc.URL); len(urls) != 0 {

@@ -2,6 +2,7 @@ package vendortest_test
 
 import (
 	"context"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"io"
 	"net/http"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/tifeeds/tifeeds/ingest/premium/gti"
 	"github.com/tifeeds/tifeeds/ingest/premium/risklist"
 	"github.com/tifeeds/tifeeds/ingest/premium/threatstream"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -33,7 +36,7 @@ func TestGeneratedVolumes(t *testing.T) {
 			vend: &vendortest.ThreatStream{Username: "u", Key: "k", Generated: n,
 				Generate: func(i int) []byte { return vendortest.ThreatStreamObject(i, now.Add(-time.Hour)) }},
 			fetch: func(ctx context.Context, c *http.Client, _ string, sink *vendortest.Recorder) (string, error) {
-				return (&threatstream.Source{Client: c, Username: "u", Secret: "k"}).Fetch(ctx, "", time.Time{}, sink)
+				return sourcetest.Fetch(ctx, &threatstream.Source{Settings: feedhttp.Settings{Client: c}}, source.Request{Feed: source.Feed{Username: "u", Password: "k"}}, sink)
 			},
 			want: n,
 		},
@@ -42,7 +45,7 @@ func TestGeneratedVolumes(t *testing.T) {
 			vend: &vendortest.Falcon{ClientID: "id", Secret: "s", Generated: n,
 				Generate: func(i int) []byte { return vendortest.FalconIndicator(i, now.Add(-time.Hour)) }},
 			fetch: func(ctx context.Context, c *http.Client, _ string, sink *vendortest.Recorder) (string, error) {
-				return (&falcon.Source{Client: c, Username: "id", Secret: "s"}).Fetch(ctx, "", time.Time{}, sink)
+				return sourcetest.Fetch(ctx, &falcon.Source{Settings: feedhttp.Settings{Client: c}}, source.Request{Feed: source.Feed{Username: "id", Password: "s"}}, sink)
 			},
 			want: n,
 		},
@@ -65,7 +68,7 @@ func TestGeneratedVolumes(t *testing.T) {
 				return g
 			}(),
 			fetch: func(ctx context.Context, c *http.Client, _ string, sink *vendortest.Recorder) (string, error) {
-				return (&gti.Source{Client: c, Secret: "k", Grace: time.Nanosecond}).Fetch(ctx, "", now.Add(-3*time.Hour), sink)
+				return sourcetest.Fetch(ctx, &gti.Source{Settings: feedhttp.Settings{Client: c}, Grace: time.Nanosecond}, source.Request{Since: now.Add(-3 * time.Hour), Feed: source.Feed{Password: "k"}}, sink)
 			},
 			want: n * len(gti.Lists),
 		},
@@ -83,7 +86,7 @@ func TestGeneratedVolumes(t *testing.T) {
 				return rf
 			}(),
 			fetch: func(ctx context.Context, c *http.Client, _ string, sink *vendortest.Recorder) (string, error) {
-				return (&risklist.Source{Client: c, Secret: "k"}).Fetch(ctx, "", time.Time{}, sink)
+				return sourcetest.Fetch(ctx, &risklist.Source{Settings: feedhttp.Settings{Client: c}}, source.Request{Feed: source.Feed{Password: "k"}}, sink)
 			},
 			want: n * len(risklist.Lists),
 		},
@@ -92,9 +95,9 @@ func TestGeneratedVolumes(t *testing.T) {
 			vend: &vendortest.SOCRadar{Key: "k", Generate: map[string]func(io.Writer) error{
 				"bench": func(w io.Writer) error { return vendortest.WriteSOCRadarDocument(w, 0, n) }}},
 			fetch: func(ctx context.Context, _ *http.Client, base string, sink *vendortest.Recorder) (string, error) {
-				s := &premium.FeedListSource{Client: http.DefaultClient,
-					Endpoint: vendortest.SOCRadarEndpoint(base+"/"+vendortest.SOCRadarHost, "bench", "k")}
-				return s.Fetch(ctx, "", now, 0, sink)
+				s := &premium.FeedListSource{Settings: feedhttp.Settings{Client: http.DefaultClient}}
+				return sourcetest.Fetch(ctx, s, source.Request{Started: now,
+					Feed: source.Feed{URL: vendortest.SOCRadarEndpoint(base+"/"+vendortest.SOCRadarHost, "bench", "k")}}, sink)
 			},
 			want: n,
 		},

@@ -6,18 +6,21 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
 // Recorder is a sink for tests of sources: it keeps, in order, what a
-// source hands it. It is an ioc.Sink and an ioc.ListSink.
+// source hands it. It is an source.Sink and an ioc.ListSink.
 type Recorder struct {
+	source.SinkBase
 	Indicators []ioc.Indicator
 	// Rejections are "<position>: <reason>".
 	Rejections  []string
 	Checkpoints []string
-	// Lists are the lists said complete (ioc.ListComplete).
+	// Lists are the lists said complete (Sink.ListComplete).
 	Lists []string
 	// Fail, when set, is what Indicator returns (the run's limit, the
 	// store down), keeping nothing.
@@ -45,7 +48,7 @@ func (r *Recorder) Checkpoint(_ context.Context, cursor string) error {
 }
 
 // ListComplete keeps source.
-func (r *Recorder) ListComplete(source string) { r.Lists = append(r.Lists, source) }
+func (r *Recorder) ListComplete(source string, _ time.Time) { r.Lists = append(r.Lists, source) }
 
 // Find returns the first indicator of kind with value.
 func (r *Recorder) Find(kind ioc.Kind, value string) (ioc.Indicator, bool) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -36,28 +37,22 @@ const (
 // Conn is what an abuse.ch source's requests read of its knobs; the zero
 // value of each is its default.
 type Conn struct {
-	Client *http.Client
+	// MaxRetries 0: DefaultMaxRetries, negative: never; MaxRetryWait 0:
+	// DefaultMaxRetryWait; RetryBackoff 0: DefaultRetryBackoff.
+	feedhttp.Settings
 	// Key is the Auth-Key (--abusech-auth-key), sent when set.
-	Key          string
-	Now          func() time.Time
-	MaxRetries   int           // 0: DefaultMaxRetries, negative: never
-	MaxRetryWait time.Duration // 0: DefaultMaxRetryWait
-	RetryBackoff time.Duration // 0: DefaultRetryBackoff
+	Key string
 }
 
 // Getter sends abuse.ch's GETs for who ("urlhaus", "sslbl"), with the
 // Auth-Key when one is set; a 401 or 403 names the setting to check.
 func (c Conn) Getter(who string) *feedhttp.Getter {
 	g := &feedhttp.Getter{
-		Who:          who,
-		Client:       c.Client,
-		Header:       http.Header{"User-Agent": {"tifeeds"}},
-		Secret:       c.Key,
-		Now:          c.Now,
-		MaxRetries:   c.MaxRetries,
-		MaxRetryWait: feedhttp.Or(c.MaxRetryWait, DefaultMaxRetryWait),
-		Backoff:      feedhttp.Or(c.RetryBackoff, DefaultRetryBackoff),
-		Credentials:  "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)",
+		Settings:    c.Settings.Or(feedhttp.Settings{MaxRetryWait: DefaultMaxRetryWait, RetryBackoff: DefaultRetryBackoff}),
+		Who:         who,
+		Header:      http.Header{"User-Agent": {"tifeeds"}},
+		Secret:      c.Key,
+		Credentials: "abuse.ch asks for an Auth-Key: set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)",
 	}
 	if c.Key != "" {
 		g.Header.Set("Auth-Key", c.Key)
@@ -72,7 +67,7 @@ func (c Conn) Getter(who string) *feedhttp.Getter {
 // g's, or g.BodyFailure's with what ("the list") naming the download; a
 // parser wraps errors of the sink in feedhttp.SinkError.
 func Download(ctx context.Context, g *feedhttp.Getter, u string, prev feedhttp.Validators, max int64, what string,
-	sink ioc.Sink, parse func(io.Reader) error) (next feedhttp.Validators, unchanged bool, err error) {
+	sink source.Sink, parse func(io.Reader) error) (next feedhttp.Validators, unchanged bool, err error) {
 	resp, err := g.Get(ctx, u, prev)
 	if err != nil {
 		return prev, false, err
@@ -93,7 +88,7 @@ func Download(ctx context.Context, g *feedhttp.Getter, u string, prev feedhttp.V
 // rejected with its line and reading goes on; row's error ends the read
 // and is returned as it is. A file without such a header, or that cannot
 // be read on, is bad data of who ("sslbl"), file naming it in the message.
-func Rows(r io.Reader, who, file string, columns []string, sink ioc.Sink, row func(t *csvtable.Table, rec []string, line int64) error) error {
+func Rows(r io.Reader, who, file string, columns []string, sink source.Sink, row func(t *csvtable.Table, rec []string, line int64) error) error {
 	t, err := csvtable.Open(r, columns...)
 	if err != nil {
 		return badFormat(who, "unable to read the header of %s: %w", file, err)
@@ -122,7 +117,7 @@ func badFormat(who, format string, a ...any) error {
 
 // Hand gives ind to sink, wrapping an error of the sink in
 // feedhttp.SinkError.
-func Hand(ctx context.Context, sink ioc.Sink, ind ioc.Indicator) error {
+func Hand(ctx context.Context, sink source.Sink, ind ioc.Indicator) error {
 	if err := sink.Indicator(ctx, ind); err != nil {
 		return &feedhttp.SinkError{Err: err}
 	}
@@ -176,7 +171,7 @@ type Export struct {
 // row is rejected with it, as is a row without an id or whose time stamp
 // is not a date. An error (bad data, the sink's as feedhttp.SinkError)
 // returns after unmoved.
-func (e Export) Read(ctx context.Context, r io.Reader, after Mark, since time.Time, sink ioc.Sink,
+func (e Export) Read(ctx context.Context, r io.Reader, after Mark, since time.Time, sink source.Sink,
 	row func(t *csvtable.Table, rec []string) (ioc.Indicator, string)) (Mark, error) {
 	var from time.Time
 	if after.At != "" {

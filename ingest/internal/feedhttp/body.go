@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -25,10 +26,10 @@ type Body struct {
 }
 
 // NewBody caps resp's body at max bytes (max <= 0: no cap) and reports the
-// bytes read to sink (ioc.ProgressReader), so that the run shows the
+// bytes read to sink (source.ProgressReader), so that the run shows the
 // download going.
-func NewBody(sink ioc.Sink, resp *http.Response, max int64) *Body {
-	return Cap(ioc.ProgressReader(sink, resp.Body, resp.ContentLength), max)
+func NewBody(sink source.Sink, resp *http.Response, max int64) *Body {
+	return Cap(source.ProgressReader(sink, resp.Body, resp.ContentLength), max)
 }
 
 // Cap reads at most max bytes of r (max <= 0: no cap): a decompressed

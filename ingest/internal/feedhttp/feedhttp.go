@@ -3,12 +3,12 @@
 // It imports only ioc and the standard library, like the sources; it is
 // internal to ingest/builtin because its API is shaped for them.
 //
-// A source builds one Getter per run (or per list, when lists fail apart)
-// from its own knobs, and for each download:
+// A source embeds Settings (its client and retry knobs) and builds one
+// Getter per run (or per list, when lists fail apart) from them, and for
+// each download:
 //
-//	g := &feedhttp.Getter{Who: "phishtank", Client: s.Client, Now: s.Now,
-//		Header: http.Header{"User-Agent": {"tifeeds"}}, Secret: s.Key,
-//		MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Backoff: s.RetryBackoff}
+//	g := &feedhttp.Getter{Settings: s.Settings, Who: "phishtank",
+//		Header: http.Header{"User-Agent": {"tifeeds"}}, Secret: key}
 //	resp, err := g.Get(ctx, u, prev)          // prev: the Validators kept in the cursor
 //	if err != nil {
 //		return cursor, err                    // classified, secret masked
@@ -41,7 +41,7 @@
 // ***.
 //
 // Body caps a download, reports its progress to the sink
-// (ioc.ProgressReader) and remembers why it stopped, so that BodyFailure
+// (source.ProgressReader) and remembers why it stopped, so that BodyFailure
 // tells the run ending, the connection, the cap and bad data apart (a JSON
 // decoder reports a cut connection as a syntax error). A parser returns an
 // error of the sink wrapped in SinkError, and may return data errors it
@@ -53,6 +53,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"io"
 	"net/http"
 	"net/url"
@@ -85,12 +86,10 @@ var defaultClient = &http.Client{Timeout: 10 * time.Minute}
 // default; a Getter is not changed while in use and may be shared by the
 // lists of one run.
 type Getter struct {
+	Settings
 	// Who names the source (or list) in messages and failures: "otx",
 	// "sslbl".
 	Who string
-	// Client sends the requests: the server's egress policy and feed
-	// mirror. nil: a client with a 10-minute timeout.
-	Client *http.Client
 	// Header goes with every request (User-Agent, an auth header).
 	Header http.Header
 	// Secret is masked as *** (raw and path-escaped) wherever a message
@@ -100,6 +99,14 @@ type Getter struct {
 	// Credentials is added to a 401 or 403 failure: which setting to
 	// check ("set --abusech-auth-key (TIFEEDS_ABUSECH_AUTH_KEY)").
 	Credentials string
+}
+
+// Settings are the client and retry settings of a source: every source
+// embeds them once, and its Getters take them whole.
+type Settings struct {
+	// Client sends the requests: the server's egress policy and feed
+	// mirror. nil: a client with a 10-minute timeout.
+	Client *http.Client
 	// Now is the clock for Retry-After dates; nil: time.Now.
 	Now func() time.Time
 	// MaxRetries is how many times a 429 or 5xx is repeated; 0:
@@ -108,12 +115,27 @@ type Getter struct {
 	// MaxRetryWait is the longest wait a retry may take; a 429 or 5xx
 	// asking for more fails at once. 0: DefaultMaxRetryWait.
 	MaxRetryWait time.Duration
-	// Backoff is the first wait when an answer gives no usable
-	// Retry-After; repeat n waits n×Backoff. 0: DefaultBackoff.
-	Backoff time.Duration
+	// RetryBackoff is the first wait when an answer gives no usable
+	// Retry-After; repeat n waits n×RetryBackoff. 0: DefaultBackoff.
+	RetryBackoff time.Duration
 	// Sleep waits d or until ctx ends; nil: a timer. Tests replace it to
 	// record the waits instead of taking them.
 	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Or returns s with each zero retry setting taken from d: a source's own
+// defaults, which differ from the Getter's.
+func (s Settings) Or(d Settings) Settings {
+	if s.MaxRetries == 0 { // negative: never, kept
+		s.MaxRetries = d.MaxRetries
+	}
+	if s.MaxRetryWait == 0 {
+		s.MaxRetryWait = d.MaxRetryWait
+	}
+	if s.RetryBackoff == 0 {
+		s.RetryBackoff = d.RetryBackoff
+	}
+	return s
 }
 
 // Get sends GET u and returns a 2xx answer, or a 304 when cond is not
@@ -178,7 +200,7 @@ func (g *Getter) retryWait(resp *http.Response, attempt int) (time.Duration, boo
 	}
 	wait, ok := RetryAfter(resp.Header.Get("Retry-After"), g.now())
 	if !ok {
-		wait = time.Duration(attempt) * Or(g.Backoff, DefaultBackoff)
+		wait = time.Duration(attempt) * Or(g.RetryBackoff, DefaultBackoff)
 	}
 	return wait, wait <= Or(g.MaxRetryWait, DefaultMaxRetryWait)
 }
@@ -369,3 +391,8 @@ func (v Validators) set(h http.Header) {
 		h.Set("If-Modified-Since", v.LastModified)
 	}
 }
+
+// VendorSettings are the settings of a source of a vendor's fixed API:
+// the runner's vendor client (the egress policy and feed mirror) and its
+// clock, the retries at their defaults.
+func VendorSettings(e source.Env) Settings { return Settings{Client: e.VendorClient, Now: e.Now} }

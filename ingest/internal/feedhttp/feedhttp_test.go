@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -66,14 +67,13 @@ var now = time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
 // recordingGetter is a Getter that records its waits instead of taking
 // them.
 func recordingGetter(slept *[]time.Duration) *Getter {
-	return &Getter{
-		Who: "test",
+	return &Getter{Who: "test", Settings: Settings{
 		Now: func() time.Time { return now },
 		Sleep: func(_ context.Context, d time.Duration) error {
 			*slept = append(*slept, d)
 			return nil
 		},
-	}
+	}}
 }
 
 func TestGetRetries(t *testing.T) {
@@ -111,7 +111,7 @@ func TestGetRetries(t *testing.T) {
 		},
 		"the Backoff knob": {
 			answers: []answer{{status: 503}, {}},
-			setup:   func(g *Getter) { g.Backoff = time.Millisecond }, requests: 2, slept: []time.Duration{time.Millisecond},
+			setup:   func(g *Getter) { g.RetryBackoff = time.Millisecond }, requests: 2, slept: []time.Duration{time.Millisecond},
 		},
 		"a persistent 429 fails after MaxRetries": {
 			answers: []answer{{status: 429, retryAfter: "1"}},
@@ -253,7 +253,7 @@ func TestGetMasksTheSecret(t *testing.T) {
 		"no service": {dead.URL, ioc.FailedToConnect},
 	} {
 		t.Run(name, func(t *testing.T) {
-			g := &Getter{Who: "test", Secret: secret, MaxRetries: -1}
+			g := &Getter{Settings: Settings{MaxRetries: -1}, Who: "test", Secret: secret}
 			u := tc.base + "/data/" + strings.ReplaceAll(secret, "/", "%2F") + "/list.json"
 			_, err := g.Get(context.Background(), u, Validators{})
 			if ioc.FailureOf(err) != tc.want {
@@ -270,10 +270,10 @@ func TestGetMasksTheSecret(t *testing.T) {
 func TestGetStopsWaitingWhenTheRunEnds(t *testing.T) {
 	_, base := serve(t, answer{status: 429, retryAfter: "60"})
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &Getter{Who: "test", Sleep: func(ctx context.Context, d time.Duration) error {
+	g := &Getter{Settings: Settings{Sleep: func(ctx context.Context, d time.Duration) error {
 		cancel()
 		return ctx.Err()
-	}}
+	}}, Who: "test"}
 	_, err := g.Get(ctx, base+"/list", Validators{})
 	var fe *ioc.FetchError
 	if !errors.Is(err, context.Canceled) || errors.As(err, &fe) {
@@ -381,7 +381,10 @@ func TestBody(t *testing.T) {
 	}
 }
 
-type progress struct{ read, total int64 }
+type progress struct {
+	source.SinkBase
+	read, total int64
+}
 
 func (p *progress) Indicator(context.Context, ioc.Indicator) error { return nil }
 func (p *progress) Rejected(int64, string)                         {}

@@ -25,6 +25,8 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
+	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -62,20 +64,12 @@ const (
 // vendor's own. A Source is built per run, so a token never outlives a
 // change of the client secret.
 type Source struct {
-	Client   *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Username string           // the API client ID
-	Secret   string           // the API client secret
-	Now      func() time.Time // nil: time.Now
+	// Client: never nil in the server; tests use vendortest.MirrorClient.
+	// MaxRetryWait is also the longest wait for a spent rate budget.
+	feedhttp.Settings
+	username string // the API client ID
+	secret   string // the API client secret
 
-	// MaxRetries is how many times a 429 or 5xx is repeated (0: the
-	// default, negative: never); MaxRetryWait the longest wait for a
-	// Retry-After or a spent rate budget (0: the default); Backoff the
-	// first wait without a usable one (0: the default); Sleep waits (nil:
-	// a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Backoff      time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
 	// PageSize, MaxPages and MaxPageBytes bound a page and one run (0:
 	// the defaults).
 	PageSize     int
@@ -83,12 +77,23 @@ type Source struct {
 	MaxPageBytes int64
 }
 
-// Fetch reads the indicators whose _marker is after cursor (on the first
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.username = req.Feed.Username
+	run.secret = req.Feed.Password
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the indicators whose _marker is after cursor (on the first
 // run, those from since, or DefaultBackfill ago) and hands them to sink;
 // a deleted one withdraws the feed's sighting. Each row is checkpointed
 // with its _marker, kept whole.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
-	if s.Username == "" || s.Secret == "" {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
+	if s.username == "" || s.secret == "" {
 		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("falcon: no client ID or client secret is set: set both on the feed"))
 	}
 	w := &walk{src: s, sink: sink, marker: cursor, inclusive: cursor != ""}
@@ -99,9 +104,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 		// The first ten digits of a _marker are a Unix time.
 		w.marker = strconv.FormatInt(since.Unix(), 10)
 	}
-	w.g = feedhttp.Getter{Who: "falcon", Client: s.Client, Now: s.Now, Secret: s.Secret,
-		Credentials: "check the feed's client ID and client secret",
-		MaxRetries:  s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Backoff: s.Backoff, Sleep: s.Sleep}
+	w.g = feedhttp.Getter{Settings: s.Settings, Who: "falcon", Secret: s.secret, Credentials: "check the feed's client ID and client secret"}
 	out := cursor
 	for pages := 0; pages < feedhttp.Or(s.MaxPages, DefaultMaxPages); pages++ {
 		more, err := w.page(ctx)
@@ -130,7 +133,7 @@ func (s *Source) now() time.Time {
 type walk struct {
 	src  *Source
 	g    feedhttp.Getter
-	sink ioc.Sink
+	sink source.Sink
 
 	// marker is what the next page starts from (_marker:>=); inclusive
 	// says that a row with exactly that marker was read already.
@@ -248,7 +251,7 @@ func (w *walk) get(ctx context.Context, u string) (*http.Response, error) {
 // fetchToken asks the token endpoint for a token with the client
 // credentials, repeating a 429 or 5xx like a GET.
 func (w *walk) fetchToken(ctx context.Context) error {
-	form := url.Values{"client_id": {w.src.Username}, "client_secret": {w.src.Secret}}.Encode()
+	form := url.Values{"client_id": {w.src.username}, "client_secret": {w.src.secret}}.Encode()
 	g := &w.g
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, TokenURL, strings.NewReader(form))
@@ -279,7 +282,7 @@ func (w *walk) fetchToken(ctx context.Context) error {
 		if code == http.StatusTooManyRequests || code >= 500 {
 			wait, ok := feedhttp.RetryAfter(resp.Header.Get("Retry-After"), w.src.now())
 			if !ok {
-				wait = time.Duration(attempt) * feedhttp.Or(w.src.Backoff, feedhttp.DefaultBackoff)
+				wait = time.Duration(attempt) * feedhttp.Or(w.src.RetryBackoff, feedhttp.DefaultBackoff)
 			}
 			maxRetries := feedhttp.Or(w.src.MaxRetries, feedhttp.DefaultMaxRetries)
 			if w.src.MaxRetries < 0 {
@@ -344,7 +347,7 @@ func (w *walk) throttle(ctx context.Context) error {
 	if strings.TrimSpace(w.remaining) != "0" {
 		return nil
 	}
-	wait := feedhttp.Or(w.src.Backoff, feedhttp.DefaultBackoff)
+	wait := feedhttp.Or(w.src.RetryBackoff, feedhttp.DefaultBackoff)
 	if at, err := strconv.ParseInt(strings.TrimSpace(w.retryAt), 10, 64); err == nil {
 		wait = max(time.Unix(at, 0).Sub(w.src.now()), 0)
 	}
@@ -455,4 +458,18 @@ func truncate(s string) string {
 		return string(r[:80]) + "…"
 	}
 	return s
+}
+
+// Kind declares the EndpointProtection premium kind. Its per-poll bound is the
+// runner's limit: the sink refuses what is over it, and the source,
+// checkpointed, goes on from there at the next poll.
+func Kind() source.Kind {
+	spec, _ := premium.Lookup(premium.EndpointProtection)
+	return source.Kind{
+		Key: string(premium.EndpointProtection),
+		New: func(e source.Env) source.Source {
+			return &Source{Settings: feedhttp.VendorSettings(e)}
+		},
+		RunLimit: spec.PerPoll,
+	}
 }

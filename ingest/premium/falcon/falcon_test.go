@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"net/http"
 	"slices"
 	"strings"
@@ -44,8 +45,7 @@ func newSource(t *testing.T, h http.Handler) (*Source, *vendortest.Server) {
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle(Host, h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), Username: testID, Secret: testSecret,
-		Sleep: func(context.Context, time.Duration) error { return nil }}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, username: testID, secret: testSecret}, srv
 }
 
 // gets returns the GET requests served, as the vendor saw them.
@@ -63,7 +63,7 @@ func TestFetchMapping(t *testing.T) {
 	h := handler(t)
 	src, srv := newSource(t, h)
 	var rec vendortest.Recorder
-	cursor, err := src.Fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), "", since, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestFetchPagesAndResumesWithWholeMarker(t *testing.T) {
 			src, srv := newSource(t, h)
 			src.PageSize = 2
 			var rec vendortest.Recorder
-			cursor, err := src.Fetch(context.Background(), c.cursor, since, &rec)
+			cursor, err := src.fetch(context.Background(), c.cursor, since, &rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +225,7 @@ func TestFetchTokenRenewal(t *testing.T) {
 			src, srv := newSource(t, c.setup(h, clk))
 			src.Now, src.PageSize = clk.Now, 3
 			var rec vendortest.Recorder
-			cursor, err := src.Fetch(context.Background(), "", since, &rec)
+			cursor, err := src.fetch(context.Background(), "", since, &rec)
 			if c.kind != "" {
 				if ioc.FailureOf(err) != c.kind || err == nil {
 					t.Fatalf("error %v, want %s", err, c.kind)
@@ -257,7 +257,7 @@ func TestFetchRateLimit(t *testing.T) {
 	src.Now, src.PageSize = clk.Now, 3
 	src.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); clk.Add(d); return nil }
 	var rec vendortest.Recorder
-	cursor, err := src.Fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), "", since, &rec)
 	if err != nil || cursor != lastMarker {
 		t.Fatalf("error %v cursor %q", err, cursor)
 	}
@@ -280,7 +280,7 @@ func TestFetchThrottleRepeatsThePage(t *testing.T) {
 	var waits []time.Duration
 	src.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
 	var rec vendortest.Recorder
-	if _, err := src.Fetch(context.Background(), "", since, &rec); err != nil {
+	if _, err := src.fetch(context.Background(), "", since, &rec); err != nil {
 		t.Fatal(err)
 	}
 	g := gets(srv)
@@ -327,10 +327,10 @@ func TestFetchFailures(t *testing.T) {
 			src, srv := newSource(t, c.h(t))
 			src.PageSize = 3
 			if c.secret != "" {
-				src.Username, src.Secret = c.id, strings.TrimPrefix(c.secret, "-")
+				src.username, src.secret = c.id, strings.TrimPrefix(c.secret, "-")
 			}
 			var rec vendortest.Recorder
-			cursor, err := src.Fetch(context.Background(), "", since, &rec)
+			cursor, err := src.fetch(context.Background(), "", since, &rec)
 			if err == nil || ioc.FailureOf(err) != c.kind {
 				t.Fatalf("error %v, want %s", err, c.kind)
 			}
@@ -366,7 +366,7 @@ func (s *limitSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 func TestFetchStopsAtTheSinkLimit(t *testing.T) {
 	src, _ := newSource(t, handler(t))
 	sink := &limitSink{n: 3}
-	_, err := src.Fetch(context.Background(), "", since, sink)
+	_, err := src.fetch(context.Background(), "", since, sink)
 	if !errors.Is(err, errLimit) {
 		t.Fatalf("error %v", err)
 	}
@@ -384,7 +384,7 @@ func TestFetchVendorPagesSmallerThanAsked(t *testing.T) {
 	h.PageSize = 4
 	src, _ := newSource(t, h)
 	var rec vendortest.Recorder
-	cursor, err := src.Fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), "", since, &rec)
 	if err != nil || cursor != lastMarker || len(rec.Checkpoints) != 11 {
 		t.Fatalf("error %v cursor %q, %d rows, want all 11", err, cursor, len(rec.Checkpoints))
 	}

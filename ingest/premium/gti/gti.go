@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -45,15 +47,11 @@ const (
 // Source reads the threat lists. Every request goes through Client (the
 // server's egress policy and feed mirror); the URLs are the vendor's own.
 type Source struct {
-	Client *http.Client
-	Secret string // the API key, sent as x-apikey
-	Now    func() time.Time
+	feedhttp.Settings
+	secret string // the API key, sent as x-apikey
 	// Knobs for tests; zero values are safe defaults.
-	MaxBytes     int64
-	Grace        time.Duration
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
+	MaxBytes int64
+	Grace    time.Duration
 }
 
 // URL is the address of list's package for hour.
@@ -72,12 +70,22 @@ func (c cursor) String() string {
 	return string(b)
 }
 
-// Fetch reads every list's hour packages after its cursor (first run:
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.secret = req.Feed.Password
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads every list's hour packages after its cursor (first run:
 // from since, or DefaultFirstWindow ago) up to the last hour ended,
 // checkpointing after each. A list that fails does not stop the others:
 // the run then ends with an *ioc.PartialFailure naming it.
-func (s *Source) Fetch(ctx context.Context, cur string, since time.Time, sink ioc.Sink) (string, error) {
-	if s.Secret == "" {
+func (s *Source) fetch(ctx context.Context, cur string, since time.Time, sink source.Sink) (string, error) {
+	if s.secret == "" {
 		return cur, ioc.Fail(ioc.InvalidCredentials, errors.New("gti: no API key is set: set the feed's API key"))
 	}
 	c := cursor{}
@@ -122,10 +130,10 @@ func isSinkErr(err error) bool {
 	return errors.As(err, &se)
 }
 
-func (s *Source) list(ctx context.Context, list string, from, last, now time.Time, c cursor, sink ioc.Sink) error {
-	g := &feedhttp.Getter{Who: "gti " + list, Client: s.Client, Now: s.Now, Secret: s.Secret,
-		Header:      http.Header{"X-Apikey": {s.Secret}, "User-Agent": {"tifeeds"}},
-		Credentials: "check the feed's API key", MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+func (s *Source) list(ctx context.Context, list string, from, last, now time.Time, c cursor, sink source.Sink) error {
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "gti " + list, Secret: s.secret,
+		Header:      http.Header{"X-Apikey": {s.secret}, "User-Agent": {"tifeeds"}},
+		Credentials: "check the feed's API key"}
 	grace := feedhttp.Or(s.Grace, DefaultGrace)
 	for h := from; !h.After(last); h = h.Add(time.Hour) {
 		u := URL(list, h)
@@ -190,7 +198,7 @@ type object struct {
 }
 
 // parse streams the "iocs" array of a package into sink.
-func parse(ctx context.Context, list string, body *feedhttp.Body, sink ioc.Sink) error {
+func parse(ctx context.Context, list string, body *feedhttp.Body, sink source.Sink) error {
 	dec := json.NewDecoder(body)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return fmt.Errorf("not a JSON object (%v)", err)
@@ -276,4 +284,18 @@ func (s *Source) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// Kind declares the ThreatIntelAPI premium kind. Its per-poll bound is the
+// runner's limit: the sink refuses what is over it, and the source,
+// checkpointed, goes on from there at the next poll.
+func Kind() source.Kind {
+	spec, _ := premium.Lookup(premium.ThreatIntelAPI)
+	return source.Kind{
+		Key: string(premium.ThreatIntelAPI),
+		New: func(e source.Env) source.Source {
+			return &Source{Settings: feedhttp.VendorSettings(e)}
+		},
+		RunLimit: spec.PerPoll,
+	}
 }

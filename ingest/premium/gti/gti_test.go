@@ -3,6 +3,7 @@ package gti_test
 import (
 	"context"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"os"
 	"slices"
 	"strings"
@@ -11,10 +12,13 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ingest/premium/gti"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
 type sink struct {
+	source.SinkBase
 	inds     []ioc.Indicator
 	rejected []string
 	cursor   string
@@ -47,8 +51,7 @@ func setup(t *testing.T) (*vendortest.GTI, *gti.Source) {
 	srv.Handle(vendortest.GTIHost, v)
 	v.SetPackage("malware", "2026010103", file(t, "malware.json"))
 	v.SetPackage("phishing", "2026010104", file(t, "phishing.json"))
-	return v, &gti.Source{Client: vendortest.MirrorClient(srv.URL), Secret: "k-secret", MaxRetries: -1,
-		Grace: time.Hour, Now: func() time.Time { return now }}
+	return v, &gti.Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), MaxRetries: -1, Now: func() time.Time { return now }}, Grace: time.Hour}
 }
 
 // TestFetch: the hours since the backfill bound are read per list; benign
@@ -58,7 +61,7 @@ func setup(t *testing.T) (*vendortest.GTI, *gti.Source) {
 func TestFetch(t *testing.T) {
 	v, src := setup(t)
 	s := &sink{}
-	cur, err := src.Fetch(context.Background(), "", now.Add(-3*time.Hour), s)
+	cur, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: now.Add(-3 * time.Hour), Feed: source.Feed{Password: "k-secret"}}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +88,7 @@ func TestFetch(t *testing.T) {
 	// Hour 05 has not ended: never asked; the next run asks malware 04
 	// again and reads nothing twice.
 	s2 := &sink{}
-	if _, err := src.Fetch(context.Background(), cur, now.Add(-3*time.Hour), s2); err != nil || len(s2.inds) != 0 {
+	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: cur, Since: now.Add(-3 * time.Hour), Feed: source.Feed{Password: "k-secret"}}, s2); err != nil || len(s2.inds) != 0 {
 		t.Errorf("second run: %v, %d", err, len(s2.inds))
 	}
 	if v.Asked("malware", "2026010103") != 1 || v.Asked("malware", "2026010104") != 2 || v.Asked("malware", "2026010105") != 0 {
@@ -97,24 +100,25 @@ func TestFetch(t *testing.T) {
 // is Invalid Credentials; the key never shows.
 func TestFetchFailures(t *testing.T) {
 	cases := map[string]struct {
-		setup  func(v *vendortest.GTI, s *gti.Source)
+		setup  func(v *vendortest.GTI, feed *source.Feed)
 		kind   ioc.FailureKind
 		failed []string
 		inds   int
 	}{
-		"phishing quota": {setup: func(v *vendortest.GTI, _ *gti.Source) { v.Fail("phishing", 429, "") },
+		"phishing quota": {setup: func(v *vendortest.GTI, _ *source.Feed) { v.Fail("phishing", 429, "") },
 			kind: ioc.SurpassedQueryLimit, failed: []string{"threat list phishing"}, inds: 2},
-		"malware cut": {setup: func(v *vendortest.GTI, _ *gti.Source) { v.SetCut("malware", true) },
+		"malware cut": {setup: func(v *vendortest.GTI, _ *source.Feed) { v.SetCut("malware", true) },
 			kind: ioc.ConnectionError, failed: []string{"threat list malware"}, inds: 2}, // the object before the cut, read again next poll
-		"wrong key": {setup: func(_ *vendortest.GTI, s *gti.Source) { s.Secret = "nope" },
+		"wrong key": {setup: func(_ *vendortest.GTI, feed *source.Feed) { feed.Password = "nope" },
 			kind: ioc.InvalidCredentials, failed: []string{"threat list malware", "threat list phishing", "threat list malicious-network-infrastructure"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			v, src := setup(t)
-			tc.setup(v, src)
+			feed := source.Feed{Password: "k-secret"}
+			tc.setup(v, &feed)
 			s := &sink{}
-			_, err := src.Fetch(context.Background(), "", now.Add(-3*time.Hour), s)
+			_, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: now.Add(-3 * time.Hour), Feed: feed}, s)
 			var pf *ioc.PartialFailure
 			if !errors.As(err, &pf) || !slices.Equal(pf.Names(), tc.failed) || ioc.FailureOf(err) != tc.kind {
 				t.Fatalf("err = %v", err)

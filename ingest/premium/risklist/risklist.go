@@ -4,7 +4,7 @@
 // its ETag (asked with HEAD) changed or its pass is not finished, and is
 // written at the constant rate the runner sets: the source keeps, per list,
 // how many rows of the current pass were handed over, skips them on the
-// next poll and stops at ioc.ErrPaceReached.
+// next poll and stops at source.ErrPaceReached.
 package risklist
 
 import (
@@ -24,6 +24,8 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/csvtable"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -50,14 +52,10 @@ const (
 // Source reads the four risk lists. Every request goes through Client (the
 // server's egress policy and feed mirror); the URLs are the vendor's own.
 type Source struct {
-	Client *http.Client
-	Secret string // the API token, sent as X-RFToken
-	Now    func() time.Time
+	feedhttp.Settings
+	secret string // the API token, sent as X-RFToken
 	// Knobs for tests; zero values are safe defaults.
 	MaxBytes, MaxRawBytes int64
-	MaxRetries            int
-	MaxRetryWait          time.Duration
-	Sleep                 func(ctx context.Context, d time.Duration) error
 }
 
 // URL is the address of an entity's risk list.
@@ -125,12 +123,22 @@ func (c Cursor) backlog() (written, total int64) {
 	return written, total
 }
 
-// Fetch reads the lists that changed or whose pass is not done, in order,
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.secret = req.Feed.Password
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the lists that changed or whose pass is not done, in order,
 // and returns the cursor. A list that fails does not stop the others: the
 // run then ends with an *ioc.PartialFailure naming it. When every list is
 // done and unchanged it returns ioc.ErrUnchanged.
-func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc.Sink) (string, error) {
-	if s.Secret == "" {
+func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink source.Sink) (string, error) {
+	if s.secret == "" {
 		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("risklist: no API key is set: set the feed's API key"))
 	}
 	cur := parseCursor(cursor)
@@ -149,12 +157,12 @@ func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc
 		if err == nil {
 			continue
 		}
-		if errors.Is(err, ioc.ErrPaceReached) {
+		if errors.Is(err, source.ErrPaceReached) {
 			// This poll's share is written; the lists after it wait. Those
 			// never read are sized now, so that the progress counts them.
 			s.size(ctx, order[i+1:], cur, sink)
 			written, total := cur.backlog()
-			ioc.Backlog(sink, written, total)
+			sink.Backlog(written, total)
 			out := cur.String()
 			if cerr := sink.Checkpoint(ctx, out); cerr != nil {
 				return out, cerr
@@ -168,7 +176,7 @@ func (s *Source) Fetch(ctx context.Context, cursor string, _ time.Time, sink ioc
 	}
 	cur.Next = ""
 	written, total := cur.backlog()
-	ioc.Backlog(sink, written, total)
+	sink.Backlog(written, total)
 	out := cur.String()
 	if len(failed) > 0 {
 		// The lists that worked are kept: their cursor goes with the data.
@@ -195,7 +203,7 @@ func rotate(lists []string, first string) []string {
 // such list, once; a list that fails is left unsized (its turn says why).
 // The count is kept with the list's ETag and used when its pass starts on
 // the same version.
-func (s *Source) size(ctx context.Context, lists []string, cur Cursor, sink ioc.Sink) {
+func (s *Source) size(ctx context.Context, lists []string, cur Cursor, sink source.Sink) {
 	for _, list := range lists {
 		st := cur.Lists[list]
 		if st == nil {
@@ -255,7 +263,7 @@ func isSinkErr(err error) bool {
 }
 
 // list reads one list if needed and says whether it downloaded it.
-func (s *Source) list(ctx context.Context, list string, st *ListState, cur Cursor, sink ioc.Sink) (bool, error) {
+func (s *Source) list(ctx context.Context, list string, st *ListState, cur Cursor, sink source.Sink) (bool, error) {
 	g := s.getter(list)
 	u := URL(list)
 	head, err := g.Head(ctx, u)
@@ -294,7 +302,7 @@ func (s *Source) list(ctx context.Context, list string, st *ListState, cur Curso
 		return true, g.BodyFailure(ctx, "the list", body, err)
 	}
 	err = s.parse(ctx, list, raw, st, cur, sink)
-	if err != nil && !errors.Is(err, ioc.ErrPaceReached) && !isSinkErr(err) {
+	if err != nil && !errors.Is(err, source.ErrPaceReached) && !isSinkErr(err) {
 		if f := g.ReadFailure(ctx, "the list", body); f != nil {
 			return true, f
 		}
@@ -307,9 +315,9 @@ func (s *Source) list(ctx context.Context, list string, st *ListState, cur Curso
 }
 
 func (s *Source) getter(list string) *feedhttp.Getter {
-	return &feedhttp.Getter{Who: "risklist " + list, Client: s.Client, Now: s.Now, Secret: s.Secret,
-		Header:      http.Header{"X-RFToken": {s.Secret}, "User-Agent": {"tifeeds"}},
-		Credentials: "check the feed's API key", MaxRetries: s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	return &feedhttp.Getter{Settings: s.Settings, Who: "risklist " + list, Secret: s.secret,
+		Header:      http.Header{"X-RFToken": {s.secret}, "User-Agent": {"tifeeds"}},
+		Credentials: "check the feed's API key"}
 }
 
 // decompress gunzips r when it is gzip (RF sends gzip=true lists as a
@@ -334,7 +342,7 @@ func decompress(r io.Reader, max int64) (*feedhttp.Body, error) {
 // skipped; the others are handed over until the sink says the poll's share
 // is written. It reads on to the end to learn the list's size when it does
 // not know it.
-func (s *Source) parse(ctx context.Context, list string, r io.Reader, st *ListState, cur Cursor, sink ioc.Sink) error {
+func (s *Source) parse(ctx context.Context, list string, r io.Reader, st *ListState, cur Cursor, sink source.Sink) error {
 	t, err := csvtable.Open(r, "name", "risk", "evidencedetails")
 	if err != nil {
 		return err
@@ -363,7 +371,7 @@ func (s *Source) parse(ctx context.Context, list string, r io.Reader, st *ListSt
 		} else if ind, reason := indicator(t, rec, list, validUntil); reason != "" {
 			sink.Rejected(line, reason)
 		} else if err := sink.Indicator(ctx, ind); err != nil {
-			if !errors.Is(err, ioc.ErrPaceReached) {
+			if !errors.Is(err, source.ErrPaceReached) {
 				return sinkErr{err}
 			}
 			st.Row, paced = row, err
@@ -397,7 +405,7 @@ func (s *Source) parse(ctx context.Context, list string, r io.Reader, st *ListSt
 	// list is complete all the same, not downloaded again to learn it).
 	st.Row, st.Done = row, true
 	if !st.Mixed {
-		ioc.ListCompleteSince(sink, SourceName(list), st.PassStart)
+		sink.ListComplete(SourceName(list), st.PassStart)
 	}
 	if err := sink.Checkpoint(ctx, cur.String()); err != nil {
 		return sinkErr{err}
@@ -475,4 +483,19 @@ func (s *Source) now() time.Time {
 func isParseError(err error) bool {
 	var pe *csv.ParseError
 	return errors.As(err, &pe)
+}
+
+// Kind declares the RiskList premium kind, written at rate indicators an hour. Its per-poll bound is the
+// runner's limit: the sink refuses what is over it, and the source,
+// checkpointed, goes on from there at the next poll.
+func Kind(rate float64) source.Kind {
+	spec, _ := premium.Lookup(premium.RiskList)
+	return source.Kind{
+		Key: string(premium.RiskList),
+		New: func(e source.Env) source.Source {
+			return &Source{Settings: feedhttp.VendorSettings(e)}
+		},
+		RunLimit: spec.PerPoll,
+		Rate:     rate,
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"os"
 	"slices"
 	"strings"
@@ -12,13 +13,16 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/builtin/vendortest"
 	"github.com/tifeeds/tifeeds/ingest/premium/risklist"
+	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ingest/source/sourcetest"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
 // sink records what the source hands over. share, when positive, is the
 // poll's share of a constant rate: the indicator that uses it up is stored
-// and answered with ioc.ErrPaceReached, as the runner does.
+// and answered with source.ErrPaceReached, as the runner does.
 type sink struct {
+	source.SinkBase
 	share      int
 	inds       []ioc.Indicator
 	rejected   []string
@@ -35,19 +39,18 @@ func (s *sink) Indicator(_ context.Context, ind ioc.Indicator) error {
 	}
 	s.inds = append(s.inds, ind)
 	if s.share > 0 && len(s.inds) == s.share {
-		return fmt.Errorf("%w: test share", ioc.ErrPaceReached)
+		return fmt.Errorf("%w: test share", source.ErrPaceReached)
 	}
 	return nil
 }
 func (s *sink) Rejected(_ int64, reason string)                   { s.rejected = append(s.rejected, reason) }
 func (s *sink) Checkpoint(_ context.Context, cursor string) error { s.cursor = cursor; return nil }
-func (s *sink) ListCompleteSince(source string, since time.Time) {
+func (s *sink) ListComplete(source string, since time.Time) {
 	if s.complete == nil {
 		s.complete = map[string]time.Time{}
 	}
 	s.complete[source] = since
 }
-func (s *sink) ListComplete(source string) { s.ListCompleteSince(source, time.Time{}) }
 func (s *sink) Backlog(written, total int64) {
 	s.written, s.total, s.backlogSet = written, total, true
 }
@@ -76,7 +79,7 @@ func newVendor(t *testing.T) (*vendortest.RecordedFuture, *risklist.Source) {
 		rf.SetList(l, readFile(t, l+".csv"))
 	}
 	srv.Handle(vendortest.RecordedFutureHost, rf)
-	return rf, &risklist.Source{Client: vendortest.MirrorClient(srv.URL), Secret: "tok-secret", MaxRetries: -1}
+	return rf, &risklist.Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), MaxRetries: -1}}
 }
 
 // TestFetchMapping: the four lists map by entity, score Risk, tags the
@@ -85,7 +88,7 @@ func newVendor(t *testing.T) (*vendortest.RecordedFuture, *risklist.Source) {
 func TestFetchMapping(t *testing.T) {
 	rf, src := newVendor(t)
 	s := &sink{}
-	cursor, err := src.Fetch(context.Background(), "", time.Time{}, s)
+	cursor, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}, Feed: source.Feed{Password: "tok-secret"}}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +113,7 @@ func TestFetchMapping(t *testing.T) {
 		t.Errorf("backlog = %d/%d, want 12/12", s.written, s.total)
 	}
 	s2 := &sink{}
-	if _, err := src.Fetch(context.Background(), cursor, time.Time{}, s2); !errors.Is(err, ioc.ErrUnchanged) {
+	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: cursor, Since: time.Time{}, Feed: source.Feed{Password: "tok-secret"}}, s2); !errors.Is(err, ioc.ErrUnchanged) {
 		t.Fatalf("second poll: %v, want ErrUnchanged", err)
 	}
 	if rf.Downloads("ip") != 1 || rf.Heads("ip") != 2 || len(s2.inds) != 0 {
@@ -119,7 +122,7 @@ func TestFetchMapping(t *testing.T) {
 	// A changed list alone is downloaded again.
 	rf.SetList("url", readFile(t, "url.csv"))
 	s3 := &sink{}
-	if _, err := src.Fetch(context.Background(), cursor, time.Time{}, s3); err != nil {
+	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: cursor, Since: time.Time{}, Feed: source.Feed{Password: "tok-secret"}}, s3); err != nil {
 		t.Fatal(err)
 	}
 	if rf.Downloads("url") != 2 || rf.Downloads("ip") != 1 || len(s3.inds) != 1 {
@@ -139,14 +142,14 @@ func TestFetchConstantRate(t *testing.T) {
 	var polls []*sink
 	for i := 0; i < 6; i++ {
 		s := &sink{share: 2}
-		c, err := src.Fetch(context.Background(), cursor, time.Time{}, s)
+		c, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: cursor, Since: time.Time{}, Feed: source.Feed{Password: "tok-secret"}}, s)
 		if i == 5 {
 			if !errors.Is(err, ioc.ErrUnchanged) {
 				t.Errorf("poll after the last share: %v, want unchanged", err)
 			}
 			break
 		}
-		if err != nil && !errors.Is(err, ioc.ErrPaceReached) {
+		if err != nil && !errors.Is(err, source.ErrPaceReached) {
 			t.Fatalf("poll %d: %v", i, err)
 		}
 		got = append(got, values(s.inds)...)
@@ -190,8 +193,8 @@ func TestFetchRotation(t *testing.T) {
 	var handed [][]string
 	for poll := 1; poll <= 5; poll++ {
 		s := &sink{share: 2}
-		c, err := src.Fetch(context.Background(), cursor, time.Time{}, s)
-		if err != nil && !errors.Is(err, ioc.ErrPaceReached) {
+		c, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: cursor, Since: time.Time{}, Feed: source.Feed{Password: "tok-secret"}}, s)
+		if err != nil && !errors.Is(err, source.ErrPaceReached) {
 			t.Fatalf("poll %d: %v", poll, err)
 		}
 		cursor = c
@@ -221,26 +224,27 @@ func TestFetchRotation(t *testing.T) {
 // connection error; without a key nothing is asked.
 func TestFetchPartialFailure(t *testing.T) {
 	cases := map[string]struct {
-		setup    func(rf *vendortest.RecordedFuture, src *risklist.Source)
+		setup    func(rf *vendortest.RecordedFuture, feed *source.Feed)
 		kind     ioc.FailureKind
 		failed   []string
 		handedAt int
 	}{
-		"hash list 500": {setup: func(rf *vendortest.RecordedFuture, _ *risklist.Source) { rf.Fail("hash", 500, "") },
+		"hash list 500": {setup: func(rf *vendortest.RecordedFuture, _ *source.Feed) { rf.Fail("hash", 500, "") },
 			kind: ioc.FetchingDataError, failed: []string{"risk list hash"}, handedAt: 6},
-		"domain list 429": {setup: func(rf *vendortest.RecordedFuture, _ *risklist.Source) { rf.Fail("domain", 429, "1") },
+		"domain list 429": {setup: func(rf *vendortest.RecordedFuture, _ *source.Feed) { rf.Fail("domain", 429, "1") },
 			kind: ioc.SurpassedQueryLimit, failed: []string{"risk list domain"}, handedAt: 7},
-		"url list cut": {setup: func(rf *vendortest.RecordedFuture, _ *risklist.Source) { rf.SetCut("url", true) },
+		"url list cut": {setup: func(rf *vendortest.RecordedFuture, _ *source.Feed) { rf.SetCut("url", true) },
 			kind: ioc.ConnectionError, failed: []string{"risk list url"}, handedAt: 8},
-		"wrong token": {setup: func(_ *vendortest.RecordedFuture, src *risklist.Source) { src.Secret = "wrong" },
+		"wrong token": {setup: func(_ *vendortest.RecordedFuture, feed *source.Feed) { feed.Password = "wrong" },
 			kind: ioc.InvalidCredentials, failed: []string{"risk list ip", "risk list domain", "risk list url", "risk list hash"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rf, src := newVendor(t)
-			tc.setup(rf, src)
+			feed := source.Feed{Password: "tok-secret"}
+			tc.setup(rf, &feed)
 			s := &sink{}
-			_, err := src.Fetch(context.Background(), "", time.Time{}, s)
+			_, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}, Feed: feed}, s)
 			var pf *ioc.PartialFailure
 			if !errors.As(err, &pf) {
 				t.Fatalf("err = %v, want a PartialFailure", err)
@@ -261,8 +265,7 @@ func TestFetchPartialFailure(t *testing.T) {
 	}
 	t.Run("no key", func(t *testing.T) {
 		rf, src := newVendor(t)
-		src.Secret = ""
-		_, err := src.Fetch(context.Background(), "", time.Time{}, &sink{})
+		_, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}, Feed: source.Feed{Password: ""}}, &sink{})
 		if ioc.FailureOf(err) != ioc.InvalidCredentials || rf.Heads("ip") != 0 {
 			t.Errorf("err = %v, heads %d", err, rf.Heads("ip"))
 		}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ingest/internal/jsonstream"
+	"github.com/tifeeds/tifeeds/ingest/premium"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -51,28 +53,32 @@ const (
 // Client (the server's egress policy and feed mirror); the URLs are the
 // vendor's own, next links included.
 type Source struct {
-	Client   *http.Client     // never nil in the server; tests use vendortest.MirrorClient
-	Username string           // the ThreatStream user
-	Secret   string           // the user's API key
-	Now      func() time.Time // nil: time.Now
+	feedhttp.Settings        // Client: never nil in the server; tests use vendortest.MirrorClient
+	username          string // the ThreatStream user
+	secret            string // the user's API key
 
-	// MaxRetries is how many times a 429 or 5xx is repeated (0: the
-	// default, negative: never); MaxRetryWait the longest Retry-After
-	// waited (0: the default); Sleep waits (nil: a timer), replaced by tests.
-	MaxRetries   int
-	MaxRetryWait time.Duration
-	Sleep        func(ctx context.Context, d time.Duration) error
 	// MaxPages and MaxPageBytes bound one run (0: the defaults).
 	MaxPages     int
 	MaxPageBytes int64
 }
 
-// Fetch reads the objects whose update_id is above cursor (on the first
+// Fetch reads the feed with its credentials (req.Feed) and checkpoints
+// the cursor the next run starts from.
+func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
+	run := *s
+	run.username = req.Feed.Username
+	run.secret = req.Feed.Password
+	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
+		return run.fetch(ctx, req.Cursor, req.Since, sink)
+	})
+}
+
+// fetch reads the objects whose update_id is above cursor (on the first
 // run, those modified after since, or DefaultBackfill ago) and hands them
 // to sink; an object no longer active withdraws the feed's sighting. The
 // cursor is the highest update_id read, checkpointed after each page.
-func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink ioc.Sink) (string, error) {
-	if s.Username == "" || s.Secret == "" {
+func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
+	if s.username == "" || s.secret == "" {
 		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("threatstream: no username or API key is set: set both on the feed"))
 	}
 	q := url.Values{"order_by": {"update_id"}, "limit": {strconv.Itoa(PageSize)}}
@@ -90,10 +96,9 @@ func (s *Source) Fetch(ctx context.Context, cursor string, since time.Time, sink
 		}
 		q.Set("modified_ts__gt", since.UTC().Format("2006-01-02T15:04:05.000Z"))
 	}
-	g := &feedhttp.Getter{Who: "threatstream", Client: s.Client, Now: s.Now, Secret: s.Secret,
-		Header:      http.Header{"Authorization": {"apikey " + s.Username + ":" + s.Secret}, "Accept": {"application/json"}},
-		Credentials: "check the feed's username and API key",
-		MaxRetries:  s.MaxRetries, MaxRetryWait: s.MaxRetryWait, Sleep: s.Sleep}
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "threatstream", Secret: s.secret,
+		Header:      http.Header{"Authorization": {"apikey " + s.username + ":" + s.secret}, "Accept": {"application/json"}},
+		Credentials: "check the feed's username and API key"}
 	w := &walk{src: s, g: g, sink: sink, last: last}
 	next := firstURL + "?" + q.Encode()
 	maxPages := feedhttp.Or(s.MaxPages, DefaultMaxPages)
@@ -131,7 +136,7 @@ func (s *Source) now() time.Time {
 type walk struct {
 	src      *Source
 	g        *feedhttp.Getter
-	sink     ioc.Sink
+	sink     source.Sink
 	last     int64 // highest update_id read
 	position int64 // objects read, for Rejected
 }
@@ -357,4 +362,18 @@ func truncate(s string) string {
 		return string(r[:80]) + "…"
 	}
 	return s
+}
+
+// Kind declares the ThreatPlatform premium kind. Its per-poll bound is the
+// runner's limit: the sink refuses what is over it, and the source,
+// checkpointed, goes on from there at the next poll.
+func Kind() source.Kind {
+	spec, _ := premium.Lookup(premium.ThreatPlatform)
+	return source.Kind{
+		Key: string(premium.ThreatPlatform),
+		New: func(e source.Env) source.Source {
+			return &Source{Settings: feedhttp.VendorSettings(e)}
+		},
+		RunLimit: spec.PerPoll,
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,8 +39,7 @@ func newSource(t *testing.T, h *vendortest.ThreatStream) (*Source, *vendortest.S
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle(Host, h)
-	return &Source{Client: vendortest.MirrorClient(srv.URL), Username: testUser, Secret: testKey,
-		Sleep: func(context.Context, time.Duration) error { return nil }}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, username: testUser, secret: testKey}, srv
 }
 
 func handler(t *testing.T) *vendortest.ThreatStream {
@@ -49,7 +49,7 @@ func handler(t *testing.T) *vendortest.ThreatStream {
 func TestFetchMapping(t *testing.T) {
 	src, srv := newSource(t, handler(t))
 	var rec vendortest.Recorder
-	cursor, err := src.Fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), "", since, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestFetchResumesFromCursor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src, srv := newSource(t, handler(t))
 			var rec vendortest.Recorder
-			cursor, err := src.Fetch(context.Background(), c.cursor, since, &rec)
+			cursor, err := src.fetch(context.Background(), c.cursor, since, &rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func TestFetchFollowsNext(t *testing.T) {
 			h.PageSize, h.AbsoluteNext = 2, absolute
 			src, srv := newSource(t, h)
 			var rec vendortest.Recorder
-			if _, err := src.Fetch(context.Background(), "", since, &rec); err != nil {
+			if _, err := src.fetch(context.Background(), "", since, &rec); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(srv.Requests()); n != 6 {
@@ -207,20 +207,19 @@ func TestFetchFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := vendortest.New(t)
 			srv.Handle(Host, c.h)
-			src := &Source{Client: vendortest.MirrorClient(srv.URL), Username: testUser, Secret: testKey,
-				Sleep: func(context.Context, time.Duration) error { return nil }}
+			src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, username: testUser, secret: testKey}
 			if c.user != "" || c.key != "" {
-				src.Username, src.Secret = c.user, c.key
+				src.username, src.secret = c.user, c.key
 			}
 			var rec vendortest.Recorder
-			cursor, err := src.Fetch(context.Background(), c.cursor, since, &rec)
+			cursor, err := src.fetch(context.Background(), c.cursor, since, &rec)
 			if got := ioc.FailureOf(err); err == nil || got != c.kind {
 				t.Fatalf("error %v (%s), want %s", err, got, c.kind)
 			}
 			if cursor != c.wantCursor || !slices.Equal(rec.Checkpoints, c.checkpoints) {
 				t.Errorf("cursor %q checkpoints %q, want %q %q", cursor, rec.Checkpoints, c.wantCursor, c.checkpoints)
 			}
-			if strings.Contains(err.Error(), src.Secret) && src.Secret != "" {
+			if strings.Contains(err.Error(), src.secret) && src.secret != "" {
 				t.Errorf("the key shows in %v", err)
 			}
 			if name == "no key" && len(srv.Requests()) != 0 {
@@ -237,7 +236,7 @@ func TestFetchWaitsOutOneThrottle(t *testing.T) {
 	var waits []time.Duration
 	src.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
 	var rec vendortest.Recorder
-	cursor, err := src.Fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), "", since, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +249,7 @@ func TestFetchSinkErrorStops(t *testing.T) {
 	src, _ := newSource(t, handler(t))
 	stop := errors.New("limit")
 	rec := vendortest.Recorder{Fail: stop}
-	_, err := src.Fetch(context.Background(), "", since, &rec)
+	_, err := src.fetch(context.Background(), "", since, &rec)
 	if !errors.Is(err, stop) {
 		t.Fatalf("error %v, want the sink's", err)
 	}

@@ -1,0 +1,30 @@
+// Package sourcetest helps the tests of sources.
+package sourcetest
+
+import (
+	"context"
+
+	"github.com/tifeeds/tifeeds/ingest/source"
+)
+
+// Fetch runs src into sink and returns the cursor the next run would start
+// from, as the runner keeps it: the last one src checkpointed, or
+// req.Cursor when it checkpointed none.
+func Fetch(ctx context.Context, src source.Source, req source.Request, sink source.Sink) (string, error) {
+	t := &tracker{Sink: sink, last: req.Cursor}
+	err := src.Fetch(ctx, req, t)
+	return t.last, err
+}
+
+type tracker struct {
+	source.Sink
+	last string
+}
+
+func (t *tracker) Checkpoint(ctx context.Context, cursor string) error {
+	if err := t.Sink.Checkpoint(ctx, cursor); err != nil {
+		return err
+	}
+	t.last = cursor
+	return nil
+}
