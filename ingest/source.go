@@ -104,4 +104,3 @@ func (r *Registry) Validate(ctx context.Context, key string, feed source.Feed) e
 
 // newSource builds the source of kind k.
 func (r *Registry) newSource(k source.Kind) source.Source { return k.New(r.env) }
-
