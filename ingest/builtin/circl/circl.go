@@ -262,7 +262,5 @@ var errNotEvent = errors.New(`the document has no "Event"`)
 
 // Kind declares the Government kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.Government), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.Government), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -310,7 +310,5 @@ func (r *ruleReader) rule(ctx context.Context, line []byte) error {
 
 // Kind declares the IDSRules kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.IDSRules), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.IDSRules), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

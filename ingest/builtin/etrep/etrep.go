@@ -233,7 +233,5 @@ func (s *Source) readLines(ctx context.Context, l list, b *feedhttp.Body, sink s
 
 // Kind declares the IPDomainReputation kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.IPDomainReputation), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.IPDomainReputation), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -152,7 +152,5 @@ func readLine(br *bufio.Reader) (string, error) {
 
 // Kind declares the PhishingURLFeed kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.PhishingURLFeed), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.PhishingURLFeed), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -230,7 +230,5 @@ func parseTime(s string) (time.Time, error) {
 
 // Kind declares the OpenThreatExchange kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.OpenThreatExchange), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.OpenThreatExchange), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -232,7 +232,5 @@ func no(s string) bool {
 
 // Kind declares the PhishingURLDatabase kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.PhishingURLDatabase), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.PhishingURLDatabase), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

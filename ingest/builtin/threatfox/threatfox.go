@@ -198,7 +198,5 @@ func (s *Source) conn(key string) abusech.Conn {
 
 // Kind declares the EmergingThreat kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.EmergingThreat), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.EmergingThreat), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -223,7 +223,5 @@ func (s *Source) conn(key string) abusech.Conn {
 
 // Kind declares the MalwareURLSSL kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.MalwareURLSSL), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.MalwareURLSSL), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -454,16 +454,7 @@ func truncate(s string) string {
 	return s
 }
 
-// Kind declares the EndpointProtection premium kind. Its per-poll bound is the
-// runner's limit: the sink refuses what is over it, and the source,
-// checkpointed, goes on from there at the next poll.
+// Kind declares the EndpointProtection premium kind.
 func Kind() source.Kind {
-	spec, _ := premium.Lookup(premium.EndpointProtection)
-	return source.Kind{
-		Key: string(premium.EndpointProtection),
-		New: func(e source.Env) source.Source {
-			return &Source{Settings: feedhttp.VendorSettings(e)}
-		},
-		RunLimit: spec.PerPoll,
-	}
+	return premium.VendorKind(premium.EndpointProtection, func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

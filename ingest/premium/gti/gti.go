@@ -281,16 +281,7 @@ func (s *Source) now() time.Time {
 	return time.Now()
 }
 
-// Kind declares the ThreatIntelAPI premium kind. Its per-poll bound is the
-// runner's limit: the sink refuses what is over it, and the source,
-// checkpointed, goes on from there at the next poll.
+// Kind declares the ThreatIntelAPI premium kind.
 func Kind() source.Kind {
-	spec, _ := premium.Lookup(premium.ThreatIntelAPI)
-	return source.Kind{
-		Key: string(premium.ThreatIntelAPI),
-		New: func(e source.Env) source.Source {
-			return &Source{Settings: feedhttp.VendorSettings(e)}
-		},
-		RunLimit: spec.PerPoll,
-	}
+	return premium.VendorKind(premium.ThreatIntelAPI, func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -481,17 +481,10 @@ func isParseError(err error) bool {
 	return errors.As(err, &pe)
 }
 
-// Kind declares the RiskList premium kind, written at rate indicators an hour. Its per-poll bound is the
-// runner's limit: the sink refuses what is over it, and the source,
-// checkpointed, goes on from there at the next poll.
+// Kind declares the RiskList premium kind, written at rate indicators an
+// hour.
 func Kind(rate float64) source.Kind {
-	spec, _ := premium.Lookup(premium.RiskList)
-	return source.Kind{
-		Key: string(premium.RiskList),
-		New: func(e source.Env) source.Source {
-			return &Source{Settings: feedhttp.VendorSettings(e)}
-		},
-		RunLimit: spec.PerPoll,
-		Rate:     rate,
-	}
+	kind := premium.VendorKind(premium.RiskList, func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
+	kind.Rate = rate
+	return kind
 }
