@@ -66,7 +66,6 @@ type FeedListSource struct {
 	// never mirrored. nil: the egress policy's defaults (private
 	// destinations refused). The retries are feedhttp.Getter's defaults.
 	feedhttp.Settings
-	endpoint string        // the feed's URL, with its key (Request.Feed.URL)
 	Timeout  time.Duration // whole request, body included; FeedListTimeout when 0
 	MaxBytes int64         // the document may be up to it; 100 MB when 0
 }
@@ -106,25 +105,22 @@ func (w feedWalk) String() string {
 // Fetch reads the document at the feed's URL into sink, at most req.Limit
 // indicators of it, and checkpoints where the next poll goes on.
 func (s *FeedListSource) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.endpoint = req.Feed.URL
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Started, req.Limit, source.UpToLimit(sink))
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, source.UpToLimit(sink))
 }
 
-// fetch reads the document into sink. started is when the run started (on
-// the clock of the runner, which expires by it). A run that stops at limit
-// (0: none) checkpoints the walk's cursor and returns it with
+// fetch reads the document at req.Feed.URL (the feed's URL, with its key)
+// into sink. req.Started is when the run started (on the clock of the
+// runner, which expires by it). A run that stops at req.Limit (0: none) checkpoints the walk's cursor and returns it with
 // source.ErrLimitReached; a run that reads the document to its end returns the
 // empty cursor. A cursor in another format (the earlier "object:N")
 // starts a new walk.
-func (s *FeedListSource) fetch(ctx context.Context, cursor string, started time.Time, limit int64, sink source.Sink) (string, error) {
+func (s *FeedListSource) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor, started, limit, endpoint := req.Cursor, req.Started, req.Limit, req.Feed.URL
 	walk, resumed := parseWalk(cursor)
 	if !resumed {
 		walk = feedWalk{Version: walkVersion, Started: started.UTC()}
 	}
-	ep, err := ParseEndpoint(s.endpoint, "")
+	ep, err := ParseEndpoint(endpoint, "")
 	if err != nil {
 		return cursor, ioc.Fail(ioc.InvalidURL, fmt.Errorf("feed list: the API endpoint %w", err))
 	}
@@ -145,7 +141,7 @@ func (s *FeedListSource) fetch(ctx context.Context, cursor string, started time.
 		}
 		return nil
 	}
-	resp, err := g.Get(reqCtx, s.endpoint, feedhttp.Validators{})
+	resp, err := g.Get(reqCtx, endpoint, feedhttp.Validators{})
 	if err != nil {
 		if terr := timedOut(); terr != nil {
 			return cursor, terr

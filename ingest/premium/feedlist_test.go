@@ -70,6 +70,11 @@ func socradar(t *testing.T) (*vendortest.SOCRadar, *httptest.Server) {
 	return sim, srv
 }
 
+// finance is the feed of the simulator's finance list, its key in the URL.
+func finance(srv *httptest.Server) source.Feed {
+	return source.Feed{URL: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+}
+
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func TestFeedListDocuments(t *testing.T) {
@@ -115,9 +120,9 @@ func TestFeedListDocuments(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sim, srv := socradar(t)
 			sim.Set("finance", vendortest.Testdata(t, tc.file))
-			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}}
 			sink := &recordingSink{}
-			cursor, err := src.fetch(context.Background(), "", t0, 0, sink)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Started: t0, Feed: finance(srv)}, sink)
 			if err != nil || cursor != "" {
 				t.Fatalf("fetch: cursor %q, %v", cursor, err)
 			}
@@ -169,13 +174,13 @@ func TestFeedListWalk(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sim, srv := socradar(t)
 			sim.Set("finance", doc(0, 7))
-			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}}
 			all := &recordingSink{}
 			cursor := tc.cursor
 			if cursor == "" {
 				first := &recordingSink{}
 				var err error
-				cursor, err = src.fetch(context.Background(), "", t0, 3, first)
+				cursor, err = src.fetch(context.Background(), source.Request{Cursor: "", Started: t0, Limit: 3, Feed: finance(srv)}, first)
 				if !errors.Is(err, source.ErrLimitReached) || len(first.indicators) != 3 || len(first.checkpoints) != 1 ||
 					first.checkpoints[0] != cursor || len(first.lists) != 0 {
 					t.Fatalf("first poll: cursor %q, %v, %d indicators, checkpoints %q, lists %q", cursor, err,
@@ -186,7 +191,7 @@ func TestFeedListWalk(t *testing.T) {
 			sim.Set("finance", tc.second)
 			for i, started := range []time.Time{t1, t2, t3} {
 				sink := &recordingSink{}
-				next, err := src.fetch(context.Background(), cursor, started, 3, sink)
+				next, err := src.fetch(context.Background(), source.Request{Cursor: cursor, Started: started, Limit: 3, Feed: finance(srv)}, sink)
 				all.indicators = append(all.indicators, sink.indicators...)
 				all.lists = append(all.lists, sink.lists...)
 				if errors.Is(err, source.ErrLimitReached) {
@@ -219,9 +224,9 @@ func TestFeedListWalk(t *testing.T) {
 func TestFeedListLimitAtTheEnd(t *testing.T) {
 	sim, srv := socradar(t)
 	sim.Set("finance", vendortest.SOCRadarDocument(vendortest.SOCRadarIPs(0, 3), true))
-	src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}
+	src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}}
 	sink := &recordingSink{}
-	cursor, err := src.fetch(context.Background(), "", t0, 3, sink)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Started: t0, Limit: 3, Feed: finance(srv)}, sink)
 	if err != nil || cursor != "" || len(sink.indicators) != 3 || fmt.Sprint(sink.lists) != "[finance]" {
 		t.Fatalf("cursor %q, %v, %d indicators, lists %q", cursor, err, len(sink.indicators), sink.lists)
 	}
@@ -279,9 +284,9 @@ func TestFeedListFailures(t *testing.T) {
 			if tc.endpoint != nil {
 				endpoint = tc.endpoint(srv.URL)
 			}
-			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback, RetryBackoff: time.Millisecond}, endpoint: endpoint, MaxBytes: tc.maxBytes}
+			src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback, RetryBackoff: time.Millisecond}, MaxBytes: tc.maxBytes}
 			sink := &recordingSink{}
-			_, err := src.fetch(context.Background(), "", t0, 0, sink)
+			_, err := src.fetch(context.Background(), source.Request{Cursor: "", Started: t0, Feed: source.Feed{URL: endpoint}}, sink)
 			if tc.ok {
 				if err != nil || len(sink.indicators) != 50 {
 					t.Fatalf("err = %v, %d indicators", err, len(sink.indicators))
@@ -305,8 +310,8 @@ func TestFeedListFailures(t *testing.T) {
 // does not show the key.
 func TestFeedListSourceDefaultClient(t *testing.T) {
 	_, srv := socradar(t)
-	_, err := (&FeedListSource{endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret")}).
-		fetch(context.Background(), "", t0, 0, &recordingSink{})
+	_, err := (&FeedListSource{}).
+		fetch(context.Background(), source.Request{Cursor: "", Started: t0, Feed: finance(srv)}, &recordingSink{})
 	if ioc.FailureOf(err) != ioc.InvalidURL || !strings.Contains(fmt.Sprint(err), egress.Setting) {
 		t.Fatalf("err = %v, want Invalid URL naming %s", err, egress.Setting)
 	}
@@ -326,8 +331,8 @@ func TestFeedListTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, endpoint: vendortest.SOCRadarEndpoint(srv.URL, "finance", "k1secret"), Timeout: 200 * time.Millisecond}
-	_, err := src.fetch(context.Background(), "", t0, 0, &recordingSink{})
+	src := &FeedListSource{Settings: feedhttp.Settings{Client: loopback}, Timeout: 200 * time.Millisecond}
+	_, err := src.fetch(context.Background(), source.Request{Cursor: "", Started: t0, Feed: finance(srv)}, &recordingSink{})
 	if ioc.FailureOf(err) != ioc.ConnectionError || !strings.Contains(fmt.Sprint(err), "did not arrive within") {
 		t.Fatalf("err = %v", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/tifeeds/tifeeds/ingest/egress"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 )
 
 // Kind names a premium feed kind. It is stored in feeds.kind and is the
@@ -179,6 +181,17 @@ func Lookup(k Kind) (Spec, bool) {
 		}
 	}
 	return Spec{}, false
+}
+
+// VendorKind declares premium kind k read from a vendor's fixed API (see
+// feedhttp.VendorKind). Its spec's per-poll bound is the runner's limit:
+// the sink refuses what is over it, and the source, checkpointed, goes on
+// from there at the next poll.
+func VendorKind(k Kind, newSource func(feedhttp.Settings) source.Source) source.Kind {
+	spec, _ := Lookup(k)
+	kind := feedhttp.VendorKind(string(k), newSource)
+	kind.RunLimit = spec.PerPoll
+	return kind
 }
 
 // Edits reports whether f is one of the settings the user may change.

@@ -72,6 +72,16 @@ func Finish(ctx context.Context, sink Sink, fetch func(sink Sink) (cursor string
 	return err
 }
 
+// Walk adapts to Source a fetch written as a walk that returns the cursor
+// the next run starts from. The walk reads its credentials from req.Feed
+// for the one run, so a source never keeps them past it.
+type Walk func(ctx context.Context, req Request, sink Sink) (cursor string, err error)
+
+// Fetch runs the walk and checkpoints the cursor it returns, as Finish does.
+func (w Walk) Fetch(ctx context.Context, req Request, sink Sink) error {
+	return Finish(ctx, sink, func(sink Sink) (string, error) { return w(ctx, req, sink) })
+}
+
 // tracker remembers the last cursor checkpointed through it.
 type tracker struct {
 	Sink

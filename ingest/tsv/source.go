@@ -35,9 +35,6 @@ const (
 // that breaks them applies nothing; it is then read in chunks of lines with
 // a checkpoint after each, and never held in memory.
 type Source struct {
-	// The feed's settings (Request.Feed), set per fetch.
-	url, username, password string
-
 	// Client sends the request; when nil, a client of the egress policy's
 	// defaults (private destinations refused).
 	Client *http.Client
@@ -54,23 +51,20 @@ type Source struct {
 // Fetch downloads the file at the feed's URL and reads it into sink, at
 // most req.Limit indicators of it, checkpointing where the next run goes on.
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.url, run.username, run.password = req.Feed.URL, req.Feed.Username, req.Feed.Password
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Limit, source.UpToLimit(sink))
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, source.UpToLimit(sink))
 }
 
 // fetch downloads the file and hands its rows to sink, starting after the
 // line the cursor names ("line:N"; empty for the top). After each chunk of
-// lines it calls sink.Checkpoint with the cursor of the next line. limit,
+// lines it calls sink.Checkpoint with the cursor of the next line. req.Limit,
 // when above 0, is the most indicators this run may hand over: Fetch then
 // stops at the line that uses it up and returns source.ErrLimitReached with the
 // cursor to go on from. Having read the whole file it checkpoints and
 // returns the empty cursor, so the next run starts a new pass at the top.
 // A cursor beyond the end of the file (the file shrank) starts at the top.
-func (s *Source) fetch(ctx context.Context, cursor string, limit int64, sink source.Sink) (string, error) {
-	f, lines, err := s.download(ctx, sink)
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor, limit := req.Cursor, req.Limit
+	f, lines, err := s.download(ctx, req.Feed, sink)
 	if err != nil {
 		return cursor, err
 	}
@@ -207,11 +201,12 @@ func ValidateURL(u string) error {
 // defaultClient is the client of a Source without one.
 var defaultClient = sync.OnceValue(func() *http.Client { return egress.NewClient(egress.Options{}) })
 
-// download fetches the file into a temporary file and returns it with the
+// download fetches the file at feed.URL (with feed's username and password,
+// if any) into a temporary file and returns it with the
 // number of lines it holds. Errors are ioc.FetchErrors with the kind the
 // feed's status shows, or ctx's error when ctx ended.
-func (s *Source) download(ctx context.Context, sink source.Sink) (_ *os.File, lines int64, err error) {
-	if err := ValidateURL(s.url); err != nil {
+func (s *Source) download(ctx context.Context, feed source.Feed, sink source.Sink) (_ *os.File, lines int64, err error) {
+	if err := ValidateURL(feed.URL); err != nil {
 		return nil, 0, ioc.Fail(ioc.InvalidURL, fmt.Errorf("tsv: collection URL %w", err))
 	}
 	timeout := s.Timeout
@@ -228,12 +223,12 @@ func (s *Source) download(ctx context.Context, sink source.Sink) (_ *os.File, li
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, strings.TrimSpace(s.url), nil)
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, strings.TrimSpace(feed.URL), nil)
 	if err != nil {
 		return nil, 0, ioc.Fail(ioc.InvalidURL, fmt.Errorf("tsv: unable to make a request for the collection URL: %w", err))
 	}
-	if s.username != "" || s.password != "" {
-		req.SetBasicAuth(s.username, s.password)
+	if feed.Username != "" || feed.Password != "" {
+		req.SetBasicAuth(feed.Username, feed.Password)
 	}
 	req.Header.Set("Accept", "text/tab-separated-values, text/plain;q=0.9, */*;q=0.5")
 	resp, err := client.Do(req)

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
@@ -94,18 +93,16 @@ type event struct {
 	tags  []string
 }
 
-// Fetch reads the feed and checkpoints the cursor the next run starts
-// from.
+// Fetch walks the events after the request's cursor.
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return s.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the events published or changed after cursor (and, on the
 // first run, not before since) and hands over their to_ids attributes. It
 // returns the position of the last event read.
-func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor, since := req.Cursor, req.Since
 	from, err := parseCursor(cursor)
 	if err != nil {
 		return cursor, err
@@ -262,7 +259,5 @@ var errNotEvent = errors.New(`the document has no "Event"`)
 
 // Kind declares the Government kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.Government), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.Government), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

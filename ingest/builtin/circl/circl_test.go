@@ -3,6 +3,7 @@ package circl
 import (
 	"context"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,7 +59,7 @@ func paths(srv *vendortest.Server) []string {
 func TestFetchMapping(t *testing.T) {
 	src, srv := newSource(t, newFeed(t))
 	var rec vendortest.Recorder
-	cursor, err := src.fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since}, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestFetchCursor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src, srv := newSource(t, newFeed(t))
 			var rec vendortest.Recorder
-			cursor, err := src.fetch(context.Background(), c.cursor, since, &rec)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: c.cursor, Since: since}, &rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +170,7 @@ func TestFetchResumesAfterCutEvent(t *testing.T) {
 	h.CutEvent = uuidPrefix + "2"
 	src, _ := newSource(t, h)
 	var rec vendortest.Recorder
-	_, err := src.fetch(context.Background(), "", since, &rec)
+	_, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since}, &rec)
 	if ioc.FailureOf(err) != ioc.ConnectionError {
 		t.Fatalf("err %v, want Connection Error", err)
 	}
@@ -178,7 +179,7 @@ func TestFetchResumesAfterCutEvent(t *testing.T) {
 	}
 	h.CutEvent = ""
 	var rec2 vendortest.Recorder
-	if _, err := src.fetch(context.Background(), rec.Checkpoints[0], since, &rec2); err != nil {
+	if _, err := src.fetch(context.Background(), source.Request{Cursor: rec.Checkpoints[0], Since: since}, &rec2); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := rec2.Find(ioc.Domain, "late.example.com"); !ok {
@@ -214,7 +215,7 @@ func TestFetchFailures(t *testing.T) {
 			}
 			src, srv := newSource(t, h)
 			src.MaxEventBytes = c.max
-			_, err := src.fetch(context.Background(), "", since, &vendortest.Recorder{})
+			_, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since}, &vendortest.Recorder{})
 			if c.want == "" && err != nil || c.want != "" && ioc.FailureOf(err) != c.want {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}

@@ -69,12 +69,9 @@ type Source struct {
 	MaxTotal   int64 // decompressed bytes in all (DefaultMaxTotal)
 }
 
-// Fetch reads the feed and checkpoints the cursor the next run starts
-// from.
+// Fetch reads the rule archive unless its checksum is the request's cursor.
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return s.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the published checksum; when it equals cursor, it returns
@@ -82,7 +79,8 @@ func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink
 // the archive, hands over every live rule of rules/*.rules and the
 // addresses of IP-only rules, says the list is complete, and returns the
 // checksum as the next cursor. since is unused: the archive is a snapshot.
-func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor := req.Cursor
 	g := &feedhttp.Getter{Who: "etopen",
 		Settings: s.Settings.Or(feedhttp.Settings{MaxRetries: DefaultMaxRetries, MaxRetryWait: DefaultMaxRetryWait})}
 	sum, err := checksum(ctx, g)
@@ -310,7 +308,5 @@ func (r *ruleReader) rule(ctx context.Context, line []byte) error {
 
 // Kind declares the IDSRules kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.IDSRules), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.IDSRules), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -73,7 +73,7 @@ func TestFetchArchive(t *testing.T) {
 	h := &vendortest.ETOpen{Archive: testArchive(t)}
 	src := serve(t, h)
 	var got recorder
-	cursor, err := src.fetch(context.Background(), "", time.Time{}, &got)
+	cursor, err := src.fetch(context.Background(), source.Request{}, &got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestFetchArchive(t *testing.T) {
 
 	// The same sum again: nothing downloaded, nothing complete.
 	var again recorder
-	next, err := src.fetch(context.Background(), cursor, time.Time{}, &again)
+	next, err := src.fetch(context.Background(), source.Request{Cursor: cursor}, &again)
 	if !errors.Is(err, ioc.ErrUnchanged) || next != cursor {
 		t.Fatalf("unchanged run: %q, %v; want the cursor and ErrUnchanged", next, err)
 	}
@@ -156,13 +156,13 @@ func TestFetchNewRevision(t *testing.T) {
 	h := &vendortest.ETOpen{Archive: vendortest.TarGz(rules(1, "first"))}
 	src := serve(t, h)
 	var first recorder
-	cursor, err := src.fetch(context.Background(), "", time.Time{}, &first)
+	cursor, err := src.fetch(context.Background(), source.Request{}, &first)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.Set(func(h *vendortest.ETOpen) { h.Archive = vendortest.TarGz(rules(2, "second")) })
 	var second recorder
-	if _, err := src.fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
+	if _, err := src.fetch(context.Background(), source.Request{Cursor: cursor}, &second); err != nil {
 		t.Fatal(err)
 	}
 	if len(second.Indicators) != 1 || second.Indicators[0].Value != first.Indicators[0].Value || !strings.Contains(second.Indicators[0].Text, "rev:2;") {
@@ -213,7 +213,7 @@ func TestFetchFailures(t *testing.T) {
 				tc.src(src)
 			}
 			var got recorder
-			cursor, err := src.fetch(context.Background(), "before", time.Time{}, &got)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: "before"}, &got)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -239,7 +239,7 @@ func TestFetchSinkFailure(t *testing.T) {
 	src := serve(t, &vendortest.ETOpen{Archive: testArchive(t)})
 	stop := errors.New("the store is down")
 	got := recorder{Recorder: vendortest.Recorder{Fail: stop}}
-	cursor, err := src.fetch(context.Background(), "before", time.Time{}, &got)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "before"}, &got)
 	if err != stop || cursor != "before" || len(got.Lists) != 0 {
 		t.Fatalf("sink failure: %q, %v, lists %q; want the cursor, the sink's error as it is, no list", cursor, err, got.Lists)
 	}
@@ -249,7 +249,7 @@ func TestFetchRetriesAfter(t *testing.T) {
 	h := &vendortest.ETOpen{Archive: testArchive(t), Status: 503, RetryAfter: "0", StatusTimes: 2}
 	src := serve(t, h)
 	var got recorder
-	if _, err := src.fetch(context.Background(), "", time.Time{}, &got); err != nil {
+	if _, err := src.fetch(context.Background(), source.Request{}, &got); err != nil {
 		t.Fatalf("two 503 with Retry-After: %v", err)
 	}
 	if len(got.Lists) != 1 {
@@ -292,7 +292,7 @@ func TestFetchFlatMemory(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	base := ms.HeapAlloc
 	sink := &heapSink{every: 20_000}
-	if _, err := src.fetch(context.Background(), "", time.Time{}, sink); err != nil {
+	if _, err := src.fetch(context.Background(), source.Request{}, sink); err != nil {
 		t.Fatal(err)
 	}
 	if sink.rules != rules {

@@ -61,8 +61,7 @@ const (
 // (the server's egress policy and feed mirror); the URLs are the vendor's
 // own, fixed.
 type Source struct {
-	feedhttp.Settings        // Client: never nil in the server; tests use vendortest.MirrorClient
-	key               string // --et-reputation-code; "" reads the keyless list
+	feedhttp.Settings // Client: never nil in the server; tests use vendortest.MirrorClient
 
 	// MaxListBytes bounds one list's body (0: the default).
 	MaxListBytes int64
@@ -75,42 +74,40 @@ type list struct {
 	json bool // the scored JSON format, else one IP a line
 }
 
-func (s *Source) lists() []list {
-	if s.key == "" {
+// lists are the lists key (--et-reputation-code) opens; "" reads the
+// keyless list.
+func lists(key string) []list {
+	if key == "" {
 		return []list{{name: ListCompromised, url: compromisedURL, kind: ioc.IP}}
 	}
-	base := proBase + url.PathEscape(s.key) + "/reputation/"
+	base := proBase + url.PathEscape(key) + "/reputation/"
 	return []list{
 		{name: ListIP, url: base + "iprepdata.json", kind: ioc.IP, json: true},
 		{name: ListDomain, url: base + "domainrepdata.json", kind: ioc.Domain, json: true},
 	}
 }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch reads the lists the code (req.Feed.Key) opens, or the keyless one.
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.key = req.Feed.Key
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads every list that changed since cursor (a JSON object of each
 // list's ETag and Last-Modified), hands over its entries and says it is
 // complete. It returns ioc.ErrUnchanged when no list changed. since is not
 // used: the lists are snapshots.
-func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink source.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor := req.Cursor
 	seen := map[string]feedhttp.Validators{}
 	if cursor != "" && json.Unmarshal([]byte(cursor), &seen) != nil {
 		// Not ours (an older format): download everything once.
 		seen = map[string]feedhttp.Validators{}
 	}
 	// The code is a secret in the path: messages show it as ***.
-	g := &feedhttp.Getter{Settings: s.Settings, Who: "etrep", Secret: s.key}
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "etrep", Secret: req.Feed.Key}
 	next := map[string]feedhttp.Validators{}
 	changed := 0
-	for _, l := range s.lists() {
+	for _, l := range lists(req.Feed.Key) {
 		v, ok, err := s.read(ctx, g, l, seen[l.name], sink)
 		if err != nil {
 			return cursor, err
@@ -236,7 +233,5 @@ func (s *Source) readLines(ctx context.Context, l list, b *feedhttp.Body, sink s
 
 // Kind declares the IPDomainReputation kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.IPDomainReputation), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.IPDomainReputation), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

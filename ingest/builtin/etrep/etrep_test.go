@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"slices"
 	"strings"
 	"testing"
@@ -22,12 +23,12 @@ func newVendor(t *testing.T) *vendortest.ETReputation {
 	}
 }
 
-func newSource(t *testing.T, h *vendortest.ETReputation, key string) (*Source, *vendortest.Server) {
+func newSource(t *testing.T, h *vendortest.ETReputation) (*Source, *vendortest.Server) {
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle("rules.emergingthreatspro.com", h)
 	srv.Handle("rules.emergingthreats.net", h)
-	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, key: key}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}}, srv
 }
 
 type want struct {
@@ -69,9 +70,9 @@ func checkRejected(t *testing.T, got, want []string) {
 }
 
 func TestFetchWithCode(t *testing.T) {
-	src, srv := newSource(t, newVendor(t), testCode)
+	src, srv := newSource(t, newVendor(t))
 	var rec vendortest.Recorder
-	cursor, err := src.fetch(context.Background(), "", time.Time{}, &rec)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Feed: source.Feed{Key: testCode}}, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,14 +112,14 @@ func TestFetchWithCode(t *testing.T) {
 // no list changed says so, and completes no list (nothing expires).
 func TestFetchConditional(t *testing.T) {
 	h := newVendor(t)
-	src, srv := newSource(t, h, testCode)
-	cursor, err := src.fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
+	src, srv := newSource(t, h)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Feed: source.Feed{Key: testCode}}, &vendortest.Recorder{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	var rec vendortest.Recorder
-	again, err := src.fetch(context.Background(), cursor, time.Time{}, &rec)
+	again, err := src.fetch(context.Background(), source.Request{Cursor: cursor, Feed: source.Feed{Key: testCode}}, &rec)
 	if !errors.Is(err, ioc.ErrUnchanged) || again != cursor || len(rec.Indicators)+len(rec.Lists) != 0 {
 		t.Fatalf("unchanged: err %v, cursor %q, %d indicators, lists %q", err, again, len(rec.Indicators), rec.Lists)
 	}
@@ -129,7 +130,7 @@ func TestFetchConditional(t *testing.T) {
 
 	h.DomainRep = []byte(`{"new.example.com": {"CnC": "127"}}`)
 	var rec2 vendortest.Recorder
-	changed, err := src.fetch(context.Background(), cursor, time.Time{}, &rec2)
+	changed, err := src.fetch(context.Background(), source.Request{Cursor: cursor, Feed: source.Feed{Key: testCode}}, &rec2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +143,9 @@ func TestFetchConditional(t *testing.T) {
 }
 
 func TestFetchKeyless(t *testing.T) {
-	src, srv := newSource(t, newVendor(t), "")
+	src, srv := newSource(t, newVendor(t))
 	var rec vendortest.Recorder
-	if _, err := src.fetch(context.Background(), "", time.Time{}, &rec); err != nil {
+	if _, err := src.fetch(context.Background(), source.Request{}, &rec); err != nil {
 		t.Fatal(err)
 	}
 	const l = "et-compromised"
@@ -188,9 +189,9 @@ func TestFetchFailures(t *testing.T) {
 			if c.setup != nil {
 				c.setup(h)
 			}
-			src, _ := newSource(t, h, c.key)
+			src, _ := newSource(t, h)
 			var rec vendortest.Recorder
-			cursor, err := src.fetch(context.Background(), `{"x":{}}`, time.Time{}, &rec)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: `{"x":{}}`, Feed: source.Feed{Key: c.key}}, &rec)
 			if c.want == "" && err != nil || c.want != "" && ioc.FailureOf(err) != c.want {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}
@@ -212,8 +213,8 @@ func TestFetchConnectionFailureHidesCode(t *testing.T) {
 	srv := vendortest.New(t)
 	base := srv.URL
 	srv.Close()
-	src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(base)}, key: testCode}
-	_, err := src.fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
+	src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(base)}}
+	_, err := src.fetch(context.Background(), source.Request{Cursor: "", Feed: source.Feed{Key: testCode}}, &vendortest.Recorder{})
 	if ioc.FailureOf(err) != ioc.FailedToConnect || strings.Contains(err.Error(), testCode) || !strings.Contains(err.Error(), "/***/reputation/") {
 		t.Errorf("err %v, want Failed to connect with the code masked", err)
 	}

@@ -59,18 +59,16 @@ type Source struct {
 	MaxBytes int64
 }
 
-// Fetch reads the feed and checkpoints the cursor the next run starts
-// from.
+// Fetch reads the list unless it is unchanged since the request's cursor.
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return s.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the whole current list, unless it is unchanged since cursor
 // (ETag / Last-Modified): then it returns ioc.ErrUnchanged and reads
 // nothing. since is unused: the feed is a snapshot.
-func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink source.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor := req.Cursor
 	g := &feedhttp.Getter{Who: "openphish", Settings: s.Settings.Or(feedhttp.Settings{
 		MaxRetries: DefaultMaxRetries, MaxRetryWait: DefaultMaxRetryWait, RetryBackoff: DefaultRetryBackoff})}
 	// A cursor we cannot read only costs a full download.
@@ -152,7 +150,5 @@ func readLine(br *bufio.Reader) (string, error) {
 
 // Kind declares the PhishingURLFeed kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.PhishingURLFeed), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.PhishingURLFeed), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -50,8 +50,7 @@ const (
 // (the server's egress policy and feed mirror); the URLs are the vendor's
 // own, fixed.
 type Source struct {
-	feedhttp.Settings        // Client: never nil in the server; tests use vendortest.MirrorClient
-	key               string // --otx-api-key, sent as X-OTX-API-KEY; required
+	feedhttp.Settings // Client: never nil in the server; tests use vendortest.MirrorClient
 
 	// MaxPages and MaxPageBytes bound one run (0: the defaults).
 	MaxPages     int
@@ -72,32 +71,28 @@ type walkCursor struct {
 	Next  string `json:"next"`
 }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch walks the subscribed pulses with the feed's key (req.Feed.Key).
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.key = req.Feed.Key
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the pulses modified after cursor (the last modified seen; on
 // the first run, after since or DefaultBackfill ago) and hands their
 // indicators to sink. The cursor it returns is the newest modified seen,
 // so the next run reads strictly newer pulses only.
-func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
-	if s.key == "" {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor, key := req.Cursor, req.Feed.Key // key: --otx-api-key, sent as X-OTX-API-KEY; required
+	if key == "" {
 		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("otx: no API key is set: set --otx-api-key (TIFEEDS_OTX_API_KEY)"))
 	}
-	w, err := s.start(cursor, since)
+	w, err := s.start(cursor, req.Since)
 	if err != nil {
 		return cursor, err
 	}
 	// OTX answers 429 and, often, 504 on /pulses/subscribed (REFERENCE
 	// B1): a single one is waited out, a persistent one fails the run.
-	g := &feedhttp.Getter{Settings: s.Settings, Who: "otx", Secret: s.key,
-		Header: http.Header{"X-Otx-Api-Key": {s.key}, "Accept": {"application/json"}}}
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "otx", Secret: key,
+		Header: http.Header{"X-Otx-Api-Key": {key}, "Accept": {"application/json"}}}
 	maxPages := s.MaxPages
 	if maxPages <= 0 {
 		maxPages = DefaultMaxPages
@@ -235,7 +230,5 @@ func parseTime(s string) (time.Time, error) {
 
 // Kind declares the OpenThreatExchange kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.OpenThreatExchange), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.OpenThreatExchange), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

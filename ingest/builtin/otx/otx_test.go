@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"net/http"
 	"os"
 	"slices"
@@ -42,13 +43,13 @@ func newSource(t *testing.T, h *vendortest.OTX) (*Source, *vendortest.Server) {
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle("otx.alienvault.com", h)
-	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, key: testKey}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}}, srv
 }
 
 func TestFetchMapping(t *testing.T) {
 	src, _ := newSource(t, &vendortest.OTX{Key: testKey, Pulses: loadPulses(t)})
 	var rec vendortest.Recorder
-	cursor, err := src.fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: source.Feed{Key: testKey}}, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestFetchMapping(t *testing.T) {
 
 func TestFetchRequests(t *testing.T) {
 	src, srv := newSource(t, &vendortest.OTX{Key: testKey, Pulses: loadPulses(t)})
-	if _, err := src.fetch(context.Background(), "", since, &vendortest.Recorder{}); err != nil {
+	if _, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: source.Feed{Key: testKey}}, &vendortest.Recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()
@@ -139,7 +140,7 @@ func TestFetchPagesResumeAndCursor(t *testing.T) {
 	h := &vendortest.OTX{Key: testKey, Pulses: loadPulses(t), PageSize: 1, CutPage: 2}
 	src, srv := newSource(t, h)
 	var rec vendortest.Recorder
-	_, err := src.fetch(context.Background(), "", since, &rec)
+	_, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: source.Feed{Key: testKey}}, &rec)
 	if ioc.FailureOf(err) != ioc.ConnectionError {
 		t.Fatalf("cut page 2: %v, want Connection Error", err)
 	}
@@ -152,7 +153,7 @@ func TestFetchPagesResumeAndCursor(t *testing.T) {
 
 	h.CutPage = 0
 	rec2 := vendortest.Recorder{}
-	cursor, err := src.fetch(context.Background(), rec.Checkpoints[0], since, &rec2)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: rec.Checkpoints[0], Since: since, Feed: source.Feed{Key: testKey}}, &rec2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestFetchPagesResumeAndCursor(t *testing.T) {
 	// Unchanged: the server lists the newest pulse again (modified_since is
 	// inclusive) but nothing is handed over.
 	rec3 := vendortest.Recorder{}
-	again, err := src.fetch(context.Background(), cursor, since, &rec3)
+	again, err := src.fetch(context.Background(), source.Request{Cursor: cursor, Since: since, Feed: source.Feed{Key: testKey}}, &rec3)
 	if err != nil || again != cursor || len(rec3.Indicators) != 0 {
 		t.Errorf("unchanged run: cursor %q, %d indicators, err %v; want %q, 0, nil", again, len(rec3.Indicators), err, cursor)
 	}
@@ -185,7 +186,7 @@ func TestFetchPagesResumeAndCursor(t *testing.T) {
 	h.Pulses = append(h.Pulses, []byte(`{"id": "new", "modified": "2026-11-04T00:00:00.000001", "tlp": "white", "tags": ["New"],
 		"indicators": [{"indicator": "192.0.2.44", "type": "IPv4", "is_active": 1}]}`))
 	rec4 := vendortest.Recorder{}
-	newer, err := src.fetch(context.Background(), cursor, since, &rec4)
+	newer, err := src.fetch(context.Background(), source.Request{Cursor: cursor, Since: since, Feed: source.Feed{Key: testKey}}, &rec4)
 	if err != nil || newer != "2026-11-04T00:00:00.000001" || len(rec4.Indicators) != 1 || rec4.Indicators[0].Value != "192.0.2.44" {
 		t.Errorf("newer run: cursor %q, indicators %v, err %v", newer, rec4.Indicators, err)
 	}
@@ -193,8 +194,7 @@ func TestFetchPagesResumeAndCursor(t *testing.T) {
 
 func TestFetchNoKey(t *testing.T) {
 	src, srv := newSource(t, &vendortest.OTX{Key: testKey})
-	src.key = ""
-	_, err := src.fetch(context.Background(), "", since, &vendortest.Recorder{})
+	_, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since}, &vendortest.Recorder{})
 	if ioc.FailureOf(err) != ioc.InvalidCredentials || !strings.Contains(err.Error(), "--otx-api-key (TIFEEDS_OTX_API_KEY)") {
 		t.Errorf("err %v, want Invalid Credentials naming the setting", err)
 	}
@@ -224,13 +224,14 @@ func TestFetchFailures(t *testing.T) {
 			h := c.h
 			h.Key, h.Pulses = testKey, loadPulses(t)
 			src, srv := newSource(t, h)
+			key := testKey
 			if c.key != "" {
-				src.key = c.key
+				key = c.key
 			}
 			var slept []time.Duration
 			src.Sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
 			var rec vendortest.Recorder
-			cursor, err := src.fetch(context.Background(), "2026-10-20T00:00:00.000000", since, &rec)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: "2026-10-20T00:00:00.000000", Since: since, Feed: source.Feed{Key: key}}, &rec)
 			if c.want == "" && err != nil || c.want != "" && ioc.FailureOf(err) != c.want {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}
@@ -259,8 +260,8 @@ func TestFetchNextOffHost(t *testing.T) {
 	}))
 	var other int
 	srv.Handle("collector.example.com", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { other++ }))
-	src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL)}, key: testKey}
-	_, err := src.fetch(context.Background(), "", since, &vendortest.Recorder{})
+	src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL)}}
+	_, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: source.Feed{Key: testKey}}, &vendortest.Recorder{})
 	if ioc.FailureOf(err) != ioc.FetchingDataError || other != 0 {
 		t.Errorf("err %v, %d requests off host; want Fetching Data Error and none", err, other)
 	}
@@ -269,7 +270,7 @@ func TestFetchNextOffHost(t *testing.T) {
 func TestFetchSinkError(t *testing.T) {
 	src, _ := newSource(t, &vendortest.OTX{Key: testKey, Pulses: loadPulses(t)})
 	boom := errors.New("store down")
-	_, err := src.fetch(context.Background(), "", since, &vendortest.Recorder{Fail: boom})
+	_, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: source.Feed{Key: testKey}}, &vendortest.Recorder{Fail: boom})
 	if !errors.Is(err, boom) {
 		t.Errorf("err %v, want the sink's error", err)
 	}

@@ -57,10 +57,6 @@ const (
 // PhishTank's own, fixed.
 type Source struct {
 	feedhttp.Settings // Client: never nil in the server
-	// key is the PhishTank app key (--phishtank-app-key), "" when unset:
-	// the keyless download works, within a few downloads a day. It goes in
-	// the URL path, so every error masks it.
-	key string
 
 	// MaxBytes caps the uncompressed database; 0: DefaultMaxBytes.
 	MaxBytes int64
@@ -74,14 +70,9 @@ func URL(key string) string {
 	return "https://data.phishtank.com/data/" + url.PathEscape(key) + "/online-valid.json.gz"
 }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch reads the database with the app key (req.Feed.Key), if any.
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.key = req.Feed.Key
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the whole database and hands every URL to sink, then
@@ -89,11 +80,14 @@ func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink
 // database read: when PhishTank answers 304 to them, Fetch returns
 // ioc.ErrUnchanged and downloads nothing. since is not used: a snapshot
 // has no history to bound.
-func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	// key is the PhishTank app key (--phishtank-app-key), "" when unset:
+	// the keyless download works, within a few downloads a day.
+	cursor, key := req.Cursor, req.Feed.Key
 	// The app key goes in the URL path: every message masks it.
-	g := &feedhttp.Getter{Who: "phishtank", Header: http.Header{"User-Agent": {userAgent}}, Secret: s.key,
+	g := &feedhttp.Getter{Who: "phishtank", Header: http.Header{"User-Agent": {userAgent}}, Secret: key,
 		Settings: s.Settings.Or(feedhttp.Settings{MaxRetryWait: DefaultMaxRetryWait, RetryBackoff: DefaultRetryBackoff})}
-	resp, err := g.Get(ctx, URL(s.key), feedhttp.ParseValidators(cursor))
+	resp, err := g.Get(ctx, URL(key), feedhttp.ParseValidators(cursor))
 	if err != nil {
 		return cursor, err
 	}
@@ -238,7 +232,5 @@ func no(s string) bool {
 
 // Kind declares the PhishingURLDatabase kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.PhishingURLDatabase), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.PhishingURLDatabase), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"reflect"
 	"runtime"
 	"strings"
@@ -75,8 +76,8 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func fastSource(srv *vendortest.Server, key string) *Source {
-	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}, key: key}
+func fastSource(srv *vendortest.Server) *Source {
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}}
 }
 
 func TestFetch(t *testing.T) {
@@ -147,7 +148,7 @@ func TestFetch(t *testing.T) {
 			v.JSON = vendortest.Testdata(t, "online-valid.json")
 			srv.Handle("data.phishtank.com", v)
 			var rec vendortest.Recorder
-			cursor, err := fastSource(srv, tc.key).fetch(context.Background(), tc.cursor, time.Time{}, &rec)
+			cursor, err := fastSource(srv).fetch(context.Background(), source.Request{Cursor: tc.cursor, Feed: source.Feed{Key: tc.key}}, &rec)
 			switch {
 			case tc.err != nil:
 				if !errors.Is(err, tc.err) {
@@ -196,8 +197,8 @@ func TestFetch(t *testing.T) {
 // A connection that fails names the URL; the key in its path is masked.
 func TestFetchMasksTheKeyInConnectionErrors(t *testing.T) {
 	const key = "s3cr3t-app-key"
-	s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient("http://127.0.0.1:1"), MaxRetries: -1}, key: key}
-	_, err := s.fetch(context.Background(), "", time.Time{}, &vendortest.Recorder{})
+	s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient("http://127.0.0.1:1"), MaxRetries: -1}}
+	_, err := s.fetch(context.Background(), source.Request{Feed: source.Feed{Key: key}}, &vendortest.Recorder{})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -218,7 +219,7 @@ func TestFetchPassesSinkErrors(t *testing.T) {
 	srv.Handle("data.phishtank.com", &vendortest.PhishTank{JSON: vendortest.Testdata(t, "online-valid.json")})
 	stop := errors.New("limit reached")
 	rec := &vendortest.Recorder{Fail: stop}
-	_, err := fastSource(srv, "").fetch(context.Background(), "", time.Time{}, rec)
+	_, err := fastSource(srv).fetch(context.Background(), source.Request{}, rec)
 	if !errors.Is(err, stop) {
 		t.Fatalf("error %v, want the sink's", err)
 	}
@@ -261,7 +262,7 @@ func TestFetchStreamsABigDatabaseInFlatMemory(t *testing.T) {
 	}}
 	sample()
 	base := peak
-	_, err := fastSource(srv, "").fetch(context.Background(), "", time.Time{}, rec)
+	_, err := fastSource(srv).fetch(context.Background(), source.Request{}, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

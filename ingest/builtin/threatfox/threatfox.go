@@ -53,9 +53,6 @@ type Source struct {
 	// Client: never nil in the server. The retry knobs are taken as
 	// abusech.Conn's: 0 takes the package's Defaults.
 	feedhttp.Settings
-	// key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
-	// Auth-Key header when set.
-	key string
 
 	// MaxBytes caps the export; 0: DefaultMaxBytes.
 	MaxBytes int64
@@ -74,23 +71,19 @@ func parseState(cursor string) state { return abusech.ParseCursor[state](cursor)
 
 func (st state) String() string { return abusech.Cursor(st) }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch walks the export with the abuse.ch key (req.Feed.Key).
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.key = req.Feed.Key
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the rows first seen after the cursor (on the first run,
 // since bounds them) and hands their indicators to sink. The export lists
 // the newest first, so no row before the last is a point to resume from:
 // the cursor moves, and is checkpointed, once the whole export is read.
-func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor, since := req.Cursor, req.Since
 	st := parseState(cursor)
-	g := s.conn().Getter("threatfox")
+	g := s.conn(req.Feed.Key).Getter("threatfox")
 	next := st
 	v, unchanged, err := abusech.Download(ctx, g, URL, st.Export, feedhttp.Or(s.MaxBytes, DefaultMaxBytes),
 		"the export", sink, func(r io.Reader) (err error) {
@@ -197,13 +190,13 @@ func splitHostPort(v string) (host, port string, ok bool) {
 	return host, port, true
 }
 
-func (s *Source) conn() abusech.Conn {
-	return abusech.Conn{Settings: s.Settings, Key: s.key}
+// conn connects with key, the abuse.ch Auth-Key (--abusech-auth-key), sent
+// as the Auth-Key header when set.
+func (s *Source) conn(key string) abusech.Conn {
+	return abusech.Conn{Settings: s.Settings, Key: key}
 }
 
 // Kind declares the EmergingThreat kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.EmergingThreat), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.EmergingThreat), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

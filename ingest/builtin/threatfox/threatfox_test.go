@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"reflect"
 	"strings"
 	"testing"
@@ -159,8 +160,8 @@ func TestFetch(t *testing.T) {
 			v.Path, v.Body = vendortest.ThreatFoxPath, vendortest.Testdata(t, "recent.csv")
 			srv.Handle(vendortest.ThreatFoxHost, v)
 			var rec vendortest.Recorder
-			s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}, key: tc.key}
-			cursor, err := s.fetch(context.Background(), tc.cursor, time.Time{}, &rec)
+			s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}}
+			cursor, err := s.fetch(context.Background(), source.Request{Cursor: tc.cursor, Feed: source.Feed{Key: tc.key}}, &rec)
 			switch {
 			case tc.err != nil:
 				if !errors.Is(err, tc.err) {
@@ -212,11 +213,11 @@ func TestFetchAgainAddsNothing(t *testing.T) {
 	srv.Handle(vendortest.ThreatFoxHost, vendortest.NewThreatFox(vendortest.Testdata(t, "recent.csv")))
 	s := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL)}}
 	var first, second vendortest.Recorder
-	cursor, err := s.fetch(context.Background(), "", time.Time{}, &first)
+	cursor, err := s.fetch(context.Background(), source.Request{}, &first)
 	if err != nil || len(first.Indicators) != len(all) {
 		t.Fatalf("first run: %v, %d indicators", err, len(first.Indicators))
 	}
-	if _, err := s.fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
+	if _, err := s.fetch(context.Background(), source.Request{Cursor: cursor}, &second); err != nil {
 		t.Fatal(err)
 	}
 	if len(second.Indicators) != 0 {

@@ -67,9 +67,6 @@ type Source struct {
 	// Client: never nil in the server. The retry knobs are taken as
 	// abusech.Conn's: 0 takes the package's Defaults.
 	feedhttp.Settings
-	// key is the abuse.ch Auth-Key (--abusech-auth-key), sent as the
-	// Auth-Key header when set.
-	key string
 
 	// MaxURLhausBytes and MaxSSLBLBytes cap the bodies; 0: the Defaults.
 	MaxURLhausBytes, MaxSSLBLBytes int64
@@ -90,14 +87,9 @@ func parseState(cursor string) state { return abusech.ParseCursor[state](cursor)
 
 func (st state) String() string { return abusech.Cursor(st) }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch reads both lists with the abuse.ch key (req.Feed.Key).
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.key = req.Feed.Key
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the URLhaus rows added after the cursor (on the first run,
@@ -105,17 +97,17 @@ func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink
 // list, which it completes. A list that fails does not stop the other:
 // Fetch reads both and returns the failure. When both downloads are
 // unchanged since the cursor, it returns ioc.ErrUnchanged.
-func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
-	st := parseState(cursor)
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	st := parseState(req.Cursor)
 	var failed []error
-	unchangedU, err := s.fetchURLhaus(ctx, s.conn().Getter("urlhaus"), &st, since, sink)
+	unchangedU, err := s.fetchURLhaus(ctx, s.conn(req.Feed.Key).Getter("urlhaus"), &st, req.Since, sink)
 	if err != nil {
 		if !isFetchError(err) { // the run ends, or the sink failed
 			return st.String(), err
 		}
 		failed = append(failed, err)
 	}
-	unchangedS, err := s.fetchSSLBL(ctx, s.conn().Getter("sslbl"), &st, sink)
+	unchangedS, err := s.fetchSSLBL(ctx, s.conn(req.Feed.Key).Getter("sslbl"), &st, sink)
 	if err != nil {
 		if !isFetchError(err) {
 			return st.String(), err
@@ -223,13 +215,13 @@ func cutSuffixFold(s, suffix string) (string, bool) {
 	return s, false
 }
 
-func (s *Source) conn() abusech.Conn {
-	return abusech.Conn{Settings: s.Settings, Key: s.key}
+// conn connects with key, the abuse.ch Auth-Key (--abusech-auth-key), sent
+// as the Auth-Key header when set.
+func (s *Source) conn(key string) abusech.Conn {
+	return abusech.Conn{Settings: s.Settings, Key: key}
 }
 
 // Kind declares the MalwareURLSSL kind.
 func Kind() source.Kind {
-	return source.Kind{Key: string(builtin.MalwareURLSSL), New: func(e source.Env) source.Source {
-		return &Source{Settings: feedhttp.VendorSettings(e)}
-	}}
+	return feedhttp.VendorKind(string(builtin.MalwareURLSSL), func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"reflect"
 	"strings"
 	"testing"
@@ -138,8 +139,8 @@ func TestParseSSLBL(t *testing.T) {
 	}
 }
 
-func newSource(srv *vendortest.Server, key string) *Source {
-	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}, key: key}
+func newSource(srv *vendortest.Server) *Source {
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), RetryBackoff: time.Millisecond, MaxRetryWait: time.Second}}
 }
 
 func TestFetch(t *testing.T) {
@@ -216,7 +217,7 @@ func TestFetch(t *testing.T) {
 			srv.Handle(vendortest.URLhausHost, u)
 			srv.Handle(vendortest.SSLBLHost, sl)
 			var rec vendortest.Recorder
-			cursor, err := newSource(srv, tc.key).fetch(context.Background(), tc.cursor, time.Time{}, &rec)
+			cursor, err := newSource(srv).fetch(context.Background(), source.Request{Cursor: tc.cursor, Feed: source.Feed{Key: tc.key}}, &rec)
 			switch {
 			case tc.unchanged:
 				if !errors.Is(err, ioc.ErrUnchanged) {
@@ -272,14 +273,14 @@ func TestFetchAgainAddsNoURL(t *testing.T) {
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.URLhausHost, vendortest.NewURLhaus(vendortest.Testdata(t, "csv_recent.csv")))
 	srv.Handle(vendortest.SSLBLHost, vendortest.NewSSLBL(vendortest.Testdata(t, "sslblacklist.csv")))
-	s := newSource(srv, "")
+	s := newSource(srv)
 	var first vendortest.Recorder
-	cursor, err := s.fetch(context.Background(), "", time.Time{}, &first)
+	cursor, err := s.fetch(context.Background(), source.Request{}, &first)
 	if err != nil || len(first.Values(ioc.URL)) != 4 {
 		t.Fatalf("first run: %v, %d URLs", err, len(first.Values(ioc.URL)))
 	}
 	var second vendortest.Recorder
-	if _, err := s.fetch(context.Background(), cursor, time.Time{}, &second); err != nil {
+	if _, err := s.fetch(context.Background(), source.Request{Cursor: cursor}, &second); err != nil {
 		t.Fatal(err)
 	}
 	if urls := second.Values(ioc.URL); len(urls) != 0 {

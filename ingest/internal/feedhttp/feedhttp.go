@@ -396,3 +396,10 @@ func (v Validators) set(h http.Header) {
 // the runner's vendor client (the egress policy and feed mirror) and its
 // clock, the retries at their defaults.
 func VendorSettings(e source.Env) Settings { return Settings{Client: e.VendorClient, Now: e.Now} }
+
+// VendorKind declares the kind key read from a vendor's fixed API: each
+// run, newSource builds its source on the VendorSettings of the runner's
+// Env.
+func VendorKind(key string, newSource func(Settings) source.Source) source.Kind {
+	return source.Kind{Key: key, New: func(e source.Env) source.Source { return newSource(VendorSettings(e)) }}
+}

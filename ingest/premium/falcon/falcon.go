@@ -67,8 +67,6 @@ type Source struct {
 	// Client: never nil in the server; tests use vendortest.MirrorClient.
 	// MaxRetryWait is also the longest wait for a spent rate budget.
 	feedhttp.Settings
-	username string // the API client ID
-	secret   string // the API client secret
 
 	// PageSize, MaxPages and MaxPageBytes bound a page and one run (0:
 	// the defaults).
@@ -77,26 +75,21 @@ type Source struct {
 	MaxPageBytes int64
 }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch walks the indicators with the feed's client ID and secret (req.Feed).
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.username = req.Feed.Username
-	run.secret = req.Feed.Password
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the indicators whose _marker is after cursor (on the first
 // run, those from since, or DefaultBackfill ago) and hands them to sink;
 // a deleted one withdraws the feed's sighting. Each row is checkpointed
 // with its _marker, kept whole.
-func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
-	if s.username == "" || s.secret == "" {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor, since, id, secret := req.Cursor, req.Since, req.Feed.Username, req.Feed.Password
+	if id == "" || secret == "" {
 		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("falcon: no client ID or client secret is set: set both on the feed"))
 	}
-	w := &walk{src: s, sink: sink, marker: cursor, inclusive: cursor != ""}
+	w := &walk{src: s, id: id, secret: secret, sink: sink, marker: cursor, inclusive: cursor != ""}
 	if cursor == "" {
 		if since.IsZero() {
 			since = s.now().Add(-DefaultBackfill)
@@ -104,7 +97,7 @@ func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink
 		// The first ten digits of a _marker are a Unix time.
 		w.marker = strconv.FormatInt(since.Unix(), 10)
 	}
-	w.g = feedhttp.Getter{Settings: s.Settings, Who: "falcon", Secret: s.secret, Credentials: "check the feed's client ID and client secret"}
+	w.g = feedhttp.Getter{Settings: s.Settings, Who: "falcon", Secret: secret, Credentials: "check the feed's client ID and client secret"}
 	out := cursor
 	for pages := 0; pages < feedhttp.Or(s.MaxPages, DefaultMaxPages); pages++ {
 		more, err := w.page(ctx)
@@ -131,9 +124,10 @@ func (s *Source) now() time.Time {
 
 // walk is one run's reading of pages.
 type walk struct {
-	src  *Source
-	g    feedhttp.Getter
-	sink source.Sink
+	src        *Source
+	id, secret string // the API client ID and secret, for the token
+	g          feedhttp.Getter
+	sink       source.Sink
 
 	// marker is what the next page starts from (_marker:>=); inclusive
 	// says that a row with exactly that marker was read already.
@@ -251,7 +245,7 @@ func (w *walk) get(ctx context.Context, u string) (*http.Response, error) {
 // fetchToken asks the token endpoint for a token with the client
 // credentials, repeating a 429 or 5xx like a GET.
 func (w *walk) fetchToken(ctx context.Context) error {
-	form := url.Values{"client_id": {w.src.username}, "client_secret": {w.src.secret}}.Encode()
+	form := url.Values{"client_id": {w.id}, "client_secret": {w.secret}}.Encode()
 	g := &w.g
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, TokenURL, strings.NewReader(form))
@@ -460,16 +454,7 @@ func truncate(s string) string {
 	return s
 }
 
-// Kind declares the EndpointProtection premium kind. Its per-poll bound is the
-// runner's limit: the sink refuses what is over it, and the source,
-// checkpointed, goes on from there at the next poll.
+// Kind declares the EndpointProtection premium kind.
 func Kind() source.Kind {
-	spec, _ := premium.Lookup(premium.EndpointProtection)
-	return source.Kind{
-		Key: string(premium.EndpointProtection),
-		New: func(e source.Env) source.Source {
-			return &Source{Settings: feedhttp.VendorSettings(e)}
-		},
-		RunLimit: spec.PerPoll,
-	}
+	return premium.VendorKind(premium.EndpointProtection, func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,6 +24,9 @@ const (
 )
 
 var since = time.Date(2026, 11, 13, 0, 0, 0, 0, time.UTC)
+
+// feed holds the test credentials every run gets unless a case sets others.
+var feed = source.Feed{Username: testID, Password: testSecret}
 
 func loadIndicators(t *testing.T) [][]byte {
 	t.Helper()
@@ -45,7 +49,7 @@ func newSource(t *testing.T, h http.Handler) (*Source, *vendortest.Server) {
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle(Host, h)
-	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, username: testID, secret: testSecret}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}}, srv
 }
 
 // gets returns the GET requests served, as the vendor saw them.
@@ -63,7 +67,7 @@ func TestFetchMapping(t *testing.T) {
 	h := handler(t)
 	src, srv := newSource(t, h)
 	var rec vendortest.Recorder
-	cursor, err := src.fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +148,7 @@ func TestFetchPagesAndResumesWithWholeMarker(t *testing.T) {
 			src, srv := newSource(t, h)
 			src.PageSize = 2
 			var rec vendortest.Recorder
-			cursor, err := src.fetch(context.Background(), c.cursor, since, &rec)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: c.cursor, Since: since, Feed: feed}, &rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +229,7 @@ func TestFetchTokenRenewal(t *testing.T) {
 			src, srv := newSource(t, c.setup(h, clk))
 			src.Now, src.PageSize = clk.Now, 3
 			var rec vendortest.Recorder
-			cursor, err := src.fetch(context.Background(), "", since, &rec)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec)
 			if c.kind != "" {
 				if ioc.FailureOf(err) != c.kind || err == nil {
 					t.Fatalf("error %v, want %s", err, c.kind)
@@ -257,7 +261,7 @@ func TestFetchRateLimit(t *testing.T) {
 	src.Now, src.PageSize = clk.Now, 3
 	src.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); clk.Add(d); return nil }
 	var rec vendortest.Recorder
-	cursor, err := src.fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec)
 	if err != nil || cursor != lastMarker {
 		t.Fatalf("error %v cursor %q", err, cursor)
 	}
@@ -280,7 +284,7 @@ func TestFetchThrottleRepeatsThePage(t *testing.T) {
 	var waits []time.Duration
 	src.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
 	var rec vendortest.Recorder
-	if _, err := src.fetch(context.Background(), "", since, &rec); err != nil {
+	if _, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec); err != nil {
 		t.Fatal(err)
 	}
 	g := gets(srv)
@@ -326,11 +330,12 @@ func TestFetchFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src, srv := newSource(t, c.h(t))
 			src.PageSize = 3
+			feed := feed
 			if c.secret != "" {
-				src.username, src.secret = c.id, strings.TrimPrefix(c.secret, "-")
+				feed = source.Feed{Username: c.id, Password: strings.TrimPrefix(c.secret, "-")}
 			}
 			var rec vendortest.Recorder
-			cursor, err := src.fetch(context.Background(), "", since, &rec)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec)
 			if err == nil || ioc.FailureOf(err) != c.kind {
 				t.Fatalf("error %v, want %s", err, c.kind)
 			}
@@ -366,7 +371,7 @@ func (s *limitSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 func TestFetchStopsAtTheSinkLimit(t *testing.T) {
 	src, _ := newSource(t, handler(t))
 	sink := &limitSink{n: 3}
-	_, err := src.fetch(context.Background(), "", since, sink)
+	_, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, sink)
 	if !errors.Is(err, errLimit) {
 		t.Fatalf("error %v", err)
 	}
@@ -384,7 +389,7 @@ func TestFetchVendorPagesSmallerThanAsked(t *testing.T) {
 	h.PageSize = 4
 	src, _ := newSource(t, h)
 	var rec vendortest.Recorder
-	cursor, err := src.fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec)
 	if err != nil || cursor != lastMarker || len(rec.Checkpoints) != 11 {
 		t.Fatalf("error %v cursor %q, %d rows, want all 11", err, cursor, len(rec.Checkpoints))
 	}

@@ -48,7 +48,6 @@ const (
 // server's egress policy and feed mirror); the URLs are the vendor's own.
 type Source struct {
 	feedhttp.Settings
-	secret string // the API key, sent as x-apikey
 	// Knobs for tests; zero values are safe defaults.
 	MaxBytes int64
 	Grace    time.Duration
@@ -70,22 +69,18 @@ func (c cursor) String() string {
 	return string(b)
 }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch walks the threat lists with the feed's API key (req.Feed.Password).
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.secret = req.Feed.Password
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads every list's hour packages after its cursor (first run:
 // from since, or DefaultFirstWindow ago) up to the last hour ended,
 // checkpointing after each. A list that fails does not stop the others:
 // the run then ends with an *ioc.PartialFailure naming it.
-func (s *Source) fetch(ctx context.Context, cur string, since time.Time, sink source.Sink) (string, error) {
-	if s.secret == "" {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cur, since, key := req.Cursor, req.Since, req.Feed.Password // key: sent as x-apikey
+	if key == "" {
 		return cur, ioc.Fail(ioc.InvalidCredentials, errors.New("gti: no API key is set: set the feed's API key"))
 	}
 	c := cursor{}
@@ -103,7 +98,7 @@ func (s *Source) fetch(ctx context.Context, cur string, since time.Time, sink so
 		if h, err := time.Parse(hourLayout, c[list]); err == nil {
 			from = h.Add(time.Hour)
 		}
-		err := s.list(ctx, list, from, last, now, c, sink)
+		err := s.list(ctx, key, list, from, last, now, c, sink)
 		if err == nil {
 			continue
 		}
@@ -130,9 +125,9 @@ func isSinkErr(err error) bool {
 	return errors.As(err, &se)
 }
 
-func (s *Source) list(ctx context.Context, list string, from, last, now time.Time, c cursor, sink source.Sink) error {
-	g := &feedhttp.Getter{Settings: s.Settings, Who: "gti " + list, Secret: s.secret,
-		Header:      http.Header{"X-Apikey": {s.secret}, "User-Agent": {"tifeeds"}},
+func (s *Source) list(ctx context.Context, key, list string, from, last, now time.Time, c cursor, sink source.Sink) error {
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "gti " + list, Secret: key,
+		Header:      http.Header{"X-Apikey": {key}, "User-Agent": {"tifeeds"}},
 		Credentials: "check the feed's API key"}
 	grace := feedhttp.Or(s.Grace, DefaultGrace)
 	for h := from; !h.After(last); h = h.Add(time.Hour) {
@@ -286,16 +281,7 @@ func (s *Source) now() time.Time {
 	return time.Now()
 }
 
-// Kind declares the ThreatIntelAPI premium kind. Its per-poll bound is the
-// runner's limit: the sink refuses what is over it, and the source,
-// checkpointed, goes on from there at the next poll.
+// Kind declares the ThreatIntelAPI premium kind.
 func Kind() source.Kind {
-	spec, _ := premium.Lookup(premium.ThreatIntelAPI)
-	return source.Kind{
-		Key: string(premium.ThreatIntelAPI),
-		New: func(e source.Env) source.Source {
-			return &Source{Settings: feedhttp.VendorSettings(e)}
-		},
-		RunLimit: spec.PerPoll,
-	}
+	return premium.VendorKind(premium.ThreatIntelAPI, func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

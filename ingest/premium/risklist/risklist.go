@@ -53,7 +53,6 @@ const (
 // server's egress policy and feed mirror); the URLs are the vendor's own.
 type Source struct {
 	feedhttp.Settings
-	secret string // the API token, sent as X-RFToken
 	// Knobs for tests; zero values are safe defaults.
 	MaxBytes, MaxRawBytes int64
 }
@@ -123,22 +122,18 @@ func (c Cursor) backlog() (written, total int64) {
 	return written, total
 }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch walks the risk lists with the feed's API token (req.Feed.Password).
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.secret = req.Feed.Password
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the lists that changed or whose pass is not done, in order,
 // and returns the cursor. A list that fails does not stop the others: the
 // run then ends with an *ioc.PartialFailure naming it. When every list is
 // done and unchanged it returns ioc.ErrUnchanged.
-func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink source.Sink) (string, error) {
-	if s.secret == "" {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	cursor, token := req.Cursor, req.Feed.Password
+	if token == "" {
 		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("risklist: no API key is set: set the feed's API key"))
 	}
 	cur := parseCursor(cursor)
@@ -152,7 +147,7 @@ func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink sou
 			cur.Lists[list] = st
 		}
 		cur.Next = list
-		read, err := s.list(ctx, list, st, cur, sink)
+		read, err := s.list(ctx, token, list, st, cur, sink)
 		downloaded = downloaded || read
 		if err == nil {
 			continue
@@ -160,7 +155,7 @@ func (s *Source) fetch(ctx context.Context, cursor string, _ time.Time, sink sou
 		if errors.Is(err, source.ErrPaceReached) {
 			// This poll's share is written; the lists after it wait. Those
 			// never read are sized now, so that the progress counts them.
-			s.size(ctx, order[i+1:], cur, sink)
+			s.size(ctx, token, order[i+1:], cur, sink)
 			written, total := cur.backlog()
 			sink.Backlog(written, total)
 			out := cur.String()
@@ -203,7 +198,7 @@ func rotate(lists []string, first string) []string {
 // such list, once; a list that fails is left unsized (its turn says why).
 // The count is kept with the list's ETag and used when its pass starts on
 // the same version.
-func (s *Source) size(ctx context.Context, lists []string, cur Cursor, sink source.Sink) {
+func (s *Source) size(ctx context.Context, token string, lists []string, cur Cursor, sink source.Sink) {
 	for _, list := range lists {
 		st := cur.Lists[list]
 		if st == nil {
@@ -213,7 +208,7 @@ func (s *Source) size(ctx context.Context, lists []string, cur Cursor, sink sour
 		if st.Done || !st.PassStart.IsZero() || st.Total > 0 || ctx.Err() != nil {
 			continue
 		}
-		g := s.getter(list)
+		g := s.getter(token, list)
 		resp, err := g.Get(ctx, URL(list), feedhttp.Validators{})
 		if err != nil {
 			continue
@@ -263,8 +258,8 @@ func isSinkErr(err error) bool {
 }
 
 // list reads one list if needed and says whether it downloaded it.
-func (s *Source) list(ctx context.Context, list string, st *ListState, cur Cursor, sink source.Sink) (bool, error) {
-	g := s.getter(list)
+func (s *Source) list(ctx context.Context, token, list string, st *ListState, cur Cursor, sink source.Sink) (bool, error) {
+	g := s.getter(token, list)
 	u := URL(list)
 	head, err := g.Head(ctx, u)
 	if err != nil {
@@ -314,9 +309,10 @@ func (s *Source) list(ctx context.Context, list string, st *ListState, cur Curso
 	return true, err
 }
 
-func (s *Source) getter(list string) *feedhttp.Getter {
-	return &feedhttp.Getter{Settings: s.Settings, Who: "risklist " + list, Secret: s.secret,
-		Header:      http.Header{"X-RFToken": {s.secret}, "User-Agent": {"tifeeds"}},
+// getter reads list with the API token, sent as X-RFToken.
+func (s *Source) getter(token, list string) *feedhttp.Getter {
+	return &feedhttp.Getter{Settings: s.Settings, Who: "risklist " + list, Secret: token,
+		Header:      http.Header{"X-RFToken": {token}, "User-Agent": {"tifeeds"}},
 		Credentials: "check the feed's API key"}
 }
 
@@ -485,17 +481,10 @@ func isParseError(err error) bool {
 	return errors.As(err, &pe)
 }
 
-// Kind declares the RiskList premium kind, written at rate indicators an hour. Its per-poll bound is the
-// runner's limit: the sink refuses what is over it, and the source,
-// checkpointed, goes on from there at the next poll.
+// Kind declares the RiskList premium kind, written at rate indicators an
+// hour.
 func Kind(rate float64) source.Kind {
-	spec, _ := premium.Lookup(premium.RiskList)
-	return source.Kind{
-		Key: string(premium.RiskList),
-		New: func(e source.Env) source.Source {
-			return &Source{Settings: feedhttp.VendorSettings(e)}
-		},
-		RunLimit: spec.PerPoll,
-		Rate:     rate,
-	}
+	kind := premium.VendorKind(premium.RiskList, func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
+	kind.Rate = rate
+	return kind
 }

@@ -53,32 +53,26 @@ const (
 // Client (the server's egress policy and feed mirror); the URLs are the
 // vendor's own, next links included.
 type Source struct {
-	feedhttp.Settings        // Client: never nil in the server; tests use vendortest.MirrorClient
-	username          string // the ThreatStream user
-	secret            string // the user's API key
+	feedhttp.Settings // Client: never nil in the server; tests use vendortest.MirrorClient
 
 	// MaxPages and MaxPageBytes bound one run (0: the defaults).
 	MaxPages     int
 	MaxPageBytes int64
 }
 
-// Fetch reads the feed with its credentials (req.Feed) and checkpoints
-// the cursor the next run starts from.
+// Fetch walks the objects with the feed's username and API key (req.Feed).
 func (s *Source) Fetch(ctx context.Context, req source.Request, sink source.Sink) error {
-	run := *s
-	run.username = req.Feed.Username
-	run.secret = req.Feed.Password
-	return source.Finish(ctx, sink, func(sink source.Sink) (string, error) {
-		return run.fetch(ctx, req.Cursor, req.Since, sink)
-	})
+	return source.Walk(s.fetch).Fetch(ctx, req, sink)
 }
 
 // fetch reads the objects whose update_id is above cursor (on the first
 // run, those modified after since, or DefaultBackfill ago) and hands them
 // to sink; an object no longer active withdraws the feed's sighting. The
 // cursor is the highest update_id read, checkpointed after each page.
-func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink source.Sink) (string, error) {
-	if s.username == "" || s.secret == "" {
+func (s *Source) fetch(ctx context.Context, req source.Request, sink source.Sink) (string, error) {
+	// user is the ThreatStream user, key the user's API key.
+	cursor, since, user, key := req.Cursor, req.Since, req.Feed.Username, req.Feed.Password
+	if user == "" || key == "" {
 		return cursor, ioc.Fail(ioc.InvalidCredentials, errors.New("threatstream: no username or API key is set: set both on the feed"))
 	}
 	q := url.Values{"order_by": {"update_id"}, "limit": {strconv.Itoa(PageSize)}}
@@ -96,8 +90,8 @@ func (s *Source) fetch(ctx context.Context, cursor string, since time.Time, sink
 		}
 		q.Set("modified_ts__gt", since.UTC().Format("2006-01-02T15:04:05.000Z"))
 	}
-	g := &feedhttp.Getter{Settings: s.Settings, Who: "threatstream", Secret: s.secret,
-		Header:      http.Header{"Authorization": {"apikey " + s.username + ":" + s.secret}, "Accept": {"application/json"}},
+	g := &feedhttp.Getter{Settings: s.Settings, Who: "threatstream", Secret: key,
+		Header:      http.Header{"Authorization": {"apikey " + user + ":" + key}, "Accept": {"application/json"}},
 		Credentials: "check the feed's username and API key"}
 	w := &walk{src: s, g: g, sink: sink, last: last}
 	next := firstURL + "?" + q.Encode()
@@ -364,16 +358,7 @@ func truncate(s string) string {
 	return s
 }
 
-// Kind declares the ThreatPlatform premium kind. Its per-poll bound is the
-// runner's limit: the sink refuses what is over it, and the source,
-// checkpointed, goes on from there at the next poll.
+// Kind declares the ThreatPlatform premium kind.
 func Kind() source.Kind {
-	spec, _ := premium.Lookup(premium.ThreatPlatform)
-	return source.Kind{
-		Key: string(premium.ThreatPlatform),
-		New: func(e source.Env) source.Source {
-			return &Source{Settings: feedhttp.VendorSettings(e)}
-		},
-		RunLimit: spec.PerPoll,
-	}
+	return premium.VendorKind(premium.ThreatPlatform, func(s feedhttp.Settings) source.Source { return &Source{Settings: s} })
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
+	"github.com/tifeeds/tifeeds/ingest/source"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,6 +22,9 @@ const (
 )
 
 var since = time.Date(2026, 11, 13, 0, 0, 0, 0, time.UTC)
+
+// feed holds the test credentials every run gets unless a case sets others.
+var feed = source.Feed{Username: testUser, Password: testKey}
 
 func loadObjects(t *testing.T) [][]byte {
 	t.Helper()
@@ -39,7 +43,7 @@ func newSource(t *testing.T, h *vendortest.ThreatStream) (*Source, *vendortest.S
 	t.Helper()
 	srv := vendortest.New(t)
 	srv.Handle(Host, h)
-	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, username: testUser, secret: testKey}, srv
+	return &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}}, srv
 }
 
 func handler(t *testing.T) *vendortest.ThreatStream {
@@ -49,7 +53,7 @@ func handler(t *testing.T) *vendortest.ThreatStream {
 func TestFetchMapping(t *testing.T) {
 	src, srv := newSource(t, handler(t))
 	var rec vendortest.Recorder
-	cursor, err := src.fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +136,7 @@ func TestFetchResumesFromCursor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src, srv := newSource(t, handler(t))
 			var rec vendortest.Recorder
-			cursor, err := src.fetch(context.Background(), c.cursor, since, &rec)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: c.cursor, Since: since, Feed: feed}, &rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +161,7 @@ func TestFetchFollowsNext(t *testing.T) {
 			h.PageSize, h.AbsoluteNext = 2, absolute
 			src, srv := newSource(t, h)
 			var rec vendortest.Recorder
-			if _, err := src.fetch(context.Background(), "", since, &rec); err != nil {
+			if _, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(srv.Requests()); n != 6 {
@@ -207,19 +211,20 @@ func TestFetchFailures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := vendortest.New(t)
 			srv.Handle(Host, c.h)
-			src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}, username: testUser, secret: testKey}
+			src := &Source{Settings: feedhttp.Settings{Client: vendortest.MirrorClient(srv.URL), Sleep: func(context.Context, time.Duration) error { return nil }}}
+			feed := source.Feed{Username: testUser, Password: testKey}
 			if c.user != "" || c.key != "" {
-				src.username, src.secret = c.user, c.key
+				feed = source.Feed{Username: c.user, Password: c.key}
 			}
 			var rec vendortest.Recorder
-			cursor, err := src.fetch(context.Background(), c.cursor, since, &rec)
+			cursor, err := src.fetch(context.Background(), source.Request{Cursor: c.cursor, Since: since, Feed: feed}, &rec)
 			if got := ioc.FailureOf(err); err == nil || got != c.kind {
 				t.Fatalf("error %v (%s), want %s", err, got, c.kind)
 			}
 			if cursor != c.wantCursor || !slices.Equal(rec.Checkpoints, c.checkpoints) {
 				t.Errorf("cursor %q checkpoints %q, want %q %q", cursor, rec.Checkpoints, c.wantCursor, c.checkpoints)
 			}
-			if strings.Contains(err.Error(), src.secret) && src.secret != "" {
+			if strings.Contains(err.Error(), feed.Password) && feed.Password != "" {
 				t.Errorf("the key shows in %v", err)
 			}
 			if name == "no key" && len(srv.Requests()) != 0 {
@@ -236,7 +241,7 @@ func TestFetchWaitsOutOneThrottle(t *testing.T) {
 	var waits []time.Duration
 	src.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
 	var rec vendortest.Recorder
-	cursor, err := src.fetch(context.Background(), "", since, &rec)
+	cursor, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +254,7 @@ func TestFetchSinkErrorStops(t *testing.T) {
 	src, _ := newSource(t, handler(t))
 	stop := errors.New("limit")
 	rec := vendortest.Recorder{Fail: stop}
-	_, err := src.fetch(context.Background(), "", since, &rec)
+	_, err := src.fetch(context.Background(), source.Request{Cursor: "", Since: since, Feed: feed}, &rec)
 	if !errors.Is(err, stop) {
 		t.Fatalf("error %v, want the sink's", err)
 	}
