@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -251,4 +252,25 @@ func opt(v reflect.Value) (set, null bool, val any, ok bool) {
 		return false, false, nil, false
 	}
 	return s.Bool(), n.Bool(), x.Interface(), true
+}
+
+// TenantTarget, TenantGroupTarget, APIKeyTarget and UserTarget name the
+// targets of those nouns' changes.
+func TenantTarget(id, name string) Target { return Target{Type: TargetTenant, ID: id, Name: name} }
+
+// TenantGroupTarget: see TenantTarget.
+func TenantGroupTarget(id, name string) Target {
+	return Target{Type: TargetTenantGroup, ID: id, Name: name}
+}
+
+// APIKeyTarget: see TenantTarget.
+func APIKeyTarget(id int64, name string) Target {
+	return Target{Type: TargetAPIKey, ID: strconv.FormatInt(id, 10), Name: name}
+}
+
+// UserTarget: see TenantTarget. A user mutation records itself in one
+// line, e.g. r.Audit.Record(ctx, audit.UserCreate, audit.UserTarget(u.ID,
+// u.Username), audit.Fields(input)): Fields masks the password.
+func UserTarget(id int64, username string) Target {
+	return Target{Type: TargetUser, ID: strconv.FormatInt(id, 10), Name: username}
 }

@@ -4,6 +4,7 @@ package graph
 
 import (
 	"context"
+	"github.com/tifeeds/tifeeds/audit"
 	"time"
 
 	"github.com/tifeeds/tifeeds/allowlist"
@@ -37,6 +38,9 @@ type Resolver struct {
 	Feeds *feeds.Service
 	// SaaS is the managed edition, where tenants may not use retention groups.
 	SaaS bool
+	// Audit records the changes the resolvers make; nil records none.
+	// The server's REST handlers record through it too.
+	Audit *audit.Log
 }
 
 // Store is the store as the resolvers see it: the union of each noun's
