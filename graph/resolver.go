@@ -4,10 +4,10 @@ package graph
 
 import (
 	"context"
-	"github.com/tifeeds/tifeeds/audit"
 	"time"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/builtin"

@@ -206,7 +206,7 @@ func (s *Server) routes() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", spaHandler())
-	h := s.observe(s.recoverPanics(securityHeaders(s.requireServedHost(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(mux))))))))
+	h := s.observe(s.recoverPanics(securityHeaders(s.requireServedHost(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(s.withAuditClient(mux)))))))))
 	if wrapForTests != nil {
 		h = wrapForTests(h)
 	}
