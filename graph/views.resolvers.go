@@ -8,9 +8,9 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tifeeds/tifeeds/audit"
