@@ -54,6 +54,7 @@ type Store interface {
 	UserStore
 	ViewStore
 	OverviewStore
+	AuditStore
 }
 
 var _ Store = (*store.Store)(nil)
