@@ -280,8 +280,9 @@ func TestAuditLogIsRootOnlyAndExportsJSONLines(t *testing.T) {
 			t.Errorf("tenant user's export: %d %s", r.status, r.body)
 		}
 		// No mutation changes or deletes a record.
-		if r := f.graphql("admin", adminKey, `mutation { deleteAuditEvent(id: "1") }`); !strings.Contains(string(r.body), "errors") {
-			t.Errorf("a mutation on the log: %s", r.body)
+		r = f.graphql("admin", adminKey, `{ __type(name: "Mutation") { fields { name } } }`)
+		if r.status != 200 || !strings.Contains(string(r.body), "createTenant") || strings.Contains(strings.ToLower(string(r.body)), "audit") {
+			t.Errorf("mutations: %s", r.body)
 		}
 
 		r = f.do("GET", "/api/export/audit.jsonl?action=tenant.create", "admin", adminKey, "", nil)
