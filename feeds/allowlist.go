@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -43,6 +45,7 @@ type Allowlist struct {
 	inForce AllowlistInForce
 	bus     *events.Bus
 	log     *slog.Logger
+	audit   *audit.Log // nil records nothing
 }
 
 // NewAllowlist returns the changes of the user entries of st, put in force
@@ -81,6 +84,7 @@ func (a *Allowlist) Add(ctx context.Context, value, comment string) (e *store.Al
 		a.log.Warn("Unable to reload the allowlist", "error", err)
 	}
 	a.bus.PublishSignal(events.SignalAllowlist)
+	a.audit.Record(ctx, audit.AllowlistAdd, allowlistTarget(e), map[string]any{"kind": e.Kind, "value": e.Value, "comment": e.Comment})
 	removed, err = a.inForce.Remove(ctx, *e)
 	if err != nil {
 		return e, removed, err
@@ -95,9 +99,14 @@ func (a *Allowlist) Delete(ctx context.Context, id int64) (*store.AllowlistEntry
 	if err != nil {
 		return nil, err
 	}
+	a.audit.Record(ctx, audit.AllowlistDelete, allowlistTarget(e), nil)
 	if err := a.inForce.Load(ctx); err != nil {
 		a.log.Warn("Unable to reload the allowlist", "error", err)
 	}
 	a.bus.PublishSignal(events.SignalAllowlist)
 	return e, nil
+}
+
+func allowlistTarget(e *store.AllowlistEntry) audit.Target {
+	return audit.Target{Type: audit.TargetAllowlist, ID: strconv.FormatInt(e.ID, 10), Name: e.Value}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/store"
@@ -77,6 +78,7 @@ func (s *Service) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*st
 		return nil, err
 	}
 	s.log.Info("Created feed", "feed_id", f.ID, "name", f.Name)
+	s.record(ctx, audit.FeedCreate, f, audit.Fields(in))
 	s.bus.PublishFeed(f)
 	if err := s.runner.Schedule(f, true); err != nil {
 		return nil, err
@@ -90,6 +92,15 @@ func (s *Service) CreateCustomFeed(ctx context.Context, in CustomFeedInput) (*st
 // frequency reschedules the feed's job. Premium feeds take the settings of
 // their kind only.
 func (s *Service) UpdateFeed(ctx context.Context, id int64, in FeedUpdate) (*store.Feed, error) {
+	f, err := s.updateFeed(ctx, id, in)
+	if err != nil {
+		return nil, err
+	}
+	s.record(ctx, audit.FeedUpdate, f, audit.Fields(in))
+	return f, nil
+}
+
+func (s *Service) updateFeed(ctx context.Context, id int64, in FeedUpdate) (*store.Feed, error) {
 	cur, err := s.st.Feed(ctx, id)
 	if err != nil {
 		return nil, err
@@ -212,6 +223,7 @@ func (s *Service) DeleteFeed(ctx context.Context, id int64) error {
 		return err
 	}
 	s.log.Info("Deleted feed", "feed_id", id, "name", f.Name)
+	s.record(ctx, audit.FeedDelete, f, nil)
 	s.bus.Publish(events.Event{FeedID: id, Deleted: true})
 	return nil
 }
@@ -242,6 +254,7 @@ func (s *Service) SetEnabled(ctx context.Context, id int64, enabled, confirm boo
 	}
 	if enabled {
 		s.log.Info("Enabled feed", "feed_id", id)
+		s.record(ctx, audit.FeedEnable, f, nil)
 		s.bus.PublishFeed(f)
 		if err := s.runner.Schedule(f, true); err != nil {
 			return nil, err
@@ -249,6 +262,7 @@ func (s *Service) SetEnabled(ctx context.Context, id int64, enabled, confirm boo
 		return f, nil
 	}
 	s.log.Info("Disabled feed", "feed_id", id)
+	s.record(ctx, audit.FeedDisable, f, nil)
 	s.runner.Unschedule(id)
 	s.runner.CancelDisabled(id)
 	if f, err = s.st.Feed(ctx, id); err != nil {
@@ -287,6 +301,7 @@ func (s *Service) RunNow(ctx context.Context, id int64) (*store.Feed, error) {
 	if busy {
 		return nil, ErrAlreadyRunning
 	}
+	s.record(ctx, audit.FeedRunNow, f, nil)
 	return f, nil
 }
 
@@ -305,6 +320,7 @@ func (s *Service) ResetCursor(ctx context.Context, id int64) (*store.Feed, error
 	if err != nil {
 		return nil, err
 	}
+	s.record(ctx, audit.FeedReset, f, map[string]any{"cursor": ""})
 	s.bus.PublishFeed(f)
 	return f, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/ingest/premium"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -114,6 +115,7 @@ func (s *Service) CreatePremiumFeed(ctx context.Context, in PremiumFeedInput) (*
 		return nil, err
 	}
 	s.log.Info("Created premium feed", "feed_id", f.ID, "name", f.Name)
+	s.record(ctx, audit.FeedCreate, f, audit.Fields(in))
 	s.bus.PublishFeed(f)
 	return f, nil
 }
@@ -155,6 +157,7 @@ func (s *Service) ResetPremiumFeed(ctx context.Context, id int64) (*store.Feed, 
 		return nil, err
 	}
 	s.log.Info("Reset premium feed", "feed_id", id, "name", f.Name)
+	s.record(ctx, audit.FeedReset, f, nil)
 	s.bus.PublishFeed(f)
 	return f, nil
 }

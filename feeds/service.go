@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/store"
@@ -83,6 +85,8 @@ type Options struct {
 	// PremiumEndpointBase, when set, is where every feed-list platform
 	// endpoint must point ({premium_endpoint_base} of the spec).
 	PremiumEndpointBase string
+	// Audit records every change; nil records none.
+	Audit *audit.Log
 }
 
 // Service carries out the feed changes of the APIs.
@@ -95,6 +99,7 @@ type Service struct {
 	log                 *slog.Logger
 	premiumEndpointBase string
 	allowlist           *Allowlist
+	audit               *audit.Log
 }
 
 // New returns the service; every option but Log and PremiumEndpointBase is
@@ -107,9 +112,10 @@ func New(o Options) (*Service, error) {
 		o.Log = slog.Default()
 	}
 	s := &Service{st: o.Store, secrets: o.Secrets, bus: o.Bus, sources: o.Sources, runner: o.Runner,
-		log: o.Log, premiumEndpointBase: o.PremiumEndpointBase}
+		log: o.Log, premiumEndpointBase: o.PremiumEndpointBase, audit: o.Audit}
 	if o.Allowlist != nil {
 		s.allowlist = NewAllowlist(o.Store, o.Allowlist, o.Bus, o.Log)
+		s.allowlist.audit = o.Audit
 	}
 	return s, nil
 }
@@ -117,3 +123,8 @@ func New(o Options) (*Service, error) {
 // Allowlist returns the changes of the user allowlist; nil when the
 // service was built without the allowlist in force.
 func (s *Service) Allowlist() *Allowlist { return s.allowlist }
+
+// record adds a change of feed f to the audit log.
+func (s *Service) record(ctx context.Context, action string, f *store.Feed, fields map[string]any) {
+	s.audit.Record(ctx, action, audit.Target{Type: audit.TargetFeed, ID: strconv.FormatInt(f.ID, 10), Name: f.Name}, fields)
+}

@@ -68,6 +68,7 @@ func complexity() ComplexityRoot {
 		}
 		return cost
 	}
+	c.Query.AuditEvents = func(child int, _ *model.AuditFilter, first *int, _ *string) int { return perPage(child, first) }
 	c.Query.FeedRuns = func(child int, _ string, first *int) int { return perPage(child, first) }
 	c.Query.Tenants = func(child int, limit, _ *int) int { return perPage(child, limit) }
 	c.Query.TenantGroups = func(child int, limit, _ *int) int { return perPage(child, limit) }

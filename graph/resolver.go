@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/builtin"
@@ -37,6 +38,9 @@ type Resolver struct {
 	Feeds *feeds.Service
 	// SaaS is the managed edition, where tenants may not use retention groups.
 	SaaS bool
+	// Audit records the changes the resolvers make; nil records none.
+	// The server's REST handlers record through it too.
+	Audit *audit.Log
 }
 
 // Store is the store as the resolvers see it: the union of each noun's
@@ -50,6 +54,7 @@ type Store interface {
 	UserStore
 	ViewStore
 	OverviewStore
+	AuditStore
 }
 
 var _ Store = (*store.Store)(nil)

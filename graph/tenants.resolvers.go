@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph/model"
@@ -15,34 +16,60 @@ import (
 )
 
 func (r *mutationResolver) CreateTenant(ctx context.Context, input model.TenantInput) (*store.Tenant, error) {
-	return r.Store.CreateTenant(ctx, tenantInput(input), r.tenantRules())
+	in := tenantInput(input)
+	t, err := r.Store.CreateTenant(ctx, in, r.tenantRules())
+	if err != nil {
+		return nil, err
+	}
+	r.Audit.Record(ctx, audit.TenantCreate, audit.TenantTarget(t.ID, t.Name), audit.Fields(in))
+	return t, nil
 }
 
 func (r *mutationResolver) UpdateTenant(ctx context.Context, id string, input model.TenantInput) (*store.Tenant, error) {
-	return r.Store.PatchTenant(ctx, id, tenantInput(input), r.tenantRules())
+	in := tenantInput(input)
+	t, err := r.Store.PatchTenant(ctx, id, in, r.tenantRules())
+	if err != nil {
+		return nil, err
+	}
+	r.Audit.Record(ctx, audit.TenantUpdate, audit.TenantTarget(t.ID, t.Name), audit.Fields(in))
+	return t, nil
 }
 
 func (r *mutationResolver) DeleteTenant(ctx context.Context, id string) (bool, error) {
 	if _, err := r.Store.DeleteTenant(ctx, id); err != nil {
 		return false, err
 	}
+	r.Audit.Record(ctx, audit.TenantDelete, audit.TenantTarget(id, ""), nil)
 	// Its users' open websockets, here and on other instances, close.
 	r.Events.PublishRevocation(events.Revocation{TenantID: id})
 	return true, nil
 }
 
 func (r *mutationResolver) CreateTenantGroup(ctx context.Context, input model.TenantGroupInput) (*store.TenantGroup, error) {
-	return r.Store.CreateTenantGroup(ctx, tenantGroupInput(input))
+	in := tenantGroupInput(input)
+	g, err := r.Store.CreateTenantGroup(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	r.Audit.Record(ctx, audit.TenantGroupCreate, audit.TenantGroupTarget(g.ID, g.Name), audit.Fields(in))
+	return g, nil
 }
 
 func (r *mutationResolver) UpdateTenantGroup(ctx context.Context, id string, input model.TenantGroupInput) (*store.TenantGroup, error) {
-	return r.Store.PatchTenantGroup(ctx, id, tenantGroupInput(input))
+	in := tenantGroupInput(input)
+	g, err := r.Store.PatchTenantGroup(ctx, id, in)
+	if err != nil {
+		return nil, err
+	}
+	r.Audit.Record(ctx, audit.TenantGroupUpdate, audit.TenantGroupTarget(g.ID, g.Name), audit.Fields(in))
+	return g, nil
 }
 
 func (r *mutationResolver) DeleteTenantGroup(ctx context.Context, id string) (bool, error) {
 	if err := r.Store.DeleteTenantGroup(ctx, id); err != nil {
 		return false, err
 	}
+	r.Audit.Record(ctx, audit.TenantGroupDelete, audit.TenantGroupTarget(id, ""), nil)
 	return true, nil
 }
 

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph/model"
@@ -42,6 +43,7 @@ func (r *mutationResolver) CreateAPIKey(ctx context.Context, name string, userID
 	if err != nil {
 		return nil, err
 	}
+	r.Audit.Record(ctx, audit.APIKeyCreate, audit.APIKeyTarget(key.ID, name), map[string]any{"userId": owner})
 	return &model.NewAPIKey{APIKey: key, Key: plain}, nil
 }
 
@@ -57,6 +59,7 @@ func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (bool, e
 	if err := r.Store.RevokeAPIKey(ctx, caller.ID, keyID); err != nil {
 		return false, err
 	}
+	r.Audit.Record(ctx, audit.APIKeyRevoke, audit.APIKeyTarget(keyID, ""), map[string]any{"userId": caller.ID})
 	// The key's open websockets, here and on other instances, close.
 	r.Events.PublishRevocation(events.Revocation{UserID: caller.ID})
 	return true, nil

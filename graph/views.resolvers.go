@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
@@ -62,6 +64,8 @@ func (r *mutationResolver) SaveView(ctx context.Context, input model.SaveViewInp
 	if err := r.Store.SaveView(ctx, sv); err != nil {
 		return nil, err
 	}
+	r.Audit.Record(ctx, audit.ViewSave, audit.Target{Type: audit.TargetView, ID: strconv.FormatInt(sv.ID, 10), Name: sv.Name},
+		map[string]any{"table": input.Table, "definition": json.RawMessage(doc), "isDefault": sv.IsDefault})
 	return viewFromStore(sv, input.Table)
 }
 
@@ -77,6 +81,7 @@ func (r *mutationResolver) DeleteView(ctx context.Context, id string) (bool, err
 	if err := r.Store.DeleteView(ctx, u.ID, viewID); err != nil {
 		return false, err
 	}
+	r.Audit.Record(ctx, audit.ViewDelete, audit.Target{Type: audit.TargetView, ID: strconv.FormatInt(viewID, 10)}, nil)
 	return true, nil
 }
 

@@ -93,4 +93,17 @@ func (r *Runner) sweep(ctx context.Context) {
 	if runs > 0 {
 		r.log.Info("Pruned old feed runs", "count", runs)
 	}
+	r.pruneAudit(ctx)
+}
+
+// pruneAudit deletes the audit records older than the retention.
+func (r *Runner) pruneAudit(ctx context.Context) {
+	n, err := r.runs.PruneAuditEvents(ctx, r.opts.Now().Add(-r.opts.AuditRetention))
+	if err != nil {
+		r.log.Error("Unable to prune the audit log", "error", err)
+		return
+	}
+	if n > 0 {
+		r.log.Info("Pruned old audit records", "count", n)
+	}
 }

@@ -36,6 +36,8 @@ const (
 	// DefaultKeyIndexInterval is the key indexer's tick: a quiet second
 	// is what it waits for.
 	DefaultKeyIndexInterval = time.Second
+	// DefaultAuditRetention is how long the audit log keeps a record.
+	DefaultAuditRetention = 365 * 24 * time.Hour
 )
 
 // Why a run's context ends.
@@ -85,6 +87,9 @@ type Options struct {
 	// KeyIndexInterval is how often the key indexer looks for quiet to
 	// bring the IoC key tables up to date (store.KeyIndexer).
 	KeyIndexInterval time.Duration
+	// AuditRetention is how long the audit log keeps a record: the
+	// sweeper deletes older ones. DefaultAuditRetention when zero.
+	AuditRetention time.Duration
 }
 
 // runStore is what the runner needs of the store to schedule, start, run
@@ -98,6 +103,7 @@ type runStore interface {
 	UnfinishedRuns(ctx context.Context) ([]store.FeedRun, error)
 	SweepExpired(ctx context.Context, now time.Time, batchSize int) (sightings, iocs int64, err error)
 	PruneFeedRuns(ctx context.Context, cutoff time.Time, keep int) (int64, error)
+	PruneAuditEvents(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
 // Runner schedules and runs the feeds and carries out the feed changes of
@@ -159,6 +165,9 @@ func New(o Options) (*Runner, error) {
 	}
 	if o.SweepInterval <= 0 {
 		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.AuditRetention <= 0 {
+		o.AuditRetention = DefaultAuditRetention
 	}
 	if o.SweepBatch <= 0 {
 		o.SweepBatch = DefaultSweepBatch

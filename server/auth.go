@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -143,6 +144,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, err)
 		return
 	}
+	s.resolver.Audit.RecordAs(r.Context(), &u.ID, u.Username, audit.SignIn, audit.UserTarget(u.ID, u.Username),
+		map[string]any{"method": "password"})
 	http.SetCookie(w, &http.Cookie{
 		Name:     sessionCookie,
 		Value:    token,

@@ -134,6 +134,7 @@ type Server struct {
 	tenantsDB tenantStore
 	groupsDB  tenantGroupStore
 	exportsDB exportStore
+	auditDB   auditExportStore
 	accounts  accountStore
 	taxiiDB   taxiisrv.Store
 	db        pinger
@@ -158,6 +159,7 @@ func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger
 	s.creds = newCredentialCache(s.cfg.CredentialTTL)
 	s.tenantsDB, s.groupsDB, s.exportsDB, s.accounts, s.taxiiDB, s.db = st, st, st, st, st, st
 	s.loaderStore = st
+	s.auditDB = st
 	if st != nil {
 		s.dialect = st.Dialect
 	}
@@ -201,12 +203,13 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/export/iocs.txt", s.requireUser(s.exportIoCs("txt")))
 	mux.Handle("GET /api/export/rules.rules", s.requireUser(http.HandlerFunc(s.exportRules)))
 	mux.Handle("GET /api/export/iocs.stix.json", s.requireUser(http.HandlerFunc(s.exportSTIX)))
+	mux.Handle("GET /api/export/audit.jsonl", s.requireUser(http.HandlerFunc(s.exportAudit)))
 	s.registerTAXII(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", spaHandler())
-	h := s.observe(s.recoverPanics(securityHeaders(s.requireServedHost(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(mux))))))))
+	h := s.observe(s.recoverPanics(securityHeaders(s.requireServedHost(s.forbidCrossSite(s.boundRequest(s.checkQuery(s.limitBody(s.withAuditClient(mux)))))))))
 	if wrapForTests != nil {
 		h = wrapForTests(h)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -119,6 +120,7 @@ func (s *Server) createTenantGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "Tenant group created", "tgrp_id", g.ID, "count", len(g.TenantIDs))
+	s.resolver.Audit.Record(r.Context(), audit.TenantGroupCreate, audit.TenantGroupTarget(g.ID, g.Name), audit.Fields(in))
 	w.Header().Set("Location", restPrefix+"/tenant_groups/"+g.ID)
 	writeJSON(w, http.StatusCreated, map[string]any{"data": toTenantGroupJSON(g)})
 }
@@ -134,6 +136,7 @@ func (s *Server) updateTenantGroup(w http.ResponseWriter, r *http.Request) {
 		writeRESTErr(w, r, err, groupFieldNames)
 		return
 	}
+	s.resolver.Audit.Record(r.Context(), audit.TenantGroupUpdate, audit.TenantGroupTarget(g.ID, g.Name), audit.Fields(in))
 	writeJSON(w, http.StatusOK, map[string]any{"data": toTenantGroupJSON(g)})
 }
 
@@ -143,6 +146,7 @@ func (s *Server) deleteTenantGroup(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, err)
 		return
 	}
+	s.resolver.Audit.Record(r.Context(), audit.TenantGroupDelete, audit.TenantGroupTarget(id, ""), nil)
 	s.log.InfoContext(r.Context(), "Tenant group deleted", "tgrp_id", id)
 	writeJSON(w, http.StatusOK, map[string]string{"data": "tenant group " + id + " deleted; its tenants remain"})
 }

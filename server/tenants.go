@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/store"
@@ -440,6 +441,7 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "Tenant created", "tenant_id", t.ID)
+	s.resolver.Audit.Record(r.Context(), audit.TenantCreate, audit.TenantTarget(t.ID, t.Name), audit.Fields(in))
 	w.Header().Set("Location", restPrefix+"/tenants/"+t.ID)
 	writeJSON(w, http.StatusCreated, map[string]any{"data": toTenantJSON(t)})
 }
@@ -455,6 +457,7 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) {
 		writeRESTErr(w, r, err, tenantFieldNames)
 		return
 	}
+	s.resolver.Audit.Record(r.Context(), audit.TenantUpdate, audit.TenantTarget(t.ID, t.Name), audit.Fields(in))
 	writeJSON(w, http.StatusOK, map[string]any{"data": toTenantJSON(t)})
 }
 
@@ -465,6 +468,7 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, err)
 		return
 	}
+	s.resolver.Audit.Record(r.Context(), audit.TenantDelete, audit.TenantTarget(id, ""), nil)
 	s.announceRevocation(events.Revocation{TenantID: id})
 	msg := "tenant " + id + " deleted"
 	if groupID != "" {

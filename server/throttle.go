@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/input"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -227,6 +228,20 @@ func retryAfterHeader(w http.ResponseWriter, d time.Duration) {
 // can write it. IPv6 clients are grouped by /64, which one host usually
 // has whole.
 func clientAddr(r *http.Request, trusted []netip.Prefix) string {
+	addr := clientIP(r, trusted)
+	if !addr.IsValid() {
+		return r.RemoteAddr
+	}
+	if addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.String()
+	}
+	return addr.String()
+}
+
+// clientIP is the client's address as clientAddr finds it, whole (the
+// audit log names it); invalid when the peer's address cannot be read.
+func clientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	addr := peerAddr(r.RemoteAddr)
 	if len(trusted) > 0 && addr.IsValid() && isTrusted(addr, trusted) {
 		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
@@ -241,14 +256,23 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) string {
 			}
 		}
 	}
-	if !addr.IsValid() {
-		return r.RemoteAddr
+	return addr
+}
+
+// auditClient is the client address the audit log records.
+func (s *Server) auditClient(r *http.Request) string {
+	if a := clientIP(r, s.cfg.TrustedProxies); a.IsValid() {
+		return a.String()
 	}
-	if addr.Is6() {
-		p, _ := addr.Prefix(64)
-		return p.String()
-	}
-	return addr.String()
+	return r.RemoteAddr
+}
+
+// withAuditClient puts the client's address in the request context, for
+// the audit records of the changes the request makes.
+func (s *Server) withAuditClient(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(audit.WithClient(r.Context(), s.auditClient(r))))
+	})
 }
 
 func peerAddr(remote string) netip.Addr {
@@ -300,7 +324,10 @@ func (s *Server) checkLogin(w http.ResponseWriter, r *http.Request, req loginReq
 	release()
 	switch {
 	case errors.Is(err, store.ErrBadCredentials):
-		// The reservation stands as the failure.
+		// The reservation stands as the failure. The name tried is the
+		// record's actor; the password is never recorded.
+		s.resolver.Audit.RecordAs(r.Context(), nil, req.Username, audit.SignInFailed,
+			audit.Target{Type: audit.TargetUser, Name: req.Username}, map[string]any{"method": "password"})
 		writeError(w, http.StatusUnauthorized, "unauthenticated", "wrong username or password")
 		return nil, false
 	case err != nil:

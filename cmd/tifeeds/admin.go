@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -68,10 +70,18 @@ func usersCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	_, key, err := st.CreateAPIKey(ctx, u.ID, "default", "")
+	rec := audit.New(st, slog.New(slog.NewTextHandler(stderr, nil)))
+	cli := audit.WithCLI(ctx)
+	rec.Record(cli, audit.UserCreate, audit.UserTarget(u.ID, u.Username),
+		audit.Fields(struct {
+			Username, Scope, Password string
+			TenantID                  *string
+		}{u.Username, string(u.Scope), *password, tenantID}))
+	k, key, err := st.CreateAPIKey(ctx, u.ID, "default", "")
 	if err != nil {
 		return err
 	}
+	rec.Record(cli, audit.APIKeyCreate, audit.APIKeyTarget(k.ID, k.Name), map[string]any{"userId": u.ID})
 	fmt.Fprintf(stdout, "created user %s (scope %s)\n", u.Username, u.Scope)
 	if generated {
 		fmt.Fprintf(stdout, "password: %s\n", *password)
@@ -104,10 +114,12 @@ func apikeysCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("user %q: %w", *username, err)
 	}
-	_, key, err := st.CreateAPIKey(ctx, u.ID, *name, "")
+	k, key, err := st.CreateAPIKey(ctx, u.ID, *name, "")
 	if err != nil {
 		return err
 	}
+	audit.New(st, slog.New(slog.NewTextHandler(stderr, nil))).Record(audit.WithCLI(ctx), audit.APIKeyCreate, audit.APIKeyTarget(k.ID, k.Name),
+		map[string]any{"userId": u.ID})
 	fmt.Fprintln(stdout, key)
 	return nil
 }

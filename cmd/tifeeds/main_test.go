@@ -148,12 +148,13 @@ func waitHealthy(t *testing.T, base string, done <-chan error) {
 
 func TestFlagValidation(t *testing.T) {
 	for name, args := range map[string][]string{
-		"bad edition":      {"--edition", "cloud"},
-		"bad log format":   {"--log-format", "xml"},
-		"cert without key": {"--tls-cert", "c.pem"},
-		"stray argument":   {"extra"},
-		"bad feed mirror":  {"--feed-mirror", "ftp://mirror.example.com"},
-		"bad allowed host": {"--allowed-hosts", "https://tifeeds.example.com/"},
+		"bad edition":        {"--edition", "cloud"},
+		"bad log format":     {"--log-format", "xml"},
+		"cert without key":   {"--tls-cert", "c.pem"},
+		"stray argument":     {"extra"},
+		"bad feed mirror":    {"--feed-mirror", "ftp://mirror.example.com"},
+		"bad allowed host":   {"--allowed-hosts", "https://tifeeds.example.com/"},
+		"no audit retention": {"--audit-retention-days", "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph"
@@ -68,6 +69,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"IoC exports one user may stream at once; more are refused with 429 (TIFEEDS_MAX_EXPORTS_PER_USER)")
 	trusted := fs.String("trusted-proxies", envDefault("TIFEEDS_TRUSTED_PROXIES", ""),
 		"comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For names the client, for login throttling (TIFEEDS_TRUSTED_PROXIES)")
+	auditDays := fs.Int("audit-retention-days", envInt("TIFEEDS_AUDIT_RETENTION_DAYS", 365),
+		"days the audit log keeps a record (TIFEEDS_AUDIT_RETENTION_DAYS)")
 	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
 	allowPrivateEnv, err := envBool("TIFEEDS_FEED_ALLOW_PRIVATE")
 	if err != nil {
@@ -115,6 +118,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.MetricsToken = strings.TrimSpace(*metricsToken)
 	keys := ingest.BuiltinKeys{OTX: *keyFlags[builtin.OTXKey], AbuseCH: *keyFlags[builtin.AbuseCHKey],
 		PhishTank: *keyFlags[builtin.PhishTankKey], ETReputation: *keyFlags[builtin.ETReputationKey]}
+	if *auditDays < 1 {
+		return fmt.Errorf("--audit-retention-days must be at least 1, not %d", *auditDays)
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %v", fs.Args())
 	}
@@ -208,7 +214,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *mirror != "" {
 		log.Info("Vendor requests go to the feed mirror", "mirror", ioc.MaskURL(*mirror))
 	}
-	runner, feedService, err := startRunner(ctx, st, *dsn, *premiumBase, bus, log,
+	auditLog := audit.New(st, log)
+	runner, feedService, err := startRunner(ctx, st, *dsn, *premiumBase, bus, log, auditLog,
+		time.Duration(*auditDays)*24*time.Hour,
 		ingest.RegistryOptions{Client: feedClient, VendorClient: vendorClient, Keys: keys},
 		ingest.KindOptions{WriteRate: *writeRate})
 	if err != nil {
@@ -218,7 +226,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// while the store is still open.
 	defer stopRunner(runner, log)
 
-	resolver := &graph.Resolver{Store: st, SaaS: cfg.Edition == server.EditionSaaS, Events: runner.Bus(), Ingest: runner, Feeds: feedService}
+	resolver := &graph.Resolver{Store: st, SaaS: cfg.Edition == server.EditionSaaS, Events: runner.Bus(), Ingest: runner, Feeds: feedService,
+		Audit: auditLog}
 	srv := server.New(cfg, st, resolver, log)
 	err = srv.ListenAndServe(ctx)
 	log.Info("Stopped")
@@ -293,19 +302,20 @@ func keyUsers(k builtin.Key) string {
 // the egress policy's client; the vendor sources through ro.VendorClient
 // (the policy and the feed mirror).
 func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, bus *events.Bus, log *slog.Logger,
-	ro ingest.RegistryOptions, ko ingest.KindOptions) (*ingest.Runner, *feeds.Service, error) {
+	auditLog *audit.Log, auditRetention time.Duration, ro ingest.RegistryOptions, ko ingest.KindOptions) (*ingest.Runner, *feeds.Service, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
 		return nil, nil, err
 	}
 	sources := ingest.NewRegistry(ro)
 	sources.Register(ingest.Kinds(ko)...)
-	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log})
+	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log,
+		AuditRetention: auditRetention})
 	if err != nil {
 		return nil, nil, err
 	}
 	service, err := feeds.New(feeds.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Runner: runner,
-		Allowlist: runner.Allowlist(), Log: log, PremiumEndpointBase: premiumBase})
+		Allowlist: runner.Allowlist(), Log: log, PremiumEndpointBase: premiumBase, Audit: auditLog})
 	if err != nil {
 		return nil, nil, err
 	}

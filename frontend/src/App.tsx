@@ -8,6 +8,7 @@ import { closeLive } from './lib/live';
 import { allowedPath, homeFor, isRoot, pagesFor } from './lib/roles';
 import { ThemeSelect } from './components/ThemeSelect';
 import { AllowlistPage } from './pages/Allowlist';
+import { AuditLogPage } from './pages/AuditLog';
 import { FeedDetailPage } from './pages/FeedDetail';
 import { FeedsPage } from './pages/Feeds';
 import { IocsPage } from './pages/Iocs';
@@ -42,6 +43,7 @@ export function App() {
         <Route path="/tenants" element={<TenantsPage />} />
         <Route path="/groups" element={rootOnly(<TenantGroupsPage />)} />
         <Route path="/allowlist" element={rootOnly(<AllowlistPage />)} />
+        <Route path="/audit" element={rootOnly(<AuditLogPage />)} />
         <Route path="*" element={<NotFound home={home} />} />
       </Routes>
     </Shell>

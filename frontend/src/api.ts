@@ -574,3 +574,25 @@ export const DeleteAllowlistEntryMutation = graphql(`
     deleteAllowlistEntry(id: $id)
   }
 `);
+
+export const AuditEventsQuery = graphql(`
+  query AuditEvents($filter: AuditFilter, $first: Int, $after: String) {
+    auditEvents(filter: $filter, first: $first, after: $after) {
+      nodes {
+        id
+        at
+        actor
+        client
+        action
+        targetType
+        targetId
+        targetName
+        fields
+      }
+      pageInfo {
+        endCursor
+        hasNextPage
+      }
+    }
+  }
+`);

@@ -47,6 +47,24 @@ type AllowlistMatch struct {
 	Comment *string `json:"comment,omitempty"`
 }
 
+type AuditEventConnection struct {
+	Nodes    []*store.AuditEvent `json:"nodes"`
+	PageInfo *PageInfo           `json:"pageInfo"`
+}
+
+type AuditFilter struct {
+	// The username, cli or system.
+	Actor *string `json:"actor,omitempty"`
+	// An action, e.g. feed.update, auth.sign_in_failed.
+	Action *string `json:"action,omitempty"`
+	// A target type: feed, allowlist_entry, tenant, tenant_group, view, api_key, user.
+	TargetType *string `json:"targetType,omitempty"`
+	// From this time on (inclusive).
+	From *time.Time `json:"from,omitempty"`
+	// Before this time (exclusive).
+	To *time.Time `json:"to,omitempty"`
+}
+
 type CustomFeedInput struct {
 	Category         *CustomFeedCategory `json:"category,omitempty"`
 	Name             string              `json:"name"`

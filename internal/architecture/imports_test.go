@@ -40,6 +40,7 @@ var layers = []layer{
 	{"events/eventstest", []string{"ioc", "store", "events"}, "several instances on one database, for tests"},
 	{"events", []string{"ioc", "store"}, "the bus carries stored things and knows no producer"},
 	{"auth", []string{"ioc", "store"}, "credentials are checked against the store only"},
+	{"audit", []string{"ioc", "store", "auth"}, "the audit log takes the caller from auth and writes to the store"},
 	{"ingest/source/sourcetest", []string{"ioc", "ingest/source"}, "sources' tests drive the contract"},
 	{"ingest/source", []string{"ioc"}, "the source contract sits below every source"},
 	{"ingest/egress", []string{"ioc"}, "the egress policy is plumbing"},
@@ -54,11 +55,11 @@ var layers = []layer{
 	// The service reaches the runner through interfaces it declares: the
 	// runner's tests drive the service, so an import would be a cycle.
 	{"feeds/...", []string{"ioc", "allowlist", "internal/...", "store", "events", "ingest/source", "ingest/egress",
-		"ingest/builtin", "ingest/premium", "feeds/..."}, "the feed service reaches the runner through interfaces it declares"},
+		"ingest/builtin", "ingest/premium", "audit", "feeds/..."}, "the feed service reaches the runner through interfaces it declares"},
 	{"input", []string{"ioc", "store", "allowlist"}, "what REST and GraphQL share is neither"},
-	{"graph/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "feeds", "ingest",
+	{"graph/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "audit", "feeds", "ingest",
 		"ingest/builtin", "ingest/premium", "ingest/source", "input", "graph/..."}, "resolvers call services; nothing REST needs"},
-	{"server/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "input", "graph/...",
+	{"server/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "audit", "input", "graph/...",
 		"server/...", "frontend"}, "the HTTP edge never imports ingestion"},
 	{"cmd/...", []string{"..."}, "main wires everything"},
 }

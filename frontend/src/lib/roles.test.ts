@@ -5,9 +5,9 @@ describe('roles', () => {
   const cases: Record<string, { scope: 'ROOT' | 'TENANT'; pages: string[]; home: string; allowed: string[]; refused: string[] }> = {
     root: {
       scope: 'ROOT',
-      pages: ['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist'],
+      pages: ['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist', 'Audit log'],
       home: '/overview',
-      allowed: ['/overview', '/feeds', '/feeds/12', '/groups', '/iocs', '/tenants', '/allowlist'],
+      allowed: ['/overview', '/feeds', '/feeds/12', '/groups', '/iocs', '/tenants', '/allowlist', '/audit'],
       refused: [],
     },
     tenant: {
@@ -15,7 +15,7 @@ describe('roles', () => {
       pages: ['Overview', 'IoCs', 'Tenants'],
       home: '/overview',
       allowed: ['/overview', '/iocs', '/tenants', '/feedsx', '/nowhere'],
-      refused: ['/feeds', '/feeds/12', '/groups', '/groups/3', '/allowlist'],
+      refused: ['/feeds', '/feeds/12', '/groups', '/groups/3', '/allowlist', '/audit'],
     },
   };
   for (const [name, c] of Object.entries(cases)) {
