@@ -37,6 +37,9 @@ type Resolver struct {
 	Feeds *feeds.Service
 	// SaaS is the managed edition, where tenants may not use retention groups.
 	SaaS bool
+
+	// passwordTries counts wrong current passwords given to changePassword.
+	passwordTries tries
 }
 
 // Store is the store as the resolvers see it: the union of each noun's

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/events"
@@ -98,7 +100,14 @@ func (r *Resolver) changePassword(ctx context.Context, current, next string) err
 	if len(current) > 4*store.MaxPasswordBytes {
 		return store.Invalid("currentPassword", "is not your password")
 	}
+	if !r.passwordTries.allow(caller.ID, time.Now()) {
+		return store.Invalid("currentPassword", "too many wrong passwords; try again in a few minutes")
+	}
 	if err := r.Store.ChangePassword(ctx, caller.ID, current, next, auth.SessionHashFrom(ctx)); err != nil {
+		var v *store.ValidationError
+		if errors.As(err, &v) && v.Field == "currentPassword" {
+			r.passwordTries.failed(caller.ID, time.Now())
+		}
 		return err
 	}
 	// The other sessions ended, and this one's cached user changed.
@@ -116,3 +125,47 @@ func parseID(field, id string) (int64, error) {
 }
 
 var errNotImplemented = errors.New("not implemented yet")
+
+// Wrong current passwords given to changePassword are throttled per user
+// (on this instance): a stolen session cannot guess the password at
+// bcrypt's pace for ever.
+const (
+	maxPasswordTries    = 5
+	passwordTriesWindow = 15 * time.Minute
+)
+
+// tries is usable at its zero value.
+type tries struct {
+	mu sync.Mutex
+	m  map[int64][]time.Time
+}
+
+func (t *tries) recent(id int64, now time.Time) []time.Time {
+	kept := t.m[id][:0]
+	for _, at := range t.m[id] {
+		if now.Sub(at) < passwordTriesWindow {
+			kept = append(kept, at)
+		}
+	}
+	if len(kept) == 0 {
+		delete(t.m, id)
+		return nil
+	}
+	t.m[id] = kept
+	return kept
+}
+
+func (t *tries) allow(id int64, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.recent(id, now)) < maxPasswordTries
+}
+
+func (t *tries) failed(id int64, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[int64][]time.Time{}
+	}
+	t.m[id] = append(t.recent(id, now), now)
+}

@@ -306,3 +306,25 @@ func TestResetPasswordForcesAChange(t *testing.T) {
 		}
 	})
 }
+
+// TestChangePasswordThrottlesWrongGuesses: after five wrong current
+// passwords, changePassword refuses even the right one for a while.
+func TestChangePasswordThrottlesWrongGuesses(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f := newFixture(t, st)
+		q := `mutation($c: String!) { changePassword(currentPassword: $c, newPassword: "brand-new-password") }`
+		for i := range 5 {
+			a := f.gqlAs("analyst", f.tenantKey, q, map[string]any{"c": "wrong-" + itoa(i)}, nil)
+			if a.field() != "currentPassword" || !strings.Contains(a.Errors[0].Message, "not your password") {
+				t.Fatalf("wrong guess %d: %+v", i, a.Errors)
+			}
+		}
+		a := f.gqlAs("analyst", f.tenantKey, q, map[string]any{"c": "analyst-password"}, nil)
+		if a.field() != "currentPassword" || !strings.Contains(a.Errors[0].Message, "too many") {
+			t.Errorf("the right password after five wrong ones: %+v", a.Errors)
+		}
+		if _, err := st.CheckPassword(context.Background(), "analyst", "analyst-password"); err != nil {
+			t.Errorf("the password changed: %v", err)
+		}
+	})
+}
