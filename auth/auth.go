@@ -5,6 +5,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -23,7 +24,26 @@ func WithUser(ctx context.Context, u *store.User) context.Context {
 }
 
 // UserFrom returns the authenticated user, or ErrUnauthenticated.
+//
+// A session of a user whose password root reset gets ErrPasswordChange:
+// it may do nothing but choose a new password (see Caller).
 func UserFrom(ctx context.Context) (*store.User, error) {
+	u, err := Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if u.MustChangePassword {
+		return nil, ErrPasswordChange
+	}
+	return u, nil
+}
+
+// ErrPasswordChange is forbidden: the caller must choose a new password.
+var ErrPasswordChange = fmt.Errorf("%w: %w", ErrForbidden, store.ErrPasswordChange)
+
+// Caller returns the authenticated user even when they must choose a new
+// password: only `me` and `changePassword` use it.
+func Caller(ctx context.Context) (*store.User, error) {
 	u, _ := ctx.Value(userKey{}).(*store.User)
 	if u == nil {
 		return nil, ErrUnauthenticated
@@ -42,4 +62,19 @@ func Require(ctx context.Context, scope store.Scope) (*store.User, error) {
 		return nil, ErrForbidden
 	}
 	return u, nil
+}
+
+type sessionKey struct{}
+
+// WithSessionHash records that the caller signed in with the session whose
+// token hashes to hash (store.SessionHash).
+func WithSessionHash(ctx context.Context, hash string) context.Context {
+	return context.WithValue(ctx, sessionKey{}, hash)
+}
+
+// SessionHashFrom returns the hash of the caller's session, or "" when the
+// caller used an API key.
+func SessionHashFrom(ctx context.Context) string {
+	h, _ := ctx.Value(sessionKey{}).(string)
+	return h
 }

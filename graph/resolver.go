@@ -41,6 +41,9 @@ type Resolver struct {
 	// Audit records the changes the resolvers make; nil records none.
 	// The server's REST handlers record through it too.
 	Audit *audit.Log
+
+	// passwordTries counts wrong current passwords given to changePassword.
+	passwordTries tries
 }
 
 // Store is the store as the resolvers see it: the union of each noun's

@@ -56,17 +56,66 @@ func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (bool, e
 	if err != nil {
 		return false, err
 	}
-	if err := r.Store.RevokeAPIKey(ctx, caller.ID, keyID); err != nil {
+	owner := caller.ID
+	if caller.Scope == store.ScopeRoot {
+		if owner, err = r.Store.APIKeyOwner(ctx, keyID); err != nil {
+			return false, err
+		}
+	}
+	if err := r.Store.RevokeAPIKey(ctx, owner, keyID); err != nil {
 		return false, err
 	}
-	r.Audit.Record(ctx, audit.APIKeyRevoke, audit.APIKeyTarget(keyID, ""), map[string]any{"userId": caller.ID})
+	r.Audit.Record(ctx, audit.APIKeyRevoke, audit.APIKeyTarget(keyID, ""), map[string]any{"userId": owner})
 	// The key's open websockets, here and on other instances, close.
-	r.Events.PublishRevocation(events.Revocation{UserID: caller.ID})
+	r.Events.PublishRevocation(events.Revocation{UserID: owner})
+	return true, nil
+}
+
+func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUserInput) (*store.User, error) {
+	return r.createUser(ctx, input)
+}
+
+func (r *mutationResolver) SetUserEnabled(ctx context.Context, id string, enabled bool) (*store.User, error) {
+	userID, err := parseID("id", id)
+	if err != nil {
+		return nil, err
+	}
+	return r.setUserEnabled(ctx, userID, enabled)
+}
+
+func (r *mutationResolver) DeleteUser(ctx context.Context, id string) (bool, error) {
+	userID, err := parseID("id", id)
+	if err != nil {
+		return false, err
+	}
+	if err := r.deleteUser(ctx, userID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (r *mutationResolver) ResetUserPassword(ctx context.Context, id string) (*model.OneTimePassword, error) {
+	userID, err := parseID("id", id)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := r.resetUserPassword(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return &model.OneTimePassword{Password: plain}, nil
+}
+
+func (r *mutationResolver) ChangePassword(ctx context.Context, currentPassword string, newPassword string) (bool, error) {
+	if err := r.changePassword(ctx, currentPassword, newPassword); err != nil {
+		return false, err
+	}
 	return true, nil
 }
 
 func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
-	return auth.UserFrom(ctx)
+	// A session that must choose a new password still learns it must.
+	return auth.Caller(ctx)
 }
 
 func (r *queryResolver) APIKeys(ctx context.Context) ([]*store.APIKey, error) {
@@ -84,3 +133,46 @@ func (r *queryResolver) APIKeys(ctx context.Context) ([]*store.APIKey, error) {
 	}
 	return out, nil
 }
+
+func (r *queryResolver) Users(ctx context.Context) ([]*store.User, error) {
+	users, err := r.Store.Users(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*store.User, len(users))
+	for i := range users {
+		out[i] = &users[i]
+	}
+	return out, nil
+}
+
+func (r *queryResolver) UserAPIKeys(ctx context.Context, userID string) ([]*store.APIKey, error) {
+	id, err := parseID("userId", userID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Store.UserByID(ctx, id); err != nil {
+		return nil, err
+	}
+	keys, err := r.Store.APIKeys(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*store.APIKey, len(keys))
+	for i := range keys {
+		out[i] = &keys[i]
+	}
+	return out, nil
+}
+
+func (r *userResolver) MfaEnabled(ctx context.Context, obj *store.User) (bool, error) {
+	return false, nil // no MFA yet (docs/decisions.md)
+}
+
+func (r *userResolver) SignInMethod(ctx context.Context, obj *store.User) (model.SignInMethod, error) {
+	return model.SignInMethodPassword, nil // no SSO yet (docs/decisions.md)
+}
+
+func (r *Resolver) User() UserResolver { return &userResolver{r} }
+
+type userResolver struct{ *Resolver }

@@ -175,6 +175,16 @@ func TestAuditRecordsEveryKindOfChange(t *testing.T) {
 				"key=data.createApiKey.apiKey.id", audit.APIKeyCreate, audit.TargetAPIKey, nil, []string{"tif_"}},
 			{"revoke an API key", gql(`mutation { revokeApiKey(id: "{key}") }`),
 				"", audit.APIKeyRevoke, audit.TargetAPIKey, nil, nil},
+			{"create a user", gql(`mutation { createUser(input: {username: "audited-user", scope: ROOT, password: "user-secret-pw-1"}) { id } }`),
+				"user=data.createUser.id", audit.UserCreate, audit.TargetUser, []string{`"username":"audited-user"`}, []string{"user-secret-pw-1"}},
+			{"disable a user", gql(`mutation { setUserEnabled(id: "{user}", enabled: false) { id } }`),
+				"", audit.UserDisable, audit.TargetUser, nil, nil},
+			{"enable a user", gql(`mutation { setUserEnabled(id: "{user}", enabled: true) { id } }`),
+				"", audit.UserEnable, audit.TargetUser, nil, nil},
+			{"reset a user's password", gql(`mutation { resetUserPassword(id: "{user}") { password } }`),
+				"", audit.UserPasswordReset, audit.TargetUser, nil, nil},
+			{"delete a user", gql(`mutation { deleteUser(id: "{user}") }`),
+				"", audit.UserDelete, audit.TargetUser, nil, nil},
 			{"run a feed now", func(t *testing.T) []byte {
 				runner.Wait() // the runs the changes above started end first
 				return gql(`mutation { runFeedNow(id: "{feed}") { id } }`)(t)

@@ -98,6 +98,9 @@ type loginRequest struct {
 type loginResponse struct {
 	Username string      `json:"username"`
 	Scope    store.Scope `json:"scope"`
+	// MustChangePassword: root reset the password; the session can do
+	// nothing but changePassword.
+	MustChangePassword bool `json:"must_change_password,omitempty"`
 }
 
 // login checks a password and starts a session in an HttpOnly, SameSite
@@ -155,7 +158,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		Secure:   s.secureCookie(),
 		SameSite: http.SameSiteStrictMode,
 	})
-	writeJSON(w, http.StatusOK, loginResponse{Username: u.Username, Scope: u.Scope})
+	writeJSON(w, http.StatusOK, loginResponse{Username: u.Username, Scope: u.Scope, MustChangePassword: u.MustChangePassword})
 }
 
 // loginBody is how long a client has to send a login's body: a username

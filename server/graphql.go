@@ -60,7 +60,7 @@ func (s *Server) graphqlHandler() http.Handler {
 			srv.ServeHTTP(w, r)
 			return
 		}
-		u, err := s.authenticate(r)
+		u, cred, err := s.authenticateCredential(r)
 		if err != nil {
 			s.refuseCaller(w, r, err)
 			return
@@ -75,7 +75,7 @@ func (s *Server) graphqlHandler() http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		ctx := graph.WithLoaders(auth.WithUser(r.Context(), u), s.loaderStore)
+		ctx := graph.WithLoaders(auth.WithSessionHash(auth.WithUser(r.Context(), u), cred.SessionHash), s.loaderStore)
 		srv.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

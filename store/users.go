@@ -38,6 +38,12 @@ type User struct {
 	Scope        Scope     `bun:"scope,notnull"`
 	TenantID     *string   `bun:"tenant_id"`
 	CreatedAt    time.Time `bun:"created_at,notnull"`
+	// Enabled false refuses every credential of the user.
+	Enabled bool `bun:"enabled,notnull"`
+	// MustChangePassword is set when root reset the password: a session of
+	// the user can do nothing but choose a new one (auth.UserFrom).
+	MustChangePassword bool       `bun:"must_change_password,notnull"`
+	LastSignInAt       *time.Time `bun:"last_sign_in_at"`
 }
 
 // APIKey is a secret a user sends as the password of HTTP basic auth. Only
@@ -90,20 +96,20 @@ func hashToken(token string) string {
 // ErrConflict.
 func (s *Store) CreateUser(ctx context.Context, username, password string, scope Scope, tenantID *string) (*User, error) {
 	username = strings.TrimSpace(username)
-	if username == "" || strings.ContainsAny(username, ": \t\r\n") {
-		return nil, fmt.Errorf("store: username %q must be non-empty without spaces or ':'", username)
+	if err := checkUsername(username); err != nil {
+		return nil, err
 	}
-	if len(password) < 8 {
-		return nil, errors.New("store: password must have at least 8 characters")
+	if err := ValidatePassword(password); err != nil {
+		return nil, err
 	}
 	if scope != ScopeRoot && scope != ScopeTenant {
-		return nil, fmt.Errorf("store: unknown scope %q", scope)
+		return nil, Invalid("scope", "unknown scope %q", scope)
 	}
 	if scope == ScopeTenant && (tenantID == nil || *tenantID == "") {
-		return nil, errors.New("store: a tenant-scoped user needs a tenant")
+		return nil, Invalid("tenantId", "a tenant-scoped user needs a tenant")
 	}
 	if scope == ScopeRoot && tenantID != nil {
-		return nil, errors.New("store: a root user has no tenant")
+		return nil, Invalid("tenantId", "a root user has no tenant")
 	}
 	if scope == ScopeTenant {
 		// A user of a tenant that does not exist could never sign in (see
@@ -113,14 +119,14 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, scope
 			return nil, fmt.Errorf("store: unable to check tenant %q: %w", *tenantID, err)
 		}
 		if n == 0 {
-			return nil, Invalid("tenant", "no tenant has id %q", *tenantID)
+			return nil, Invalid("tenantId", "no tenant has id %q", *tenantID)
 		}
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to hash password: %w", err)
 	}
-	u := &User{Username: username, PasswordHash: string(hash), Scope: scope, TenantID: tenantID, CreatedAt: time.Now().UTC()}
+	u := &User{Username: username, PasswordHash: string(hash), Scope: scope, TenantID: tenantID, CreatedAt: time.Now().UTC(), Enabled: true}
 	if tenantID != nil {
 		defer s.tenantsWritten() // the tenant's user_num
 	}
@@ -336,6 +342,8 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, username, key string) (*
 	}
 	// In memory, written in batches (keyuse.go): a read writes nothing.
 	s.RecordKeyUse(match, time.Now())
+	// The forced password change binds sessions only: keys keep working.
+	u.MustChangePassword = false
 	return u, credentialOf(u, match, ""), nil
 }
 
@@ -361,7 +369,10 @@ func credentialOf(u *User, keyID int64, sessionHash string) Credential {
 // liveUserCond holds for a root user, and for a tenant-scoped user whose
 // tenant exists: deleting a tenant ends its users' access at once. Tenant
 // ids are random and never reused, so a later tenant cannot revive them.
-const liveUserCond = `(?TableAlias.scope = 'root' OR EXISTS
+//
+// A disabled user is not live: every check (password, session, API key,
+// socket re-check) goes through this condition.
+const liveUserCond = `?TableAlias.enabled AND (?TableAlias.scope = 'root' OR EXISTS
 	(SELECT 1 FROM tenants AS live_tenant WHERE live_tenant.id = ?TableAlias.tenant_id))`
 
 // liveUser returns the one user matching where who may sign in, or
@@ -400,6 +411,9 @@ func (s *Store) CheckCredential(ctx context.Context, c Credential) (*User, error
 	if u.ID != c.UserID {
 		return nil, ErrBadCredentials
 	}
+	if c.APIKeyID != 0 {
+		u.MustChangePassword = false
+	}
 	return u, nil
 }
 
@@ -428,7 +442,7 @@ func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Durati
 		if _, err := tx.NewInsert().Model(sess).Exec(ctx); err != nil {
 			return fmt.Errorf("store: unable to create session: %w", err)
 		}
-		return nil
+		return recordSignIn(ctx, tx, userID, now)
 	})
 	if err != nil {
 		return "", err

@@ -54,6 +54,8 @@ test.describe.serial('dark mode', () => {
         ['/iocs', 'Indicators of compromise'],
         ['/tenants', 'Tenants'],
         ['/groups', 'Tenant groups'],
+        ['/users', 'Users'],
+        ['/account', 'Your account'],
       ];
       for (const [path, heading] of pages) {
         await page.goto(`${baseURL()}${path}`);

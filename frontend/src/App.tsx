@@ -7,6 +7,7 @@ import { errorMessage } from './lib/errors';
 import { closeLive } from './lib/live';
 import { allowedPath, homeFor, isRoot, pagesFor } from './lib/roles';
 import { ThemeSelect } from './components/ThemeSelect';
+import { AccountPage, MustChangePasswordPage } from './pages/Account';
 import { AllowlistPage } from './pages/Allowlist';
 import { AuditLogPage } from './pages/AuditLog';
 import { FeedDetailPage } from './pages/FeedDetail';
@@ -16,6 +17,7 @@ import { OverviewPage } from './pages/Overview';
 import { LoginPage } from './pages/Login';
 import { TenantGroupsPage } from './pages/TenantGroups';
 import { TenantsPage } from './pages/Tenants';
+import { UsersPage } from './pages/Users';
 
 /** App routes every page; all but the login page need a signed-in user. */
 export function App() {
@@ -27,6 +29,8 @@ export function App() {
     const next = location.pathname + location.search;
     return <Navigate to={`/login${next !== '/' ? `?next=${encodeURIComponent(next)}` : ''}`} replace />;
   }
+  // After a password reset the session may only choose a new password.
+  if (user.mustChangePassword) return <MustChangePasswordPage />;
   const home = homeFor(user.scope);
   // A page the API would refuse this user is not rendered at all (it would
   // only show FORBIDDEN errors): the address says it is not for them.
@@ -43,6 +47,8 @@ export function App() {
         <Route path="/tenants" element={<TenantsPage />} />
         <Route path="/groups" element={rootOnly(<TenantGroupsPage />)} />
         <Route path="/allowlist" element={rootOnly(<AllowlistPage />)} />
+        <Route path="/users" element={rootOnly(<UsersPage />)} />
+        <Route path="/account" element={<AccountPage />} />
         <Route path="/audit" element={rootOnly(<AuditLogPage />)} />
         <Route path="*" element={<NotFound home={home} />} />
       </Routes>
@@ -110,10 +116,10 @@ function Shell({ children }: { children: React.ReactNode }) {
         </nav>
         <div className="user">
           <ThemeSelect />
-          <span className="user-name" data-testid="signed-in-user" title={`Scope: ${user?.scope.toLowerCase()}`}>
+          <NavLink to="/account" className="user-name" data-testid="signed-in-user" title={`Your account (scope: ${user?.scope.toLowerCase()})`}>
             {user?.username}
             <span className="badge">{user?.scope.toLowerCase()}</span>
-          </span>
+          </NavLink>
           <button
             type="button"
             className="btn btn-small"

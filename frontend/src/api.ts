@@ -9,6 +9,7 @@ export const MeQuery = graphql(`
       id
       username
       scope
+      mustChangePassword
     }
   }
 `);
@@ -572,6 +573,103 @@ export const AddAllowlistEntryMutation = graphql(`
 export const DeleteAllowlistEntryMutation = graphql(`
   mutation DeleteAllowlistEntry($id: ID!) {
     deleteAllowlistEntry(id: $id)
+  }
+`);
+
+export const UsersQuery = graphql(`
+  query Users {
+    users {
+      id
+      username
+      scope
+      tenantId
+      enabled
+      lastSignInAt
+      mfaEnabled
+      signInMethod
+      createdAt
+    }
+  }
+`);
+
+export const CreateUserMutation = graphql(`
+  mutation CreateUser($input: CreateUserInput!) {
+    createUser(input: $input) {
+      id
+      username
+    }
+  }
+`);
+
+export const SetUserEnabledMutation = graphql(`
+  mutation SetUserEnabled($id: ID!, $enabled: Boolean!) {
+    setUserEnabled(id: $id, enabled: $enabled) {
+      id
+      enabled
+    }
+  }
+`);
+
+export const DeleteUserMutation = graphql(`
+  mutation DeleteUser($id: ID!) {
+    deleteUser(id: $id)
+  }
+`);
+
+export const ResetUserPasswordMutation = graphql(`
+  mutation ResetUserPassword($id: ID!) {
+    resetUserPassword(id: $id) {
+      password
+    }
+  }
+`);
+
+export const ChangePasswordMutation = graphql(`
+  mutation ChangePassword($currentPassword: String!, $newPassword: String!) {
+    changePassword(currentPassword: $currentPassword, newPassword: $newPassword)
+  }
+`);
+
+export const UserApiKeysQuery = graphql(`
+  query UserApiKeys($userId: ID!) {
+    userApiKeys(userId: $userId) {
+      id
+      name
+      prefix
+      createdAt
+      lastUsedAt
+      revokedAt
+    }
+  }
+`);
+
+export const ApiKeysQuery = graphql(`
+  query ApiKeys {
+    apiKeys {
+      id
+      name
+      prefix
+      createdAt
+      lastUsedAt
+      revokedAt
+    }
+  }
+`);
+
+export const CreateApiKeyMutation = graphql(`
+  mutation CreateApiKey($name: String!, $userId: ID) {
+    createApiKey(name: $name, userId: $userId) {
+      key
+      apiKey {
+        id
+      }
+    }
+  }
+`);
+
+export const RevokeApiKeyMutation = graphql(`
+  mutation RevokeApiKey($id: ID!) {
+    revokeApiKey(id: $id)
   }
 `);
 

@@ -65,6 +65,13 @@ type AuditFilter struct {
 	To *time.Time `json:"to,omitempty"`
 }
 
+type CreateUserInput struct {
+	Username string      `json:"username"`
+	Scope    store.Scope `json:"scope"`
+	TenantID *string     `json:"tenantId,omitempty"`
+	Password string      `json:"password"`
+}
+
 type CustomFeedInput struct {
 	Category         *CustomFeedCategory `json:"category,omitempty"`
 	Name             string              `json:"name"`
@@ -246,6 +253,11 @@ type NewAPIKey struct {
 	APIKey *store.APIKey `json:"apiKey"`
 	// The key in clear: shown this once only.
 	Key string `json:"key"`
+}
+
+type OneTimePassword struct {
+	// The password in clear: shown this once only.
+	Password string `json:"password"`
 }
 
 // What the Overview page shows. The indicator figures cover the whole store,
@@ -969,6 +981,62 @@ func (e *PremiumFeedKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e PremiumFeedKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// How a user signs in.
+type SignInMethod string
+
+const (
+	SignInMethodPassword SignInMethod = "PASSWORD"
+	SignInMethodSso      SignInMethod = "SSO"
+)
+
+var AllSignInMethod = []SignInMethod{
+	SignInMethodPassword,
+	SignInMethodSso,
+}
+
+func (e SignInMethod) IsValid() bool {
+	switch e {
+	case SignInMethodPassword, SignInMethodSso:
+		return true
+	}
+	return false
+}
+
+func (e SignInMethod) String() string {
+	return string(e)
+}
+
+func (e *SignInMethod) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SignInMethod(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SignInMethod", str)
+	}
+	return nil
+}
+
+func (e SignInMethod) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SignInMethod) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SignInMethod) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -5,17 +5,17 @@ describe('roles', () => {
   const cases: Record<string, { scope: 'ROOT' | 'TENANT'; pages: string[]; home: string; allowed: string[]; refused: string[] }> = {
     root: {
       scope: 'ROOT',
-      pages: ['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist', 'Audit log'],
+      pages: ['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist', 'Users', 'Audit log'],
       home: '/overview',
-      allowed: ['/overview', '/feeds', '/feeds/12', '/groups', '/iocs', '/tenants', '/allowlist', '/audit'],
+      allowed: ['/overview', '/feeds', '/feeds/12', '/groups', '/iocs', '/tenants', '/allowlist', '/users', '/account', '/audit'],
       refused: [],
     },
     tenant: {
       scope: 'TENANT',
       pages: ['Overview', 'IoCs', 'Tenants'],
       home: '/overview',
-      allowed: ['/overview', '/iocs', '/tenants', '/feedsx', '/nowhere'],
-      refused: ['/feeds', '/feeds/12', '/groups', '/groups/3', '/allowlist', '/audit'],
+      allowed: ['/overview', '/iocs', '/tenants', '/feedsx', '/nowhere', '/account'],
+      refused: ['/feeds', '/feeds/12', '/groups', '/groups/3', '/allowlist', '/users', '/audit'],
     },
   };
   for (const [name, c] of Object.entries(cases)) {

@@ -16,6 +16,7 @@ export const navPages: readonly NavPage[] = [
   { path: '/tenants', label: 'Tenants', rootOnly: false },
   { path: '/groups', label: 'Tenant groups', rootOnly: true },
   { path: '/allowlist', label: 'Allowlist', rootOnly: true },
+  { path: '/users', label: 'Users', rootOnly: true },
   { path: '/audit', label: 'Audit log', rootOnly: true },
 ];
 

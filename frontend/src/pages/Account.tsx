@@ -1,0 +1,128 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { ChangePasswordMutation } from '../api';
+import { useAuth } from '../auth';
+import { ApiKeys } from '../components/secrets';
+import { useToast } from '../components/toast';
+import { Field, Page } from '../components/ui';
+import { fieldErrors, formError } from '../lib/errors';
+import { request } from '../lib/graphql';
+
+/** AccountPage is the signed-in user's own: their password and their API keys. */
+export function AccountPage() {
+  const { user } = useAuth();
+  return (
+    <Page id="account" title="Your account" description={`Signed in as ${user?.username ?? ''}: your password and your API keys.`}>
+      <h2>Password</h2>
+      <ChangePasswordForm />
+      <h2>API keys</h2>
+      <ApiKeys />
+    </Page>
+  );
+}
+
+/**
+ * ChangePasswordForm changes the signed-in user's password; the user's other
+ * sessions end. After a reset it is all a session may do.
+ */
+export function ChangePasswordForm(props: { onChanged?: () => void }) {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [again, setAgain] = useState('');
+  const [mismatch, setMismatch] = useState(false);
+  const toast = useToast();
+  const qc = useQueryClient();
+  const save = useMutation({
+    mutationFn: () => request(ChangePasswordMutation, { currentPassword: current, newPassword: next }),
+    onSuccess: () => {
+      toast.success('Password changed; your other sessions ended');
+      setCurrent('');
+      setNext('');
+      setAgain('');
+      void qc.invalidateQueries({ queryKey: ['me'] });
+      props.onChanged?.();
+    },
+  });
+  const errs = fieldErrors(save.error);
+  const top = formError(save.error, ['currentPassword', 'newPassword']);
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    setMismatch(next !== again);
+    if (next === again) save.mutate();
+  };
+  return (
+    <form className="form-grid" onSubmit={submit} noValidate aria-label="Change password">
+      {top && (
+        <div className="error-box span-2" role="alert">
+          {top}
+        </div>
+      )}
+      <Field label="Current password" error={errs.currentPassword}>
+        {(id, d) => (
+          <input
+            id={id}
+            type="password"
+            autoComplete="current-password"
+            aria-describedby={d}
+            aria-invalid={!!errs.currentPassword}
+            required
+            value={current}
+            onChange={(e) => setCurrent(e.target.value)}
+          />
+        )}
+      </Field>
+      <Field label="New password" error={errs.newPassword} hint="At least 8 characters.">
+        {(id, d) => (
+          <input
+            id={id}
+            type="password"
+            autoComplete="new-password"
+            aria-describedby={d}
+            aria-invalid={!!errs.newPassword}
+            required
+            value={next}
+            onChange={(e) => setNext(e.target.value)}
+          />
+        )}
+      </Field>
+      <Field label="New password again" error={mismatch ? 'The two new passwords differ.' : undefined}>
+        {(id, d) => (
+          <input
+            id={id}
+            type="password"
+            autoComplete="new-password"
+            aria-describedby={d}
+            aria-invalid={mismatch}
+            required
+            value={again}
+            onChange={(e) => setAgain(e.target.value)}
+          />
+        )}
+      </Field>
+      <div>
+        <button type="submit" className="btn btn-primary" disabled={save.isPending}>
+          {save.isPending ? 'Saving…' : 'Change password'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** MustChangePassword is all a session signed in with a one-time password shows. */
+export function MustChangePasswordPage() {
+  const { user, logout } = useAuth();
+  return (
+    <main className="login-wrap">
+      <div className="login card">
+        <h1>Choose a new password</h1>
+        <p className="muted">
+          {user?.username}, your password was reset. Enter the one-time password you were given, then your new password.
+        </p>
+        <ChangePasswordForm />
+        <button type="button" className="btn btn-small" onClick={() => void logout()}>
+          Sign out
+        </button>
+      </div>
+    </main>
+  );
+}
