@@ -7,6 +7,8 @@ package graph
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/auth"
@@ -72,7 +74,18 @@ func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (bool, e
 }
 
 func (r *mutationResolver) CreateUser(ctx context.Context, input model.CreateUserInput) (*store.User, error) {
-	return r.createUser(ctx, input)
+	if input.TenantID != nil && *input.TenantID == "" {
+		input.TenantID = nil
+	}
+	u, err := r.Store.CreateUser(ctx, input.Username, input.Password, input.Scope, input.TenantID)
+	if errors.Is(err, store.ErrConflict) {
+		err = store.Invalid("username", "%q is taken", input.Username)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.Audit.Record(ctx, audit.UserCreate, audit.UserTarget(u.ID, u.Username), audit.Fields(input))
+	return u, nil
 }
 
 func (r *mutationResolver) SetUserEnabled(ctx context.Context, id string, enabled bool) (*store.User, error) {
@@ -80,7 +93,28 @@ func (r *mutationResolver) SetUserEnabled(ctx context.Context, id string, enable
 	if err != nil {
 		return nil, err
 	}
-	return r.setUserEnabled(ctx, userID, enabled)
+	caller, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if userID == caller.ID && !enabled {
+		return nil, store.Invalid("id", "you cannot disable yourself")
+	}
+	u, err := r.Store.SetUserEnabled(ctx, userID, enabled)
+	if err != nil {
+		return nil, err
+	}
+	action := audit.UserEnable
+	if !enabled {
+		action = audit.UserDisable
+	}
+	r.Audit.Record(ctx, action, audit.UserTarget(u.ID, u.Username), nil)
+	if !enabled {
+		// Sessions, keys and sockets of the user end here and on every
+		// instance: the bus drops cached credentials and sockets re-check.
+		r.Events.PublishRevocation(events.Revocation{UserID: userID})
+	}
+	return u, nil
 }
 
 func (r *mutationResolver) DeleteUser(ctx context.Context, id string) (bool, error) {
@@ -88,9 +122,19 @@ func (r *mutationResolver) DeleteUser(ctx context.Context, id string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	if err := r.deleteUser(ctx, userID); err != nil {
+	caller, err := auth.UserFrom(ctx)
+	if err != nil {
 		return false, err
 	}
+	if userID == caller.ID {
+		return false, store.Invalid("id", "you cannot delete yourself")
+	}
+	u, err := r.Store.DeleteUser(ctx, userID)
+	if err != nil {
+		return false, err
+	}
+	r.Audit.Record(ctx, audit.UserDelete, audit.UserTarget(u.ID, u.Username), nil)
+	r.Events.PublishRevocation(events.Revocation{UserID: userID})
 	return true, nil
 }
 
@@ -99,17 +143,38 @@ func (r *mutationResolver) ResetUserPassword(ctx context.Context, id string) (*m
 	if err != nil {
 		return nil, err
 	}
-	plain, err := r.resetUserPassword(ctx, userID)
+	plain, err := r.Store.ResetUserPassword(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
+	// The one-time password is the answer's alone: the record names the user.
+	r.Audit.Record(ctx, audit.UserPasswordReset, audit.UserTarget(userID, ""), nil)
+	// The user's sessions ended: their sockets close.
+	r.Events.PublishRevocation(events.Revocation{UserID: userID})
 	return &model.OneTimePassword{Password: plain}, nil
 }
 
 func (r *mutationResolver) ChangePassword(ctx context.Context, currentPassword string, newPassword string) (bool, error) {
-	if err := r.changePassword(ctx, currentPassword, newPassword); err != nil {
+	caller, err := auth.Caller(ctx)
+	if err != nil {
 		return false, err
 	}
+	if len(currentPassword) > 4*store.MaxPasswordBytes {
+		return false, store.Invalid("currentPassword", "is not your password")
+	}
+	if !r.passwordTries.allow(caller.ID, time.Now()) {
+		return false, store.Invalid("currentPassword", "too many wrong passwords; try again in a few minutes")
+	}
+	if err := r.Store.ChangePassword(ctx, caller.ID, currentPassword, newPassword, auth.SessionHashFrom(ctx)); err != nil {
+		var v *store.ValidationError
+		if errors.As(err, &v) && v.Field == "currentPassword" {
+			r.passwordTries.failed(caller.ID, time.Now())
+		}
+		return false, err
+	}
+	r.Audit.Record(ctx, audit.UserUpdate, audit.UserTarget(caller.ID, caller.Username), map[string]any{"password": "changed"})
+	// The other sessions ended, and this one's cached user changed.
+	r.Events.PublishRevocation(events.Revocation{UserID: caller.ID})
 	return true, nil
 }
 
