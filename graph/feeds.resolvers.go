@@ -293,15 +293,7 @@ func (r *queryResolver) FeedRuns(ctx context.Context, feedID string, first *int)
 		}
 		limit = *first
 	}
-	runs, err := r.Store.FeedRuns(ctx, id, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*store.FeedRun, len(runs))
-	for i := range runs {
-		out[i] = &runs[i]
-	}
-	return out, nil
+	return pointersTo(r.Store.FeedRuns(ctx, id, limit))
 }
 
 func (r *Resolver) Feed() FeedResolver { return &feedResolver{r} }

@@ -66,3 +66,16 @@ var _ Store = (*store.Store)(nil)
 type OverviewStore interface {
 	Overview(ctx context.Context, now time.Time) (*store.Overview, error)
 }
+
+// pointersTo gives gqlgen the pointers its list fields take, into s itself,
+// or err.
+func pointersTo[T any](s []T, err error) ([]*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out, nil
+}

@@ -188,27 +188,11 @@ func (r *queryResolver) APIKeys(ctx context.Context) ([]*store.APIKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, err := r.Store.APIKeys(ctx, u.ID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*store.APIKey, len(keys))
-	for i := range keys {
-		out[i] = &keys[i]
-	}
-	return out, nil
+	return pointersTo(r.Store.APIKeys(ctx, u.ID))
 }
 
 func (r *queryResolver) Users(ctx context.Context) ([]*store.User, error) {
-	users, err := r.Store.Users(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*store.User, len(users))
-	for i := range users {
-		out[i] = &users[i]
-	}
-	return out, nil
+	return pointersTo(r.Store.Users(ctx))
 }
 
 func (r *queryResolver) UserAPIKeys(ctx context.Context, userID string) ([]*store.APIKey, error) {
@@ -219,15 +203,7 @@ func (r *queryResolver) UserAPIKeys(ctx context.Context, userID string) ([]*stor
 	if _, err := r.Store.UserByID(ctx, id); err != nil {
 		return nil, err
 	}
-	keys, err := r.Store.APIKeys(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*store.APIKey, len(keys))
-	for i := range keys {
-		out[i] = &keys[i]
-	}
-	return out, nil
+	return pointersTo(r.Store.APIKeys(ctx, id))
 }
 
 func (r *userResolver) MfaEnabled(ctx context.Context, obj *store.User) (bool, error) {
