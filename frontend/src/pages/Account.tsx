@@ -57,48 +57,15 @@ export function ChangePasswordForm(props: { onChanged?: () => void }) {
           {top}
         </div>
       )}
-      <Field label="Current password" error={errs.currentPassword}>
-        {(id, d) => (
-          <input
-            id={id}
-            type="password"
-            autoComplete="current-password"
-            aria-describedby={d}
-            aria-invalid={!!errs.currentPassword}
-            required
-            value={current}
-            onChange={(e) => setCurrent(e.target.value)}
-          />
-        )}
-      </Field>
-      <Field label="New password" error={errs.newPassword} hint="At least 8 characters.">
-        {(id, d) => (
-          <input
-            id={id}
-            type="password"
-            autoComplete="new-password"
-            aria-describedby={d}
-            aria-invalid={!!errs.newPassword}
-            required
-            value={next}
-            onChange={(e) => setNext(e.target.value)}
-          />
-        )}
-      </Field>
-      <Field label="New password again" error={mismatch ? 'The two new passwords differ.' : undefined}>
-        {(id, d) => (
-          <input
-            id={id}
-            type="password"
-            autoComplete="new-password"
-            aria-describedby={d}
-            aria-invalid={mismatch}
-            required
-            value={again}
-            onChange={(e) => setAgain(e.target.value)}
-          />
-        )}
-      </Field>
+      <PasswordField label="Current password" autoComplete="current-password" error={errs.currentPassword} value={current} onChange={setCurrent} />
+      <PasswordField label="New password" autoComplete="new-password" error={errs.newPassword} hint="At least 8 characters." value={next} onChange={setNext} />
+      <PasswordField
+        label="New password again"
+        autoComplete="new-password"
+        error={mismatch ? 'The two new passwords differ.' : undefined}
+        value={again}
+        onChange={setAgain}
+      />
       <div>
         <button type="submit" className="btn btn-primary" disabled={save.isPending}>
           {save.isPending ? 'Saving…' : 'Change password'}
@@ -124,5 +91,32 @@ export function MustChangePasswordPage() {
         </button>
       </div>
     </main>
+  );
+}
+
+/** PasswordField is one required password input of the form, with its error beside it. */
+function PasswordField(props: {
+  label: string;
+  autoComplete: 'current-password' | 'new-password';
+  error?: string;
+  hint?: string;
+  value: string;
+  onChange: (v: string) => void;
+}) {
+  return (
+    <Field label={props.label} error={props.error} hint={props.hint}>
+      {(id, d) => (
+        <input
+          id={id}
+          type="password"
+          autoComplete={props.autoComplete}
+          aria-describedby={d}
+          aria-invalid={!!props.error}
+          required
+          value={props.value}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
+      )}
+    </Field>
   );
 }
