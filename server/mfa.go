@@ -216,5 +216,9 @@ func (s *Server) loginMFA(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "mfa_token_invalid", "this sign-in has expired or is unknown; sign in again")
 		return
 	}
+	if c.Enrol {
+		s.resolver.Audit.RecordAs(r.Context(), &u.ID, u.Username, audit.UserUpdate, audit.UserTarget(u.ID, u.Username),
+			map[string]any{"mfa": "on"})
+	}
 	s.startSession(w, r, u, method, recoveryCodes)
 }
