@@ -203,6 +203,8 @@ func (r *mutationResolver) ConfirmMfaEnrolment(ctx context.Context, code string)
 		return nil, r.wrongCode(ctx, caller, "code", "totp_enrolment", err)
 	}
 	r.Audit.Record(ctx, audit.UserUpdate, audit.UserTarget(caller.ID, caller.Username), map[string]any{"mfa": "on"})
+	// Cached copies of the user (here and on other instances) are stale.
+	r.Events.PublishRevocation(events.Revocation{UserID: caller.ID})
 	return &model.MfaRecoveryCodes{Codes: codes}, nil
 }
 
@@ -267,6 +269,7 @@ func (r *mutationResolver) DisableMfa(ctx context.Context, code *string, passwor
 		return nil, err
 	}
 	r.Audit.Record(ctx, audit.UserUpdate, audit.UserTarget(u.ID, u.Username), map[string]any{"mfa": "off"})
+	r.Events.PublishRevocation(events.Revocation{UserID: u.ID})
 	return u, nil
 }
 
@@ -280,6 +283,7 @@ func (r *mutationResolver) ResetUserMfa(ctx context.Context, id string) (*store.
 		return nil, err
 	}
 	r.Audit.Record(ctx, audit.UserMFAReset, audit.UserTarget(u.ID, u.Username), nil)
+	r.Events.PublishRevocation(events.Revocation{UserID: u.ID})
 	return u, nil
 }
 

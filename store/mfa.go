@@ -123,6 +123,14 @@ func (s *Store) EnableMFA(ctx context.Context, userID int64, pending []byte, ste
 	return ok && err == nil, err
 }
 
+// recoveryCode is one unused recovery code, by its SHA-256.
+type recoveryCode struct {
+	bun.BaseModel `bun:"table:mfa_recovery_codes"`
+
+	UserID   int64  `bun:"user_id,pk"`
+	CodeHash string `bun:"code_hash,pk"`
+}
+
 func replaceRecoveryCodes(ctx context.Context, tx bun.Tx, userID int64, codes []string) error {
 	if _, err := tx.NewDelete().Table("mfa_recovery_codes").Where("user_id = ?", userID).Exec(ctx); err != nil {
 		return fmt.Errorf("store: unable to delete the recovery codes of user %d: %w", userID, err)
@@ -130,11 +138,11 @@ func replaceRecoveryCodes(ctx context.Context, tx bun.Tx, userID int64, codes []
 	if len(codes) == 0 {
 		return nil
 	}
-	rows := make([]map[string]any, len(codes))
+	rows := make([]recoveryCode, len(codes))
 	for i, c := range codes {
-		rows[i] = map[string]any{"user_id": userID, "code_hash": hashToken(c)}
+		rows[i] = recoveryCode{UserID: userID, CodeHash: hashToken(c)}
 	}
-	if _, err := tx.NewInsert().Model(&rows).TableExpr("mfa_recovery_codes").Exec(ctx); err != nil {
+	if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
 		return fmt.Errorf("store: unable to store the recovery codes of user %d: %w", userID, err)
 	}
 	return nil
