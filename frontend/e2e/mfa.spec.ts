@@ -1,6 +1,6 @@
 import { expect, test } from '@playwright/test';
 import { Secret, TOTP } from 'otpauth';
-import { baseURL, graphql, login } from './fixtures';
+import { baseURL, expectNoAxeViolations, graphql, login } from './fixtures';
 
 // MFA with TOTP: a user of a tenant that requires MFA enrols at their first
 // sign-in (the secret read from the page, codes computed here by the
@@ -41,10 +41,12 @@ test.describe.serial('MFA', () => {
     await expect(page.getByRole('img', { name: 'QR code of the MFA secret' })).toBeVisible();
     secret = await page.getByTestId('mfa-secret').inputValue();
     expect(secret).toMatch(/^[A-Z2-7]{32}$/);
+    await expectNoAxeViolations(page, 'on the MFA enrolment');
     await page.getByLabel('Code from your app').fill(code(secret, Date.now()));
     await page.getByRole('button', { name: 'Turn on MFA' }).click();
     await expect(page.getByRole('heading', { name: 'Save your recovery codes' })).toBeVisible();
     recovery = await page.getByTestId('recovery-codes').locator('li').allTextContents();
+    await expectNoAxeViolations(page, 'on the recovery codes');
     expect(recovery).toHaveLength(10);
     await page.getByRole('button', { name: 'Continue to the dashboard' }).click();
     await expect(page.getByTestId('signed-in-user')).toContainText(username);
@@ -55,6 +57,7 @@ test.describe.serial('MFA', () => {
   test('signs in again with a code, then with a recovery code', async ({ page }) => {
     await signInWithPassword(page);
     await expect(page.getByRole('heading', { name: 'Two-step sign-in' })).toBeVisible();
+    await expectNoAxeViolations(page, 'on the two-step sign-in');
     await page.getByLabel('Code from your authenticator app').fill('000000');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect(page.getByRole('alert')).toContainText('wrong or already used code');
@@ -67,6 +70,7 @@ test.describe.serial('MFA', () => {
     await expect(page.getByTestId('mfa-status')).toContainText('MFA is on');
     await expect(page.getByTestId('mfa-status')).toContainText('10 recovery codes left');
     await expect(page.getByText('Your organisation requires MFA: it cannot be turned off.')).toBeVisible();
+    await expectNoAxeViolations(page, 'on the Account page with MFA on');
     await page.getByRole('button', { name: 'Sign out' }).click();
 
     await signInWithPassword(page);
