@@ -229,32 +229,47 @@ type ComplexityRoot struct {
 		Type  func(childComplexity int) int
 	}
 
+	MfaEnrolment struct {
+		OtpauthURL func(childComplexity int) int
+		QRCode     func(childComplexity int) int
+		Secret     func(childComplexity int) int
+	}
+
+	MfaRecoveryCodes struct {
+		Codes func(childComplexity int) int
+	}
+
 	Mutation struct {
-		AddAllowlistEntry    func(childComplexity int, input model.AllowlistEntryInput) int
-		ChangePassword       func(childComplexity int, currentPassword string, newPassword string) int
-		CreateAPIKey         func(childComplexity int, name string, userID *string) int
-		CreateCustomFeed     func(childComplexity int, input model.CustomFeedInput) int
-		CreatePremiumFeed    func(childComplexity int, input model.PremiumFeedInput) int
-		CreateTenant         func(childComplexity int, input model.TenantInput) int
-		CreateTenantGroup    func(childComplexity int, input model.TenantGroupInput) int
-		CreateUser           func(childComplexity int, input model.CreateUserInput) int
-		DeleteAllowlistEntry func(childComplexity int, id string) int
-		DeleteFeed           func(childComplexity int, id string) int
-		DeleteTenant         func(childComplexity int, id string) int
-		DeleteTenantGroup    func(childComplexity int, id string) int
-		DeleteUser           func(childComplexity int, id string) int
-		DeleteView           func(childComplexity int, id string) int
-		ResetFeedCursor      func(childComplexity int, id string) int
-		ResetPremiumFeed     func(childComplexity int, id string) int
-		ResetUserPassword    func(childComplexity int, id string) int
-		RevokeAPIKey         func(childComplexity int, id string) int
-		RunFeedNow           func(childComplexity int, id string) int
-		SaveView             func(childComplexity int, input model.SaveViewInput) int
-		SetFeedEnabled       func(childComplexity int, id string, enabled bool, confirm *bool) int
-		SetUserEnabled       func(childComplexity int, id string, enabled bool) int
-		UpdateFeed           func(childComplexity int, id string, input model.FeedUpdateInput) int
-		UpdateTenant         func(childComplexity int, id string, input model.TenantInput) int
-		UpdateTenantGroup    func(childComplexity int, id string, input model.TenantGroupInput) int
+		AddAllowlistEntry          func(childComplexity int, input model.AllowlistEntryInput) int
+		BeginMfaEnrolment          func(childComplexity int) int
+		ChangePassword             func(childComplexity int, currentPassword string, newPassword string) int
+		ConfirmMfaEnrolment        func(childComplexity int, code string) int
+		CreateAPIKey               func(childComplexity int, name string, userID *string) int
+		CreateCustomFeed           func(childComplexity int, input model.CustomFeedInput) int
+		CreatePremiumFeed          func(childComplexity int, input model.PremiumFeedInput) int
+		CreateTenant               func(childComplexity int, input model.TenantInput) int
+		CreateTenantGroup          func(childComplexity int, input model.TenantGroupInput) int
+		CreateUser                 func(childComplexity int, input model.CreateUserInput) int
+		DeleteAllowlistEntry       func(childComplexity int, id string) int
+		DeleteFeed                 func(childComplexity int, id string) int
+		DeleteTenant               func(childComplexity int, id string) int
+		DeleteTenantGroup          func(childComplexity int, id string) int
+		DeleteUser                 func(childComplexity int, id string) int
+		DeleteView                 func(childComplexity int, id string) int
+		DisableMfa                 func(childComplexity int, code *string, password *string) int
+		RegenerateMfaRecoveryCodes func(childComplexity int, code string) int
+		ResetFeedCursor            func(childComplexity int, id string) int
+		ResetPremiumFeed           func(childComplexity int, id string) int
+		ResetUserMfa               func(childComplexity int, id string) int
+		ResetUserPassword          func(childComplexity int, id string) int
+		RevokeAPIKey               func(childComplexity int, id string) int
+		RunFeedNow                 func(childComplexity int, id string) int
+		SaveView                   func(childComplexity int, input model.SaveViewInput) int
+		SetFeedEnabled             func(childComplexity int, id string, enabled bool, confirm *bool) int
+		SetUserEnabled             func(childComplexity int, id string, enabled bool) int
+		UpdateFeed                 func(childComplexity int, id string, input model.FeedUpdateInput) int
+		UpdateTenant               func(childComplexity int, id string, input model.TenantInput) int
+		UpdateTenantGroup          func(childComplexity int, id string, input model.TenantGroupInput) int
 	}
 
 	NewApiKey struct {
@@ -407,16 +422,18 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
-		CreatedAt          func(childComplexity int) int
-		Enabled            func(childComplexity int) int
-		ID                 func(childComplexity int) int
-		LastSignInAt       func(childComplexity int) int
-		MfaEnabled         func(childComplexity int) int
-		MustChangePassword func(childComplexity int) int
-		Scope              func(childComplexity int) int
-		SignInMethod       func(childComplexity int) int
-		TenantID           func(childComplexity int) int
-		Username           func(childComplexity int) int
+		CreatedAt            func(childComplexity int) int
+		Enabled              func(childComplexity int) int
+		ID                   func(childComplexity int) int
+		LastSignInAt         func(childComplexity int) int
+		MFAEnabled           func(childComplexity int) int
+		MfaRecoveryCodesLeft func(childComplexity int) int
+		MfaRequired          func(childComplexity int) int
+		MustChangePassword   func(childComplexity int) int
+		Scope                func(childComplexity int) int
+		SignInMethod         func(childComplexity int) int
+		TenantID             func(childComplexity int) int
+		Username             func(childComplexity int) int
 	}
 
 	ViewOrder struct {
@@ -479,6 +496,11 @@ type MutationResolver interface {
 	DeleteUser(ctx context.Context, id string) (bool, error)
 	ResetUserPassword(ctx context.Context, id string) (*model.OneTimePassword, error)
 	ChangePassword(ctx context.Context, currentPassword string, newPassword string) (bool, error)
+	BeginMfaEnrolment(ctx context.Context) (*model.MfaEnrolment, error)
+	ConfirmMfaEnrolment(ctx context.Context, code string) (*model.MfaRecoveryCodes, error)
+	RegenerateMfaRecoveryCodes(ctx context.Context, code string) (*model.MfaRecoveryCodes, error)
+	DisableMfa(ctx context.Context, code *string, password *string) (*store.User, error)
+	ResetUserMfa(ctx context.Context, id string) (*store.User, error)
 	SaveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error)
 	DeleteView(ctx context.Context, id string) (bool, error)
 }
@@ -520,7 +542,8 @@ type TenantGroupResolver interface {
 	Tenants(ctx context.Context, obj *store.TenantGroup) ([]*store.Tenant, error)
 }
 type UserResolver interface {
-	MfaEnabled(ctx context.Context, obj *store.User) (bool, error)
+	MfaRequired(ctx context.Context, obj *store.User) (bool, error)
+	MfaRecoveryCodesLeft(ctx context.Context, obj *store.User) (int, error)
 	SignInMethod(ctx context.Context, obj *store.User) (model.SignInMethod, error)
 }
 
@@ -1282,6 +1305,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IocTypeCount.Type(childComplexity), true
 
+	case "MfaEnrolment.otpauthUrl":
+		if e.ComplexityRoot.MfaEnrolment.OtpauthURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaEnrolment.OtpauthURL(childComplexity), true
+	case "MfaEnrolment.qrCode":
+		if e.ComplexityRoot.MfaEnrolment.QRCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaEnrolment.QRCode(childComplexity), true
+	case "MfaEnrolment.secret":
+		if e.ComplexityRoot.MfaEnrolment.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaEnrolment.Secret(childComplexity), true
+
+	case "MfaRecoveryCodes.codes":
+		if e.ComplexityRoot.MfaRecoveryCodes.Codes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaRecoveryCodes.Codes(childComplexity), true
+
 	case "Mutation.addAllowlistEntry":
 		if e.ComplexityRoot.Mutation.AddAllowlistEntry == nil {
 			break
@@ -1293,6 +1342,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AddAllowlistEntry(childComplexity, args["input"].(model.AllowlistEntryInput)), true
+	case "Mutation.beginMfaEnrolment":
+		if e.ComplexityRoot.Mutation.BeginMfaEnrolment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginMfaEnrolment(childComplexity), true
 	case "Mutation.changePassword":
 		if e.ComplexityRoot.Mutation.ChangePassword == nil {
 			break
@@ -1304,6 +1359,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ChangePassword(childComplexity, args["currentPassword"].(string), args["newPassword"].(string)), true
+	case "Mutation.confirmMfaEnrolment":
+		if e.ComplexityRoot.Mutation.ConfirmMfaEnrolment == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_confirmMfaEnrolment_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ConfirmMfaEnrolment(childComplexity, args["code"].(string)), true
 	case "Mutation.createApiKey":
 		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
 			break
@@ -1436,6 +1502,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteView(childComplexity, args["id"].(string)), true
+	case "Mutation.disableMfa":
+		if e.ComplexityRoot.Mutation.DisableMfa == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_disableMfa_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DisableMfa(childComplexity, args["code"].(*string), args["password"].(*string)), true
+	case "Mutation.regenerateMfaRecoveryCodes":
+		if e.ComplexityRoot.Mutation.RegenerateMfaRecoveryCodes == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_regenerateMfaRecoveryCodes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RegenerateMfaRecoveryCodes(childComplexity, args["code"].(string)), true
 	case "Mutation.resetFeedCursor":
 		if e.ComplexityRoot.Mutation.ResetFeedCursor == nil {
 			break
@@ -1458,6 +1546,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetPremiumFeed(childComplexity, args["id"].(string)), true
+	case "Mutation.resetUserMfa":
+		if e.ComplexityRoot.Mutation.ResetUserMfa == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resetUserMfa_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResetUserMfa(childComplexity, args["id"].(string)), true
 	case "Mutation.resetUserPassword":
 		if e.ComplexityRoot.Mutation.ResetUserPassword == nil {
 			break
@@ -2298,11 +2397,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.User.LastSignInAt(childComplexity), true
 	case "User.mfaEnabled":
-		if e.ComplexityRoot.User.MfaEnabled == nil {
+		if e.ComplexityRoot.User.MFAEnabled == nil {
 			break
 		}
 
-		return e.ComplexityRoot.User.MfaEnabled(childComplexity), true
+		return e.ComplexityRoot.User.MFAEnabled(childComplexity), true
+	case "User.mfaRecoveryCodesLeft":
+		if e.ComplexityRoot.User.MfaRecoveryCodesLeft == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.MfaRecoveryCodesLeft(childComplexity), true
+	case "User.mfaRequired":
+		if e.ComplexityRoot.User.MfaRequired == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.MfaRequired(childComplexity), true
 	case "User.mustChangePassword":
 		if e.ComplexityRoot.User.MustChangePassword == nil {
 			break
@@ -3249,6 +3360,35 @@ extend type Mutation {
   resetUserPassword(id: ID!): OneTimePassword! @hasScope(scope: ROOT)
   "Changes the caller's own password; the caller's other sessions end."
   changePassword(currentPassword: String!, newPassword: String!): Boolean!
+  """
+  Begins the caller's MFA enrolment (signed in with a password session; not
+  with an API key): a new TOTP secret, in force once confirmMfaEnrolment sees
+  one of its codes. Beginning again replaces it.
+  """
+  beginMfaEnrolment: MfaEnrolment!
+  "Confirms the caller's enrolment with a current code: MFA is on, and the recovery codes are shown this once."
+  confirmMfaEnrolment(code: String!): MfaRecoveryCodes!
+  "Replaces the caller's recovery codes, given a current code; the new ones are shown this once."
+  regenerateMfaRecoveryCodes(code: String!): MfaRecoveryCodes!
+  "Turns the caller's MFA off, given a current code or the password; refused when their tenant requires MFA."
+  disableMfa(code: String, password: String): User!
+  "Turns a user's MFA off (a lost device); they enrol again at their next sign-in when their tenant requires MFA."
+  resetUserMfa(id: ID!): User! @hasScope(scope: ROOT)
+}
+
+"A new TOTP secret, shown to the person enrolling only."
+type MfaEnrolment {
+  "The secret as text (base32), to type into an authenticator app."
+  secret: String!
+  "The otpauth:// URL the QR code holds."
+  otpauthUrl: String!
+  "The QR code, a PNG data URL."
+  qrCode: String!
+}
+
+type MfaRecoveryCodes {
+  "Ten one-time codes that stand in for a TOTP code: shown this once only."
+  codes: [String!]!
 }
 
 input CreateUserInput {
@@ -3277,8 +3417,12 @@ type User {
   createdAt: Time!
   enabled: Boolean!
   lastSignInAt: Time
-  "Whether the user signs in with a second factor (no MFA yet: always false)."
+  "Whether the user's password sign-in also needs a TOTP code."
   mfaEnabled: Boolean!
+  "Whether the user's tenant requires MFA (they enrol at their next sign-in and cannot turn it off)."
+  mfaRequired: Boolean!
+  "How many unused recovery codes the user holds (0 without MFA)."
+  mfaRecoveryCodesLeft: Int!
   "How the user signs in (no SSO yet: always PASSWORD)."
   signInMethod: SignInMethod!
   "Set after root reset the password: the user must choose a new one."
@@ -3718,6 +3862,26 @@ func (ec *executionContext) childFields_IocTypeCount(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type IocTypeCount", field.Name)
 }
 
+func (ec *executionContext) childFields_MfaEnrolment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "secret":
+		return ec.fieldContext_MfaEnrolment_secret(ctx, field)
+	case "otpauthUrl":
+		return ec.fieldContext_MfaEnrolment_otpauthUrl(ctx, field)
+	case "qrCode":
+		return ec.fieldContext_MfaEnrolment_qrCode(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MfaEnrolment", field.Name)
+}
+
+func (ec *executionContext) childFields_MfaRecoveryCodes(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "codes":
+		return ec.fieldContext_MfaRecoveryCodes_codes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MfaRecoveryCodes", field.Name)
+}
+
 func (ec *executionContext) childFields_NewApiKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "apiKey":
@@ -3980,6 +4144,10 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_lastSignInAt(ctx, field)
 	case "mfaEnabled":
 		return ec.fieldContext_User_mfaEnabled(ctx, field)
+	case "mfaRequired":
+		return ec.fieldContext_User_mfaRequired(ctx, field)
+	case "mfaRecoveryCodesLeft":
+		return ec.fieldContext_User_mfaRecoveryCodesLeft(ctx, field)
 	case "signInMethod":
 		return ec.fieldContext_User_signInMethod(ctx, field)
 	case "mustChangePassword":
@@ -4164,6 +4332,20 @@ func (ec *executionContext) field_Mutation_changePassword_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_confirmMfaEnrolment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createApiKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4340,6 +4522,42 @@ func (ec *executionContext) field_Mutation_deleteView_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_disableMfa_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "password",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["password"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_regenerateMfaRecoveryCodes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_resetFeedCursor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4355,6 +4573,20 @@ func (ec *executionContext) field_Mutation_resetFeedCursor_args(ctx context.Cont
 }
 
 func (ec *executionContext) field_Mutation_resetPremiumFeed_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resetUserMfa_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -8276,6 +8508,98 @@ func (ec *executionContext) fieldContext_IocTypeCount_count(_ context.Context, f
 	return graphql.NewScalarFieldContext("IocTypeCount", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _MfaEnrolment_secret(ctx context.Context, field graphql.CollectedField, obj *model.MfaEnrolment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaEnrolment_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaEnrolment_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaEnrolment", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MfaEnrolment_otpauthUrl(ctx context.Context, field graphql.CollectedField, obj *model.MfaEnrolment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaEnrolment_otpauthUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OtpauthURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaEnrolment_otpauthUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaEnrolment", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MfaEnrolment_qrCode(ctx context.Context, field graphql.CollectedField, obj *model.MfaEnrolment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaEnrolment_qrCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QRCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaEnrolment_qrCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaEnrolment", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MfaRecoveryCodes_codes(ctx context.Context, field graphql.CollectedField, obj *model.MfaRecoveryCodes) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaRecoveryCodes_codes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Codes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaRecoveryCodes_codes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaRecoveryCodes", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _Mutation_addAllowlistEntry(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9642,6 +9966,232 @@ func (ec *executionContext) fieldContext_Mutation_changePassword(ctx context.Con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_changePassword_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginMfaEnrolment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginMfaEnrolment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginMfaEnrolment(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MfaEnrolment) graphql.Marshaler {
+			return ec.marshalNMfaEnrolment2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐMfaEnrolment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginMfaEnrolment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaEnrolment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_confirmMfaEnrolment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_confirmMfaEnrolment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ConfirmMfaEnrolment(ctx, fc.Args["code"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MfaRecoveryCodes) graphql.Marshaler {
+			return ec.marshalNMfaRecoveryCodes2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐMfaRecoveryCodes(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_confirmMfaEnrolment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaRecoveryCodes(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_confirmMfaEnrolment_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_regenerateMfaRecoveryCodes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_regenerateMfaRecoveryCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RegenerateMfaRecoveryCodes(ctx, fc.Args["code"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MfaRecoveryCodes) graphql.Marshaler {
+			return ec.marshalNMfaRecoveryCodes2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐMfaRecoveryCodes(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_regenerateMfaRecoveryCodes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaRecoveryCodes(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_regenerateMfaRecoveryCodes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_disableMfa(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_disableMfa(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DisableMfa(ctx, fc.Args["code"].(*string), fc.Args["password"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_disableMfa(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_disableMfa_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resetUserMfa(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resetUserMfa(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResetUserMfa(ctx, fc.Args["id"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *store.User
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *store.User
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *store.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resetUserMfa(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resetUserMfa_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -13076,7 +13626,7 @@ func (ec *executionContext) _User_mfaEnabled(ctx context.Context, field graphql.
 			return ec.fieldContext_User_mfaEnabled(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.User().MfaEnabled(ctx, obj)
+			return obj.MFAEnabled, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
@@ -13087,7 +13637,53 @@ func (ec *executionContext) _User_mfaEnabled(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_User_mfaEnabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _User_mfaRequired(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_mfaRequired(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().MfaRequired(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_mfaRequired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _User_mfaRecoveryCodesLeft(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_mfaRecoveryCodesLeft(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().MfaRecoveryCodesLeft(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_mfaRecoveryCodesLeft(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _User_signInMethod(ctx context.Context, field graphql.CollectedField, obj *store.User) (ret graphql.Marshaler) {
@@ -17070,6 +17666,92 @@ func (ec *executionContext) _IocTypeCount(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var mfaEnrolmentImplementors = []string{"MfaEnrolment"}
+
+func (ec *executionContext) _MfaEnrolment(ctx context.Context, sel ast.SelectionSet, obj *model.MfaEnrolment) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mfaEnrolmentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MfaEnrolment")
+		case "secret":
+			out.Values[i] = ec._MfaEnrolment_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "otpauthUrl":
+			out.Values[i] = ec._MfaEnrolment_otpauthUrl(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "qrCode":
+			out.Values[i] = ec._MfaEnrolment_qrCode(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var mfaRecoveryCodesImplementors = []string{"MfaRecoveryCodes"}
+
+func (ec *executionContext) _MfaRecoveryCodes(ctx context.Context, sel ast.SelectionSet, obj *model.MfaRecoveryCodes) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mfaRecoveryCodesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MfaRecoveryCodes")
+		case "codes":
+			out.Values[i] = ec._MfaRecoveryCodes_codes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -17247,6 +17929,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "changePassword":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_changePassword(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "beginMfaEnrolment":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginMfaEnrolment(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "confirmMfaEnrolment":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_confirmMfaEnrolment(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "regenerateMfaRecoveryCodes":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_regenerateMfaRecoveryCodes(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disableMfa":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_disableMfa(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resetUserMfa":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resetUserMfa(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -18805,6 +19522,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "mfaEnabled":
+			out.Values[i] = ec._User_mfaEnabled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "mfaRequired":
 			field := field
 
 			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
@@ -18813,7 +19535,45 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 						ec.Error(ctx, ec.Recover(ctx, r))
 					}
 				}()
-				res = ec._User_mfaEnabled(ctx, field, obj)
+				res = ec._User_mfaRequired(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "mfaRecoveryCodesLeft":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_mfaRecoveryCodesLeft(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -20006,6 +20766,26 @@ func (ec *executionContext) marshalNIocTypeCount2ᚖgithubᚗcomᚋtifeedsᚋtif
 		return graphql.Null
 	}
 	return ec._IocTypeCount(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMfaEnrolment2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐMfaEnrolment(ctx context.Context, sel ast.SelectionSet, v *model.MfaEnrolment) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MfaEnrolment(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMfaRecoveryCodes2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐMfaRecoveryCodes(ctx context.Context, sel ast.SelectionSet, v *model.MfaRecoveryCodes) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MfaRecoveryCodes(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNNewApiKey2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNewAPIKey(ctx context.Context, sel ast.SelectionSet, v *model.NewAPIKey) graphql.Marshaler {

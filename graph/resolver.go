@@ -8,6 +8,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/allowlist"
 	"github.com/tifeeds/tifeeds/audit"
+	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/ingest/builtin"
@@ -41,6 +42,9 @@ type Resolver struct {
 	// Audit records the changes the resolvers make; nil records none.
 	// The server's REST handlers record through it too.
 	Audit *audit.Log
+	// MFA makes and checks TOTP codes (sign-in, enrolment); nil: no user
+	// can enrol, and a user who needs MFA cannot sign in with a password.
+	MFA *auth.MFA
 
 	// passwordTries counts wrong current passwords given to changePassword.
 	passwordTries tries

@@ -2,10 +2,14 @@ package graph
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/tifeeds/tifeeds/audit"
+	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -22,6 +26,49 @@ type UserStore interface {
 	DeleteUser(ctx context.Context, id int64) (*store.User, error)
 	ResetUserPassword(ctx context.Context, id int64) (string, error)
 	ChangePassword(ctx context.Context, id int64, current, next, keepSession string) error
+	CheckPassword(ctx context.Context, username, password string) (*store.User, error)
+	MFAState(ctx context.Context, userID int64) (*store.MFAState, error)
+	DisableMFA(ctx context.Context, userID int64) (*store.User, error)
+}
+
+// errNoMFA refuses MFA mutations on a server built without auth.MFA.
+var errNoMFA = errors.New("MFA is not configured on this server")
+
+// mfaCaller returns the caller of an MFA mutation: one signed in with a
+// dashboard session. An API key, never subject to MFA, cannot enrol or
+// turn MFA off either: a stolen key must not lock its owner out.
+func (r *Resolver) mfaCaller(ctx context.Context) (*store.User, error) {
+	u, err := auth.UserFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.MFA == nil {
+		return nil, errNoMFA
+	}
+	if auth.SessionHashFrom(ctx) == "" {
+		return nil, fmt.Errorf("%w: MFA is managed from a dashboard session, not with an API key", auth.ErrForbidden)
+	}
+	return u, nil
+}
+
+// allowCode refuses a code or password check to a user with too many
+// wrong ones lately (the changePassword throttle, shared).
+func (r *Resolver) allowCode(userID int64) error {
+	if !r.passwordTries.allow(userID, time.Now()) {
+		return store.Invalid("code", "too many wrong codes or passwords; try again in a few minutes")
+	}
+	return nil
+}
+
+// wrongCode turns auth.ErrWrongCode into a field error, counting it against
+// the throttle and recording the refusal; other errors pass.
+func (r *Resolver) wrongCode(ctx context.Context, u *store.User, field, method string, err error) error {
+	if !errors.Is(err, auth.ErrWrongCode) {
+		return err
+	}
+	r.passwordTries.failed(u.ID, time.Now())
+	r.Audit.Record(ctx, audit.MFARefused, audit.UserTarget(u.ID, u.Username), map[string]any{"method": method})
+	return store.Invalid(field, "wrong or already used code")
 }
 
 // parseID reads a numeric id argument, naming the argument when it is not one.

@@ -178,6 +178,115 @@ func (r *mutationResolver) ChangePassword(ctx context.Context, currentPassword s
 	return true, nil
 }
 
+func (r *mutationResolver) BeginMfaEnrolment(ctx context.Context) (*model.MfaEnrolment, error) {
+	caller, err := r.mfaCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := r.MFA.Begin(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	return &model.MfaEnrolment{Secret: e.Secret, OtpauthURL: e.URL, QRCode: e.QRCode}, nil
+}
+
+func (r *mutationResolver) ConfirmMfaEnrolment(ctx context.Context, code string) (*model.MfaRecoveryCodes, error) {
+	caller, err := r.mfaCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.allowCode(caller.ID); err != nil {
+		return nil, err
+	}
+	codes, err := r.MFA.Confirm(ctx, caller.ID, code)
+	if err != nil {
+		return nil, r.wrongCode(ctx, caller, "code", "totp_enrolment", err)
+	}
+	r.Audit.Record(ctx, audit.UserUpdate, audit.UserTarget(caller.ID, caller.Username), map[string]any{"mfa": "on"})
+	// Cached copies of the user (here and on other instances) are stale.
+	r.Events.PublishRevocation(events.Revocation{UserID: caller.ID})
+	return &model.MfaRecoveryCodes{Codes: codes}, nil
+}
+
+func (r *mutationResolver) RegenerateMfaRecoveryCodes(ctx context.Context, code string) (*model.MfaRecoveryCodes, error) {
+	caller, err := r.mfaCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.allowCode(caller.ID); err != nil {
+		return nil, err
+	}
+	if err := r.MFA.Verify(ctx, caller.ID, code); err != nil {
+		return nil, r.wrongCode(ctx, caller, "code", "totp", err)
+	}
+	codes, err := r.MFA.NewRecoveryCodes(ctx, caller.ID)
+	if err != nil {
+		return nil, err
+	}
+	r.Audit.Record(ctx, audit.UserUpdate, audit.UserTarget(caller.ID, caller.Username), map[string]any{"mfaRecoveryCodes": "replaced"})
+	return &model.MfaRecoveryCodes{Codes: codes}, nil
+}
+
+func (r *mutationResolver) DisableMfa(ctx context.Context, code *string, password *string) (*store.User, error) {
+	caller, err := r.mfaCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if (code == nil || *code == "") == (password == nil || *password == "") {
+		return nil, store.Invalid("code", "give either a current code or your password")
+	}
+	st, err := r.Store.MFAState(ctx, caller.ID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case st.Required:
+		return nil, store.Invalid("mfa", "your tenant requires MFA: it cannot be turned off")
+	case !st.Enabled:
+		return nil, store.Invalid("mfa", "MFA is not on")
+	}
+	if err := r.allowCode(caller.ID); err != nil {
+		return nil, err
+	}
+	if code != nil && *code != "" {
+		if err := r.MFA.Verify(ctx, caller.ID, *code); err != nil {
+			return nil, r.wrongCode(ctx, caller, "code", "totp", err)
+		}
+	} else {
+		if len(*password) > 4*store.MaxPasswordBytes {
+			return nil, store.Invalid("password", "is not your password")
+		}
+		if _, err := r.Store.CheckPassword(ctx, caller.Username, *password); err != nil {
+			if errors.Is(err, store.ErrBadCredentials) {
+				r.passwordTries.failed(caller.ID, time.Now())
+				return nil, store.Invalid("password", "is not your password")
+			}
+			return nil, err
+		}
+	}
+	u, err := r.Store.DisableMFA(ctx, caller.ID)
+	if err != nil {
+		return nil, err
+	}
+	r.Audit.Record(ctx, audit.UserUpdate, audit.UserTarget(u.ID, u.Username), map[string]any{"mfa": "off"})
+	r.Events.PublishRevocation(events.Revocation{UserID: u.ID})
+	return u, nil
+}
+
+func (r *mutationResolver) ResetUserMfa(ctx context.Context, id string) (*store.User, error) {
+	userID, err := parseID("id", id)
+	if err != nil {
+		return nil, err
+	}
+	u, err := r.Store.DisableMFA(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	r.Audit.Record(ctx, audit.UserMFAReset, audit.UserTarget(u.ID, u.Username), nil)
+	r.Events.PublishRevocation(events.Revocation{UserID: u.ID})
+	return u, nil
+}
+
 func (r *queryResolver) Me(ctx context.Context) (*store.User, error) {
 	// A session that must choose a new password still learns it must.
 	return auth.Caller(ctx)
@@ -206,8 +315,20 @@ func (r *queryResolver) UserAPIKeys(ctx context.Context, userID string) ([]*stor
 	return pointersTo(r.Store.APIKeys(ctx, id))
 }
 
-func (r *userResolver) MfaEnabled(ctx context.Context, obj *store.User) (bool, error) {
-	return false, nil // no MFA yet (docs/decisions.md)
+func (r *userResolver) MfaRequired(ctx context.Context, obj *store.User) (bool, error) {
+	st, err := r.Store.MFAState(ctx, obj.ID)
+	if err != nil {
+		return false, err
+	}
+	return st.Required, nil
+}
+
+func (r *userResolver) MfaRecoveryCodesLeft(ctx context.Context, obj *store.User) (int, error) {
+	st, err := r.Store.MFAState(ctx, obj.ID)
+	if err != nil {
+		return 0, err
+	}
+	return st.RecoveryLeft, nil
 }
 
 func (r *userResolver) SignInMethod(ctx context.Context, obj *store.User) (model.SignInMethod, error) {

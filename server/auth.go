@@ -23,6 +23,7 @@ type accountStore interface {
 	CreateSession(ctx context.Context, userID int64, ttl time.Duration) (string, error)
 	DeleteSession(ctx context.Context, token string) error
 	RecordKeyUse(id int64, t time.Time)
+	mfaStore
 }
 
 const sessionCookie = "tifeeds_session"
@@ -101,22 +102,50 @@ type loginResponse struct {
 	// MustChangePassword: root reset the password; the session can do
 	// nothing but changePassword.
 	MustChangePassword bool `json:"must_change_password,omitempty"`
+	// The password was right, but the user has MFA on (MFARequired) or must
+	// enrol (MFAEnrolmentRequired): no session yet; MFAToken lets them
+	// finish at POST /api/login/mfa.
+	MFARequired          bool   `json:"mfa_required,omitempty"`
+	MFAEnrolmentRequired bool   `json:"mfa_enrolment_required,omitempty"`
+	MFAToken             string `json:"mfa_token,omitempty"`
+	// RecoveryCodes, after an enrolment at sign-in: shown this once.
+	RecoveryCodes []string `json:"recovery_codes,omitempty"`
 }
 
-// login checks a password and starts a session in an HttpOnly, SameSite
-// cookie. SameSite=Strict plus the JSON-only GraphQL endpoint keeps other
-// sites from riding the session.
+// login checks a password and starts a session (startSession), unless
+// the user must also give a TOTP code or enrol (askMFA).
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	// A login is read before anyone is authenticated: its small body gets
-	// a short deadline of its own, and only then does the login take one of
-	// the MaxLogins slots, so clients trickling bodies hold none.
+	var req loginRequest
+	if !s.readLoginBody(w, r, &req, "body must be a JSON object with username and password") {
+		return
+	}
+	done, ok := s.loginSlot(w)
+	if !ok {
+		return
+	}
+	defer done()
+	u, ok := s.checkLogin(w, r, req)
+	if !ok {
+		return
+	}
+	if s.askMFA(w, r, u) {
+		return
+	}
+	s.startSession(w, r, u, "password", nil)
+}
+
+// readLoginBody reads the small JSON body of a sign-in step. A sign-in is
+// read before anyone is authenticated: its body gets a short deadline of
+// its own, and only then does it take one of the MaxLogins slots, so
+// clients trickling bodies hold none. It answers the request itself when
+// the body will not do.
+func (s *Server) readLoginBody(w http.ResponseWriter, r *http.Request, v any, what string) bool {
 	if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.loginBodyTimeout())); err != nil &&
 		!errors.Is(err, http.ErrNotSupported) {
 		writeErr(w, r, err)
-		return
+		return false
 	}
-	var req loginRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		var maxBytes *http.MaxBytesError
 		var netErr net.Error
 		switch {
@@ -127,28 +156,35 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			// for the log.
 			writeError(w, http.StatusRequestTimeout, "timeout", "the login body was not sent in time")
 		default:
-			writeError(w, http.StatusBadRequest, "invalid_json", "body must be a JSON object with username and password")
+			writeError(w, http.StatusBadRequest, "invalid_json", what)
 		}
-		return
+		return false
 	}
+	return true
+}
+
+// loginSlot takes one of the MaxLogins slots, or answers 503.
+func (s *Server) loginSlot(w http.ResponseWriter) (done func(), ok bool) {
 	if s.logins.inFlight.Add(1) > int64(max(1, s.cfg.MaxLogins)) {
 		s.logins.inFlight.Add(-1)
 		retryAfterHeader(w, time.Second)
 		writeError(w, http.StatusServiceUnavailable, "busy", "too many logins in progress; retry shortly")
-		return
+		return nil, false
 	}
-	defer s.logins.inFlight.Add(-1)
-	u, ok := s.checkLogin(w, r, req)
-	if !ok {
-		return
-	}
+	return func() { s.logins.inFlight.Add(-1) }, true
+}
+
+// startSession ends a sign-in: a session in an HttpOnly, SameSite cookie,
+// and the audit record naming how the user signed in. SameSite=Strict plus
+// the JSON-only GraphQL endpoint keeps other sites from riding the session.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, u *store.User, method string, recoveryCodes []string) {
 	token, err := s.accounts.CreateSession(r.Context(), u.ID, s.cfg.SessionTTL)
 	if err != nil {
 		writeErr(w, r, err)
 		return
 	}
 	s.resolver.Audit.RecordAs(r.Context(), &u.ID, u.Username, audit.SignIn, audit.UserTarget(u.ID, u.Username),
-		map[string]any{"method": "password"})
+		map[string]any{"method": method})
 	http.SetCookie(w, &http.Cookie{
 		Name:     sessionCookie,
 		Value:    token,
@@ -158,7 +194,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		Secure:   s.secureCookie(),
 		SameSite: http.SameSiteStrictMode,
 	})
-	writeJSON(w, http.StatusOK, loginResponse{Username: u.Username, Scope: u.Scope, MustChangePassword: u.MustChangePassword})
+	writeJSON(w, http.StatusOK, loginResponse{Username: u.Username, Scope: u.Scope,
+		MustChangePassword: u.MustChangePassword, RecoveryCodes: recoveryCodes})
 }
 
 // loginBody is how long a client has to send a login's body: a username

@@ -88,6 +88,11 @@ type Config struct {
 	// and the hosts of AllowedOrigins are always allowed. Other names are
 	// refused, against DNS rebinding.
 	AllowedHosts []string
+	// MFAChallengeTTL is how long the second step of a sign-in (a TOTP
+	// code, or enrolment) stays open after the password; 0 is
+	// DefaultMFAChallengeTTL.
+	MFAChallengeTTL time.Duration
+
 	// MetricsToken, when set, is the bearer token /metrics requires;
 	// empty leaves /metrics open to whoever reaches the port.
 	MetricsToken string
@@ -195,6 +200,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("POST /api/login", s.login)
+	mux.HandleFunc("POST /api/login/mfa", s.loginMFA)
+	mux.HandleFunc("POST /api/login/mfa/enrol", s.loginMFAEnrol)
 	mux.HandleFunc("POST /api/logout", s.logout)
 	mux.Handle("/graphql", s.graphqlHandler())
 	s.registerREST(mux)

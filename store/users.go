@@ -44,6 +44,9 @@ type User struct {
 	// the user can do nothing but choose a new one (auth.UserFrom).
 	MustChangePassword bool       `bun:"must_change_password,notnull"`
 	LastSignInAt       *time.Time `bun:"last_sign_in_at"`
+	// MFAEnabled: a password sign-in also needs a TOTP code (store/mfa.go;
+	// the secret itself is never part of this model).
+	MFAEnabled bool `bun:"mfa_enabled,notnull"`
 }
 
 // APIKey is a secret a user sends as the password of HTTP basic auth. Only

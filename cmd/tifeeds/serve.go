@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/audit"
+	"github.com/tifeeds/tifeeds/auth"
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/feeds"
 	"github.com/tifeeds/tifeeds/graph"
@@ -226,8 +227,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// while the store is still open.
 	defer stopRunner(runner, log)
 
+	// TOTP secrets are sealed with the key that seals feed credentials.
+	secrets, err := store.LoadSecrets(*dsn)
+	if err != nil {
+		return err
+	}
 	resolver := &graph.Resolver{Store: st, SaaS: cfg.Edition == server.EditionSaaS, Events: runner.Bus(), Ingest: runner, Feeds: feedService,
-		Audit: auditLog}
+		Audit: auditLog, MFA: &auth.MFA{Store: st, Secrets: secrets}}
 	srv := server.New(cfg, st, resolver, log)
 	err = srv.ListenAndServe(ctx)
 	log.Info("Stopped")

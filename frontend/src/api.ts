@@ -694,3 +694,58 @@ export const AuditEventsQuery = graphql(`
     }
   }
 `);
+
+export const MfaStatusQuery = graphql(`
+  query MfaStatus {
+    me {
+      id
+      mfaEnabled
+      mfaRequired
+      mfaRecoveryCodesLeft
+    }
+  }
+`);
+
+export const BeginMfaEnrolmentMutation = graphql(`
+  mutation BeginMfaEnrolment {
+    beginMfaEnrolment {
+      secret
+      otpauthUrl
+      qrCode
+    }
+  }
+`);
+
+export const ConfirmMfaEnrolmentMutation = graphql(`
+  mutation ConfirmMfaEnrolment($code: String!) {
+    confirmMfaEnrolment(code: $code) {
+      codes
+    }
+  }
+`);
+
+export const RegenerateMfaRecoveryCodesMutation = graphql(`
+  mutation RegenerateMfaRecoveryCodes($code: String!) {
+    regenerateMfaRecoveryCodes(code: $code) {
+      codes
+    }
+  }
+`);
+
+export const DisableMfaMutation = graphql(`
+  mutation DisableMfa($code: String, $password: String) {
+    disableMfa(code: $code, password: $password) {
+      id
+      mfaEnabled
+    }
+  }
+`);
+
+export const ResetUserMfaMutation = graphql(`
+  mutation ResetUserMfa($id: ID!) {
+    resetUserMfa(id: $id) {
+      id
+      mfaEnabled
+    }
+  }
+`);

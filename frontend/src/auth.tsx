@@ -9,8 +9,33 @@ interface AuthState {
   user: Me['me'] | null;
   loading: boolean;
   error: unknown;
-  login(username: string, password: string): Promise<void>;
+  /**
+   * login checks the password. It signs in and answers null, or, for a user
+   * with MFA on (or who must enrol), answers the second step to take.
+   */
+  login(username: string, password: string): Promise<MfaStep | null>;
+  /**
+   * finishMfa sends the second step (a code or a recovery code); the session
+   * starts. It answers the recovery codes of an enrolment (else []): the
+   * caller shows them, then calls enter().
+   */
+  finishMfa(token: string, answer: { code: string } | { recovery_code: string }): Promise<string[]>;
+  /** enter loads the signed-in user, which leaves the login page. */
+  enter(): Promise<void>;
   logout(): Promise<void>;
+}
+
+/** MfaStep is what a password sign-in asks next: a code, or enrolment. */
+export interface MfaStep {
+  token: string;
+  enrol: boolean;
+}
+
+interface LoginAnswer {
+  mfa_required?: boolean;
+  mfa_enrolment_required?: boolean;
+  mfa_token?: string;
+  recovery_codes?: string[];
 }
 
 const AuthContext = createContext<AuthState | null>(null);
@@ -46,7 +71,16 @@ export function AuthProvider({ children }: { children: ReactNode }) {
     loading: me.isPending,
     error: me.error,
     async login(username, password) {
-      await postJSON('/api/login', { username, password });
+      const a = await postJSON<LoginAnswer>('/api/login', { username, password });
+      if (a?.mfa_token) return { token: a.mfa_token, enrol: !!a.mfa_enrolment_required };
+      await state.enter();
+      return null;
+    },
+    async finishMfa(token, answer) {
+      const a = await postJSON<LoginAnswer>('/api/login/mfa', { mfa_token: token, ...answer });
+      return a?.recovery_codes ?? [];
+    },
+    async enter() {
       const { me } = await request(MeQuery);
       // Drop what another user may have loaded; keep the `me` query itself,
       // whose observers a clear() would orphan.

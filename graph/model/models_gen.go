@@ -246,6 +246,21 @@ type IocTypeCount struct {
 	Count int      `json:"count"`
 }
 
+// A new TOTP secret, shown to the person enrolling only.
+type MfaEnrolment struct {
+	// The secret as text (base32), to type into an authenticator app.
+	Secret string `json:"secret"`
+	// The otpauth:// URL the QR code holds.
+	OtpauthURL string `json:"otpauthUrl"`
+	// The QR code, a PNG data URL.
+	QRCode string `json:"qrCode"`
+}
+
+type MfaRecoveryCodes struct {
+	// Ten one-time codes that stand in for a TOTP code: shown this once only.
+	Codes []string `json:"codes"`
+}
+
 type Mutation struct {
 }
 

@@ -2,6 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { ChangePasswordMutation } from '../api';
 import { useAuth } from '../auth';
+import { MfaSettings } from '../components/mfa';
 import { ApiKeys } from '../components/secrets';
 import { useToast } from '../components/toast';
 import { Field, Page } from '../components/ui';
@@ -12,9 +13,11 @@ import { request } from '../lib/graphql';
 export function AccountPage() {
   const { user } = useAuth();
   return (
-    <Page id="account" title="Your account" description={`Signed in as ${user?.username ?? ''}: your password and your API keys.`}>
+    <Page id="account" title="Your account" description={`Signed in as ${user?.username ?? ''}: your password, MFA and your API keys.`}>
       <h2>Password</h2>
       <ChangePasswordForm />
+      <h2>Two-step sign-in (MFA)</h2>
+      <MfaSettings />
       <h2>API keys</h2>
       <ApiKeys />
     </Page>

@@ -1,8 +1,9 @@
 import { useState, type FormEvent } from 'react';
-import { useAuth } from '../auth';
+import { useAuth, type MfaStep } from '../auth';
 import { Field } from '../components/ui';
 import { ApiError } from '../lib/graphql';
 import { errorMessage } from '../lib/errors';
+import { MfaSignIn } from './LoginMfa';
 
 /** LoginPage signs in with username and password; the server sets a session cookie. */
 export function LoginPage() {
@@ -11,6 +12,8 @@ export function LoginPage() {
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // Set after a right password when MFA is asked for.
+  const [mfa, setMfa] = useState<MfaStep | null>(null);
 
   async function submit(e: FormEvent) {
     e.preventDefault();
@@ -18,12 +21,26 @@ export function LoginPage() {
     setError(null);
     try {
       // Once signed in, App leaves the login page for the `next` address.
-      await login(username, password);
+      setMfa(await login(username, password));
     } catch (err) {
       setError(err instanceof ApiError && err.status === 401 ? 'Wrong username or password.' : errorMessage(err));
     } finally {
       setBusy(false);
     }
+  }
+
+  if (mfa) {
+    return (
+      <main className="login-wrap">
+        <MfaSignIn
+          step={mfa}
+          onCancel={() => {
+            setMfa(null);
+            setPassword('');
+          }}
+        />
+      </main>
+    );
   }
 
   return (

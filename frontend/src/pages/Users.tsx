@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { CreateUserMutation, DeleteUserMutation, ResetUserPasswordMutation, SetUserEnabledMutation, TenantsQuery, UsersQuery } from '../api';
+import { CreateUserMutation, DeleteUserMutation, ResetUserMfaMutation, ResetUserPasswordMutation, SetUserEnabledMutation, TenantsQuery, UsersQuery } from '../api';
 import { useAuth } from '../auth';
 import { RecordTable, useConfirmedDelete, type RecordColumn } from '../components/crud';
 import { ApiKeys, ShownOnce } from '../components/secrets';
@@ -27,6 +27,7 @@ export function UsersPage() {
   const [resetting, setResetting] = useState<User | null>(null);
   const [oneTime, setOneTime] = useState<{ user: string; password: string } | null>(null);
   const [keysOf, setKeysOf] = useState<User | null>(null);
+  const [resettingMfa, setResettingMfa] = useState<User | null>(null);
   const del = useConfirmedDelete<User>({
     remove: (u) => request(DeleteUserMutation, { id: u.id }),
     title: 'Delete user?',
@@ -45,6 +46,15 @@ export function UsersPage() {
     onSuccess: (password, u) => setOneTime({ user: u.username, password }),
     onError: (err) => toast.error(errorMessage(err)),
     onSettled: () => setResetting(null),
+  });
+  const resetMfa = useMutation({
+    mutationFn: (u: User) => request(ResetUserMfaMutation, { id: u.id }),
+    onSuccess: (_d, u) => toast.success(`MFA of ${u.username} reset`),
+    onError: (err) => toast.error(errorMessage(err)),
+    onSettled: () => {
+      setResettingMfa(null);
+      void qc.invalidateQueries({ queryKey: usersKey });
+    },
   });
   const columns: RecordColumn<User>[] = [
     { header: 'Username', cell: (u) => u.username },
@@ -66,6 +76,11 @@ export function UsersPage() {
             <button type="button" className="btn btn-small" onClick={() => setResetting(u)} aria-label={`Reset the password of ${u.username}`}>
               Reset password
             </button>
+            {u.mfaEnabled && (
+              <button type="button" className="btn btn-small" onClick={() => setResettingMfa(u)} aria-label={`Reset the MFA of ${u.username}`}>
+                Reset MFA
+              </button>
+            )}
             <button
               type="button"
               className="btn btn-small"
@@ -109,6 +124,16 @@ export function UsersPage() {
           busy={reset.isPending}
           onCancel={() => setResetting(null)}
           onConfirm={() => reset.mutate(resetting)}
+        />
+      )}
+      {resettingMfa && (
+        <ConfirmDialog
+          title="Reset MFA?"
+          message={`${resettingMfa.username}'s authenticator and recovery codes stop working. If their tenant requires MFA, they set it up again at their next sign-in; otherwise their password alone signs them in.`}
+          confirmLabel="Reset MFA"
+          busy={resetMfa.isPending}
+          onCancel={() => setResettingMfa(null)}
+          onConfirm={() => resetMfa.mutate(resettingMfa)}
         />
       )}
       {oneTime && (
