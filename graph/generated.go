@@ -3279,7 +3279,7 @@ type User {
   lastSignInAt: Time
   "Whether the user signs in with a second factor (no MFA yet: always false)."
   mfaEnabled: Boolean!
-  "How the user signs in (no SSO yet: always PASSWORD)."
+  "How the user signs in: SSO for the users of a tenant whose authenticationMethod is sso_saml (password sign-in is refused them; API keys work), else PASSWORD."
   signInMethod: SignInMethod!
   "Set after root reset the password: the user must choose a new one."
   mustChangePassword: Boolean!

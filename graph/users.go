@@ -2,10 +2,12 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -22,6 +24,28 @@ type UserStore interface {
 	DeleteUser(ctx context.Context, id int64) (*store.User, error)
 	ResetUserPassword(ctx context.Context, id int64) (string, error)
 	ChangePassword(ctx context.Context, id int64, current, next, keepSession string) error
+	Tenant(ctx context.Context, id string) (*store.Tenant, error)
+}
+
+// signInMethod tells how a user signs in: through SAML when they are a
+// user of a tenant whose authentication_method is sso_saml (their password,
+// if any, is refused), else with a password. It follows the tenant, so a
+// tenant switched to SSO moves its users with it.
+func signInMethod(ctx context.Context, db UserStore, u *store.User) (model.SignInMethod, error) {
+	if u.Scope != store.ScopeTenant || u.TenantID == nil {
+		return model.SignInMethodPassword, nil
+	}
+	t, err := db.Tenant(ctx, *u.TenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		return model.SignInMethodPassword, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if t.AuthenticationMethod == store.AuthSSOSAML {
+		return model.SignInMethodSso, nil
+	}
+	return model.SignInMethodPassword, nil
 }
 
 // parseID reads a numeric id argument, naming the argument when it is not one.

@@ -211,7 +211,7 @@ func (r *userResolver) MfaEnabled(ctx context.Context, obj *store.User) (bool, e
 }
 
 func (r *userResolver) SignInMethod(ctx context.Context, obj *store.User) (model.SignInMethod, error) {
-	return model.SignInMethodPassword, nil // no SSO yet (docs/decisions.md)
+	return signInMethod(ctx, r.Store, obj)
 }
 
 func (r *Resolver) User() UserResolver { return &userResolver{r} }

@@ -50,7 +50,6 @@ func init() {
 type Store interface {
 	Tenant(ctx context.Context, id string) (*store.Tenant, error)
 	SaveSAMLRequest(ctx context.Context, tenantID, id string, expires time.Time) error
-	SAMLRequestPending(ctx context.Context, tenantID, id string) (bool, error)
 	TakeSAMLRequest(ctx context.Context, tenantID, id string) error
 	UseSAMLAssertion(ctx context.Context, tenantID, assertionID string, expires time.Time) error
 	SSOUser(ctx context.Context, tenantID, username string) (*store.User, bool, error)
@@ -169,6 +168,7 @@ func (s *Service) provider(ctx context.Context, custID string) (*tenantSP, error
 		AllowIDPInitiated:                !out.solicited,
 		AssertionConsumerServiceBindings: []string{saml.HTTPPostBinding},
 		RejectUnknownConditions:          true,
+		RejectSHA1Signatures:             true,
 	}
 	if s.Now != nil {
 		out.sp.Clock = dsig.NewFakeClockAt(s.Now())
@@ -388,15 +388,12 @@ func (s *Service) Consume(ctx context.Context, custID, samlResponse string) (*Si
 	if err != nil {
 		return nil, refuse(Malformed, "%v", err)
 	}
+	// crewjam checks that the signed response and assertion answer this
+	// request; whether it is one of ours, pending, for this tenant, is
+	// asked once they are found genuine (TakeSAMLRequest below), so that a
+	// forged answer is refused for what it is.
 	var requests []string
 	if inResponseTo != "" {
-		ok, err := s.db.SAMLRequestPending(ctx, t.tenant.ID, inResponseTo)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, refuse(Replayed, "InResponseTo names no pending sign-in of this tenant (unknown, expired or answered)")
-		}
 		requests = []string{inResponseTo}
 	} else if t.solicited {
 		return nil, refuse(Unsolicited, "a response without InResponseTo, and idp_callback_type is not idp_initiated")
@@ -424,7 +421,7 @@ func (s *Service) Consume(ctx context.Context, custID, samlResponse string) (*Si
 	}
 	if inResponseTo != "" {
 		if err := s.db.TakeSAMLRequest(ctx, t.tenant.ID, inResponseTo); errors.Is(err, store.ErrSAMLReplayed) {
-			return nil, refuse(Replayed, "the sign-in was answered already")
+			return nil, refuse(Replayed, "InResponseTo names no pending sign-in of this tenant (unknown, expired or answered)")
 		} else if err != nil {
 			return nil, err
 		}
@@ -537,7 +534,10 @@ func classify(err error) error {
 	case errors.Is(err, saml.ErrRequestIDMismatch):
 		reason = Unsolicited
 	case errors.Is(err, saml.ErrInvalidSignature), errors.Is(err, saml.ErrUntrustedCertificate),
-		errors.Is(err, saml.ErrCertificateNotValidNow):
+		errors.Is(err, saml.ErrCertificateNotValidNow),
+		// crewjam's error for an unsigned response and assertion is
+		// unexported.
+		strings.Contains(detail, "signature element not present"):
 		reason = BadSignature
 	case errors.Is(err, saml.ErrIssuerMismatch), errors.Is(err, saml.ErrDestinationMismatch),
 		errors.Is(err, saml.ErrAudienceMismatch):

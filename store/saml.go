@@ -74,17 +74,6 @@ func (s *Store) SaveSAMLRequest(ctx context.Context, tenantID, id string, expire
 	})
 }
 
-// SAMLRequestPending reports whether id is an unexpired request issued for
-// the tenant and not yet answered.
-func (s *Store) SAMLRequestPending(ctx context.Context, tenantID, id string) (bool, error) {
-	n, err := s.DB.NewSelect().Model((*samlRequest)(nil)).
-		Where("id = ? AND tenant_id = ? AND expires_at > ?", id, tenantID, time.Now().UTC()).Count(ctx)
-	if err != nil {
-		return false, fmt.Errorf("store: unable to find a SAML request: %w", err)
-	}
-	return n > 0, nil
-}
-
 // TakeSAMLRequest marks the request answered (deletes it); a request
 // already taken, expired or unknown is ErrSAMLReplayed. Of two instances
 // taking one request at once, one wins.
