@@ -122,6 +122,9 @@ type samlFixture struct {
 	url   string
 	idp   *testIdP
 	shift atomic.Int64 // how far ahead of the real clock the SP's clock is, ns
+	// throttled keeps the default login throttle on the servers serve
+	// starts from then on.
+	throttled bool
 }
 
 func newSAMLFixture(t *testing.T, st *store.Store) *samlFixture {
@@ -149,7 +152,9 @@ func (f *samlFixture) serve(st *store.Store, publicURL string) string {
 		cfg.PublicURL = addr
 	}
 	// Refused answers count like failed logins; the tests refuse many.
-	cfg.Login.MaxFailuresPerUserAddr, cfg.Login.MaxFailuresPerAddr = 1000, 1000
+	if !f.throttled {
+		cfg.Login.MaxFailuresPerUserAddr, cfg.Login.MaxFailuresPerAddr = 1000, 1000
+	}
 	cfg.SSOClock = func() time.Time { return time.Now().Add(time.Duration(f.shift.Load())) }
 	log := discardLogger()
 	if testing.Verbose() { // the refusals' details
@@ -682,6 +687,49 @@ func TestPasswordRefusedForSSOUsers(t *testing.T) {
 		}
 		if !refused {
 			t.Error("the refused password sign-in is not audited")
+		}
+	})
+}
+
+// TestSAMLACSCrossSite: the CSRF rule lets the IdP's cross-site form post
+// through to an ACS, and to nothing else; refused answers are throttled
+// like failed logins.
+func TestSAMLACSCrossSite(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f := newSAMLFixture(t, st)
+		tenant := f.ssoTenant("Acme", false, nil)
+		post := func(base, path string) (int, string) {
+			req, _ := http.NewRequest("POST", base+path, strings.NewReader("SAMLResponse=PHg%2BPC94Pg%3D%3D"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", "https://idp.example")
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+			r, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Body.Close()
+			b, _ := io.ReadAll(r.Body)
+			return r.StatusCode, string(b)
+		}
+		if status, body := post(f.url, "/saml/"+tenant+"/acs"); status != http.StatusBadRequest || !strings.Contains(body, `id="reason">malformed<`) {
+			t.Errorf("cross-site post to the ACS: %d %s", status, body)
+		}
+		for _, path := range []string{"/saml/" + tenant + "/acs/x", "/saml/" + tenant + "/login", "/saml/acs", "/api/login", "/graphql"} {
+			if status, body := post(f.url, path); status != http.StatusForbidden || !strings.Contains(body, `"cross_site"`) {
+				t.Errorf("cross-site post to %s: %d %s", path, status, body)
+			}
+		}
+
+		f.throttled = true
+		throttled := f.serve(st, "")
+		for i := range server.DefaultLoginLimits().MaxFailuresPerUserAddr {
+			if status, _ := post(throttled, "/saml/"+tenant+"/acs"); status != http.StatusBadRequest {
+				t.Fatalf("refusal %d: %d", i+1, status)
+			}
+		}
+		if status, body := post(throttled, "/saml/"+tenant+"/acs"); status != http.StatusTooManyRequests ||
+			!strings.Contains(body, "Too many refused sign-ins") {
+			t.Errorf("past the limit: %d %s", status, body)
 		}
 	})
 }
