@@ -3,6 +3,7 @@ import { useAuth } from '../auth';
 import { Field } from '../components/ui';
 import { ApiError } from '../lib/graphql';
 import { errorMessage } from '../lib/errors';
+import { SSOSignIn } from './SSOSignIn';
 
 /** LoginPage signs in with username and password; the server sets a session cookie. */
 export function LoginPage() {
@@ -46,6 +47,7 @@ export function LoginPage() {
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
+      <SSOSignIn />
     </main>
   );
 }
