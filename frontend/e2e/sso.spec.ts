@@ -79,4 +79,16 @@ test.describe.serial('single sign-on', () => {
     await page.getByRole('link', { name: 'Back to sign-in' }).click();
     await expect(page.getByRole('heading', { name: 'Sign in to tifeeds' })).toBeVisible();
   });
+
+  test('a user of the SSO organisation is told to use SSO when they try a password', async ({ page }) => {
+    await adminGraphQL(baseURL(), 'mutation ($in: CreateUserInput!) { createUser(input: $in) { id } }', {
+      in: { username: 'globex_password_user', scope: 'TENANT', tenantId, password: 'globex-Passw0rd' },
+    });
+    await page.goto(`${baseURL()}/login`);
+    await page.getByLabel('Username').fill('globex_password_user');
+    await page.getByLabel('Password').fill('globex-Passw0rd');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expect(page.getByRole('alert')).toContainText('Sign in with SSO');
+    await expect(page.getByRole('heading', { name: 'Sign in to tifeeds' })).toBeVisible();
+  });
 });
