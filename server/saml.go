@@ -107,6 +107,9 @@ func (s *Server) samlACS(w http.ResponseWriter, r *http.Request) {
 	fields := map[string]any{"method": "saml", "tenant": custID}
 	if in.Created {
 		fields["created"] = true
+		// A user created just in time is a change like any other.
+		s.resolver.Audit.RecordAs(r.Context(), &u.ID, u.Username, audit.UserCreate, audit.UserTarget(u.ID, u.Username),
+			map[string]any{"username": u.Username, "scope": string(u.Scope), "tenantId": custID, "method": "saml"})
 	}
 	s.resolver.Audit.RecordAs(r.Context(), &u.ID, u.Username, audit.SignIn, audit.UserTarget(u.ID, u.Username), fields)
 	s.setSessionCookie(w, token)

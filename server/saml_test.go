@@ -401,6 +401,15 @@ func TestSAMLSignIn(t *testing.T) {
 		if saml != 4 {
 			t.Errorf("%d SSO sign-ins audited, want 4", saml)
 		}
+		var created int
+		for _, e := range f.auditRecords(audit.UserCreate) {
+			if strings.Contains(e.Fields, `"method":"saml"`) && (e.TargetName == "carol" || e.TargetName == "dave") {
+				created++
+			}
+		}
+		if created != 2 {
+			t.Errorf("%d JIT users audited, want 2", created)
+		}
 	})
 }
 
