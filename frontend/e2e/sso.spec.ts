@@ -56,8 +56,9 @@ test.describe.serial('single sign-on', () => {
 
   test('signs in through the organisation’s IdP and lands on the dashboard', async ({ page }) => {
     await page.goto(`${baseURL()}/login`);
+    await expect(page.getByRole('heading', { name: 'Sign in with SSO' })).toBeVisible();
     await page.getByLabel('Organisation').fill(tenantId);
-    await page.getByRole('button', { name: 'Sign in with SSO' }).click();
+    await page.getByRole('button', { name: 'Continue with SSO' }).click();
     // The IdP's own sign-in page.
     await expect(page).toHaveURL(new RegExp(`^${idpURL}/sso\\?`));
     await page.locator('#idp-user').fill('globex_sso_user');
@@ -74,7 +75,7 @@ test.describe.serial('single sign-on', () => {
   test('an organisation not set up for SSO gets a page that says so', async ({ page }) => {
     await page.goto(`${baseURL()}/login`);
     await page.getByLabel('Organisation').fill('no-such-organisation');
-    await page.getByRole('button', { name: 'Sign in with SSO' }).click();
+    await page.getByRole('button', { name: 'Continue with SSO' }).click();
     await expect(page.locator('#message')).toContainText('not set up for single sign-on');
     await page.getByRole('link', { name: 'Back to sign-in' }).click();
     await expect(page.getByRole('heading', { name: 'Sign in to tifeeds' })).toBeVisible();
@@ -87,7 +88,7 @@ test.describe.serial('single sign-on', () => {
     await page.goto(`${baseURL()}/login`);
     await page.getByLabel('Username').fill('globex_password_user');
     await page.getByLabel('Password').fill('globex-Passw0rd');
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('button', { name: 'Sign in' }).click();
     await expect(page.getByRole('alert')).toContainText('Sign in with SSO');
     await expect(page.getByRole('heading', { name: 'Sign in to tifeeds' })).toBeVisible();
   });

@@ -10,7 +10,7 @@ export function ssoLoginPath(organisation: string): string {
   return `/saml/${encodeURIComponent(organisation.trim())}/login`;
 }
 
-/** SSOSignIn offers single sign-on by organisation (the tenant's id) beside the password form. */
+/** SSOSignIn offers "Sign in with SSO" by organisation (the tenant's id) beside the password form. */
 export function SSOSignIn() {
   const [organisation, setOrganisation] = useState('');
 
@@ -23,15 +23,16 @@ export function SSOSignIn() {
 
   return (
     <form className="login card sso-sign-in" onSubmit={submit} aria-labelledby="sso-title">
-      <h2 id="sso-title">Single sign-on</h2>
+      <h2 id="sso-title">Sign in with SSO</h2>
       <Field label="Organisation" hint="Your organisation's id in tifeeds, from your administrator.">
         {(id, describedBy) => (
           <input id={id} name="organisation" autoComplete="organization" required aria-describedby={describedBy}
             value={organisation} onChange={(e) => setOrganisation(e.target.value)} />
         )}
       </Field>
+      {/* Not "Sign in…": the password form's button is the page's one "Sign in". */}
       <button type="submit" className="btn btn-block">
-        Sign in with SSO
+        Continue with SSO
       </button>
     </form>
   );
