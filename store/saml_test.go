@@ -55,6 +55,33 @@ func TestSAMLRequestsAndAssertions(t *testing.T) {
 	})
 }
 
+// TestSAMLRequestsBounded: a tenant holds at most MaxPendingSAMLRequests
+// live requests (each anonymous GET of its login URL stores one); expired
+// ones do not count, and other tenants are not concerned.
+func TestSAMLRequestsBounded(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		_, err := st.DB.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO saml_requests (id, tenant_id, expires_at) SELECT 'r' || i, 'tenant-c', ? FROM n`,
+			store.MaxPendingSAMLRequests, time.Now().Add(time.Minute).UTC())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SaveSAMLRequest(ctx, "tenant-c", "one-more", time.Now().Add(time.Minute)); !errors.Is(err, store.ErrSAMLBusy) {
+			t.Errorf("past the bound: %v, want ErrSAMLBusy", err)
+		}
+		if err := st.SaveSAMLRequest(ctx, "tenant-d", "other", time.Now().Add(time.Minute)); err != nil {
+			t.Errorf("another tenant: %v", err)
+		}
+		if _, err := st.DB.ExecContext(ctx, `UPDATE saml_requests SET expires_at = ? WHERE id = 'r1'`, time.Now().Add(-time.Second).UTC()); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SaveSAMLRequest(ctx, "tenant-c", "one-more", time.Now().Add(time.Minute)); err != nil {
+			t.Errorf("after one expired: %v", err)
+		}
+	})
+}
+
 func TestSSOUser(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
