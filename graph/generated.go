@@ -3307,13 +3307,21 @@ input TenantInput {
   ingestionLimit: Int
 }
 
+"SAML sign-in for a tenant whose authenticationMethod is sso_saml (README: Single sign-on)."
 input SsoConfigInput {
+  "Tolerate 3 minutes of clock difference with the IdP; otherwise none."
   allowClockSkew: Boolean
+  "The IdP's signing certificate: PEM, or base64 DER (ssoConfigMethod other than metadata)."
   idpCertificate: String
+  "The IdP's metadata XML (ssoConfigMethod metadata)."
   idpMetadata: String
+  "sp_initiated (or empty, the default): only sign-ins started here; idp_initiated: unsolicited responses too. Anything else is refused."
   idpCallbackType: String
+  "The IdP's entity ID (ssoConfigMethod other than metadata)."
   issuerUrl: String
+  "metadata: the IdP from idpMetadata; anything else: from issuerUrl, ssoEntryPoint and idpCertificate."
   ssoConfigMethod: String
+  "The IdP's SSO URL, HTTP-Redirect binding (ssoConfigMethod other than metadata)."
   ssoEntryPoint: String
 }
 
@@ -3423,7 +3431,7 @@ type User {
   mfaRequired: Boolean!
   "How many unused recovery codes the user holds (0 without MFA)."
   mfaRecoveryCodesLeft: Int!
-  "How the user signs in (no SSO yet: always PASSWORD)."
+  "How the user signs in: SSO for the users of a tenant whose authenticationMethod is sso_saml (password sign-in is refused them; API keys work), else PASSWORD."
   signInMethod: SignInMethod!
   "Set after root reset the password: the user must choose a new one."
   mustChangePassword: Boolean!

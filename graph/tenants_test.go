@@ -123,6 +123,7 @@ func TestTenantsGraphQL(t *testing.T) {
 		}{
 			"blank name":        {map[string]any{"name": " "}, false, "name"},
 			"bad auth method":   {map[string]any{"name": "x", "authenticationMethod": "ldap"}, false, "authenticationMethod"},
+			"bad callback type": {map[string]any{"name": "x", "ssoConfig": map[string]any{"idpCallbackType": "post"}}, false, "ssoConfig"},
 			"negative limit":    {map[string]any{"name": "x", "ingestionLimit": -5}, false, "ingestionLimit"},
 			"bad email":         {map[string]any{"name": "x", "contactEmail": "x@"}, false, "contactEmail"},
 			"retention on SaaS": {map[string]any{"name": "x", "retentionGroup": "gold"}, true, "retentionGroup"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -29,6 +30,7 @@ type UserStore interface {
 	CheckPassword(ctx context.Context, username, password string) (*store.User, error)
 	MFAState(ctx context.Context, userID int64) (*store.MFAState, error)
 	DisableMFA(ctx context.Context, userID int64) (*store.User, error)
+	Tenant(ctx context.Context, id string) (*store.Tenant, error)
 }
 
 // errNoMFA refuses MFA mutations on a server built without auth.MFA.
@@ -69,6 +71,27 @@ func (r *Resolver) wrongCode(ctx context.Context, u *store.User, field, method s
 	r.passwordTries.failed(u.ID, time.Now())
 	r.Audit.Record(ctx, audit.MFARefused, audit.UserTarget(u.ID, u.Username), map[string]any{"method": method})
 	return store.Invalid(field, "wrong or already used code")
+}
+
+// signInMethod tells how a user signs in: through SAML when they are a
+// user of a tenant whose authentication_method is sso_saml (their password,
+// if any, is refused), else with a password. It follows the tenant, so a
+// tenant switched to SSO moves its users with it.
+func signInMethod(ctx context.Context, db UserStore, u *store.User) (model.SignInMethod, error) {
+	if u.Scope != store.ScopeTenant || u.TenantID == nil {
+		return model.SignInMethodPassword, nil
+	}
+	t, err := db.Tenant(ctx, *u.TenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		return model.SignInMethodPassword, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if t.AuthenticationMethod == store.AuthSSOSAML {
+		return model.SignInMethodSso, nil
+	}
+	return model.SignInMethodPassword, nil
 }
 
 // parseID reads a numeric id argument, naming the argument when it is not one.

@@ -332,7 +332,7 @@ func (r *userResolver) MfaRecoveryCodesLeft(ctx context.Context, obj *store.User
 }
 
 func (r *userResolver) SignInMethod(ctx context.Context, obj *store.User) (model.SignInMethod, error) {
-	return model.SignInMethodPassword, nil // no SSO yet (docs/decisions.md)
+	return signInMethod(ctx, r.Store, obj)
 }
 
 func (r *Resolver) User() UserResolver { return &userResolver{r} }

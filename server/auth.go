@@ -128,7 +128,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.askMFA(w, r, u) {
+	if s.ssoOnly(w, r, u) || s.askMFA(w, r, u) {
 		return
 	}
 	s.startSession(w, r, u, "password", nil)
@@ -185,6 +185,37 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, u *store.U
 	}
 	s.resolver.Audit.RecordAs(r.Context(), &u.ID, u.Username, audit.SignIn, audit.UserTarget(u.ID, u.Username),
 		map[string]any{"method": method})
+	s.setSessionCookie(w, token)
+	writeJSON(w, http.StatusOK, loginResponse{Username: u.Username, Scope: u.Scope,
+		MustChangePassword: u.MustChangePassword, RecoveryCodes: recoveryCodes})
+}
+
+// ssoOnly refuses, and answers, the password sign-in of a user of a tenant
+// that signs in through SAML; their API keys keep working. It is asked
+// after the password is found right, so that the answer tells nobody else
+// whether a name exists.
+func (s *Server) ssoOnly(w http.ResponseWriter, r *http.Request, u *store.User) bool {
+	if u.Scope != store.ScopeTenant || u.TenantID == nil {
+		return false
+	}
+	t, err := s.tenantsDB.TenantFor(r.Context(), u, *u.TenantID)
+	if err != nil {
+		writeErr(w, r, err)
+		return true
+	}
+	if t.AuthenticationMethod != store.AuthSSOSAML {
+		return false
+	}
+	s.resolver.Audit.RecordAs(r.Context(), &u.ID, u.Username, audit.SignInFailed, audit.UserTarget(u.ID, u.Username),
+		map[string]any{"method": "password", "reason": "sso_required"})
+	writeError(w, http.StatusForbidden, "sso_required",
+		"your organisation signs in through single sign-on: use \"Sign in with SSO\" with your organisation's id; API keys keep working")
+	return true
+}
+
+// setSessionCookie hands the browser its session: the same cookie after a
+// password or an SSO sign-in.
+func (s *Server) setSessionCookie(w http.ResponseWriter, token string) {
 	http.SetCookie(w, &http.Cookie{
 		Name:     sessionCookie,
 		Value:    token,
@@ -194,8 +225,6 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, u *store.U
 		Secure:   s.secureCookie(),
 		SameSite: http.SameSiteStrictMode,
 	})
-	writeJSON(w, http.StatusOK, loginResponse{Username: u.Username, Scope: u.Scope,
-		MustChangePassword: u.MustChangePassword, RecoveryCodes: recoveryCodes})
 }
 
 // loginBody is how long a client has to send a login's body: a username

@@ -156,7 +156,10 @@ func safeMethod(m string) bool {
 // working. Websocket upgrades (GET) are checked by websocketOrigin.
 func (s *Server) forbidCrossSite(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if safeMethod(r.Method) {
+		// The IdP's page posts the SAML answer from its own site, as a
+		// form: the signed, single-use assertion is the proof, and no
+		// cookie of ours rides on it (SameSite=Strict).
+		if safeMethod(r.Method) || (r.Method == http.MethodPost && samlACSPath(r.URL.Path)) {
 			next.ServeHTTP(w, r)
 			return
 		}

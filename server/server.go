@@ -16,6 +16,7 @@ import (
 	"github.com/tifeeds/tifeeds/events"
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/server/taxiisrv"
+	"github.com/tifeeds/tifeeds/sso"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -93,6 +94,9 @@ type Config struct {
 	// DefaultMFAChallengeTTL.
 	MFAChallengeTTL time.Duration
 
+	// SSOClock, when set, is the time SAML sign-ins are checked at (tests);
+	// nil is the real clock.
+	SSOClock func() time.Time
 	// MetricsToken, when set, is the bearer token /metrics requires;
 	// empty leaves /metrics open to whoever reaches the port.
 	MetricsToken string
@@ -134,6 +138,7 @@ type Server struct {
 	sockets  sockets
 	creds    *credentialCache
 	exports  *exportSlots
+	sso      *sso.Service
 
 	// What each group of handlers asks of the store, declared beside it.
 	tenantsDB tenantStore
@@ -164,6 +169,10 @@ func New(cfg Config, st *store.Store, resolver *graph.Resolver, log *slog.Logger
 	s.creds = newCredentialCache(s.cfg.CredentialTTL)
 	s.tenantsDB, s.groupsDB, s.exportsDB, s.accounts, s.taxiiDB, s.db = st, st, st, st, st, st
 	s.loaderStore = st
+	if st != nil {
+		s.sso = sso.New(st, cfg.PublicURL)
+		s.sso.Now = cfg.SSOClock
+	}
 	s.auditDB = st
 	if st != nil {
 		s.dialect = st.Dialect
@@ -212,6 +221,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/export/iocs.stix.json", s.requireUser(http.HandlerFunc(s.exportSTIX)))
 	mux.Handle("GET /api/export/audit.jsonl", s.requireUser(http.HandlerFunc(s.exportAudit)))
 	s.registerTAXII(mux)
+	s.registerSAML(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

@@ -84,7 +84,7 @@ func TestTenantsRESTShapes(t *testing.T) {
 			"contact_phone":"+1 555","address":"1 Road","info":{"tier": 2},"retention_group":"gold",
 			"mfa_enabled":true,"authentication_method":"sso_saml","ingestion_limit":1000,
 			"sso_config":{"allow_clock_skew":true,"idp_certificate":"CERT","idp_metadata":"<xml/>",
-			"idp_callback_type":"post","issuer_url":"https://idp.example","sso_config_method":"metadata",
+			"idp_callback_type":"idp_initiated","issuer_url":"https://idp.example","sso_config_method":"metadata",
 			"sso_entry_point":"https://idp.example/sso"}}`)
 		if keys := slices.Sorted(maps.Keys(full)); !slices.Equal(keys, tenantWireFields) {
 			t.Errorf("tenant fields = %v, want %v", keys, tenantWireFields)
@@ -108,7 +108,7 @@ func TestTenantsRESTShapes(t *testing.T) {
 			t.Errorf("ts_created = %#v, want epoch seconds as a string", full["ts_created"])
 		}
 		wantSSO := map[string]any{"allow_clock_skew": true, "idp_certificate": "CERT", "idp_metadata": "<xml/>",
-			"idp_callback_type": "post", "issuer_url": "https://idp.example", "sso_config_method": "metadata",
+			"idp_callback_type": "idp_initiated", "issuer_url": "https://idp.example", "sso_config_method": "metadata",
 			"sso_entry_point": "https://idp.example/sso"}
 		if !maps.Equal(full["sso_config"].(map[string]any), wantSSO) {
 			t.Errorf("sso_config = %v", full["sso_config"])
@@ -265,6 +265,7 @@ func TestTenantsRESTErrors(t *testing.T) {
 			"null cust_name":        {`{"cust_name":null}`, 422, "invalid_field", "cust_name"},
 			"blank cust_name":       {`{"cust_name":"   "}`, 422, "invalid_field", "cust_name"},
 			"unknown auth method":   {`{"cust_name":"a","authentication_method":"ldap"}`, 422, "invalid_field", "authentication_method"},
+			"unknown callback type": {`{"cust_name":"a","sso_config":{"idp_callback_type":"post"}}`, 422, "invalid_field", "sso_config"},
 			"negative limit":        {`{"cust_name":"a","ingestion_limit":-1}`, 422, "invalid_field", "ingestion_limit"},
 			"bad email":             {`{"cust_name":"a","contact_email":"nobody"}`, 422, "invalid_field", "contact_email"},
 			"over the body limit":   {`{"cust_name":"` + strings.Repeat("x", 2048) + `"}`, 413, "body_too_large", ""},

@@ -49,6 +49,54 @@ type SSOConfig struct {
 	SSOEntryPoint   *string `json:"sso_entry_point,omitempty"`
 }
 
+// Values of SSOConfig.IdpCallbackType: who may start a SAML sign-in. Empty
+// is IdPCallbackSPInitiated.
+const (
+	// IdPCallbackSPInitiated: only sign-ins started here (/saml/{cust_id}/login);
+	// a response's InResponseTo must name a request this service issued.
+	IdPCallbackSPInitiated = "sp_initiated"
+	// IdPCallbackIdPInitiated: those, and unsolicited responses the IdP
+	// sends on its own (no InResponseTo).
+	IdPCallbackIdPInitiated = "idp_initiated"
+	// SSOConfigMetadata is the SSOConfigMethod that takes the IdP from
+	// IdpMetadata; any other value takes it from IssuerURL, SSOEntryPoint
+	// and IdpCertificate.
+	SSOConfigMetadata = "metadata"
+)
+
+// Bounds of an SSO configuration's texts.
+const (
+	MaxIdPMetadataBytes    = 256 << 10
+	MaxIdPCertificateBytes = 64 << 10
+)
+
+// validate checks the values SSOConfig's fields may take; the IdP it
+// describes is parsed when someone signs in (package sso), where an
+// unusable one refuses the sign-in.
+func (c SSOConfig) validate() error {
+	if v := c.IdpCallbackType; v != nil && *v != "" && *v != IdPCallbackSPInitiated && *v != IdPCallbackIdPInitiated {
+		return Invalid("ssoConfig", "idp_callback_type must be %q, %q or empty (%q), not %q",
+			IdPCallbackSPInitiated, IdPCallbackIdPInitiated, IdPCallbackSPInitiated, *v)
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+		max  int
+	}{
+		{"idp_metadata", c.IdpMetadata, MaxIdPMetadataBytes},
+		{"idp_certificate", c.IdpCertificate, MaxIdPCertificateBytes},
+		{"issuer_url", c.IssuerURL, maxTextLen},
+		{"sso_entry_point", c.SSOEntryPoint, maxTextLen},
+		{"sso_config_method", c.SSOConfigMethod, maxNameLen},
+		{"idp_callback_type", c.IdpCallbackType, maxNameLen},
+	} {
+		if f.v != nil && len(*f.v) > f.max {
+			return Invalid("ssoConfig", "%s must have at most %d bytes, not %d", f.name, f.max, len(*f.v))
+		}
+	}
+	return nil
+}
+
 // Authentication methods a tenant may use.
 const (
 	AuthSystemDefault = "system_default"
@@ -159,6 +207,9 @@ func (in TenantInput) applyTo(t *Tenant, rules TenantRules) error {
 		next.SSOConfig = nil
 		if !in.SSOConfig.Null {
 			c := in.SSOConfig.Value
+			if err := c.validate(); err != nil {
+				return err
+			}
 			next.SSOConfig = &c
 		}
 	}

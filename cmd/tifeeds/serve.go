@@ -88,7 +88,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	allowedOrigins := fs.String("allowed-origins", envDefault("TIFEEDS_ALLOWED_ORIGINS", ""),
 		"comma-separated origins (https://host[:port]) the dashboard is reached at, when a reverse proxy rewrites Host (TIFEEDS_ALLOWED_ORIGINS)")
 	fs.StringVar(&cfg.PublicURL, "public-url", envDefault("TIFEEDS_PUBLIC_URL", ""),
-		"URL clients reach tifeeds at (https://host[:port][/prefix]), for the links it hands out such as TAXII discovery's API root; empty: relative links (TIFEEDS_PUBLIC_URL)")
+		"URL clients reach tifeeds at (https://host[:port][/prefix]), for the links it hands out such as TAXII discovery's API root and the SAML SSO URLs; empty: relative links, and no SSO (TIFEEDS_PUBLIC_URL)")
 	allowedHosts := fs.String("allowed-hosts", envDefault("TIFEEDS_ALLOWED_HOSTS", ""),
 		"comma-separated host names the dashboard is reached at besides IP addresses, localhost and the hosts of --allowed-origins and --public-url; "+
 			"requests with the session cookie naming another Host are refused (TIFEEDS_ALLOWED_HOSTS)")

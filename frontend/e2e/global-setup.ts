@@ -167,6 +167,8 @@ export default async function globalSetup() {
       // The test feed server is on loopback, which feeds may not reach by default.
       TIFEEDS_FEED_ALLOW_PRIVATE: 'true',
       TIFEEDS_FEED_MIRROR: `http://127.0.0.1:${tsvPort}`,
+      // SAML single sign-on makes its URLs from the public URL (e2e/sso.spec.ts).
+      TIFEEDS_PUBLIC_URL: url,
     },
     stdio: ['ignore', log, log],
   });

@@ -365,14 +365,22 @@ type SaveViewInput struct {
 	IsDefault *bool           `json:"isDefault,omitempty"`
 }
 
+// SAML sign-in for a tenant whose authenticationMethod is sso_saml (README: Single sign-on).
 type SsoConfigInput struct {
-	AllowClockSkew  *bool   `json:"allowClockSkew,omitempty"`
-	IdpCertificate  *string `json:"idpCertificate,omitempty"`
-	IdpMetadata     *string `json:"idpMetadata,omitempty"`
+	// Tolerate 3 minutes of clock difference with the IdP; otherwise none.
+	AllowClockSkew *bool `json:"allowClockSkew,omitempty"`
+	// The IdP's signing certificate: PEM, or base64 DER (ssoConfigMethod other than metadata).
+	IdpCertificate *string `json:"idpCertificate,omitempty"`
+	// The IdP's metadata XML (ssoConfigMethod metadata).
+	IdpMetadata *string `json:"idpMetadata,omitempty"`
+	// sp_initiated (or empty, the default): only sign-ins started here; idp_initiated: unsolicited responses too. Anything else is refused.
 	IdpCallbackType *string `json:"idpCallbackType,omitempty"`
-	IssuerURL       *string `json:"issuerUrl,omitempty"`
+	// The IdP's entity ID (ssoConfigMethod other than metadata).
+	IssuerURL *string `json:"issuerUrl,omitempty"`
+	// metadata: the IdP from idpMetadata; anything else: from issuerUrl, ssoEntryPoint and idpCertificate.
 	SsoConfigMethod *string `json:"ssoConfigMethod,omitempty"`
-	SsoEntryPoint   *string `json:"ssoEntryPoint,omitempty"`
+	// The IdP's SSO URL, HTTP-Redirect binding (ssoConfigMethod other than metadata).
+	SsoEntryPoint *string `json:"ssoEntryPoint,omitempty"`
 }
 
 type Subscription struct {

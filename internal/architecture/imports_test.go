@@ -41,6 +41,7 @@ var layers = []layer{
 	{"events", []string{"ioc", "store"}, "the bus carries stored things and knows no producer"},
 	{"auth", []string{"ioc", "store"}, "credentials are checked against the store only"},
 	{"audit", []string{"ioc", "store", "auth"}, "the audit log takes the caller from auth and writes to the store"},
+	{"sso", []string{"ioc", "store", "auth", "audit"}, "the SAML service provider checks assertions against the store; the server holds its routes"},
 	{"ingest/source/sourcetest", []string{"ioc", "ingest/source"}, "sources' tests drive the contract"},
 	{"ingest/source", []string{"ioc"}, "the source contract sits below every source"},
 	{"ingest/egress", []string{"ioc"}, "the egress policy is plumbing"},
@@ -59,7 +60,7 @@ var layers = []layer{
 	{"input", []string{"ioc", "store", "allowlist"}, "what REST and GraphQL share is neither"},
 	{"graph/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "audit", "feeds", "ingest",
 		"ingest/builtin", "ingest/premium", "ingest/source", "input", "graph/..."}, "resolvers call services; nothing REST needs"},
-	{"server/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "audit", "input", "graph/...",
+	{"server/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "audit", "sso", "input", "graph/...",
 		"server/...", "frontend"}, "the HTTP edge never imports ingestion"},
 	{"cmd/...", []string{"..."}, "main wires everything"},
 }

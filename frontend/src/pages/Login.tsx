@@ -4,6 +4,7 @@ import { Field } from '../components/ui';
 import { ApiError } from '../lib/graphql';
 import { errorMessage } from '../lib/errors';
 import { MfaSignIn } from './LoginMfa';
+import { SSOSignIn } from './SSOSignIn';
 
 /** LoginPage signs in with username and password; the server sets a session cookie. */
 export function LoginPage() {
@@ -63,6 +64,7 @@ export function LoginPage() {
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
+      <SSOSignIn />
     </main>
   );
 }
