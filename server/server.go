@@ -93,7 +93,6 @@ type Config struct {
 	// code, or enrolment) stays open after the password; 0 is
 	// DefaultMFAChallengeTTL.
 	MFAChallengeTTL time.Duration
-
 	// SSOClock, when set, is the time SAML sign-ins are checked at (tests);
 	// nil is the real clock.
 	SSOClock func() time.Time
