@@ -63,6 +63,13 @@ type HealthChange struct {
 	StaleAfterHours float64 `json:"staleAfterHours,omitempty"`
 }
 
+func (h *Health) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return slog.Default()
+}
+
 func (h *Health) now() time.Time {
 	if h.Now != nil {
 		return h.Now()
@@ -81,8 +88,7 @@ func Threshold(f *store.Feed, seconds *int64) time.Duration {
 
 // stateOf is the health of f at now.
 func stateOf(f *store.Feed, threshold time.Duration, now time.Time) string {
-	// Stopped is a run cut short by a restart or a disable, not a failure.
-	if store.IsFailureMessage(f.StatusMessage) && f.StatusMessage != store.MessageStopped {
+	if store.IsFailureMessage(f.StatusMessage) {
 		return store.HealthError
 	}
 	last := f.CreatedAt
@@ -114,6 +120,11 @@ func (h *Health) Check(ctx context.Context) error {
 	woke := false
 	for i := range feeds {
 		f := &feeds[i]
+		if f.StatusMessage == store.MessageStopped {
+			// A run cut short by a restart or a disable says nothing of
+			// the feed's health: the state stays until the next run.
+			continue
+		}
 		row, ok := known[f.ID]
 		from := store.HealthOK
 		if ok {
@@ -136,7 +147,7 @@ func (h *Health) Check(ctx context.Context) error {
 		}
 		if moved {
 			woke = true
-			h.Log.Info("Feed health changed", "feed_id", f.ID, "from", from, "to", to)
+			h.log().Info("Feed health changed", "feed_id", f.ID, "from", from, "to", to)
 		}
 	}
 	if woke {
@@ -148,9 +159,6 @@ func (h *Health) Check(ctx context.Context) error {
 // Watch checks at every feed change on the bus (a run's end, here or on
 // another instance) and every Interval, until ctx ends.
 func (h *Health) Watch(ctx context.Context) {
-	if h.Log == nil {
-		h.Log = slog.Default()
-	}
 	interval := h.Interval
 	if interval <= 0 {
 		interval = DefaultHealthInterval
@@ -162,7 +170,7 @@ func (h *Health) Watch(ctx context.Context) {
 		defer t.Stop()
 		check := func() {
 			if err := h.Check(ctx); err != nil && ctx.Err() == nil {
-				h.Log.Warn("Unable to check the feeds' health", "error", err)
+				h.log().Warn("Unable to check the feeds' health", "error", err)
 			}
 		}
 		check()
