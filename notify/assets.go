@@ -26,8 +26,9 @@ const (
 	MaxAssets = 100000
 	// MaxAssetsPerCall bounds one add or delete (and one CSV upload).
 	MaxAssetsPerCall = MaxAssets
-	// MaxCSVBytes bounds an uploaded CSV.
-	MaxCSVBytes = 8 << 20
+	// MaxCSVBytes bounds an uploaded CSV (the request body limit of the
+	// server is 1 MiB by default; the dashboard sends a large file in parts).
+	MaxCSVBytes = 1 << 20
 	MaxPage     = 1000
 	// maxQueued bounds the sighted batches waiting to be matched: past it
 	// the runner's batches are dropped from matching (logged) rather than

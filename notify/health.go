@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tifeeds/tifeeds/audit"
@@ -46,7 +47,12 @@ type Health struct {
 	// Interval is how often stale feeds are looked for
 	// (DefaultHealthInterval when 0).
 	Interval time.Duration
+
+	wg sync.WaitGroup
 }
+
+// Wait returns once Watch has ended.
+func (h *Health) Wait() { h.wg.Wait() }
 
 // HealthChange is the data of a FEED_HEALTH notification.
 type HealthChange struct {
@@ -164,7 +170,9 @@ func (h *Health) Watch(ctx context.Context) {
 		interval = DefaultHealthInterval
 	}
 	evs, cancel := h.Bus.Subscribe(0)
+	h.wg.Add(1)
 	go func() {
+		defer h.wg.Done()
 		defer func() { cancel() }()
 		t := time.NewTicker(interval)
 		defer t.Stop()
@@ -216,4 +224,53 @@ func (h *Health) SetThreshold(ctx context.Context, feedID int64, hours *int) err
 	h.Audit.Record(ctx, audit.FeedHealthSet, audit.Target{Type: audit.TargetFeed, ID: strconv.FormatInt(f.ID, 10), Name: f.Name},
 		map[string]any{"staleAfterHours": hours})
 	return nil
+}
+
+// FeedHealthView is a feed's announced health and threshold.
+type FeedHealthView struct {
+	Feed         store.Feed
+	State        string
+	Threshold    time.Duration
+	ThresholdSet bool
+}
+
+// List returns the announced health of every enabled feed.
+func (h *Health) List(ctx context.Context) ([]FeedHealthView, error) {
+	feeds, err := h.Store.EnabledFeeds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := h.Store.FeedHealths(ctx)
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[int64]store.FeedHealth, len(rows))
+	for _, r := range rows {
+		known[r.FeedID] = r
+	}
+	out := make([]FeedHealthView, len(feeds))
+	for i := range feeds {
+		r, ok := known[feeds[i].ID]
+		state := store.HealthOK
+		if ok {
+			state = r.State
+		}
+		out[i] = FeedHealthView{Feed: feeds[i], State: state, Threshold: Threshold(&feeds[i], r.StaleAfterSeconds),
+			ThresholdSet: r.StaleAfterSeconds != nil}
+	}
+	return out, nil
+}
+
+// View returns feed id's announced health.
+func (h *Health) View(ctx context.Context, feedID int64) (*FeedHealthView, error) {
+	all, err := h.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range all {
+		if all[i].Feed.ID == feedID {
+			return &all[i], nil
+		}
+	}
+	return nil, store.Invalid("feedId", "feed %d is not enabled: its health is not watched", feedID)
 }
