@@ -52,6 +52,7 @@ type AssetStore interface {
 	LiveSightings(ctx context.Context, ids []int64, now time.Time) ([]store.SightingRef, error)
 	RecordAssetHits(ctx context.Context, hits []store.AssetHit, now time.Time, notify func(*store.AssetHit) store.Notification) ([]store.AssetHit, error)
 	AssetHits(ctx context.Context, tenantID *string, first int, after int64) ([]store.AssetHit, error)
+	TenantAssetsByID(ctx context.Context, ids []int64) ([]store.TenantAsset, error)
 	Feed(ctx context.Context, id int64) (*store.Feed, error)
 }
 
@@ -119,7 +120,7 @@ func (a *Assets) Load(ctx context.Context) error {
 	defer a.load.Unlock()
 	b := NewIndexBuilder()
 	err := a.Store.EachTenantAsset(ctx, func(t *store.TenantAsset) {
-		b.Add(t.ID, t.TenantID, allowlist.EntryKind(t.Kind), t.Value)
+		b.Add(t.ID, allowlist.EntryKind(t.Kind), t.Value)
 	})
 	if err != nil {
 		return err
@@ -241,9 +242,9 @@ func (a *Assets) match(ctx context.Context, s sighted) error {
 		if expires.IsZero() {
 			expires = s.at.Add(s.retention)
 		}
-		x.Each(ind.Kind, ind.Value, func(as *asset) bool {
-			hits = append(hits, store.NewAssetHit(store.AssetHit{TenantID: as.tenant, AssetID: as.id, Asset: as.value,
-				IoCType: string(ind.Kind), IoCValue: ind.Value, Score: ind.Score, Tags: ind.Tags, FeedID: s.feedID}, s.at, expires))
+		x.Each(ind.Kind, ind.Value, func(id int64) bool {
+			hits = append(hits, store.NewAssetHit(store.AssetHit{AssetID: id, IoCType: string(ind.Kind), IoCValue: ind.Value,
+				Score: ind.Score, Tags: ind.Tags, FeedID: s.feedID}, s.at, expires))
 			return true
 		})
 	}
@@ -263,7 +264,43 @@ func (a *Assets) match(ctx context.Context, s sighted) error {
 	return a.record(ctx, hits)
 }
 
+// confirm fills each hit's tenant and asset from the store, dropping those
+// whose asset is gone or does not cover the indicator (a hash collision of
+// the index).
+func (a *Assets) confirm(ctx context.Context, hits []store.AssetHit) ([]store.AssetHit, error) {
+	ids := make([]int64, 0, len(hits))
+	seen := map[int64]bool{}
+	for _, h := range hits {
+		if !seen[h.AssetID] {
+			seen[h.AssetID] = true
+			ids = append(ids, h.AssetID)
+		}
+	}
+	rows, err := a.Store.TenantAssetsByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]*store.TenantAsset, len(rows))
+	for i := range rows {
+		byID[rows[i].ID] = &rows[i]
+	}
+	out := hits[:0]
+	for _, h := range hits {
+		t := byID[h.AssetID]
+		if t == nil || !Covers(allowlist.EntryKind(t.Kind), t.Value, ioc.Kind(h.IoCType), h.IoCValue) {
+			continue
+		}
+		h.TenantID, h.Asset = t.TenantID, t.Value
+		out = append(out, h)
+	}
+	return out, nil
+}
+
 func (a *Assets) record(ctx context.Context, hits []store.AssetHit) error {
+	hits, err := a.confirm(ctx, hits)
+	if err != nil || len(hits) == 0 {
+		return err
+	}
 	now := a.Now()
 	fresh, err := a.Store.RecordAssetHits(ctx, hits, now, func(h *store.AssetHit) store.Notification {
 		tenant := h.TenantID
@@ -287,7 +324,7 @@ func (a *Assets) BackMatch(ctx context.Context, assets []store.TenantAsset) (int
 	a.init()
 	b := NewIndexBuilder()
 	for _, t := range assets {
-		b.Add(t.ID, t.TenantID, allowlist.EntryKind(t.Kind), t.Value)
+		b.Add(t.ID, allowlist.EntryKind(t.Kind), t.Value)
 	}
 	x := b.Build()
 	if x.Len() == 0 {
@@ -306,7 +343,7 @@ func (a *Assets) BackMatch(ctx context.Context, assets []store.TenantAsset) (int
 		}
 		scanned += len(page)
 		after = page[len(page)-1].ID
-		covering := map[int64][]*asset{}
+		covering := map[int64][]int64{}
 		refs := map[int64]store.IoCRef{}
 		for _, r := range page {
 			kind := ioc.Kind(r.Type)
@@ -315,8 +352,8 @@ func (a *Assets) BackMatch(ctx context.Context, assets []store.TenantAsset) (int
 					continue
 				}
 			}
-			x.Each(kind, r.Value, func(as *asset) bool {
-				covering[r.ID] = append(covering[r.ID], as)
+			x.Each(kind, r.Value, func(id int64) bool {
+				covering[r.ID] = append(covering[r.ID], id)
 				refs[r.ID] = r
 				return true
 			})
@@ -336,8 +373,8 @@ func (a *Assets) BackMatch(ctx context.Context, assets []store.TenantAsset) (int
 		var hits []store.AssetHit
 		for _, s := range sightings {
 			r := refs[s.IoCID]
-			for _, as := range covering[s.IoCID] {
-				hits = append(hits, store.NewAssetHit(store.AssetHit{TenantID: as.tenant, AssetID: as.id, Asset: as.value,
+			for _, id := range covering[s.IoCID] {
+				hits = append(hits, store.NewAssetHit(store.AssetHit{AssetID: id,
 					IoCType: r.Type, IoCValue: r.Value, Score: s.Score, Tags: s.Tags, FeedID: s.FeedID, FeedName: s.FeedName}, now, s.ExpiresAt))
 			}
 		}

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"net/netip"
 	"slices"
 	"strings"
@@ -10,15 +11,7 @@ import (
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
-// asset is one watched value of one tenant, as the index holds it.
-type asset struct {
-	id     int64
-	tenant string
-	kind   allowlist.EntryKind
-	value  string
-}
-
-// Index finds the assets an indicator covers: an IP address inside a
+// Index finds the assets an indicator may cover: an IP address inside a
 // watched address or range, a domain equal to or below a watched domain, a
 // URL whose host is one of those or that starts with a watched URL prefix.
 // Like the allowlist's sets (allowlist/ipset.go, domains.go), a lookup
@@ -26,18 +19,25 @@ type asset struct {
 // pass over the assets; unlike them it finds every asset covering a value
 // (several tenants watch the same range), so each key leads to a chain of
 // assets (next). Read-only once built.
+//
+// The index holds no pointers but the few URL origins': a million assets
+// would otherwise be a heap the garbage collector walks on every cycle of
+// ingestion. Names and URL prefixes are keyed by a 64-bit hash, so a
+// lookup may name an asset that does not cover the value (a collision, or
+// never in practice): the caller confirms each with the stored asset
+// (allowlist.Entry.Covers) before recording a hit, a rare path.
 type Index struct {
-	assets []asset
-	next   []int32 // the next asset of the same key, or -1
+	ids  []int64 // asset ids
+	next []int32 // the next asset of the same key, or -1
 
 	v4    map[uint64]int32
 	v6    map[key6]int32
 	lens4 []int // prefix lengths in use, any order
 	lens6 []int
-	names map[string]int32
-	// urls are the URL prefixes by their scheme and authority; lens are
-	// the lengths of the prefixes of each origin.
-	urls map[string]*urlPrefixes
+	names map[uint64]int32 // by hashOf(domain)
+	// urls are the URL prefixes by the hash of their scheme and authority;
+	// lens are the lengths of the prefixes of each origin.
+	urls map[uint64]*urlPrefixes
 }
 
 type key6 struct {
@@ -47,32 +47,30 @@ type key6 struct {
 
 type urlPrefixes struct {
 	lens     []int
-	prefixes map[string]int32
+	prefixes map[uint64]int32 // by hashOf(prefix)
 }
+
+var seed = maphash.MakeSeed()
+
+func hashOf(s string) uint64 { return maphash.String(seed, s) }
 
 // IndexBuilder collects assets for an Index.
 type IndexBuilder struct {
-	x       *Index
-	tenants map[string]string // interned tenant ids
+	x *Index
 }
 
 // NewIndexBuilder returns an empty builder.
 func NewIndexBuilder() *IndexBuilder {
-	return &IndexBuilder{x: &Index{v4: map[uint64]int32{}, v6: map[key6]int32{}, names: map[string]int32{},
-		urls: map[string]*urlPrefixes{}}, tenants: map[string]string{}}
+	return &IndexBuilder{x: &Index{v4: map[uint64]int32{}, v6: map[key6]int32{}, names: map[uint64]int32{},
+		urls: map[uint64]*urlPrefixes{}}}
 }
 
-// Add indexes asset id of tenant, its kind and value as
-// allowlist.ParseEntry returns them.
-func (b *IndexBuilder) Add(id int64, tenant string, kind allowlist.EntryKind, value string) {
+// Add indexes asset id, its kind and value as allowlist.ParseEntry returns
+// them.
+func (b *IndexBuilder) Add(id int64, kind allowlist.EntryKind, value string) {
 	x := b.x
-	t, ok := b.tenants[tenant]
-	if !ok {
-		b.tenants[tenant] = tenant
-		t = tenant
-	}
-	i := int32(len(x.assets))
-	x.assets = append(x.assets, asset{id: id, tenant: t, kind: kind, value: value})
+	i := int32(len(x.ids))
+	x.ids = append(x.ids, id)
 	x.next = append(x.next, -1)
 	chain := func(head int32, ok bool) int32 {
 		if ok {
@@ -103,20 +101,23 @@ func (b *IndexBuilder) Add(id int64, tenant string, kind allowlist.EntryKind, va
 			}
 		}
 	case allowlist.EntryDomain:
-		head, ok := x.names[value]
-		x.names[value] = chain(head, ok)
+		k := hashOf(value)
+		head, ok := x.names[k]
+		x.names[k] = chain(head, ok)
 	case allowlist.EntryURL:
 		o, ok := origin(value)
 		if !ok {
 			return
 		}
-		up := x.urls[o]
+		ko := hashOf(o)
+		up := x.urls[ko]
 		if up == nil {
-			up = &urlPrefixes{prefixes: map[string]int32{}}
-			x.urls[o] = up
+			up = &urlPrefixes{prefixes: map[uint64]int32{}}
+			x.urls[ko] = up
 		}
-		head, ok := up.prefixes[value]
-		up.prefixes[value] = chain(head, ok)
+		k := hashOf(value)
+		head, ok := up.prefixes[k]
+		up.prefixes[k] = chain(head, ok)
 		if !slices.Contains(up.lens, len(value)) {
 			up.lens = append(up.lens, len(value))
 		}
@@ -135,13 +136,13 @@ func (x *Index) Len() int {
 	if x == nil {
 		return 0
 	}
-	return len(x.assets)
+	return len(x.ids)
 }
 
-// Each calls fn with every asset covering the normalised value of kind,
-// until fn returns false.
-func (x *Index) Each(kind ioc.Kind, value string, fn func(a *asset) bool) {
-	if x == nil || len(x.assets) == 0 {
+// Each calls fn with the id of every asset that may cover the normalised
+// value of kind (see Index), until fn returns false.
+func (x *Index) Each(kind ioc.Kind, value string, fn func(id int64) bool) {
+	if x == nil || len(x.ids) == 0 {
 		return
 	}
 	switch kind {
@@ -157,10 +158,10 @@ func (x *Index) Each(kind ioc.Kind, value string, fn func(a *asset) bool) {
 		if !x.eachHost(o, fn) {
 			return
 		}
-		if up := x.urls[o]; up != nil {
+		if up := x.urls[hashOf(o)]; up != nil {
 			for _, n := range up.lens {
 				if n <= len(value) {
-					if head, ok := up.prefixes[value[:n]]; ok && !x.walk(head, fn) {
+					if head, ok := up.prefixes[hashOf(value[:n])]; ok && !x.walk(head, fn) {
 						return
 					}
 				}
@@ -172,20 +173,20 @@ func (x *Index) Each(kind ioc.Kind, value string, fn func(a *asset) bool) {
 // Covers reports whether any asset covers the value.
 func (x *Index) Covers(kind ioc.Kind, value string) bool {
 	found := false
-	x.Each(kind, value, func(*asset) bool { found = true; return false })
+	x.Each(kind, value, func(int64) bool { found = true; return false })
 	return found
 }
 
-func (x *Index) walk(i int32, fn func(*asset) bool) bool {
+func (x *Index) walk(i int32, fn func(int64) bool) bool {
 	for ; i >= 0; i = x.next[i] {
-		if !fn(&x.assets[i]) {
+		if !fn(x.ids[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-func (x *Index) eachIP(value string, fn func(*asset) bool) bool {
+func (x *Index) eachIP(value string, fn func(int64) bool) bool {
 	if len(x.v4) == 0 && len(x.v6) == 0 {
 		return true
 	}
@@ -210,12 +211,12 @@ func (x *Index) eachIP(value string, fn func(*asset) bool) bool {
 	return true
 }
 
-func (x *Index) eachName(name string, fn func(*asset) bool) bool {
+func (x *Index) eachName(name string, fn func(int64) bool) bool {
 	if len(x.names) == 0 {
 		return true
 	}
 	for {
-		if head, ok := x.names[name]; ok && !x.walk(head, fn) {
+		if head, ok := x.names[hashOf(name)]; ok && !x.walk(head, fn) {
 			return false
 		}
 		i := strings.IndexByte(name, '.')
@@ -228,29 +229,85 @@ func (x *Index) eachName(name string, fn func(*asset) bool) bool {
 
 // eachHost matches the host of a URL's origin ("scheme://[user@]host[:port]")
 // as an IP address or a domain.
-func (x *Index) eachHost(o string, fn func(*asset) bool) bool {
+func (x *Index) eachHost(o string, fn func(int64) bool) bool {
+	host, ip := hostOf(o)
+	switch {
+	case host == "":
+		return true
+	case ip:
+		return x.eachIP(host, fn)
+	}
+	return x.eachName(host, fn)
+}
+
+// hostOf returns the host of a URL's origin and whether it is an IP
+// address.
+func hostOf(o string) (string, bool) {
 	host := o[strings.Index(o, "://")+3:]
 	if i := strings.LastIndexByte(host, '@'); i >= 0 {
 		host = host[i+1:]
 	}
 	if strings.HasPrefix(host, "[") {
 		if i := strings.IndexByte(host, ']'); i > 0 {
-			return x.eachIP(host[1:i], fn)
+			return host[1:i], true
 		}
-		return true
+		return "", false
 	}
 	if i := strings.LastIndexByte(host, ':'); i >= 0 {
 		host = host[:i]
 	}
 	if host == "" {
-		return true
+		return "", false
 	}
 	if c := host[len(host)-1]; c >= '0' && c <= '9' {
 		if _, err := netip.ParseAddr(host); err == nil {
-			return x.eachIP(host, fn)
+			return host, true
 		}
 	}
-	return x.eachName(host, fn)
+	return host, false
+}
+
+// Covers reports exactly whether the asset of kind and value (as
+// allowlist.ParseEntry returns them) covers the normalised indicator
+// value of iocKind: what the index finds, without its hashes.
+func Covers(kind allowlist.EntryKind, value string, iocKind ioc.Kind, iocValue string) bool {
+	var host string
+	var hostIP bool
+	if iocKind == ioc.URL {
+		o, ok := origin(iocValue)
+		if !ok {
+			return false
+		}
+		host, hostIP = hostOf(o)
+	}
+	switch kind {
+	case allowlist.EntryIP, allowlist.EntryCIDR:
+		p, err := parsePrefix(value)
+		if err != nil {
+			return false
+		}
+		addr := iocValue
+		switch {
+		case iocKind == ioc.URL && hostIP:
+			addr = host
+		case iocKind != ioc.IP:
+			return false
+		}
+		a, err := netip.ParseAddr(addr)
+		return err == nil && p.Contains(a.Unmap())
+	case allowlist.EntryDomain:
+		name := iocValue
+		switch {
+		case iocKind == ioc.URL && !hostIP:
+			name = host
+		case iocKind != ioc.Domain:
+			return false
+		}
+		return name == value || strings.HasSuffix(name, "."+value)
+	case allowlist.EntryURL:
+		return iocKind == ioc.URL && strings.HasPrefix(iocValue, value)
+	}
+	return false
 }
 
 // origin returns the scheme and authority of a normalised URL.

@@ -22,12 +22,15 @@ func TestIndexEveryKindHitsAndMisses(t *testing.T) {
 		{"b", "https://Portal.example.net/app"},
 		{"b", "203.0.113.5"},
 	}
+	type entry = struct{ tenant, raw string }
+	byID := map[int64]entry{}
 	for i, a := range assets {
 		kind, value, err := allowlist.ParseEntry(a.raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Add(int64(i+1), a.tenant, kind, value)
+		b.Add(int64(i+1), kind, value)
+		byID[int64(i+1)] = a
 	}
 	x := b.Build()
 	cases := []struct {
@@ -59,8 +62,13 @@ func TestIndexEveryKindHitsAndMisses(t *testing.T) {
 	}
 	for _, c := range cases {
 		var got []string
-		x.Each(c.kind, c.value, func(a *asset) bool {
-			got = append(got, a.tenant+":"+a.value)
+		x.Each(c.kind, c.value, func(id int64) bool {
+			a := byID[id]
+			kind, value, _ := allowlist.ParseEntry(a.raw)
+			if !Covers(kind, value, c.kind, c.value) {
+				t.Errorf("%s %s: the index finds %s, which Covers refuses", c.kind, c.value, value)
+			}
+			got = append(got, a.tenant+":"+value)
 			return true
 		})
 		slices.Sort(got)
@@ -69,6 +77,13 @@ func TestIndexEveryKindHitsAndMisses(t *testing.T) {
 		}
 		if x.Covers(c.kind, c.value) != (len(c.want) > 0) {
 			t.Errorf("%s %s: Covers disagrees", c.kind, c.value)
+		}
+		// The exact check agrees with the index, asset by asset.
+		for _, a := range assets {
+			kind, value, _ := allowlist.ParseEntry(a.raw)
+			if Covers(kind, value, c.kind, c.value) != slices.Contains(c.want, a.tenant+":"+value) {
+				t.Errorf("%s %s: Covers(%s) disagrees with the index", c.kind, c.value, value)
+			}
 		}
 	}
 	var empty *Index

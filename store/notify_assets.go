@@ -318,3 +318,16 @@ func (s *Store) AssetHits(ctx context.Context, tenantID *string, first int, afte
 	}
 	return out, nil
 }
+
+// TenantAssetsByID returns the assets of these ids that exist.
+func (s *Store) TenantAssetsByID(ctx context.Context, ids []int64) ([]TenantAsset, error) {
+	var out []TenantAsset
+	for start := 0; start < len(ids); start += assetChunk {
+		var page []TenantAsset
+		if err := s.DB.NewSelect().Model(&page).Where("id IN (?)", bun.In(ids[start:min(start+assetChunk, len(ids))])).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("store: unable to read assets: %w", err)
+		}
+		out = append(out, page...)
+	}
+	return out, nil
+}
