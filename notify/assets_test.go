@@ -254,6 +254,12 @@ func TestAssetsAndChannelsAreScopedToTheTenant(t *testing.T) {
 		if err := e.channels.Delete(actx, ach.ID); err != nil {
 			t.Fatal(err)
 		}
+		// Without an SMTP server, email channels are refused up front.
+		e.channels.NoEmail = true
+		if _, _, err := e.channels.Create(actx, notify.ChannelInput{Kind: store.ChannelEmail, Name: "mine",
+			Target: []string{"soc@acme.example"}, Events: []string{store.EventAssetHit}}); !errors.As(err, &ve) || ve.Field != "to" {
+			t.Fatalf("an email channel without SMTP: %v", err)
+		}
 		// The limit of a tenant's assets.
 		many := make([]string, notify.MaxAssets)
 		for i := range many {

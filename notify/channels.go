@@ -50,6 +50,9 @@ type Channels struct {
 	Audit   *audit.Log
 	Worker  *Worker
 	Now     func() time.Time
+	// NoEmail refuses email channels: the server has no SMTP server
+	// (--smtp-url).
+	NoEmail bool
 }
 
 // ChannelInput is a channel to create. Target is the webhook URL or the
@@ -147,6 +150,9 @@ func (c *Channels) Create(ctx context.Context, in ChannelInput) (*store.NotifyCh
 		}
 	case store.ChannelEmail:
 		secret = ""
+		if c.NoEmail {
+			errs = append(errs, store.Invalid("to", "email channels need the server's SMTP setting (--smtp-url)"))
+		}
 		if len(in.Target) == 0 || len(in.Target) > maxRecipients {
 			errs = append(errs, store.Invalid("to", "name 1 to %d addresses", maxRecipients))
 		}

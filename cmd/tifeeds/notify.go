@@ -29,7 +29,7 @@ func newNotifications(ctx context.Context, st *store.Store, dsn string, bus *eve
 	}
 	w := notify.NewWorker(notify.WorkerOptions{Store: st, Secrets: secrets, Webhooks: notify.NewWebhooks(eo), SMTP: mailer, Log: log})
 	n := &notifications{worker: w, Notifications: graph.Notifications{
-		Channels: &notify.Channels{Store: st, Secrets: secrets, Audit: auditLog, Worker: w},
+		Channels: &notify.Channels{Store: st, Secrets: secrets, Audit: auditLog, Worker: w, NoEmail: mailer == nil},
 		Assets:   &notify.Assets{Store: st, Bus: bus, Worker: w, Audit: auditLog, Log: log},
 		Health:   &notify.Health{Store: st, Bus: bus, Worker: w, Audit: auditLog, Log: log},
 	}}
