@@ -1,5 +1,5 @@
 import { expect, test, type Page } from '@playwright/test';
-import { login, tenantPassword, tenantUser } from './fixtures';
+import { baseURL, expectNoAxeViolations, login, tenantPassword, tenantUser } from './fixtures';
 
 // Notifications and the asset watch: root creates a webhook (its secret
 // shown once) and sends it a test event, which its delivery log shows; the
@@ -63,5 +63,22 @@ test.describe.serial('notifications and asset hits', () => {
     }).toPass({ timeout: 30_000 });
     await expect(hit).toContainText('phish.example.com');
     await expect(hit).toContainText('Phishing URL Feed');
+  });
+
+  test('the three pages pass axe', async ({ browser }) => {
+    // axe-core's runner needs a page of a context the test made.
+    const context = await browser.newContext();
+    page = await context.newPage();
+    await login(page);
+    for (const [path, heading] of [
+      ['/notifications', 'Notifications'],
+      ['/assets', 'Assets'],
+      ['/hits', 'Asset hits'],
+    ]) {
+      await page.goto(`${baseURL()}${path}`);
+      await expect(page.getByRole('heading', { level: 1, name: heading })).toBeVisible();
+      await expect(page.locator('.loading')).toHaveCount(0);
+      await expectNoAxeViolations(page, `on ${path}`);
+    }
   });
 });
