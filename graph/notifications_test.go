@@ -145,9 +145,36 @@ func TestNotificationsAPI(t *testing.T) {
 		if deleted.DeleteTenantAssets != 1 {
 			t.Fatalf("deleted %d", deleted.DeleteTenantAssets)
 		}
-		// Root only.
+		// Feed health thresholds: root only.
 		errs = a.do(a.tenant, `{ feedHealthWatch { feedId } }`, nil, nil)
 		expectError(t, errs, "FORBIDDEN", "")
+		feed := &store.Feed{Name: "phish", Type: store.FeedCustom, Category: store.CategoryTSV, Enabled: true, PollingFrequency: 2,
+			RetentionPeriod: 30, StatusMessage: store.MessageSuccess, CollectionURL: "https://feeds.example.org/p.tsv"}
+		if err := st.CreateFeed(ctx, feed); err != nil {
+			t.Fatal(err)
+		}
+		type healthJSON struct {
+			FeedID, FeedName, State string
+			StaleAfterHours         int
+			ThresholdSet            bool
+		}
+		var watch struct{ FeedHealthWatch []healthJSON }
+		a.must(`{ feedHealthWatch { feedId feedName state staleAfterHours thresholdSet } }`, &watch, nil)
+		if len(watch.FeedHealthWatch) != 1 || watch.FeedHealthWatch[0].StaleAfterHours != 6 || watch.FeedHealthWatch[0].ThresholdSet ||
+			watch.FeedHealthWatch[0].State != "OK" {
+			t.Fatalf("feedHealthWatch = %+v", watch)
+		}
+		const set = `mutation($id: ID!, $h: Int) { setFeedHealthThreshold(feedId: $id, hours: $h) { staleAfterHours thresholdSet } }`
+		var setAns struct{ SetFeedHealthThreshold healthJSON }
+		a.must(set, &setAns, map[string]any{"id": feed.ID, "h": 48})
+		if setAns.SetFeedHealthThreshold.StaleAfterHours != 48 || !setAns.SetFeedHealthThreshold.ThresholdSet {
+			t.Fatalf("set = %+v", setAns)
+		}
+		expectError(t, a.do(a.root, set, nil, map[string]any{"id": feed.ID, "h": 0}), "BAD_USER_INPUT", "hours")
+		a.must(set, &setAns, map[string]any{"id": feed.ID, "h": nil})
+		if setAns.SetFeedHealthThreshold.StaleAfterHours != 6 || setAns.SetFeedHealthThreshold.ThresholdSet {
+			t.Fatalf("reset = %+v", setAns)
+		}
 
 		// Audited, secrets never in the record.
 		var fields []string
@@ -156,6 +183,10 @@ func TestNotificationsAPI(t *testing.T) {
 		}
 		if len(fields) != 6 {
 			t.Fatalf("%d audit records, want 6 (2 creations, a test, 2 adds, a delete)", len(fields))
+		}
+		var thresholds int
+		if err := st.DB.NewRaw("SELECT COUNT(*) FROM audit_events WHERE action = 'feed.health_threshold'").Scan(ctx, &thresholds); err != nil || thresholds != 2 {
+			t.Fatalf("%d threshold records, want 2 (%v)", thresholds, err)
 		}
 		for _, f := range fields {
 			if strings.Contains(f, *c.Secret) || strings.Contains(f, "token=abc") {

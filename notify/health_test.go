@@ -97,3 +97,46 @@ func TestFeedHealthChanges(t *testing.T) {
 		}
 	})
 }
+
+// The watch checks on every feed change the bus carries (a run's end, here
+// or, through the fanout, on another instance), not only on its tick.
+func TestFeedHealthWatchFollowsTheBus(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx, cancel := context.WithCancel(rootCtx())
+		c := newClock()
+		e := newEnv(t, st, c)
+		e.health.Interval = time.Hour // no tick during the test
+		if _, _, err := e.channels.Create(ctx, notify.ChannelInput{Kind: store.ChannelWebhook, Name: "ops", Target: []string{"https://hooks.example.org/x"},
+			Events: []string{store.EventFeedHealth}}); err != nil {
+			t.Fatal(err)
+		}
+		f := newFeed(t, st, "phish")
+		if _, err := st.DB.ExecContext(ctx, "UPDATE feeds SET status_message = 'Fetching Data Error', last_ingestion = ? WHERE id = ?", c.Now(), f.ID); err != nil {
+			t.Fatal(err)
+		}
+		wait := func(state string) {
+			t.Helper()
+			var got []map[string]any
+			for deadline := time.Now().Add(20 * time.Second); len(got) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				got = outbox(t, st)
+			}
+			if len(got) != 1 || data(got[0])["state"] != state {
+				t.Fatalf("outbox = %v, want one %s", got, state)
+			}
+			clearOutbox(t, st)
+		}
+		e.health.Watch(ctx)
+		defer func() { cancel(); e.health.Wait() }()
+		wait(store.HealthError) // the first check, at start
+		// Recovered: only the bus can tell the watch before its tick.
+		if _, err := st.DB.ExecContext(ctx, "UPDATE feeds SET status_message = 'Success' WHERE id = ?", f.ID); err != nil {
+			t.Fatal(err)
+		}
+		cur, err := st.Feed(ctx, f.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.bus.PublishFeed(cur)
+		wait(store.HealthOK)
+	})
+}
