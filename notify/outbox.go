@@ -172,7 +172,11 @@ func (w *Worker) deliver(ctx context.Context, item *store.OutboxItem, token stri
 			next = end // one last attempt at the end of the window
 		}
 	}
-	if err := w.o.Store.FinishDelivery(ctx, item, token, d, next); err != nil {
+	// Recorded even when the worker is stopping: a delivery left unrecorded
+	// would be sent again once its lease expires.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := w.o.Store.FinishDelivery(rctx, item, token, d, next); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
 			w.o.Log.Warn("A notification's lease expired while it was sent; another worker has it", "delivery", item.DeliveryID)
 			return nil
