@@ -52,36 +52,23 @@ func (s *Store) AddTenantAssets(ctx context.Context, tenantID string, assets []T
 		if err != nil {
 			return err
 		}
+		// Values watched already are skipped by the unique key; RETURNING
+		// names the rows inserted.
 		var fresh []TenantAsset
 		for start := 0; start < len(assets); start += assetChunk {
-			chunk := assets[start:min(start+assetChunk, len(assets))]
-			values := make([]string, len(chunk))
-			for i := range chunk {
-				values[i] = chunk[i].Value
+			chunk := make([]TenantAsset, 0, assetChunk)
+			for _, a := range assets[start:min(start+assetChunk, len(assets))] {
+				a.ID, a.TenantID, a.CreatedAt = 0, tenantID, micros(now)
+				chunk = append(chunk, a)
 			}
-			var have []string
-			if err := tx.NewSelect().Model((*TenantAsset)(nil)).Column("value").
-				Where("tenant_id = ? AND value IN (?)", tenantID, bun.In(values)).Scan(ctx, &have); err != nil {
+			var inserted []TenantAsset
+			if _, err := tx.NewInsert().Model(&chunk).On("CONFLICT (tenant_id, value) DO NOTHING").
+				Returning("id, tenant_id, kind, value, created_at").Exec(ctx, &inserted); err != nil {
 				return err
 			}
-			known := make(map[string]bool, len(have))
-			for _, v := range have {
-				known[v] = true
-			}
-			for _, a := range chunk {
-				if !known[a.Value] {
-					a.ID, a.TenantID, a.CreatedAt = 0, tenantID, micros(now)
-					fresh = append(fresh, a)
-				}
-			}
-		}
-		if n+int64(len(fresh)) > int64(max) {
-			return Invalid("values", "a tenant watches at most %d assets (it has %d; %d more asked)", max, n, len(fresh))
-		}
-		for start := 0; start < len(fresh); start += assetChunk {
-			chunk := fresh[start:min(start+assetChunk, len(fresh))]
-			if _, err := tx.NewInsert().Model(&chunk).Returning("id").Exec(ctx); err != nil {
-				return err
+			fresh = append(fresh, inserted...)
+			if n+int64(len(fresh)) > int64(max) {
+				return Invalid("values", "a tenant watches at most %d assets (it has %d)", max, n)
 			}
 		}
 		added = fresh
