@@ -46,6 +46,12 @@ const (
 	UserDelete        = "user.delete"
 	UserPasswordReset = "user.password_reset"
 	UserMFAReset      = "user.mfa_reset"
+	ChannelCreate     = "notify_channel.create"
+	ChannelDelete     = "notify_channel.delete"
+	ChannelTest       = "notify_channel.test"
+	AssetsAdd         = "tenant_assets.add"
+	AssetsDelete      = "tenant_assets.delete"
+	FeedHealthSet     = "feed.health_threshold"
 	SignIn            = "auth.sign_in"
 	SignInFailed      = "auth.sign_in_failed"
 	SSORefused        = "auth.sso_refused"
@@ -61,6 +67,7 @@ const (
 	TargetView        = "view"
 	TargetAPIKey      = "api_key"
 	TargetUser        = "user"
+	TargetChannel     = "notify_channel"
 )
 
 // Actors that are not users.

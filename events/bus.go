@@ -81,6 +81,9 @@ const (
 	// SignalAllowlist: allowlist entries were added or deleted, so they
 	// are read again.
 	SignalAllowlist Signal = "allowlist"
+	// SignalAssets: tenant assets were added or deleted, so the asset
+	// watch's index is built again (package notify).
+	SignalAssets Signal = "assets"
 )
 
 type subscriber struct {

@@ -78,6 +78,29 @@ type ComplexityRoot struct {
 		RevokedAt  func(childComplexity int) int
 	}
 
+	AssetHit struct {
+		Asset     func(childComplexity int) int
+		At        func(childComplexity int) int
+		ExpiresAt func(childComplexity int) int
+		FeedID    func(childComplexity int) int
+		FeedName  func(childComplexity int) int
+		ID        func(childComplexity int) int
+		IocType   func(childComplexity int) int
+		IocValue  func(childComplexity int) int
+		Score     func(childComplexity int) int
+		Tags      func(childComplexity int) int
+		TenantID  func(childComplexity int) int
+	}
+
+	AssetHitConnection struct {
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	AssetsAdded struct {
+		Added func(childComplexity int) int
+	}
+
 	AuditEvent struct {
 		Action     func(childComplexity int) int
 		Actor      func(childComplexity int) int
@@ -92,6 +115,28 @@ type ComplexityRoot struct {
 	}
 
 	AuditEventConnection struct {
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	CreatedChannel struct {
+		Channel func(childComplexity int) int
+		Secret  func(childComplexity int) int
+	}
+
+	Delivery struct {
+		At         func(childComplexity int) int
+		Attempt    func(childComplexity int) int
+		DeliveryID func(childComplexity int) int
+		Error      func(childComplexity int) int
+		Event      func(childComplexity int) int
+		HTTPStatus func(childComplexity int) int
+		ID         func(childComplexity int) int
+		LatencyMs  func(childComplexity int) int
+		Status     func(childComplexity int) int
+	}
+
+	DeliveryConnection struct {
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
 	}
@@ -153,6 +198,14 @@ type ComplexityRoot struct {
 		Feed    func(childComplexity int) int
 		NextRun func(childComplexity int) int
 		Running func(childComplexity int) int
+	}
+
+	FeedHealthWatch struct {
+		FeedID          func(childComplexity int) int
+		FeedName        func(childComplexity int) int
+		StaleAfterHours func(childComplexity int) int
+		State           func(childComplexity int) int
+		ThresholdSet    func(childComplexity int) int
 	}
 
 	FeedIocCount struct {
@@ -241,22 +294,28 @@ type ComplexityRoot struct {
 
 	Mutation struct {
 		AddAllowlistEntry          func(childComplexity int, input model.AllowlistEntryInput) int
+		AddTenantAssets            func(childComplexity int, tenantID string, values []string) int
 		BeginMfaEnrolment          func(childComplexity int) int
 		ChangePassword             func(childComplexity int, currentPassword string, newPassword string) int
 		ConfirmMfaEnrolment        func(childComplexity int, code string) int
 		CreateAPIKey               func(childComplexity int, name string, userID *string) int
 		CreateCustomFeed           func(childComplexity int, input model.CustomFeedInput) int
+		CreateEmailChannel         func(childComplexity int, input model.EmailChannelInput) int
 		CreatePremiumFeed          func(childComplexity int, input model.PremiumFeedInput) int
 		CreateTenant               func(childComplexity int, input model.TenantInput) int
 		CreateTenantGroup          func(childComplexity int, input model.TenantGroupInput) int
 		CreateUser                 func(childComplexity int, input model.CreateUserInput) int
+		CreateWebhook              func(childComplexity int, input model.WebhookInput) int
 		DeleteAllowlistEntry       func(childComplexity int, id string) int
 		DeleteFeed                 func(childComplexity int, id string) int
+		DeleteNotificationChannel  func(childComplexity int, id string) int
 		DeleteTenant               func(childComplexity int, id string) int
+		DeleteTenantAssets         func(childComplexity int, tenantID string, values []string) int
 		DeleteTenantGroup          func(childComplexity int, id string) int
 		DeleteUser                 func(childComplexity int, id string) int
 		DeleteView                 func(childComplexity int, id string) int
 		DisableMfa                 func(childComplexity int, code *string, password *string) int
+		ImportTenantAssetsCSV      func(childComplexity int, tenantID string, csv string) int
 		RegenerateMfaRecoveryCodes func(childComplexity int, code string) int
 		ResetFeedCursor            func(childComplexity int, id string) int
 		ResetPremiumFeed           func(childComplexity int, id string) int
@@ -266,7 +325,9 @@ type ComplexityRoot struct {
 		RunFeedNow                 func(childComplexity int, id string) int
 		SaveView                   func(childComplexity int, input model.SaveViewInput) int
 		SetFeedEnabled             func(childComplexity int, id string, enabled bool, confirm *bool) int
+		SetFeedHealthThreshold     func(childComplexity int, feedID string, hours *int) int
 		SetUserEnabled             func(childComplexity int, id string, enabled bool) int
+		TestNotificationChannel    func(childComplexity int, id string) int
 		UpdateFeed                 func(childComplexity int, id string, input model.FeedUpdateInput) int
 		UpdateTenant               func(childComplexity int, id string, input model.TenantInput) int
 		UpdateTenantGroup          func(childComplexity int, id string, input model.TenantGroupInput) int
@@ -275,6 +336,16 @@ type ComplexityRoot struct {
 	NewApiKey struct {
 		APIKey func(childComplexity int) int
 		Key    func(childComplexity int) int
+	}
+
+	NotificationChannel struct {
+		CreatedAt func(childComplexity int) int
+		Events    func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Kind      func(childComplexity int) int
+		Name      func(childComplexity int) int
+		Target    func(childComplexity int) int
+		TenantID  func(childComplexity int) int
 	}
 
 	OneTimePassword struct {
@@ -322,25 +393,30 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		APIKeys          func(childComplexity int) int
-		AllowlistEntries func(childComplexity int) int
-		AuditEvents      func(childComplexity int, filter *model.AuditFilter, first *int, after *string) int
-		Feed             func(childComplexity int, id string) int
-		FeedRuns         func(childComplexity int, feedID string, first *int) int
-		Feeds            func(childComplexity int, search *string, filter *model.FeedFilter, orderBy *model.FeedOrder, first *int, after *string) int
-		Ioc              func(childComplexity int, id string) int
-		Iocs             func(childComplexity int, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) int
-		LookupIocs       func(childComplexity int, values []string) int
-		Me               func(childComplexity int) int
-		Overview         func(childComplexity int) int
-		PremiumFeedKinds func(childComplexity int) int
-		Tenant           func(childComplexity int, id string) int
-		TenantGroup      func(childComplexity int, id string) int
-		TenantGroups     func(childComplexity int, limit *int, offset *int) int
-		Tenants          func(childComplexity int, limit *int, offset *int) int
-		UserAPIKeys      func(childComplexity int, userID string) int
-		Users            func(childComplexity int) int
-		Views            func(childComplexity int, table model.ViewTable) int
+		APIKeys              func(childComplexity int) int
+		AllowlistEntries     func(childComplexity int) int
+		AssetHits            func(childComplexity int, tenantID *string, first *int, after *string) int
+		AuditEvents          func(childComplexity int, filter *model.AuditFilter, first *int, after *string) int
+		ChannelDeliveries    func(childComplexity int, id string, first *int, after *string) int
+		Feed                 func(childComplexity int, id string) int
+		FeedHealthWatch      func(childComplexity int) int
+		FeedRuns             func(childComplexity int, feedID string, first *int) int
+		Feeds                func(childComplexity int, search *string, filter *model.FeedFilter, orderBy *model.FeedOrder, first *int, after *string) int
+		Ioc                  func(childComplexity int, id string) int
+		Iocs                 func(childComplexity int, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) int
+		LookupIocs           func(childComplexity int, values []string) int
+		Me                   func(childComplexity int) int
+		NotificationChannels func(childComplexity int) int
+		Overview             func(childComplexity int) int
+		PremiumFeedKinds     func(childComplexity int) int
+		Tenant               func(childComplexity int, id string) int
+		TenantAssets         func(childComplexity int, tenantID string, first *int, after *string) int
+		TenantGroup          func(childComplexity int, id string) int
+		TenantGroups         func(childComplexity int, limit *int, offset *int) int
+		Tenants              func(childComplexity int, limit *int, offset *int) int
+		UserAPIKeys          func(childComplexity int, userID string) int
+		Users                func(childComplexity int) int
+		Views                func(childComplexity int, table model.ViewTable) int
 	}
 
 	Rejection struct {
@@ -410,6 +486,19 @@ type ComplexityRoot struct {
 		UserNum              func(childComplexity int) int
 	}
 
+	TenantAsset struct {
+		CreatedAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Kind      func(childComplexity int) int
+		Value     func(childComplexity int) int
+	}
+
+	TenantAssetConnection struct {
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
 	TenantGroup struct {
 		CreatedAt func(childComplexity int) int
 		ID        func(childComplexity int) int
@@ -475,12 +564,20 @@ type IocResolver interface {
 type MutationResolver interface {
 	AddAllowlistEntry(ctx context.Context, input model.AllowlistEntryInput) (*model.AllowlistEntryAdded, error)
 	DeleteAllowlistEntry(ctx context.Context, id string) (bool, error)
+	AddTenantAssets(ctx context.Context, tenantID string, values []string) (*model.AssetsAdded, error)
+	ImportTenantAssetsCSV(ctx context.Context, tenantID string, csv string) (*model.AssetsAdded, error)
+	DeleteTenantAssets(ctx context.Context, tenantID string, values []string) (int, error)
 	CreateCustomFeed(ctx context.Context, input model.CustomFeedInput) (*store.Feed, error)
 	UpdateFeed(ctx context.Context, id string, input model.FeedUpdateInput) (*store.Feed, error)
 	DeleteFeed(ctx context.Context, id string) (bool, error)
 	SetFeedEnabled(ctx context.Context, id string, enabled bool, confirm *bool) (*store.Feed, error)
 	RunFeedNow(ctx context.Context, id string) (*store.Feed, error)
 	ResetFeedCursor(ctx context.Context, id string) (*store.Feed, error)
+	CreateWebhook(ctx context.Context, input model.WebhookInput) (*model.CreatedChannel, error)
+	CreateEmailChannel(ctx context.Context, input model.EmailChannelInput) (*model.CreatedChannel, error)
+	TestNotificationChannel(ctx context.Context, id string) (bool, error)
+	DeleteNotificationChannel(ctx context.Context, id string) (bool, error)
+	SetFeedHealthThreshold(ctx context.Context, feedID string, hours *int) (*model.FeedHealthWatch, error)
 	CreatePremiumFeed(ctx context.Context, input model.PremiumFeedInput) (*store.Feed, error)
 	ResetPremiumFeed(ctx context.Context, id string) (*store.Feed, error)
 	CreateTenant(ctx context.Context, input model.TenantInput) (*store.Tenant, error)
@@ -509,6 +606,8 @@ type OverviewResolver interface {
 }
 type QueryResolver interface {
 	AllowlistEntries(ctx context.Context) ([]*model.AllowlistEntry, error)
+	TenantAssets(ctx context.Context, tenantID string, first *int, after *string) (*model.TenantAssetConnection, error)
+	AssetHits(ctx context.Context, tenantID *string, first *int, after *string) (*model.AssetHitConnection, error)
 	AuditEvents(ctx context.Context, filter *model.AuditFilter, first *int, after *string) (*model.AuditEventConnection, error)
 	Feeds(ctx context.Context, search *string, filter *model.FeedFilter, orderBy *model.FeedOrder, first *int, after *string) (*model.FeedConnection, error)
 	Feed(ctx context.Context, id string) (*store.Feed, error)
@@ -516,6 +615,9 @@ type QueryResolver interface {
 	Iocs(ctx context.Context, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) (*model.IocConnection, error)
 	Ioc(ctx context.Context, id string) (*store.IoC, error)
 	LookupIocs(ctx context.Context, values []string) ([]*model.IocLookup, error)
+	NotificationChannels(ctx context.Context) ([]*model.NotificationChannel, error)
+	ChannelDeliveries(ctx context.Context, id string, first *int, after *string) (*model.DeliveryConnection, error)
+	FeedHealthWatch(ctx context.Context) ([]*model.FeedHealthWatch, error)
 	Overview(ctx context.Context) (*model.Overview, error)
 	PremiumFeedKinds(ctx context.Context) ([]*model.PremiumFeedKindInfo, error)
 	Tenants(ctx context.Context, limit *int, offset *int) ([]*store.Tenant, error)
@@ -671,6 +773,93 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApiKey.RevokedAt(childComplexity), true
 
+	case "AssetHit.asset":
+		if e.ComplexityRoot.AssetHit.Asset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.Asset(childComplexity), true
+	case "AssetHit.at":
+		if e.ComplexityRoot.AssetHit.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.At(childComplexity), true
+	case "AssetHit.expiresAt":
+		if e.ComplexityRoot.AssetHit.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.ExpiresAt(childComplexity), true
+	case "AssetHit.feedId":
+		if e.ComplexityRoot.AssetHit.FeedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.FeedID(childComplexity), true
+	case "AssetHit.feedName":
+		if e.ComplexityRoot.AssetHit.FeedName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.FeedName(childComplexity), true
+	case "AssetHit.id":
+		if e.ComplexityRoot.AssetHit.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.ID(childComplexity), true
+	case "AssetHit.iocType":
+		if e.ComplexityRoot.AssetHit.IocType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.IocType(childComplexity), true
+	case "AssetHit.iocValue":
+		if e.ComplexityRoot.AssetHit.IocValue == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.IocValue(childComplexity), true
+	case "AssetHit.score":
+		if e.ComplexityRoot.AssetHit.Score == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.Score(childComplexity), true
+	case "AssetHit.tags":
+		if e.ComplexityRoot.AssetHit.Tags == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.Tags(childComplexity), true
+	case "AssetHit.tenantId":
+		if e.ComplexityRoot.AssetHit.TenantID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHit.TenantID(childComplexity), true
+
+	case "AssetHitConnection.nodes":
+		if e.ComplexityRoot.AssetHitConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHitConnection.Nodes(childComplexity), true
+	case "AssetHitConnection.pageInfo":
+		if e.ComplexityRoot.AssetHitConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetHitConnection.PageInfo(childComplexity), true
+
+	case "AssetsAdded.added":
+		if e.ComplexityRoot.AssetsAdded.Added == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssetsAdded.Added(childComplexity), true
+
 	case "AuditEvent.action":
 		if e.ComplexityRoot.AuditEvent.Action == nil {
 			break
@@ -744,6 +933,87 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditEventConnection.PageInfo(childComplexity), true
+
+	case "CreatedChannel.channel":
+		if e.ComplexityRoot.CreatedChannel.Channel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreatedChannel.Channel(childComplexity), true
+	case "CreatedChannel.secret":
+		if e.ComplexityRoot.CreatedChannel.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreatedChannel.Secret(childComplexity), true
+
+	case "Delivery.at":
+		if e.ComplexityRoot.Delivery.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.At(childComplexity), true
+	case "Delivery.attempt":
+		if e.ComplexityRoot.Delivery.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.Attempt(childComplexity), true
+	case "Delivery.deliveryId":
+		if e.ComplexityRoot.Delivery.DeliveryID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.DeliveryID(childComplexity), true
+	case "Delivery.error":
+		if e.ComplexityRoot.Delivery.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.Error(childComplexity), true
+	case "Delivery.event":
+		if e.ComplexityRoot.Delivery.Event == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.Event(childComplexity), true
+	case "Delivery.httpStatus":
+		if e.ComplexityRoot.Delivery.HTTPStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.HTTPStatus(childComplexity), true
+	case "Delivery.id":
+		if e.ComplexityRoot.Delivery.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.ID(childComplexity), true
+	case "Delivery.latencyMs":
+		if e.ComplexityRoot.Delivery.LatencyMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.LatencyMs(childComplexity), true
+	case "Delivery.status":
+		if e.ComplexityRoot.Delivery.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Delivery.Status(childComplexity), true
+
+	case "DeliveryConnection.nodes":
+		if e.ComplexityRoot.DeliveryConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeliveryConnection.Nodes(childComplexity), true
+	case "DeliveryConnection.pageInfo":
+		if e.ComplexityRoot.DeliveryConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeliveryConnection.PageInfo(childComplexity), true
 
 	case "ExpiringDay.count":
 		if e.ComplexityRoot.ExpiringDay.Count == nil {
@@ -996,6 +1266,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FeedHealth.Running(childComplexity), true
+
+	case "FeedHealthWatch.feedId":
+		if e.ComplexityRoot.FeedHealthWatch.FeedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedHealthWatch.FeedID(childComplexity), true
+	case "FeedHealthWatch.feedName":
+		if e.ComplexityRoot.FeedHealthWatch.FeedName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedHealthWatch.FeedName(childComplexity), true
+	case "FeedHealthWatch.staleAfterHours":
+		if e.ComplexityRoot.FeedHealthWatch.StaleAfterHours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedHealthWatch.StaleAfterHours(childComplexity), true
+	case "FeedHealthWatch.state":
+		if e.ComplexityRoot.FeedHealthWatch.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedHealthWatch.State(childComplexity), true
+	case "FeedHealthWatch.thresholdSet":
+		if e.ComplexityRoot.FeedHealthWatch.ThresholdSet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedHealthWatch.ThresholdSet(childComplexity), true
 
 	case "FeedIocCount.count":
 		if e.ComplexityRoot.FeedIocCount.Count == nil {
@@ -1342,6 +1643,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AddAllowlistEntry(childComplexity, args["input"].(model.AllowlistEntryInput)), true
+	case "Mutation.addTenantAssets":
+		if e.ComplexityRoot.Mutation.AddTenantAssets == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addTenantAssets_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddTenantAssets(childComplexity, args["tenantId"].(string), args["values"].([]string)), true
 	case "Mutation.beginMfaEnrolment":
 		if e.ComplexityRoot.Mutation.BeginMfaEnrolment == nil {
 			break
@@ -1392,6 +1704,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateCustomFeed(childComplexity, args["input"].(model.CustomFeedInput)), true
+	case "Mutation.createEmailChannel":
+		if e.ComplexityRoot.Mutation.CreateEmailChannel == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createEmailChannel_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateEmailChannel(childComplexity, args["input"].(model.EmailChannelInput)), true
 	case "Mutation.createPremiumFeed":
 		if e.ComplexityRoot.Mutation.CreatePremiumFeed == nil {
 			break
@@ -1436,6 +1759,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateUser(childComplexity, args["input"].(model.CreateUserInput)), true
+	case "Mutation.createWebhook":
+		if e.ComplexityRoot.Mutation.CreateWebhook == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createWebhook_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateWebhook(childComplexity, args["input"].(model.WebhookInput)), true
 	case "Mutation.deleteAllowlistEntry":
 		if e.ComplexityRoot.Mutation.DeleteAllowlistEntry == nil {
 			break
@@ -1458,6 +1792,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteFeed(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteNotificationChannel":
+		if e.ComplexityRoot.Mutation.DeleteNotificationChannel == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteNotificationChannel_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteNotificationChannel(childComplexity, args["id"].(string)), true
 	case "Mutation.deleteTenant":
 		if e.ComplexityRoot.Mutation.DeleteTenant == nil {
 			break
@@ -1469,6 +1814,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteTenant(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteTenantAssets":
+		if e.ComplexityRoot.Mutation.DeleteTenantAssets == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteTenantAssets_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteTenantAssets(childComplexity, args["tenantId"].(string), args["values"].([]string)), true
 	case "Mutation.deleteTenantGroup":
 		if e.ComplexityRoot.Mutation.DeleteTenantGroup == nil {
 			break
@@ -1513,6 +1869,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DisableMfa(childComplexity, args["code"].(*string), args["password"].(*string)), true
+	case "Mutation.importTenantAssetsCsv":
+		if e.ComplexityRoot.Mutation.ImportTenantAssetsCSV == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_importTenantAssetsCsv_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ImportTenantAssetsCSV(childComplexity, args["tenantId"].(string), args["csv"].(string)), true
 	case "Mutation.regenerateMfaRecoveryCodes":
 		if e.ComplexityRoot.Mutation.RegenerateMfaRecoveryCodes == nil {
 			break
@@ -1612,6 +1979,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetFeedEnabled(childComplexity, args["id"].(string), args["enabled"].(bool), args["confirm"].(*bool)), true
+	case "Mutation.setFeedHealthThreshold":
+		if e.ComplexityRoot.Mutation.SetFeedHealthThreshold == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setFeedHealthThreshold_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetFeedHealthThreshold(childComplexity, args["feedId"].(string), args["hours"].(*int)), true
 	case "Mutation.setUserEnabled":
 		if e.ComplexityRoot.Mutation.SetUserEnabled == nil {
 			break
@@ -1623,6 +2001,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetUserEnabled(childComplexity, args["id"].(string), args["enabled"].(bool)), true
+	case "Mutation.testNotificationChannel":
+		if e.ComplexityRoot.Mutation.TestNotificationChannel == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_testNotificationChannel_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.TestNotificationChannel(childComplexity, args["id"].(string)), true
 	case "Mutation.updateFeed":
 		if e.ComplexityRoot.Mutation.UpdateFeed == nil {
 			break
@@ -1669,6 +2058,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NewApiKey.Key(childComplexity), true
+
+	case "NotificationChannel.createdAt":
+		if e.ComplexityRoot.NotificationChannel.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.CreatedAt(childComplexity), true
+	case "NotificationChannel.events":
+		if e.ComplexityRoot.NotificationChannel.Events == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.Events(childComplexity), true
+	case "NotificationChannel.id":
+		if e.ComplexityRoot.NotificationChannel.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.ID(childComplexity), true
+	case "NotificationChannel.kind":
+		if e.ComplexityRoot.NotificationChannel.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.Kind(childComplexity), true
+	case "NotificationChannel.name":
+		if e.ComplexityRoot.NotificationChannel.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.Name(childComplexity), true
+	case "NotificationChannel.target":
+		if e.ComplexityRoot.NotificationChannel.Target == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.Target(childComplexity), true
+	case "NotificationChannel.tenantId":
+		if e.ComplexityRoot.NotificationChannel.TenantID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.TenantID(childComplexity), true
 
 	case "OneTimePassword.password":
 		if e.ComplexityRoot.OneTimePassword.Password == nil {
@@ -1861,6 +2293,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AllowlistEntries(childComplexity), true
+	case "Query.assetHits":
+		if e.ComplexityRoot.Query.AssetHits == nil {
+			break
+		}
+
+		args, err := ec.field_Query_assetHits_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AssetHits(childComplexity, args["tenantId"].(*string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.auditEvents":
 		if e.ComplexityRoot.Query.AuditEvents == nil {
 			break
@@ -1872,6 +2315,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["filter"].(*model.AuditFilter), args["first"].(*int), args["after"].(*string)), true
+	case "Query.channelDeliveries":
+		if e.ComplexityRoot.Query.ChannelDeliveries == nil {
+			break
+		}
+
+		args, err := ec.field_Query_channelDeliveries_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ChannelDeliveries(childComplexity, args["id"].(string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.feed":
 		if e.ComplexityRoot.Query.Feed == nil {
 			break
@@ -1883,6 +2337,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Feed(childComplexity, args["id"].(string)), true
+	case "Query.feedHealthWatch":
+		if e.ComplexityRoot.Query.FeedHealthWatch == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.FeedHealthWatch(childComplexity), true
 	case "Query.feedRuns":
 		if e.ComplexityRoot.Query.FeedRuns == nil {
 			break
@@ -1945,6 +2405,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Me(childComplexity), true
+	case "Query.notificationChannels":
+		if e.ComplexityRoot.Query.NotificationChannels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.NotificationChannels(childComplexity), true
 	case "Query.overview":
 		if e.ComplexityRoot.Query.Overview == nil {
 			break
@@ -1968,6 +2434,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Tenant(childComplexity, args["id"].(string)), true
+	case "Query.tenantAssets":
+		if e.ComplexityRoot.Query.TenantAssets == nil {
+			break
+		}
+
+		args, err := ec.field_Query_tenantAssets_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.TenantAssets(childComplexity, args["tenantId"].(string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.tenantGroup":
 		if e.ComplexityRoot.Query.TenantGroup == nil {
 			break
@@ -2323,6 +2800,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Tenant.UserNum(childComplexity), true
 
+	case "TenantAsset.createdAt":
+		if e.ComplexityRoot.TenantAsset.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantAsset.CreatedAt(childComplexity), true
+	case "TenantAsset.id":
+		if e.ComplexityRoot.TenantAsset.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantAsset.ID(childComplexity), true
+	case "TenantAsset.kind":
+		if e.ComplexityRoot.TenantAsset.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantAsset.Kind(childComplexity), true
+	case "TenantAsset.value":
+		if e.ComplexityRoot.TenantAsset.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantAsset.Value(childComplexity), true
+
+	case "TenantAssetConnection.nodes":
+		if e.ComplexityRoot.TenantAssetConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantAssetConnection.Nodes(childComplexity), true
+	case "TenantAssetConnection.pageInfo":
+		if e.ComplexityRoot.TenantAssetConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantAssetConnection.PageInfo(childComplexity), true
+	case "TenantAssetConnection.totalCount":
+		if e.ComplexityRoot.TenantAssetConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TenantAssetConnection.TotalCount(childComplexity), true
+
 	case "TenantGroup.createdAt":
 		if e.ComplexityRoot.TenantGroup.CreatedAt == nil {
 			break
@@ -2470,6 +2991,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputAuditFilter,
 		ec.unmarshalInputCreateUserInput,
 		ec.unmarshalInputCustomFeedInput,
+		ec.unmarshalInputEmailChannelInput,
 		ec.unmarshalInputFeedFilter,
 		ec.unmarshalInputFeedOrder,
 		ec.unmarshalInputFeedUpdateInput,
@@ -2481,6 +3003,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputTenantGroupInput,
 		ec.unmarshalInputTenantInput,
 		ec.unmarshalInputViewOrderInput,
+		ec.unmarshalInputWebhookInput,
 	)
 	first := true
 
@@ -2627,6 +3150,71 @@ type AllowlistMatch {
   entryId: ID
   "The comment of a user entry; null for the built-in lists."
   comment: String
+}
+`, BuiltIn: false},
+	{Name: "../schema/assets.graphqls", Input: `extend type Query {
+  "A tenant's watched assets, by id. first is 1 to 1000 (100 when omitted)."
+  tenantAssets(tenantId: ID!, first: Int, after: String): TenantAssetConnection! @hasScope(scope: TENANT)
+  """
+  Asset hits, newest first: of tenantId, or (root only, tenantId omitted) of
+  every tenant. A tenant's users see their tenant's. first is 1 to 1000 (100
+  when omitted).
+  """
+  assetHits(tenantId: ID, first: Int, after: String): AssetHitConnection! @hasScope(scope: TENANT)
+}
+
+extend type Mutation {
+  """
+  Watches values for a tenant: IP addresses, CIDR ranges (/8 or narrower),
+  domains (covering their subdomains) and URL prefixes (with their scheme); at
+  most 100,000 a tenant. Values watched already are skipped. The IoCs stored
+  already are matched against the new assets in the background.
+  """
+  addTenantAssets(tenantId: ID!, values: [String!]!): AssetsAdded! @hasScope(scope: TENANT)
+  "Adds the assets in the first column of a CSV (a header row is skipped); at most 1 MiB."
+  importTenantAssetsCsv(tenantId: ID!, csv: String!): AssetsAdded! @hasScope(scope: TENANT)
+  "Stops watching values (and forgets their hits); returns how many were deleted."
+  deleteTenantAssets(tenantId: ID!, values: [String!]!): Int! @hasScope(scope: TENANT)
+}
+
+type TenantAsset {
+  id: ID!
+  kind: AllowlistEntryKind!
+  "The value normalised like indicators."
+  value: String!
+  createdAt: Time!
+}
+
+type TenantAssetConnection {
+  nodes: [TenantAsset!]!
+  totalCount: Int!
+  pageInfo: PageInfo!
+}
+
+type AssetsAdded {
+  "How many assets were added (values watched already are not counted)."
+  added: Int!
+}
+
+"A stored indicator covering a tenant's asset, as one feed reported it."
+type AssetHit {
+  id: ID!
+  tenantId: ID!
+  asset: String!
+  iocType: String!
+  iocValue: String!
+  score: Int!
+  tags: [String!]!
+  feedId: ID!
+  feedName: String!
+  at: Time!
+  "When the indicator's sighting expires; a sighting after that hits again."
+  expiresAt: Time!
+}
+
+type AssetHitConnection {
+  nodes: [AssetHit!]!
+  pageInfo: PageInfo!
 }
 `, BuiltIn: false},
 	{Name: "../schema/audit.graphqls", Input: `extend type Query {
@@ -3016,6 +3604,129 @@ type IocLookup {
   error: String
   "The allowlist entry that covers the value (it is never stored); null when none does."
   allowlisted: AllowlistMatch
+}
+`, BuiltIn: false},
+	{Name: "../schema/notifications.graphqls", Input: `extend type Query {
+  """
+  Notification channels: root sees every channel (its own and the tenants'),
+  a tenant's users their tenant's.
+  """
+  notificationChannels: [NotificationChannel!]! @hasScope(scope: TENANT)
+  "A channel's delivery log, newest first (the last 200 attempts). first is 1 to 100 (20 when omitted)."
+  channelDeliveries(id: ID!, first: Int, after: String): DeliveryConnection! @hasScope(scope: TENANT)
+  "The health the watch last announced for each enabled feed, and its staleness threshold."
+  feedHealthWatch: [FeedHealthWatch!]! @hasScope(scope: ROOT)
+}
+
+extend type Mutation {
+  """
+  Creates a webhook: each notification is a JSON POST signed with the secret
+  (X-Tifeeds-Signature: sha256=<hex HMAC-SHA256 of the body>). A secret is made
+  when none is given; it is shown in the answer once and never again. tenantId
+  names the tenant that owns the channel (root only; a tenant's user's channels
+  are their tenant's); without it root's own channel. FEED_HEALTH goes to root's
+  channels only.
+  """
+  createWebhook(input: WebhookInput!): CreatedChannel! @hasScope(scope: TENANT)
+  "Creates an email channel (the server's --smtp-url sends it)."
+  createEmailChannel(input: EmailChannelInput!): CreatedChannel! @hasScope(scope: TENANT)
+  "Sends a TEST event to the channel; its delivery shows in the channel's log."
+  testNotificationChannel(id: ID!): Boolean! @hasScope(scope: TENANT)
+  "Deletes a channel with its waiting notifications and its log."
+  deleteNotificationChannel(id: ID!): Boolean! @hasScope(scope: TENANT)
+  """
+  Sets how long a feed may go without ingesting before FEED_HEALTH says it is
+  stale, in hours (1 to 8760); null restores the default, 3 × its polling frequency.
+  """
+  setFeedHealthThreshold(feedId: ID!, hours: Int): FeedHealthWatch! @hasScope(scope: ROOT)
+}
+
+enum NotificationEvent {
+  FEED_HEALTH
+  ASSET_HIT
+}
+
+enum ChannelKind {
+  WEBHOOK
+  EMAIL
+}
+
+input WebhookInput {
+  "1 to 100 characters."
+  name: String!
+  "http or https; it must be reachable under the egress policy feeds use."
+  url: String!
+  "16 to 256 bytes; one is made when omitted."
+  secret: String
+  tenantId: ID
+  events: [NotificationEvent!]!
+}
+
+input EmailChannelInput {
+  name: String!
+  "1 to 10 addresses."
+  to: [String!]!
+  tenantId: ID
+  events: [NotificationEvent!]!
+}
+
+type NotificationChannel {
+  id: ID!
+  name: String!
+  kind: ChannelKind!
+  "The owning tenant; null for root's channels."
+  tenantId: ID
+  "The webhook URL (query tokens masked) or the email addresses."
+  target: String!
+  events: [NotificationEvent!]!
+  createdAt: Time!
+}
+
+type CreatedChannel {
+  channel: NotificationChannel!
+  "The webhook's signing secret, shown this once; null for email."
+  secret: String
+}
+
+enum DeliveryStatus {
+  DELIVERED
+  RETRYING
+  GAVE_UP
+}
+
+type Delivery {
+  id: ID!
+  "The X-Tifeeds-Delivery id, the same across a notification's attempts."
+  deliveryId: String!
+  event: String!
+  at: Time!
+  attempt: Int!
+  status: DeliveryStatus!
+  "The receiver's HTTP status; 0 when there was no answer (or for email)."
+  httpStatus: Int!
+  latencyMs: Int!
+  error: String!
+}
+
+type DeliveryConnection {
+  nodes: [Delivery!]!
+  pageInfo: PageInfo!
+}
+
+enum FeedHealthState {
+  OK
+  ERROR
+  STALE
+}
+
+type FeedHealthWatch {
+  feedId: ID!
+  feedName: String!
+  state: FeedHealthState!
+  "The threshold in force, in hours."
+  staleAfterHours: Int!
+  "Whether the threshold was set (false: the default)."
+  thresholdSet: Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../schema/overview.graphqls", Input: `extend type Query {
@@ -3568,6 +4279,52 @@ func (ec *executionContext) childFields_ApiKey(ctx context.Context, field graphq
 	return nil, fmt.Errorf("no field named %q was found under type ApiKey", field.Name)
 }
 
+func (ec *executionContext) childFields_AssetHit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_AssetHit_id(ctx, field)
+	case "tenantId":
+		return ec.fieldContext_AssetHit_tenantId(ctx, field)
+	case "asset":
+		return ec.fieldContext_AssetHit_asset(ctx, field)
+	case "iocType":
+		return ec.fieldContext_AssetHit_iocType(ctx, field)
+	case "iocValue":
+		return ec.fieldContext_AssetHit_iocValue(ctx, field)
+	case "score":
+		return ec.fieldContext_AssetHit_score(ctx, field)
+	case "tags":
+		return ec.fieldContext_AssetHit_tags(ctx, field)
+	case "feedId":
+		return ec.fieldContext_AssetHit_feedId(ctx, field)
+	case "feedName":
+		return ec.fieldContext_AssetHit_feedName(ctx, field)
+	case "at":
+		return ec.fieldContext_AssetHit_at(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_AssetHit_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AssetHit", field.Name)
+}
+
+func (ec *executionContext) childFields_AssetHitConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodes":
+		return ec.fieldContext_AssetHitConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_AssetHitConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AssetHitConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AssetsAdded(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "added":
+		return ec.fieldContext_AssetsAdded_added(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AssetsAdded", field.Name)
+}
+
 func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3602,6 +4359,50 @@ func (ec *executionContext) childFields_AuditEventConnection(ctx context.Context
 		return ec.fieldContext_AuditEventConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditEventConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_CreatedChannel(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "channel":
+		return ec.fieldContext_CreatedChannel_channel(ctx, field)
+	case "secret":
+		return ec.fieldContext_CreatedChannel_secret(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreatedChannel", field.Name)
+}
+
+func (ec *executionContext) childFields_Delivery(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Delivery_id(ctx, field)
+	case "deliveryId":
+		return ec.fieldContext_Delivery_deliveryId(ctx, field)
+	case "event":
+		return ec.fieldContext_Delivery_event(ctx, field)
+	case "at":
+		return ec.fieldContext_Delivery_at(ctx, field)
+	case "attempt":
+		return ec.fieldContext_Delivery_attempt(ctx, field)
+	case "status":
+		return ec.fieldContext_Delivery_status(ctx, field)
+	case "httpStatus":
+		return ec.fieldContext_Delivery_httpStatus(ctx, field)
+	case "latencyMs":
+		return ec.fieldContext_Delivery_latencyMs(ctx, field)
+	case "error":
+		return ec.fieldContext_Delivery_error(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Delivery", field.Name)
+}
+
+func (ec *executionContext) childFields_DeliveryConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodes":
+		return ec.fieldContext_DeliveryConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_DeliveryConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeliveryConnection", field.Name)
 }
 
 func (ec *executionContext) childFields_ExpiringDay(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3720,6 +4521,22 @@ func (ec *executionContext) childFields_FeedHealth(ctx context.Context, field gr
 		return ec.fieldContext_FeedHealth_nextRun(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FeedHealth", field.Name)
+}
+
+func (ec *executionContext) childFields_FeedHealthWatch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "feedId":
+		return ec.fieldContext_FeedHealthWatch_feedId(ctx, field)
+	case "feedName":
+		return ec.fieldContext_FeedHealthWatch_feedName(ctx, field)
+	case "state":
+		return ec.fieldContext_FeedHealthWatch_state(ctx, field)
+	case "staleAfterHours":
+		return ec.fieldContext_FeedHealthWatch_staleAfterHours(ctx, field)
+	case "thresholdSet":
+		return ec.fieldContext_FeedHealthWatch_thresholdSet(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FeedHealthWatch", field.Name)
 }
 
 func (ec *executionContext) childFields_FeedIocCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3898,6 +4715,26 @@ func (ec *executionContext) childFields_NewApiKey(ctx context.Context, field gra
 		return ec.fieldContext_NewApiKey_key(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NewApiKey", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationChannel(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_NotificationChannel_id(ctx, field)
+	case "name":
+		return ec.fieldContext_NotificationChannel_name(ctx, field)
+	case "kind":
+		return ec.fieldContext_NotificationChannel_kind(ctx, field)
+	case "tenantId":
+		return ec.fieldContext_NotificationChannel_tenantId(ctx, field)
+	case "target":
+		return ec.fieldContext_NotificationChannel_target(ctx, field)
+	case "events":
+		return ec.fieldContext_NotificationChannel_events(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_NotificationChannel_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationChannel", field.Name)
 }
 
 func (ec *executionContext) childFields_OneTimePassword(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4112,6 +4949,32 @@ func (ec *executionContext) childFields_Tenant(ctx context.Context, field graphq
 	return nil, fmt.Errorf("no field named %q was found under type Tenant", field.Name)
 }
 
+func (ec *executionContext) childFields_TenantAsset(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_TenantAsset_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_TenantAsset_kind(ctx, field)
+	case "value":
+		return ec.fieldContext_TenantAsset_value(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_TenantAsset_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TenantAsset", field.Name)
+}
+
+func (ec *executionContext) childFields_TenantAssetConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodes":
+		return ec.fieldContext_TenantAssetConnection_nodes(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_TenantAssetConnection_totalCount(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_TenantAssetConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TenantAssetConnection", field.Name)
+}
+
 func (ec *executionContext) childFields_TenantGroup(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -4318,6 +5181,28 @@ func (ec *executionContext) field_Mutation_addAllowlistEntry_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_addTenantAssets_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "tenantId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["tenantId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "values",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["values"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_changePassword_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4390,6 +5275,20 @@ func (ec *executionContext) field_Mutation_createCustomFeed_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createEmailChannel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.EmailChannelInput, error) {
+			return ec.unmarshalNEmailChannelInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐEmailChannelInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createPremiumFeed_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4446,6 +5345,20 @@ func (ec *executionContext) field_Mutation_createUser_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createWebhook_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.WebhookInput, error) {
+			return ec.unmarshalNWebhookInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWebhookInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteAllowlistEntry_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4471,6 +5384,42 @@ func (ec *executionContext) field_Mutation_deleteFeed_args(ctx context.Context, 
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteNotificationChannel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteTenantAssets_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "tenantId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["tenantId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "values",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["values"] = arg1
 	return args, nil
 }
 
@@ -4549,6 +5498,28 @@ func (ec *executionContext) field_Mutation_disableMfa_args(ctx context.Context, 
 		return nil, err
 	}
 	args["password"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_importTenantAssetsCsv_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "tenantId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["tenantId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "csv",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["csv"] = arg1
 	return args, nil
 }
 
@@ -4694,6 +5665,28 @@ func (ec *executionContext) field_Mutation_setFeedEnabled_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setFeedHealthThreshold_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "feedId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["feedId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "hours",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["hours"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setUserEnabled_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4713,6 +5706,20 @@ func (ec *executionContext) field_Mutation_setUserEnabled_args(ctx context.Conte
 		return nil, err
 	}
 	args["enabled"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_testNotificationChannel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -4796,6 +5803,36 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_assetHits_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "tenantId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["tenantId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4807,6 +5844,36 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["filter"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_channelDeliveries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
@@ -4971,6 +6038,36 @@ func (ec *executionContext) field_Query_lookupIocs_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["values"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_tenantAssets_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "tenantId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["tenantId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -5562,6 +6659,346 @@ func (ec *executionContext) fieldContext_ApiKey_revokedAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _AssetHit_id(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_tenantId(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_tenantId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TenantID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_tenantId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_asset(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_asset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Asset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_asset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_iocType(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_iocType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IocType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_iocType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_iocValue(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_iocValue(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IocValue, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_iocValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_score(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_score(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Score, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_score(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_tags(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_tags(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tags, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_tags(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_feedId(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_feedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FeedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_feedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_feedName(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_feedName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FeedName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_feedName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_at(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHit_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.AssetHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHit_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHit_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetHit", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _AssetHitConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.AssetHitConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHitConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AssetHit) graphql.Marshaler {
+			return ec.marshalNAssetHit2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAssetHitᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHitConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AssetHitConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AssetHit(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AssetHitConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.AssetHitConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetHitConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetHitConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AssetHitConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AssetsAdded_added(ctx context.Context, field graphql.CollectedField, obj *model.AssetsAdded) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssetsAdded_added(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Added, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssetsAdded_added(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssetsAdded", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *store.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5846,6 +7283,332 @@ func (ec *executionContext) _AuditEventConnection_pageInfo(ctx context.Context, 
 func (ec *executionContext) fieldContext_AuditEventConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "AuditEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreatedChannel_channel(ctx context.Context, field graphql.CollectedField, obj *model.CreatedChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreatedChannel_channel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Channel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NotificationChannel) graphql.Marshaler {
+			return ec.marshalNNotificationChannel2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationChannel(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreatedChannel_channel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreatedChannel",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationChannel(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreatedChannel_secret(ctx context.Context, field graphql.CollectedField, obj *model.CreatedChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreatedChannel_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CreatedChannel_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreatedChannel", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Delivery_id(ctx context.Context, field graphql.CollectedField, obj *model.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Delivery_deliveryId(ctx context.Context, field graphql.CollectedField, obj *model.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_deliveryId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeliveryID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_deliveryId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Delivery_event(ctx context.Context, field graphql.CollectedField, obj *model.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_event(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Event, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_event(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Delivery_at(ctx context.Context, field graphql.CollectedField, obj *model.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Delivery_attempt(ctx context.Context, field graphql.CollectedField, obj *model.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_attempt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Delivery_status(ctx context.Context, field graphql.CollectedField, obj *model.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.DeliveryStatus) graphql.Marshaler {
+			return ec.marshalNDeliveryStatus2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐDeliveryStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, errors.New("field of type DeliveryStatus does not have child fields"))
+}
+
+func (ec *executionContext) _Delivery_httpStatus(ctx context.Context, field graphql.CollectedField, obj *model.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_httpStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HTTPStatus, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_httpStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Delivery_latencyMs(ctx context.Context, field graphql.CollectedField, obj *model.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_latencyMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LatencyMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_latencyMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Delivery_error(ctx context.Context, field graphql.CollectedField, obj *model.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Delivery_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Delivery_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Delivery", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _DeliveryConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.DeliveryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeliveryConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Delivery) graphql.Marshaler {
+			return ec.marshalNDelivery2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐDeliveryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeliveryConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeliveryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Delivery(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DeliveryConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.DeliveryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeliveryConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeliveryConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeliveryConnection",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -7303,6 +9066,121 @@ func (ec *executionContext) fieldContext_FeedHealth_nextRun(_ context.Context, f
 	return graphql.NewScalarFieldContext("FeedHealth", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _FeedHealthWatch_feedId(ctx context.Context, field graphql.CollectedField, obj *model.FeedHealthWatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedHealthWatch_feedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FeedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedHealthWatch_feedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedHealthWatch", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _FeedHealthWatch_feedName(ctx context.Context, field graphql.CollectedField, obj *model.FeedHealthWatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedHealthWatch_feedName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FeedName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedHealthWatch_feedName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedHealthWatch", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FeedHealthWatch_state(ctx context.Context, field graphql.CollectedField, obj *model.FeedHealthWatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedHealthWatch_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.FeedHealthState) graphql.Marshaler {
+			return ec.marshalNFeedHealthState2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedHealthWatch_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedHealthWatch", field, false, false, errors.New("field of type FeedHealthState does not have child fields"))
+}
+
+func (ec *executionContext) _FeedHealthWatch_staleAfterHours(ctx context.Context, field graphql.CollectedField, obj *model.FeedHealthWatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedHealthWatch_staleAfterHours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StaleAfterHours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedHealthWatch_staleAfterHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedHealthWatch", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FeedHealthWatch_thresholdSet(ctx context.Context, field graphql.CollectedField, obj *model.FeedHealthWatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedHealthWatch_thresholdSet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ThresholdSet, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedHealthWatch_thresholdSet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedHealthWatch", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _FeedIocCount_feed(ctx context.Context, field graphql.CollectedField, obj *model.FeedIocCount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8732,6 +10610,192 @@ func (ec *executionContext) fieldContext_Mutation_deleteAllowlistEntry(ctx conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_addTenantAssets(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addTenantAssets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddTenantAssets(ctx, fc.Args["tenantId"].(string), fc.Args["values"].([]string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal *model.AssetsAdded
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.AssetsAdded
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AssetsAdded) graphql.Marshaler {
+			return ec.marshalNAssetsAdded2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAssetsAdded(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addTenantAssets(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AssetsAdded(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addTenantAssets_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_importTenantAssetsCsv(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_importTenantAssetsCsv(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ImportTenantAssetsCSV(ctx, fc.Args["tenantId"].(string), fc.Args["csv"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal *model.AssetsAdded
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.AssetsAdded
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AssetsAdded) graphql.Marshaler {
+			return ec.marshalNAssetsAdded2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAssetsAdded(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_importTenantAssetsCsv(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AssetsAdded(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_importTenantAssetsCsv_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteTenantAssets(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteTenantAssets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteTenantAssets(ctx, fc.Args["tenantId"].(string), fc.Args["values"].([]string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal int
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal int
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteTenantAssets(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Int does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteTenantAssets_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createCustomFeed(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9098,6 +11162,316 @@ func (ec *executionContext) fieldContext_Mutation_resetFeedCursor(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_resetFeedCursor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createWebhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createWebhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateWebhook(ctx, fc.Args["input"].(model.WebhookInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal *model.CreatedChannel
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.CreatedChannel
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreatedChannel) graphql.Marshaler {
+			return ec.marshalNCreatedChannel2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐCreatedChannel(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createWebhook(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreatedChannel(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createWebhook_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createEmailChannel(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createEmailChannel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateEmailChannel(ctx, fc.Args["input"].(model.EmailChannelInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal *model.CreatedChannel
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.CreatedChannel
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreatedChannel) graphql.Marshaler {
+			return ec.marshalNCreatedChannel2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐCreatedChannel(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createEmailChannel(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreatedChannel(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createEmailChannel_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_testNotificationChannel(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_testNotificationChannel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().TestNotificationChannel(ctx, fc.Args["id"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal bool
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal bool
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_testNotificationChannel(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_testNotificationChannel_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteNotificationChannel(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteNotificationChannel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteNotificationChannel(ctx, fc.Args["id"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal bool
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal bool
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteNotificationChannel(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteNotificationChannel_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setFeedHealthThreshold(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setFeedHealthThreshold(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetFeedHealthThreshold(ctx, fc.Args["feedId"].(string), fc.Args["hours"].(*int))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *model.FeedHealthWatch
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.FeedHealthWatch
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FeedHealthWatch) graphql.Marshaler {
+			return ec.marshalNFeedHealthWatch2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthWatch(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setFeedHealthThreshold(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FeedHealthWatch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setFeedHealthThreshold_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -10349,6 +12723,167 @@ func (ec *executionContext) fieldContext_NewApiKey_key(_ context.Context, field 
 	return graphql.NewScalarFieldContext("NewApiKey", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _NotificationChannel_id(ctx context.Context, field graphql.CollectedField, obj *model.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationChannel_name(ctx context.Context, field graphql.CollectedField, obj *model.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationChannel_kind(ctx context.Context, field graphql.CollectedField, obj *model.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ChannelKind) graphql.Marshaler {
+			return ec.marshalNChannelKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐChannelKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, errors.New("field of type ChannelKind does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationChannel_tenantId(ctx context.Context, field graphql.CollectedField, obj *model.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_tenantId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TenantID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_tenantId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationChannel_target(ctx context.Context, field graphql.CollectedField, obj *model.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_target(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Target, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_target(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationChannel_events(ctx context.Context, field graphql.CollectedField, obj *model.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_events(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Events, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.NotificationEvent) graphql.Marshaler {
+			return ec.marshalNNotificationEvent2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_events(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, errors.New("field of type NotificationEvent does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationChannel_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _OneTimePassword_password(ctx context.Context, field graphql.CollectedField, obj *model.OneTimePassword) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11165,6 +13700,130 @@ func (ec *executionContext) fieldContext_Query_allowlistEntries(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_tenantAssets(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_tenantAssets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().TenantAssets(ctx, fc.Args["tenantId"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal *model.TenantAssetConnection
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.TenantAssetConnection
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TenantAssetConnection) graphql.Marshaler {
+			return ec.marshalNTenantAssetConnection2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTenantAssetConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_tenantAssets(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TenantAssetConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_tenantAssets_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_assetHits(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_assetHits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AssetHits(ctx, fc.Args["tenantId"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal *model.AssetHitConnection
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.AssetHitConnection
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AssetHitConnection) graphql.Marshaler {
+			return ec.marshalNAssetHitConnection2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAssetHitConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_assetHits(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AssetHitConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_assetHits_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_auditEvents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11541,6 +14200,168 @@ func (ec *executionContext) fieldContext_Query_lookupIocs(ctx context.Context, f
 	if fc.Args, err = ec.field_Query_lookupIocs_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_notificationChannels(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_notificationChannels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().NotificationChannels(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal []*model.NotificationChannel
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal []*model.NotificationChannel
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.NotificationChannel) graphql.Marshaler {
+			return ec.marshalNNotificationChannel2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationChannelᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_notificationChannels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationChannel(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_channelDeliveries(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_channelDeliveries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ChannelDeliveries(ctx, fc.Args["id"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "TENANT")
+				if err != nil {
+					var zeroVal *model.DeliveryConnection
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.DeliveryConnection
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeliveryConnection) graphql.Marshaler {
+			return ec.marshalNDeliveryConnection2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐDeliveryConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_channelDeliveries(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeliveryConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_channelDeliveries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_feedHealthWatch(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_feedHealthWatch(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().FeedHealthWatch(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal []*model.FeedHealthWatch
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal []*model.FeedHealthWatch
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.FeedHealthWatch) graphql.Marshaler {
+			return ec.marshalNFeedHealthWatch2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthWatchᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_feedHealthWatch(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FeedHealthWatch(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -13269,6 +16090,185 @@ func (ec *executionContext) _Tenant_createdAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Tenant_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Tenant", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _TenantAsset_id(ctx context.Context, field graphql.CollectedField, obj *model.TenantAsset) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantAsset_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantAsset_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TenantAsset", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _TenantAsset_kind(ctx context.Context, field graphql.CollectedField, obj *model.TenantAsset) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantAsset_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.AllowlistEntryKind) graphql.Marshaler {
+			return ec.marshalNAllowlistEntryKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAllowlistEntryKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantAsset_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TenantAsset", field, false, false, errors.New("field of type AllowlistEntryKind does not have child fields"))
+}
+
+func (ec *executionContext) _TenantAsset_value(ctx context.Context, field graphql.CollectedField, obj *model.TenantAsset) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantAsset_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantAsset_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TenantAsset", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TenantAsset_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.TenantAsset) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantAsset_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantAsset_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TenantAsset", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _TenantAssetConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.TenantAssetConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantAssetConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.TenantAsset) graphql.Marshaler {
+			return ec.marshalNTenantAsset2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTenantAssetᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantAssetConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TenantAssetConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TenantAsset(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TenantAssetConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.TenantAssetConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantAssetConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantAssetConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TenantAssetConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _TenantAssetConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.TenantAssetConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TenantAssetConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TenantAssetConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TenantAssetConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _TenantGroup_id(ctx context.Context, field graphql.CollectedField, obj *store.TenantGroup) (ret graphql.Marshaler) {
@@ -15091,6 +18091,57 @@ func (ec *executionContext) unmarshalInputCustomFeedInput(ctx context.Context, o
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputEmailChannelInput(ctx context.Context, obj any) (model.EmailChannelInput, error) {
+	var it model.EmailChannelInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "to", "tenantId", "events"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "to":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("to"))
+			data, err := ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.To = data
+		case "tenantId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tenantId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TenantID = data
+		case "events":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("events"))
+			data, err := ec.unmarshalNNotificationEvent2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationEventᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Events = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputFeedFilter(ctx context.Context, obj any) (model.FeedFilter, error) {
 	var it model.FeedFilter
 	if obj == nil {
@@ -15878,6 +18929,64 @@ func (ec *executionContext) unmarshalInputViewOrderInput(ctx context.Context, ob
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputWebhookInput(ctx context.Context, obj any) (model.WebhookInput, error) {
+	var it model.WebhookInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "url", "secret", "tenantId", "events"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "secret":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secret"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Secret = data
+		case "tenantId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tenantId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TenantID = data
+		case "events":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("events"))
+			data, err := ec.unmarshalNNotificationEvent2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationEventᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Events = data
+		}
+	}
+	return it, nil
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -16103,6 +19212,175 @@ func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+var assetHitImplementors = []string{"AssetHit"}
+
+func (ec *executionContext) _AssetHit(ctx context.Context, sel ast.SelectionSet, obj *model.AssetHit) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, assetHitImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AssetHit")
+		case "id":
+			out.Values[i] = ec._AssetHit_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tenantId":
+			out.Values[i] = ec._AssetHit_tenantId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "asset":
+			out.Values[i] = ec._AssetHit_asset(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "iocType":
+			out.Values[i] = ec._AssetHit_iocType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "iocValue":
+			out.Values[i] = ec._AssetHit_iocValue(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "score":
+			out.Values[i] = ec._AssetHit_score(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tags":
+			out.Values[i] = ec._AssetHit_tags(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "feedId":
+			out.Values[i] = ec._AssetHit_feedId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "feedName":
+			out.Values[i] = ec._AssetHit_feedName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._AssetHit_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._AssetHit_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var assetHitConnectionImplementors = []string{"AssetHitConnection"}
+
+func (ec *executionContext) _AssetHitConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AssetHitConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, assetHitConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AssetHitConnection")
+		case "nodes":
+			out.Values[i] = ec._AssetHitConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._AssetHitConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var assetsAddedImplementors = []string{"AssetsAdded"}
+
+func (ec *executionContext) _AssetsAdded(ctx context.Context, sel ast.SelectionSet, obj *model.AssetsAdded) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, assetsAddedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AssetsAdded")
+		case "added":
+			out.Values[i] = ec._AssetsAdded_added(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var auditEventImplementors = []string{"AuditEvent"}
 
 func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSet, obj *store.AuditEvent) graphql.Marshaler {
@@ -16205,6 +19483,170 @@ func (ec *executionContext) _AuditEventConnection(ctx context.Context, sel ast.S
 			}
 		case "pageInfo":
 			out.Values[i] = ec._AuditEventConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var createdChannelImplementors = []string{"CreatedChannel"}
+
+func (ec *executionContext) _CreatedChannel(ctx context.Context, sel ast.SelectionSet, obj *model.CreatedChannel) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createdChannelImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreatedChannel")
+		case "channel":
+			out.Values[i] = ec._CreatedChannel_channel(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secret":
+			out.Values[i] = ec._CreatedChannel_secret(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var deliveryImplementors = []string{"Delivery"}
+
+func (ec *executionContext) _Delivery(ctx context.Context, sel ast.SelectionSet, obj *model.Delivery) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deliveryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Delivery")
+		case "id":
+			out.Values[i] = ec._Delivery_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deliveryId":
+			out.Values[i] = ec._Delivery_deliveryId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "event":
+			out.Values[i] = ec._Delivery_event(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._Delivery_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "attempt":
+			out.Values[i] = ec._Delivery_attempt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._Delivery_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "httpStatus":
+			out.Values[i] = ec._Delivery_httpStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "latencyMs":
+			out.Values[i] = ec._Delivery_latencyMs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "error":
+			out.Values[i] = ec._Delivery_error(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var deliveryConnectionImplementors = []string{"DeliveryConnection"}
+
+func (ec *executionContext) _DeliveryConnection(ctx context.Context, sel ast.SelectionSet, obj *model.DeliveryConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deliveryConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeliveryConnection")
+		case "nodes":
+			out.Values[i] = ec._DeliveryConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._DeliveryConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -17094,6 +20536,64 @@ func (ec *executionContext) _FeedHealth(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var feedHealthWatchImplementors = []string{"FeedHealthWatch"}
+
+func (ec *executionContext) _FeedHealthWatch(ctx context.Context, sel ast.SelectionSet, obj *model.FeedHealthWatch) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, feedHealthWatchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FeedHealthWatch")
+		case "feedId":
+			out.Values[i] = ec._FeedHealthWatch_feedId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "feedName":
+			out.Values[i] = ec._FeedHealthWatch_feedName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._FeedHealthWatch_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "staleAfterHours":
+			out.Values[i] = ec._FeedHealthWatch_staleAfterHours(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "thresholdSet":
+			out.Values[i] = ec._FeedHealthWatch_thresholdSet(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var feedIocCountImplementors = []string{"FeedIocCount"}
 
 func (ec *executionContext) _FeedIocCount(ctx context.Context, sel ast.SelectionSet, obj *model.FeedIocCount) graphql.Marshaler {
@@ -17794,6 +21294,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "addTenantAssets":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addTenantAssets(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "importTenantAssetsCsv":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_importTenantAssetsCsv(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteTenantAssets":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteTenantAssets(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createCustomFeed":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createCustomFeed(ctx, field)
@@ -17832,6 +21353,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "resetFeedCursor":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_resetFeedCursor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createWebhook":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createWebhook(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createEmailChannel":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createEmailChannel(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "testNotificationChannel":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_testNotificationChannel(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteNotificationChannel":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteNotificationChannel(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setFeedHealthThreshold":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setFeedHealthThreshold(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -18030,6 +21586,74 @@ func (ec *executionContext) _NewApiKey(ctx context.Context, sel ast.SelectionSet
 			}
 		case "key":
 			out.Values[i] = ec._NewApiKey_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var notificationChannelImplementors = []string{"NotificationChannel"}
+
+func (ec *executionContext) _NotificationChannel(ctx context.Context, sel ast.SelectionSet, obj *model.NotificationChannel) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationChannelImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationChannel")
+		case "id":
+			out.Values[i] = ec._NotificationChannel_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._NotificationChannel_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._NotificationChannel_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tenantId":
+			out.Values[i] = ec._NotificationChannel_tenantId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "target":
+			out.Values[i] = ec._NotificationChannel_target(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "events":
+			out.Values[i] = ec._NotificationChannel_events(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._NotificationChannel_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -18439,6 +22063,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "tenantAssets":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_tenantAssets(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "assetHits":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_assetHits(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "auditEvents":
 			field := field
 
@@ -18581,6 +22249,72 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_lookupIocs(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "notificationChannels":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_notificationChannels(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "channelDeliveries":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_channelDeliveries(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "feedHealthWatch":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_feedHealthWatch(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -19354,6 +23088,107 @@ func (ec *executionContext) _Tenant(ctx context.Context, sel ast.SelectionSet, o
 			out.Values[i] = ec._Tenant_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var tenantAssetImplementors = []string{"TenantAsset"}
+
+func (ec *executionContext) _TenantAsset(ctx context.Context, sel ast.SelectionSet, obj *model.TenantAsset) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, tenantAssetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TenantAsset")
+		case "id":
+			out.Values[i] = ec._TenantAsset_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._TenantAsset_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._TenantAsset_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._TenantAsset_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var tenantAssetConnectionImplementors = []string{"TenantAssetConnection"}
+
+func (ec *executionContext) _TenantAssetConnection(ctx context.Context, sel ast.SelectionSet, obj *model.TenantAssetConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, tenantAssetConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TenantAssetConnection")
+		case "nodes":
+			out.Values[i] = ec._TenantAssetConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._TenantAssetConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._TenantAssetConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -20186,6 +24021,52 @@ func (ec *executionContext) marshalNApiKey2ᚖgithubᚗcomᚋtifeedsᚋtifeeds�
 	return ec._ApiKey(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNAssetHit2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAssetHitᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AssetHit) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAssetHit2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAssetHit(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAssetHit2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAssetHit(ctx context.Context, sel ast.SelectionSet, v *model.AssetHit) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AssetHit(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAssetHitConnection2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAssetHitConnection(ctx context.Context, sel ast.SelectionSet, v *model.AssetHitConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AssetHitConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAssetsAdded2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐAssetsAdded(ctx context.Context, sel ast.SelectionSet, v *model.AssetsAdded) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AssetsAdded(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAuditEvent2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐAuditEventᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.AuditEvent) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -20238,13 +24119,84 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalNChannelKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐChannelKind(ctx context.Context, v any) (model.ChannelKind, error) {
+	var res model.ChannelKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNChannelKind2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐChannelKind(ctx context.Context, sel ast.SelectionSet, v model.ChannelKind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNCreateUserInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐCreateUserInput(ctx context.Context, v any) (model.CreateUserInput, error) {
 	res, err := ec.unmarshalInputCreateUserInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNCreatedChannel2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐCreatedChannel(ctx context.Context, sel ast.SelectionSet, v *model.CreatedChannel) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._CreatedChannel(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNCustomFeedInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐCustomFeedInput(ctx context.Context, v any) (model.CustomFeedInput, error) {
 	res, err := ec.unmarshalInputCustomFeedInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDelivery2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐDeliveryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Delivery) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDelivery2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐDelivery(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNDelivery2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐDelivery(ctx context.Context, sel ast.SelectionSet, v *model.Delivery) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Delivery(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNDeliveryConnection2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐDeliveryConnection(ctx context.Context, sel ast.SelectionSet, v *model.DeliveryConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._DeliveryConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDeliveryStatus2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐDeliveryStatus(ctx context.Context, v any) (model.DeliveryStatus, error) {
+	var res model.DeliveryStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeliveryStatus2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐDeliveryStatus(ctx context.Context, sel ast.SelectionSet, v model.DeliveryStatus) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNEmailChannelInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐEmailChannelInput(ctx context.Context, v any) (model.EmailChannelInput, error) {
+	res, err := ec.unmarshalInputEmailChannelInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -20396,6 +24348,42 @@ func (ec *executionContext) marshalNFeedHealth2ᚖgithubᚗcomᚋtifeedsᚋtifee
 		return graphql.Null
 	}
 	return ec._FeedHealth(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFeedHealthState2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthState(ctx context.Context, v any) (model.FeedHealthState, error) {
+	var res model.FeedHealthState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFeedHealthState2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthState(ctx context.Context, sel ast.SelectionSet, v model.FeedHealthState) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNFeedHealthWatch2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthWatchᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.FeedHealthWatch) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFeedHealthWatch2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthWatch(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNFeedHealthWatch2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedHealthWatch(ctx context.Context, sel ast.SelectionSet, v *model.FeedHealthWatch) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FeedHealthWatch(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNFeedIocCount2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐFeedIocCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.FeedIocCount) graphql.Marshaler {
@@ -20806,6 +24794,72 @@ func (ec *executionContext) marshalNNewApiKey2ᚖgithubᚗcomᚋtifeedsᚋtifeed
 	return ec._NewApiKey(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNNotificationChannel2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationChannelᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.NotificationChannel) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNotificationChannel2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationChannel(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNotificationChannel2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationChannel(ctx context.Context, sel ast.SelectionSet, v *model.NotificationChannel) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._NotificationChannel(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNNotificationEvent2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationEvent(ctx context.Context, v any) (model.NotificationEvent, error) {
+	var res model.NotificationEvent
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNNotificationEvent2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationEvent(ctx context.Context, sel ast.SelectionSet, v model.NotificationEvent) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNNotificationEvent2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationEventᚄ(ctx context.Context, v any) ([]model.NotificationEvent, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.NotificationEvent, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNNotificationEvent2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationEvent(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNNotificationEvent2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationEventᚄ(ctx context.Context, sel ast.SelectionSet, v []model.NotificationEvent) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNotificationEvent2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐNotificationEvent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNOneTimePassword2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐOneTimePassword(ctx context.Context, sel ast.SelectionSet, v *model.OneTimePassword) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -21165,6 +25219,42 @@ func (ec *executionContext) marshalNTenant2ᚖgithubᚗcomᚋtifeedsᚋtifeeds�
 	return ec._Tenant(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNTenantAsset2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTenantAssetᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.TenantAsset) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTenantAsset2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTenantAsset(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTenantAsset2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTenantAsset(ctx context.Context, sel ast.SelectionSet, v *model.TenantAsset) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TenantAsset(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTenantAssetConnection2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐTenantAssetConnection(ctx context.Context, sel ast.SelectionSet, v *model.TenantAssetConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TenantAssetConnection(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNTenantGroup2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐTenantGroupᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.TenantGroup) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -21251,6 +25341,11 @@ func (ec *executionContext) unmarshalNViewTable2githubᚗcomᚋtifeedsᚋtifeeds
 
 func (ec *executionContext) marshalNViewTable2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewTable(ctx context.Context, sel ast.SelectionSet, v model.ViewTable) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) unmarshalNWebhookInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWebhookInput(ctx context.Context, v any) (model.WebhookInput, error) {
+	res, err := ec.unmarshalInputWebhookInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {

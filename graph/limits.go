@@ -70,6 +70,9 @@ func complexity() ComplexityRoot {
 	}
 	c.Query.AuditEvents = func(child int, _ *model.AuditFilter, first *int, _ *string) int { return perPage(child, first) }
 	c.Query.FeedRuns = func(child int, _ string, first *int) int { return perPage(child, first) }
+	c.Query.ChannelDeliveries = func(child int, _ string, first *int, _ *string) int { return perPage(child, first) }
+	c.Query.TenantAssets = func(child int, _ string, first *int, _ *string) int { return perPage(child, first) }
+	c.Query.AssetHits = func(child int, _ *string, first *int, _ *string) int { return perPage(child, first) }
 	c.Query.Tenants = func(child int, limit, _ *int) int { return perPage(child, limit) }
 	c.Query.TenantGroups = func(child int, limit, _ *int) int { return perPage(child, limit) }
 	// A bulk lookup answers one element per value, like a page per item,

@@ -39,6 +39,9 @@ type Resolver struct {
 	Feeds *feeds.Service
 	// SaaS is the managed edition, where tenants may not use retention groups.
 	SaaS bool
+	// Notify is the notification services: channels, the asset watch,
+	// the feed health watch (package notify).
+	Notify Notifications
 	// Audit records the changes the resolvers make; nil records none.
 	// The server's REST handlers record through it too.
 	Audit *audit.Log

@@ -40,9 +40,28 @@ type BatchOptions struct {
 	// Allowlist, when set, drops the indicators it matches: each is counted
 	// as rejected with the entry that matched.
 	Allowlist allowlist.Matcher
+	// Watch, when set, is asked whether each indicator covers a watched
+	// asset; those that do are handed to it once their batch is committed.
+	Watch AssetWatch
 	// OnProgress is called after each batch is written (live progress),
 	// on the goroutine that wrote it; calls never overlap.
 	OnProgress func(RunStats)
+}
+
+// AssetWatch is what ingestion knows of the tenant asset watch (package
+// notify): a fast question asked of every indicator, and the indicators
+// that answered yes, handed over after their batch committed. Sighted must
+// not block: the runner does not wait on notifications.
+type AssetWatch interface {
+	Covers(kind ioc.Kind, value string) bool
+	Sighted(feedID int64, at time.Time, retention time.Duration, inds []ioc.Indicator)
+}
+
+// watched is an indicator of the buffer that covers an asset, at its place
+// in the buffer.
+type watched struct {
+	at  int
+	ind ioc.Indicator
 }
 
 // RunStats counts what a run read and stored.
@@ -86,6 +105,8 @@ type BatchSink struct {
 	// their place in it: the store may reject a rule (another feed owns its
 	// sid), and the run's rejection names the rule's position.
 	rulePositions map[int]int64
+	// watched are the indicators of buf that cover an asset (opts.Watch).
+	watched []watched
 
 	// The last checkpoint not written yet: its cursor, and buf and buffered
 	// as they were then.
@@ -108,6 +129,7 @@ type write struct {
 	batch         *store.PreparedBatch
 	buffered      int64 // upper bound of what it stores (BatchSink.unsaved)
 	rulePositions map[int]int64
+	watched       []ioc.Indicator
 	done          chan struct{} // closed when the attempt ends
 	err           error         // the attempt's error, once done is closed
 }
@@ -146,6 +168,9 @@ func (b *BatchSink) Indicator(ctx context.Context, ind ioc.Indicator) error {
 	}
 	b.buf = append(b.buf, detach(ind))
 	if !ind.Revoked {
+		if b.opts.Watch != nil && b.opts.Watch.Covers(ind.Kind, ind.Value) {
+			b.watched = append(b.watched, watched{at: len(b.buf) - 1, ind: b.buf[len(b.buf)-1]})
+		}
 		b.buffered++
 		if ind.Kind == ioc.Rule {
 			if b.rulePositions == nil {
@@ -272,12 +297,13 @@ func (b *BatchSink) Settle(ctx context.Context) error {
 				delete(b.rulePositions, at)
 			}
 		}
+		b.watched = slices.DeleteFunc(b.watched, func(w watched) bool { return w.at >= b.cpLen })
 		clear(b.buf[b.cpLen:])
 		b.buf, b.buffered = b.buf[:b.cpLen], b.cpBuffered
 		return b.Flush(ctx)
 	}
 	clear(b.buf)
-	b.buf, b.buffered, b.rulePositions = b.buf[:0], 0, nil
+	b.buf, b.buffered, b.rulePositions, b.watched = b.buf[:0], 0, nil, nil
 	return b.settle()
 }
 
@@ -317,6 +343,13 @@ func (b *BatchSink) handOver(ctx context.Context) error {
 	// filled again while the batch is written.
 	w := &write{batch: p, buffered: b.buffered, rulePositions: b.rulePositions}
 	b.rulePositions = nil
+	if len(b.watched) > 0 {
+		w.watched = make([]ioc.Indicator, len(b.watched))
+		for i, x := range b.watched {
+			w.watched[i] = x.ind
+		}
+		b.watched = b.watched[:0]
+	}
 	b.mu.Lock()
 	b.unsaved += w.buffered
 	b.mu.Unlock()
@@ -351,6 +384,9 @@ func (b *BatchSink) start(ctx context.Context, w *write) {
 		b.unsaved -= w.buffered
 		stats := b.statsLocked()
 		b.mu.Unlock()
+		if len(w.watched) > 0 {
+			b.opts.Watch.Sighted(b.feedID, b.opts.Now(), b.opts.Retention, w.watched)
+		}
 		if b.opts.OnProgress != nil {
 			b.opts.OnProgress(stats)
 		}

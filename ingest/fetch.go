@@ -69,6 +69,7 @@ func (r *Runner) batchSink(ctx context.Context, f *store.Feed, run *store.FeedRu
 		Retention: time.Duration(f.RetentionPeriod) * 24 * time.Hour,
 		Now:       r.opts.Now,
 		Allowlist: r.opts.Allowlist,
+		Watch:     r.opts.Assets,
 		OnProgress: func(s RunStats) {
 			r.bus.Publish(events.Event{FeedID: f.ID, Progress: &events.Progress{FeedID: f.ID, RunID: run.ID,
 				Fetched: s.Fetched, Stored: s.Stored, Rejected: s.Rejected}})

@@ -87,6 +87,9 @@ type Options struct {
 	// KeyIndexInterval is how often the key indexer looks for quiet to
 	// bring the IoC key tables up to date (store.KeyIndexer).
 	KeyIndexInterval time.Duration
+	// Assets, when set, is told of the stored indicators that cover a
+	// tenant's asset (package notify's asset watch).
+	Assets AssetWatch
 	// AuditRetention is how long the audit log keeps a record: the
 	// sweeper deletes older ones. DefaultAuditRetention when zero.
 	AuditRetention time.Duration

@@ -27,6 +27,8 @@ var longStrings = map[string]int{
 	"idp_metadata":    256 << 10,
 	"logo":            512 << 10,
 	"tgrp_logo":       512 << 10,
+	// importTenantAssetsCsv's upload (notify.MaxCSVBytes).
+	"csv": 1 << 20,
 }
 
 // CheckString refuses a string with a NUL byte or longer than its field's

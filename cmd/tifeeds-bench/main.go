@@ -66,7 +66,7 @@ func main() {
 	batch := flag.Int("batch", ingest.DefaultBatchSize, "BatchSink batch size")
 	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
 	runs := flag.Int("runs", 3, "measurements of each baseline and ingestion, interleaved; the medians are compared")
-	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both); "tsv" for the TSV ingestion against the bulk loaders alone; "allowlist" for ingestion with and without the allowlists`)
+	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both); "tsv" for the TSV ingestion against the bulk loaders alone; "allowlist" for ingestion with and without the allowlists; "assets" with and without the asset watch`)
 	parts := flag.String("parts", "exports,taxii,tenant,lookup,overview,pages", "read paths to measure, comma-separated")
 	dbs := flag.String("dbs", "sqlite,postgres", "databases whose TSV ingestion and read paths are measured (postgres needs TIFEEDS_TEST_POSTGRES)")
 	flag.Parse()
@@ -81,8 +81,8 @@ func main() {
 	if *runs < 1 {
 		log.Fatal("tifeeds-bench: -runs must be at least 1")
 	}
-	if *only != "" && *only != "ingest" && *only != "tsv" && *only != "reads" && *only != "allowlist" {
-		log.Fatal(`tifeeds-bench: -only must be "ingest", "tsv", "reads" or "allowlist"`)
+	if *only != "" && *only != "ingest" && *only != "tsv" && *only != "reads" && *only != "allowlist" && *only != "assets" {
+		log.Fatal(`tifeeds-bench: -only must be "ingest", "tsv", "reads", "allowlist" or "assets"`)
 	}
 	if err := run(*rows, *bigMB, *batch, *runs, *dir, *only); err != nil {
 		log.Fatalf("tifeeds-bench: %v", err)
@@ -111,6 +111,11 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 	}
 	if only == "" || only == "allowlist" {
 		if err := benchAllowlist(ctx, dir, file, rows, batch, runs); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "assets" {
+		if err := benchAssets(ctx, dir, file, rows, batch, runs); err != nil {
 			return err
 		}
 	}
@@ -487,8 +492,15 @@ func child(args []string) error {
 	if err != nil {
 		return err
 	}
-	sink := ingest.NewBatchSink(st, feed.ID, 0, ingest.BatchOptions{BatchSize: batch, Retention: 30 * 24 * time.Hour,
-		Allowlist: allow})
+	watch, err := childWatch()
+	if err != nil {
+		return err
+	}
+	opts := ingest.BatchOptions{BatchSize: batch, Retention: 30 * 24 * time.Hour, Allowlist: allow}
+	if watch != nil {
+		opts.Watch = watch
+	}
+	sink := ingest.NewBatchSink(st, feed.ID, 0, opts)
 	if path := os.Getenv(cpuProfileEnv); path != "" {
 		pf, err := os.Create(path)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/tifeeds/tifeeds/ingest/builtin"
 	"github.com/tifeeds/tifeeds/ingest/egress"
 	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/notify"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -99,6 +100,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"send every request of the built-in feeds and premium vendor clients to <URL>/<host><path>?<query>, for an egress mirror or tests (TIFEEDS_FEED_MIRROR)")
 	writeRate := fs.Float64("risk-list-rate", envFloat("TIFEEDS_RISK_LIST_RATE", ingest.DefaultWriteRate),
 		"indicators per hour at which a risk-list feed writes its lists, spread over its polls; the default writes 1,000,000 in six days (TIFEEDS_RISK_LIST_RATE)")
+	smtpURL := fs.String("smtp-url", "",
+		"SMTP server of email notifications: smtp://[user:pass@]host[:587] (STARTTLS) or smtps://[user:pass@]host[:465] (TIFEEDS_SMTP_URL)")
+	smtpUser := fs.String("smtp-user", envDefault("TIFEEDS_SMTP_USER", ""), "SMTP user, instead of the URL's (TIFEEDS_SMTP_USER)")
+	smtpPassword := fs.String("smtp-password", "", "SMTP password, instead of the URL's (TIFEEDS_SMTP_PASSWORD)")
+	smtpFrom := fs.String("smtp-from", envDefault("TIFEEDS_SMTP_FROM", ""),
+		"sender address of email notifications; tifeeds@<SMTP host> when unset (TIFEEDS_SMTP_FROM)")
 	// The keys' flags have no default: --help would print it. The
 	// environment is read after parsing.
 	keyFlags := map[builtin.Key]*string{}
@@ -111,6 +118,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for k, v := range keyFlags {
 		if !flagSet(fs, k.Flag) {
 			*v = envDefault(k.Env, "")
+		}
+	}
+	// Like the keys, the SMTP URL (it may hold a password) and password
+	// have no default --help would print.
+	if !flagSet(fs, "smtp-url") {
+		*smtpURL = envDefault("TIFEEDS_SMTP_URL", "")
+	}
+	if !flagSet(fs, "smtp-password") {
+		*smtpPassword = envDefault("TIFEEDS_SMTP_PASSWORD", "")
+	}
+	var mailer *notify.SMTP
+	if *smtpURL != "" {
+		if mailer, err = notify.ParseSMTP(*smtpURL, *smtpUser, *smtpPassword, *smtpFrom); err != nil {
+			return err
 		}
 	}
 	if !flagSet(fs, "metrics-token") {
@@ -216,7 +237,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("Vendor requests go to the feed mirror", "mirror", ioc.MaskURL(*mirror))
 	}
 	auditLog := audit.New(st, log)
-	runner, feedService, err := startRunner(ctx, st, *dsn, *premiumBase, bus, log, auditLog,
+	notes, err := newNotifications(ctx, st, *dsn, bus, log, auditLog, mailer, egress.Options{AllowPrivate: *allowPrivate})
+	if err != nil {
+		return err
+	}
+	runner, feedService, err := startRunner(ctx, st, *dsn, *premiumBase, bus, log, auditLog, notes.Assets,
 		time.Duration(*auditDays)*24*time.Hour,
 		ingest.RegistryOptions{Client: feedClient, VendorClient: vendorClient, Keys: keys},
 		ingest.KindOptions{WriteRate: *writeRate})
@@ -226,6 +251,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Deferred after st.Close, so it runs first: runs reach a safe point
 	// while the store is still open.
 	defer stopRunner(runner, log)
+	// Started after the runner, stopped before it (and before the store).
+	notes.Assets.Allowlist = runner.Allowlist()
+	stopNotes, err := notes.start(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopNotes()
 
 	// TOTP secrets are sealed with the key that seals feed credentials.
 	secrets, err := store.LoadSecrets(*dsn)
@@ -233,7 +265,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	resolver := &graph.Resolver{Store: st, SaaS: cfg.Edition == server.EditionSaaS, Events: runner.Bus(), Ingest: runner, Feeds: feedService,
-		Audit: auditLog, MFA: &auth.MFA{Store: st, Secrets: secrets}}
+		Audit: auditLog, MFA: &auth.MFA{Store: st, Secrets: secrets}, Notify: notes.Notifications}
 	srv := server.New(cfg, st, resolver, log)
 	err = srv.ListenAndServe(ctx)
 	log.Info("Stopped")
@@ -308,7 +340,7 @@ func keyUsers(k builtin.Key) string {
 // the egress policy's client; the vendor sources through ro.VendorClient
 // (the policy and the feed mirror).
 func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, bus *events.Bus, log *slog.Logger,
-	auditLog *audit.Log, auditRetention time.Duration, ro ingest.RegistryOptions, ko ingest.KindOptions) (*ingest.Runner, *feeds.Service, error) {
+	auditLog *audit.Log, assets ingest.AssetWatch, auditRetention time.Duration, ro ingest.RegistryOptions, ko ingest.KindOptions) (*ingest.Runner, *feeds.Service, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
 		return nil, nil, err
@@ -316,7 +348,7 @@ func startRunner(ctx context.Context, st *store.Store, dsn, premiumBase string, 
 	sources := ingest.NewRegistry(ro)
 	sources.Register(ingest.Kinds(ko)...)
 	runner, err := ingest.New(ingest.Options{Store: st, Secrets: secrets, Bus: bus, Sources: sources, Log: log,
-		AuditRetention: auditRetention})
+		AuditRetention: auditRetention, Assets: assets})
 	if err != nil {
 		return nil, nil, err
 	}

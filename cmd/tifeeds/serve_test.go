@@ -15,3 +15,22 @@ func TestFeedAllowPrivateEnvValidated(t *testing.T) {
 		t.Fatalf("serve with TIFEEDS_FEED_ALLOW_PRIVATE=maybe: %v", err)
 	}
 }
+
+// A bad SMTP URL stops serve before it opens anything, and the error never
+// quotes the password the URL or the environment carries.
+func TestSMTPSettingsValidated(t *testing.T) {
+	for _, c := range []struct{ url, password string }{
+		{"http://user:s3cret-pw@mail.example.org", ""},
+		{"smtp://user:s3cret-pw@", ""},
+		{"smtps://mail.example.org", "s3cret-pw"},
+	} {
+		t.Setenv("TIFEEDS_SMTP_URL", c.url)
+		t.Setenv("TIFEEDS_SMTP_PASSWORD", c.password)
+		t.Setenv("TIFEEDS_SMTP_FROM", "not an address")
+		var out, errOut bytes.Buffer
+		err := serve(context.Background(), []string{"--db", "sqlite:" + t.TempDir() + "/t.db"}, &out, &errOut)
+		if err == nil || strings.Contains(err.Error(), "s3cret-pw") || !strings.Contains(err.Error(), "smtp") {
+			t.Errorf("%s: %v", c.url, err)
+		}
+	}
+}

@@ -34,7 +34,7 @@ test.describe.serial('a tenant-scoped session', () => {
     await expect(page).toHaveURL(/\/overview$/);
     await expect(page.getByTestId('signed-in-user')).toContainText('tenant');
     const nav = page.getByRole('navigation', { name: 'Main' });
-    await expect(nav.getByRole('link')).toHaveText(['Overview', 'IoCs', 'Tenants']);
+    await expect(nav.getByRole('link')).toHaveText(['Overview', 'IoCs', 'Tenants', 'Notifications', 'Assets', 'Asset hits']);
     await expect(page.getByRole('heading', { level: 1, name: 'Overview' })).toBeVisible();
     await noErrorShown();
     // The start page is the Overview page too.
@@ -110,7 +110,7 @@ test.describe.serial('a root session', () => {
     await expect(page).toHaveURL(/\/overview$/);
     await expect(page.getByTestId('signed-in-user')).toContainText(adminUser);
     const nav = page.getByRole('navigation', { name: 'Main' });
-    await expect(nav.getByRole('link')).toHaveText(['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist', 'Users', 'Audit log']);
+    await expect(nav.getByRole('link')).toHaveText(['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist', 'Users', 'Audit log', 'Notifications', 'Assets', 'Asset hits']);
     await nav.getByRole('link', { name: 'Tenants' }).click();
     await expect(page.getByRole('button', { name: '+ New tenant' })).toBeVisible();
     await expect(page.locator(`tr[data-tenant-name="${tenantName}"]`).getByRole('button', { name: `Edit ${tenantName}` })).toBeVisible();

@@ -9,12 +9,14 @@ import { allowedPath, homeFor, isRoot, pagesFor } from './lib/roles';
 import { ThemeSelect } from './components/ThemeSelect';
 import { AccountPage, MustChangePasswordPage } from './pages/Account';
 import { AllowlistPage } from './pages/Allowlist';
+import { AssetHitsPage, AssetsPage } from './pages/Assets';
 import { AuditLogPage } from './pages/AuditLog';
 import { FeedDetailPage } from './pages/FeedDetail';
 import { FeedsPage } from './pages/Feeds';
 import { IocsPage } from './pages/Iocs';
 import { OverviewPage } from './pages/Overview';
 import { LoginPage } from './pages/Login';
+import { NotificationsPage } from './pages/Notifications';
 import { TenantGroupsPage } from './pages/TenantGroups';
 import { TenantsPage } from './pages/Tenants';
 import { UsersPage } from './pages/Users';
@@ -50,6 +52,9 @@ export function App() {
         <Route path="/users" element={rootOnly(<UsersPage />)} />
         <Route path="/account" element={<AccountPage />} />
         <Route path="/audit" element={rootOnly(<AuditLogPage />)} />
+        <Route path="/notifications" element={<NotificationsPage />} />
+        <Route path="/assets" element={<AssetsPage />} />
+        <Route path="/hits" element={<AssetHitsPage />} />
         <Route path="*" element={<NotFound home={home} />} />
       </Routes>
     </Shell>

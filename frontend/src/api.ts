@@ -749,3 +749,137 @@ export const ResetUserMfaMutation = graphql(`
     }
   }
 `);
+
+export const NotificationChannelsQuery = graphql(`
+  query NotificationChannels {
+    notificationChannels {
+      id
+      name
+      kind
+      tenantId
+      target
+      events
+      createdAt
+    }
+  }
+`);
+
+export const CreateWebhookMutation = graphql(`
+  mutation CreateWebhook($input: WebhookInput!) {
+    createWebhook(input: $input) {
+      channel {
+        id
+        name
+      }
+      secret
+    }
+  }
+`);
+
+export const CreateEmailChannelMutation = graphql(`
+  mutation CreateEmailChannel($input: EmailChannelInput!) {
+    createEmailChannel(input: $input) {
+      channel {
+        id
+        name
+      }
+    }
+  }
+`);
+
+export const TestNotificationChannelMutation = graphql(`
+  mutation TestNotificationChannel($id: ID!) {
+    testNotificationChannel(id: $id)
+  }
+`);
+
+export const DeleteNotificationChannelMutation = graphql(`
+  mutation DeleteNotificationChannel($id: ID!) {
+    deleteNotificationChannel(id: $id)
+  }
+`);
+
+export const ChannelDeliveriesQuery = graphql(`
+  query ChannelDeliveries($id: ID!, $first: Int, $after: String) {
+    channelDeliveries(id: $id, first: $first, after: $after) {
+      nodes {
+        id
+        deliveryId
+        event
+        at
+        attempt
+        status
+        httpStatus
+        latencyMs
+        error
+      }
+      pageInfo {
+        endCursor
+        hasNextPage
+      }
+    }
+  }
+`);
+
+export const TenantAssetsQuery = graphql(`
+  query TenantAssets($tenantId: ID!, $first: Int, $after: String) {
+    tenantAssets(tenantId: $tenantId, first: $first, after: $after) {
+      nodes {
+        id
+        kind
+        value
+        createdAt
+      }
+      totalCount
+      pageInfo {
+        endCursor
+        hasNextPage
+      }
+    }
+  }
+`);
+
+export const AddTenantAssetsMutation = graphql(`
+  mutation AddTenantAssets($tenantId: ID!, $values: [String!]!) {
+    addTenantAssets(tenantId: $tenantId, values: $values) {
+      added
+    }
+  }
+`);
+
+export const ImportTenantAssetsCsvMutation = graphql(`
+  mutation ImportTenantAssetsCsv($tenantId: ID!, $csv: String!) {
+    importTenantAssetsCsv(tenantId: $tenantId, csv: $csv) {
+      added
+    }
+  }
+`);
+
+export const DeleteTenantAssetsMutation = graphql(`
+  mutation DeleteTenantAssets($tenantId: ID!, $values: [String!]!) {
+    deleteTenantAssets(tenantId: $tenantId, values: $values)
+  }
+`);
+
+export const AssetHitsQuery = graphql(`
+  query AssetHits($tenantId: ID, $first: Int, $after: String) {
+    assetHits(tenantId: $tenantId, first: $first, after: $after) {
+      nodes {
+        id
+        tenantId
+        asset
+        iocType
+        iocValue
+        score
+        tags
+        feedName
+        at
+        expiresAt
+      }
+      pageInfo {
+        endCursor
+        hasNextPage
+      }
+    }
+  }
+`);

@@ -47,6 +47,32 @@ type AllowlistMatch struct {
 	Comment *string `json:"comment,omitempty"`
 }
 
+// A stored indicator covering a tenant's asset, as one feed reported it.
+type AssetHit struct {
+	ID       string    `json:"id"`
+	TenantID string    `json:"tenantId"`
+	Asset    string    `json:"asset"`
+	IocType  string    `json:"iocType"`
+	IocValue string    `json:"iocValue"`
+	Score    int       `json:"score"`
+	Tags     []string  `json:"tags"`
+	FeedID   string    `json:"feedId"`
+	FeedName string    `json:"feedName"`
+	At       time.Time `json:"at"`
+	// When the indicator's sighting expires; a sighting after that hits again.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+type AssetHitConnection struct {
+	Nodes    []*AssetHit `json:"nodes"`
+	PageInfo *PageInfo   `json:"pageInfo"`
+}
+
+type AssetsAdded struct {
+	// How many assets were added (values watched already are not counted).
+	Added int `json:"added"`
+}
+
 type AuditEventConnection struct {
 	Nodes    []*store.AuditEvent `json:"nodes"`
 	PageInfo *PageInfo           `json:"pageInfo"`
@@ -72,6 +98,12 @@ type CreateUserInput struct {
 	Password string      `json:"password"`
 }
 
+type CreatedChannel struct {
+	Channel *NotificationChannel `json:"channel"`
+	// The webhook's signing secret, shown this once; null for email.
+	Secret *string `json:"secret,omitempty"`
+}
+
 type CustomFeedInput struct {
 	Category         *CustomFeedCategory `json:"category,omitempty"`
 	Name             string              `json:"name"`
@@ -85,6 +117,33 @@ type CustomFeedInput struct {
 	Description  *string `json:"description,omitempty"`
 	// Let the feed's Suricata rules keep an action other than alert in the rules export.
 	AllowRuleActions *bool `json:"allowRuleActions,omitempty"`
+}
+
+type Delivery struct {
+	ID string `json:"id"`
+	// The X-Tifeeds-Delivery id, the same across a notification's attempts.
+	DeliveryID string         `json:"deliveryId"`
+	Event      string         `json:"event"`
+	At         time.Time      `json:"at"`
+	Attempt    int            `json:"attempt"`
+	Status     DeliveryStatus `json:"status"`
+	// The receiver's HTTP status; 0 when there was no answer (or for email).
+	HTTPStatus int    `json:"httpStatus"`
+	LatencyMs  int    `json:"latencyMs"`
+	Error      string `json:"error"`
+}
+
+type DeliveryConnection struct {
+	Nodes    []*Delivery `json:"nodes"`
+	PageInfo *PageInfo   `json:"pageInfo"`
+}
+
+type EmailChannelInput struct {
+	Name string `json:"name"`
+	// 1 to 10 addresses.
+	To       []string            `json:"to"`
+	TenantID *string             `json:"tenantId,omitempty"`
+	Events   []NotificationEvent `json:"events"`
 }
 
 type ExpiringDay struct {
@@ -137,6 +196,16 @@ type FeedHealth struct {
 	Running bool `json:"running"`
 	// When its next scheduled run starts; null when none is scheduled (disabled).
 	NextRun *time.Time `json:"nextRun,omitempty"`
+}
+
+type FeedHealthWatch struct {
+	FeedID   string          `json:"feedId"`
+	FeedName string          `json:"feedName"`
+	State    FeedHealthState `json:"state"`
+	// The threshold in force, in hours.
+	StaleAfterHours int `json:"staleAfterHours"`
+	// Whether the threshold was set (false: the default).
+	ThresholdSet bool `json:"thresholdSet"`
 }
 
 type FeedIocCount struct {
@@ -270,6 +339,18 @@ type NewAPIKey struct {
 	Key string `json:"key"`
 }
 
+type NotificationChannel struct {
+	ID   string      `json:"id"`
+	Name string      `json:"name"`
+	Kind ChannelKind `json:"kind"`
+	// The owning tenant; null for root's channels.
+	TenantID *string `json:"tenantId,omitempty"`
+	// The webhook URL (query tokens masked) or the email addresses.
+	Target    string              `json:"target"`
+	Events    []NotificationEvent `json:"events"`
+	CreatedAt time.Time           `json:"createdAt"`
+}
+
 type OneTimePassword struct {
 	// The password in clear: shown this once only.
 	Password string `json:"password"`
@@ -391,6 +472,20 @@ type TagCount struct {
 	Count int    `json:"count"`
 }
 
+type TenantAsset struct {
+	ID   string             `json:"id"`
+	Kind AllowlistEntryKind `json:"kind"`
+	// The value normalised like indicators.
+	Value     string    `json:"value"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+type TenantAssetConnection struct {
+	Nodes      []*TenantAsset `json:"nodes"`
+	TotalCount int            `json:"totalCount"`
+	PageInfo   *PageInfo      `json:"pageInfo"`
+}
+
 // On update, a given tenants list replaces the membership.
 type TenantGroupInput struct {
 	Name    string   `json:"name"`
@@ -423,6 +518,17 @@ type ViewOrder struct {
 type ViewOrderInput struct {
 	Field     string          `json:"field"`
 	Direction *OrderDirection `json:"direction,omitempty"`
+}
+
+type WebhookInput struct {
+	// 1 to 100 characters.
+	Name string `json:"name"`
+	// http or https; it must be reachable under the egress policy feeds use.
+	URL string `json:"url"`
+	// 16 to 256 bytes; one is made when omitted.
+	Secret   *string             `json:"secret,omitempty"`
+	TenantID *string             `json:"tenantId,omitempty"`
+	Events   []NotificationEvent `json:"events"`
 }
 
 type AllowlistEntryKind string
@@ -552,6 +658,61 @@ func (e BuiltinFeedKind) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type ChannelKind string
+
+const (
+	ChannelKindWebhook ChannelKind = "WEBHOOK"
+	ChannelKindEmail   ChannelKind = "EMAIL"
+)
+
+var AllChannelKind = []ChannelKind{
+	ChannelKindWebhook,
+	ChannelKindEmail,
+}
+
+func (e ChannelKind) IsValid() bool {
+	switch e {
+	case ChannelKindWebhook, ChannelKindEmail:
+		return true
+	}
+	return false
+}
+
+func (e ChannelKind) String() string {
+	return string(e)
+}
+
+func (e *ChannelKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ChannelKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ChannelKind", str)
+	}
+	return nil
+}
+
+func (e ChannelKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ChannelKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ChannelKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type CustomFeedCategory string
 
 const (
@@ -602,6 +763,63 @@ func (e *CustomFeedCategory) UnmarshalJSON(b []byte) error {
 }
 
 func (e CustomFeedCategory) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type DeliveryStatus string
+
+const (
+	DeliveryStatusDelivered DeliveryStatus = "DELIVERED"
+	DeliveryStatusRetrying  DeliveryStatus = "RETRYING"
+	DeliveryStatusGaveUp    DeliveryStatus = "GAVE_UP"
+)
+
+var AllDeliveryStatus = []DeliveryStatus{
+	DeliveryStatusDelivered,
+	DeliveryStatusRetrying,
+	DeliveryStatusGaveUp,
+}
+
+func (e DeliveryStatus) IsValid() bool {
+	switch e {
+	case DeliveryStatusDelivered, DeliveryStatusRetrying, DeliveryStatusGaveUp:
+		return true
+	}
+	return false
+}
+
+func (e DeliveryStatus) String() string {
+	return string(e)
+}
+
+func (e *DeliveryStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = DeliveryStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid DeliveryStatus", str)
+	}
+	return nil
+}
+
+func (e DeliveryStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *DeliveryStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e DeliveryStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -669,6 +887,63 @@ func (e *FeedFacetColumn) UnmarshalJSON(b []byte) error {
 }
 
 func (e FeedFacetColumn) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type FeedHealthState string
+
+const (
+	FeedHealthStateOk    FeedHealthState = "OK"
+	FeedHealthStateError FeedHealthState = "ERROR"
+	FeedHealthStateStale FeedHealthState = "STALE"
+)
+
+var AllFeedHealthState = []FeedHealthState{
+	FeedHealthStateOk,
+	FeedHealthStateError,
+	FeedHealthStateStale,
+}
+
+func (e FeedHealthState) IsValid() bool {
+	switch e {
+	case FeedHealthStateOk, FeedHealthStateError, FeedHealthStateStale:
+		return true
+	}
+	return false
+}
+
+func (e FeedHealthState) String() string {
+	return string(e)
+}
+
+func (e *FeedHealthState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = FeedHealthState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid FeedHealthState", str)
+	}
+	return nil
+}
+
+func (e FeedHealthState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *FeedHealthState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e FeedHealthState) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -803,6 +1078,61 @@ func (e *IocOrderField) UnmarshalJSON(b []byte) error {
 }
 
 func (e IocOrderField) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type NotificationEvent string
+
+const (
+	NotificationEventFeedHealth NotificationEvent = "FEED_HEALTH"
+	NotificationEventAssetHit   NotificationEvent = "ASSET_HIT"
+)
+
+var AllNotificationEvent = []NotificationEvent{
+	NotificationEventFeedHealth,
+	NotificationEventAssetHit,
+}
+
+func (e NotificationEvent) IsValid() bool {
+	switch e {
+	case NotificationEventFeedHealth, NotificationEventAssetHit:
+		return true
+	}
+	return false
+}
+
+func (e NotificationEvent) String() string {
+	return string(e)
+}
+
+func (e *NotificationEvent) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = NotificationEvent(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid NotificationEvent", str)
+	}
+	return nil
+}
+
+func (e NotificationEvent) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *NotificationEvent) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e NotificationEvent) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -58,7 +58,11 @@ var layers = []layer{
 	{"feeds/...", []string{"ioc", "allowlist", "internal/...", "store", "events", "ingest/source", "ingest/egress",
 		"ingest/builtin", "ingest/premium", "audit", "feeds/..."}, "the feed service reaches the runner through interfaces it declares"},
 	{"input", []string{"ioc", "store", "allowlist"}, "what REST and GraphQL share is neither"},
-	{"graph/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "audit", "feeds", "ingest",
+	// Ingestion reaches the asset watch through the interface it declares
+	// (ingest.AssetWatch); cmd hands it in.
+	{"notify", []string{"ioc", "allowlist", "store", "events", "auth", "audit", "ingest/egress", "input"},
+		"notifications: the outbox, its channels, the feed health and asset watches"},
+	{"graph/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "audit", "feeds", "ingest", "notify",
 		"ingest/builtin", "ingest/premium", "ingest/source", "input", "graph/..."}, "resolvers call services; nothing REST needs"},
 	{"server/...", []string{"ioc", "stix", "allowlist", "internal/...", "store", "events", "auth", "audit", "sso", "input", "graph/...",
 		"server/...", "frontend"}, "the HTTP edge never imports ingestion"},

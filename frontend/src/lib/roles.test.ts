@@ -5,16 +5,16 @@ describe('roles', () => {
   const cases: Record<string, { scope: 'ROOT' | 'TENANT'; pages: string[]; home: string; allowed: string[]; refused: string[] }> = {
     root: {
       scope: 'ROOT',
-      pages: ['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist', 'Users', 'Audit log'],
+      pages: ['Overview', 'Feeds', 'IoCs', 'Tenants', 'Tenant groups', 'Allowlist', 'Users', 'Audit log', 'Notifications', 'Assets', 'Asset hits'],
       home: '/overview',
       allowed: ['/overview', '/feeds', '/feeds/12', '/groups', '/iocs', '/tenants', '/allowlist', '/users', '/account', '/audit'],
       refused: [],
     },
     tenant: {
       scope: 'TENANT',
-      pages: ['Overview', 'IoCs', 'Tenants'],
+      pages: ['Overview', 'IoCs', 'Tenants', 'Notifications', 'Assets', 'Asset hits'],
       home: '/overview',
-      allowed: ['/overview', '/iocs', '/tenants', '/feedsx', '/nowhere', '/account'],
+      allowed: ['/overview', '/iocs', '/tenants', '/feedsx', '/nowhere', '/account', '/notifications', '/assets', '/hits'],
       refused: ['/feeds', '/feeds/12', '/groups', '/groups/3', '/allowlist', '/users', '/audit'],
     },
   };

@@ -18,6 +18,9 @@ export const navPages: readonly NavPage[] = [
   { path: '/allowlist', label: 'Allowlist', rootOnly: true },
   { path: '/users', label: 'Users', rootOnly: true },
   { path: '/audit', label: 'Audit log', rootOnly: true },
+  { path: '/notifications', label: 'Notifications', rootOnly: false },
+  { path: '/assets', label: 'Assets', rootOnly: false },
+  { path: '/hits', label: 'Asset hits', rootOnly: false },
 ];
 
 /** isRoot says whether the scope may manage feeds, tenants and groups (the API's @hasScope(ROOT)). */

@@ -1,0 +1,320 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// TenantAsset is one thing a tenant watches: an IP address, a CIDR range,
+// a domain (covering its subdomains) or a URL prefix. Kind and Value are
+// as allowlist.ParseEntry returns them; the store does not interpret them.
+type TenantAsset struct {
+	bun.BaseModel `bun:"table:tenant_assets"`
+
+	ID        int64  `bun:"id,pk,autoincrement"`
+	TenantID  string `bun:"tenant_id,notnull"`
+	Kind      string `bun:"kind,notnull"`
+	Value     string `bun:"value,notnull"`
+	CreatedAt int64  `bun:"created_at,notnull"`
+}
+
+// Created is when the asset was added.
+func (a *TenantAsset) Created() time.Time { return fromMicros(a.CreatedAt) }
+
+// assetChunk is how many assets one statement inserts or deletes.
+const assetChunk = 500
+
+// AddTenantAssets adds assets (of one tenant, each value once) that the
+// tenant does not watch yet, unless that would make more than max, and
+// returns those it added (with their ids). ErrNotFound when the tenant
+// does not exist.
+func (s *Store) AddTenantAssets(ctx context.Context, tenantID string, assets []TenantAsset, max int, now time.Time) ([]TenantAsset, error) {
+	var added []TenantAsset
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		added = nil
+		lock := ""
+		if s.Dialect == Postgres {
+			lock = " FOR UPDATE"
+		}
+		var id string
+		if err := tx.NewRaw("SELECT id FROM tenants WHERE id = ?"+lock, tenantID).Scan(ctx, &id); err != nil {
+			if err == sql.ErrNoRows {
+				return fmt.Errorf("store: tenant %s: %w", tenantID, ErrNotFound)
+			}
+			return err
+		}
+		n, err := tx.NewSelect().Model((*TenantAsset)(nil)).Where("tenant_id = ?", tenantID).Count(ctx)
+		if err != nil {
+			return err
+		}
+		// Values watched already are skipped by the unique key; RETURNING
+		// names the rows inserted.
+		var fresh []TenantAsset
+		for start := 0; start < len(assets); start += assetChunk {
+			chunk := make([]TenantAsset, 0, assetChunk)
+			for _, a := range assets[start:min(start+assetChunk, len(assets))] {
+				a.ID, a.TenantID, a.CreatedAt = 0, tenantID, micros(now)
+				chunk = append(chunk, a)
+			}
+			var inserted []TenantAsset
+			if _, err := tx.NewInsert().Model(&chunk).On("CONFLICT (tenant_id, value) DO NOTHING").
+				Returning("id, tenant_id, kind, value, created_at").Exec(ctx, &inserted); err != nil {
+				return err
+			}
+			fresh = append(fresh, inserted...)
+			if n+int64(len(fresh)) > int64(max) {
+				return Invalid("values", "a tenant watches at most %d assets (it has %d)", max, n)
+			}
+		}
+		added = fresh
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to add assets: %w", err)
+	}
+	return added, nil
+}
+
+// DeleteTenantAssets deletes the tenant's assets of these values (and
+// their hits) and returns how many it deleted.
+func (s *Store) DeleteTenantAssets(ctx context.Context, tenantID string, values []string) (int64, error) {
+	var total int64
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		total = 0
+		for start := 0; start < len(values); start += assetChunk {
+			chunk := values[start:min(start+assetChunk, len(values))]
+			if _, err := tx.ExecContext(ctx, `DELETE FROM asset_hits WHERE asset_id IN (
+SELECT id FROM tenant_assets WHERE tenant_id = ? AND value IN (?))`, tenantID, bun.In(chunk)); err != nil {
+				return err
+			}
+			r, err := tx.ExecContext(ctx, "DELETE FROM tenant_assets WHERE tenant_id = ? AND value IN (?)", tenantID, bun.In(chunk))
+			if err != nil {
+				return err
+			}
+			n, _ := r.RowsAffected()
+			total += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: unable to delete assets: %w", err)
+	}
+	return total, nil
+}
+
+// TenantAssets returns a page of the tenant's assets by id, after the
+// asset after (0: from the first).
+func (s *Store) TenantAssets(ctx context.Context, tenantID string, first int, after int64) ([]TenantAsset, error) {
+	var out []TenantAsset
+	q := s.DB.NewSelect().Model(&out).Where("tenant_id = ?", tenantID).Order("id").Limit(int64(first))
+	if after > 0 {
+		q = q.Where("id > ?", after)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: unable to read assets: %w", err)
+	}
+	return out, nil
+}
+
+// CountTenantAssets counts the tenant's assets.
+func (s *Store) CountTenantAssets(ctx context.Context, tenantID string) (int64, error) {
+	return s.DB.NewSelect().Model((*TenantAsset)(nil)).Where("tenant_id = ?", tenantID).Count(ctx)
+}
+
+// EachTenantAsset calls fn with every asset of every tenant, by id, a page
+// at a time.
+func (s *Store) EachTenantAsset(ctx context.Context, fn func(*TenantAsset)) error {
+	var after int64
+	for {
+		var page []TenantAsset
+		if err := s.DB.NewSelect().Model(&page).Where("id > ?", after).Order("id").Limit(20000).Scan(ctx); err != nil {
+			return fmt.Errorf("store: unable to read assets: %w", err)
+		}
+		for i := range page {
+			fn(&page[i])
+		}
+		if len(page) < 20000 {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// IoCRef is a stored IoC's id, type and value.
+type IoCRef struct {
+	ID    int64  `bun:"id"`
+	Type  string `bun:"type"`
+	Value string `bun:"value"`
+}
+
+// ScanIoCs returns up to limit IoCs of the types, by id after after.
+func (s *Store) ScanIoCs(ctx context.Context, types []string, after int64, limit int) ([]IoCRef, error) {
+	var out []IoCRef
+	err := s.DB.NewSelect().Table("iocs").Column("id", "type", "value").
+		Where("type IN (?)", bun.In(types)).Where("id > ?", after).Order("id").Limit(int64(limit)).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to read indicators: %w", err)
+	}
+	return out, nil
+}
+
+// SightingRef is a live sighting of an IoC: which feed, and what it said.
+type SightingRef struct {
+	IoCID     int64
+	FeedID    int64
+	FeedName  string
+	Score     int
+	Tags      []string
+	ExpiresAt time.Time
+}
+
+// LiveSightings returns the sightings of the IoCs ids that expire after
+// now.
+func (s *Store) LiveSightings(ctx context.Context, ids []int64, now time.Time) ([]SightingRef, error) {
+	var rows []struct {
+		IoCID     int64          `bun:"ioc_id"`
+		FeedID    int64          `bun:"feed_id"`
+		FeedName  string         `bun:"name"`
+		Score     int            `bun:"score"`
+		Tags      sql.NullString `bun:"tags"`
+		ExpiresAt int64          `bun:"expires_at"`
+	}
+	err := s.DB.NewRaw(`SELECT s.ioc_id, s.feed_id, f.name, s.score, s.tags, s.expires_at
+FROM sightings s JOIN feeds f ON f.id = s.feed_id WHERE s.ioc_id IN (?) AND s.expires_at > ?`, bun.In(ids), micros(now)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to read sightings: %w", err)
+	}
+	out := make([]SightingRef, len(rows))
+	for i, r := range rows {
+		out[i] = SightingRef{IoCID: r.IoCID, FeedID: r.FeedID, FeedName: r.FeedName, Score: r.Score, ExpiresAt: fromMicros(r.ExpiresAt)}
+		if r.Tags.Valid && r.Tags.String != "" {
+			_ = json.Unmarshal([]byte(r.Tags.String), &out[i].Tags)
+		}
+	}
+	return out, nil
+}
+
+// AssetHit is a stored IoC covering a tenant's asset, as one feed reported
+// it.
+type AssetHit struct {
+	bun.BaseModel `bun:"table:asset_hits"`
+
+	ID        int64    `bun:"id,pk,autoincrement"`
+	TenantID  string   `bun:"tenant_id,notnull"`
+	AssetID   int64    `bun:"asset_id,notnull"`
+	Asset     string   `bun:"asset,notnull"`
+	IoCType   string   `bun:"ioc_type,notnull"`
+	IoCValue  string   `bun:"ioc_value,notnull"`
+	Score     int      `bun:"score,notnull"`
+	Tags      []string `bun:"tags,notnull,type:text,json_use_number"`
+	FeedID    int64    `bun:"feed_id,notnull"`
+	FeedName  string   `bun:"feed_name,notnull"`
+	At        int64    `bun:"at,notnull"`
+	ExpiresAt int64    `bun:"expires_at,notnull"`
+}
+
+// Time is when the hit was recorded.
+func (h *AssetHit) Time() time.Time { return fromMicros(h.At) }
+
+// Expires is when the IoC's sighting expires.
+func (h *AssetHit) Expires() time.Time { return fromMicros(h.ExpiresAt) }
+
+// NewAssetHit fills a hit's times.
+func NewAssetHit(h AssetHit, at, expires time.Time) AssetHit {
+	h.At, h.ExpiresAt = micros(at), micros(expires)
+	return h
+}
+
+// RecordAssetHits stores hits, once per (asset, IoC, feed) until the IoC
+// expires: a hit stored already and not expired only has its expiry
+// moved; the others are stored and, in the same transaction, notify
+// enqueues their notification. It returns the hits it stored anew (a
+// hit whose asset was deleted meanwhile is dropped).
+func (s *Store) RecordAssetHits(ctx context.Context, hits []AssetHit, now time.Time, notify func(*AssetHit) Notification) ([]AssetHit, error) {
+	var fresh []AssetHit
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		fresh = fresh[:0]
+		for _, h := range hits {
+			var old AssetHit
+			err := tx.NewSelect().Model(&old).Where("asset_id = ? AND ioc_type = ? AND ioc_value = ? AND feed_id = ?",
+				h.AssetID, h.IoCType, h.IoCValue, h.FeedID).Scan(ctx)
+			switch {
+			case err == nil && old.ExpiresAt > micros(now):
+				if h.ExpiresAt > old.ExpiresAt {
+					if _, err := tx.NewUpdate().Model((*AssetHit)(nil)).Set("expires_at = ?", h.ExpiresAt).
+						Where("id = ?", old.ID).Exec(ctx); err != nil {
+						return err
+					}
+				}
+				continue
+			case err == nil:
+				if _, err := tx.ExecContext(ctx, "DELETE FROM asset_hits WHERE id = ?", old.ID); err != nil {
+					return err
+				}
+			case err != sql.ErrNoRows:
+				return err
+			}
+			// The asset or the feed may have gone meanwhile; a failed
+			// insert would end a PostgreSQL transaction.
+			var live int
+			if err := tx.NewRaw("SELECT (SELECT COUNT(*) FROM tenant_assets WHERE id = ?) + (SELECT COUNT(*) FROM feeds WHERE id = ?)",
+				h.AssetID, h.FeedID).Scan(ctx, &live); err != nil {
+				return err
+			}
+			if live < 2 {
+				continue
+			}
+			h.ID = 0
+			if h.Tags == nil {
+				h.Tags = []string{}
+			}
+			if _, err := tx.NewInsert().Model(&h).Returning("id").Exec(ctx); err != nil {
+				return err
+			}
+			if _, err := s.Enqueue(ctx, tx, notify(&h), now); err != nil {
+				return err
+			}
+			fresh = append(fresh, h)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to record asset hits: %w", err)
+	}
+	return fresh, nil
+}
+
+// AssetHits returns a page of hits, newest first, of tenantID (every
+// tenant's when nil), before the hit after (0: from the newest).
+func (s *Store) AssetHits(ctx context.Context, tenantID *string, first int, after int64) ([]AssetHit, error) {
+	var out []AssetHit
+	q := s.DB.NewSelect().Model(&out).OrderExpr("id DESC").Limit(int64(first))
+	if tenantID != nil {
+		q = q.Where("tenant_id = ?", *tenantID)
+	}
+	if after > 0 {
+		q = q.Where("id < ?", after)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: unable to read asset hits: %w", err)
+	}
+	return out, nil
+}
+
+// TenantAssetsByID returns the assets of these ids that exist.
+func (s *Store) TenantAssetsByID(ctx context.Context, ids []int64) ([]TenantAsset, error) {
+	var out []TenantAsset
+	for start := 0; start < len(ids); start += assetChunk {
+		var page []TenantAsset
+		if err := s.DB.NewSelect().Model(&page).Where("id IN (?)", bun.In(ids[start:min(start+assetChunk, len(ids))])).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("store: unable to read assets: %w", err)
+		}
+		out = append(out, page...)
+	}
+	return out, nil
+}
