@@ -144,6 +144,9 @@ type feedJob struct {
 type activeRun struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	// why the run started: a test tells a run its job fired from one a
+	// reconcile pass started itself.
+	why runReason
 	// ended is set as the run's end is about to be committed: once the
 	// store shows the run ended, a run asked before the runner lets go of
 	// the feed is queued (again) rather than refused or lost.

@@ -69,6 +69,7 @@ func (r *Runner) startRun(ctx context.Context, feedID int64, req runRequest) (ru
 		return runBusy, nil
 	}
 	runCtx, ar := r.claimLocked(feedID)
+	ar.why = req.why
 	r.wg.Add(1) // under mu: Stop waits for every run claimed before it
 	r.mu.Unlock()
 	var unlock func()
