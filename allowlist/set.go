@@ -1,6 +1,9 @@
 package allowlist
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -33,6 +36,7 @@ type Set struct {
 	// The action of each list of builtin and own, by id.
 	builtinActs, ownActs []Action
 	user                 *userSet
+	fingerprint          string
 }
 
 // userSet is the user entries alone.
@@ -56,8 +60,21 @@ func NewSetWith(entries []Entry, own *Index, actions map[string]Action) *Set {
 	if own != nil {
 		s.ownActs = actionsOf(own, actions)
 	}
+	h := sha256.New()
+	for _, l := range s.Lists() {
+		fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00", l.Name, l.Action, l.Version, l.Entries)
+	}
+	if own != nil {
+		fmt.Fprintf(h, "own:%d", own.gen)
+	}
+	s.fingerprint = hex.EncodeToString(h.Sum(nil)[:12])
 	return s
 }
+
+// Fingerprint changes whenever the lists or their actions do (an own list
+// replaced counts, even with the same name and size): part of the
+// validators of the exports that leave flagged IoCs out.
+func (s *Set) Fingerprint() string { return s.fingerprint }
 
 func actionsOf(x *Index, actions map[string]Action) []Action {
 	out := make([]Action, len(x.lists))

@@ -3,6 +3,7 @@ package allowlist
 import (
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tifeeds/tifeeds/ioc"
 )
@@ -26,7 +27,10 @@ type Index struct {
 	exact  map[string]lists32
 	subs   []listScan // substring lists
 	res    []listScan // regex lists
+	gen    uint64     // distinguishes one build from another
 }
+
+var indexGen atomic.Uint64
 
 type listScan struct {
 	id      uint16
@@ -35,7 +39,7 @@ type listScan struct {
 
 // NewIndex indexes lists; their ids are their positions.
 func NewIndex(lists []*Parsed) *Index {
-	x := &Index{ip4: map[uint64]lists32{}, ip6: map[key6]lists32{}, names: map[string]lists32{}, below: map[string]lists32{}, exact: map[string]lists32{}}
+	x := &Index{gen: indexGen.Add(1), ip4: map[uint64]lists32{}, ip6: map[key6]lists32{}, names: map[string]lists32{}, below: map[string]lists32{}, exact: map[string]lists32{}}
 	for i, p := range lists {
 		id := uint16(i)
 		l := p.List

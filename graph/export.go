@@ -153,6 +153,16 @@ func (r *Resolver) IoCExportFrom(ctx context.Context, q url.Values) (input.IoCEx
 		f.Search = p.search
 	}
 	out := input.IoCExport{Filter: f, Order: store.IoCOrder{Field: store.IoCOrderID}, Columns: p.columns}
+	switch w := q.Get("warnings"); w {
+	case "", "include":
+	case "exclude":
+		out.ExcludeWarnings = true
+	default:
+		return input.IoCExport{}, store.Invalid("warnings", "include or exclude, got %q", w)
+	}
+	if in.Warnings != nil {
+		return input.IoCExport{}, store.Invalid("filter", "exports take warnings=exclude, not the warnings filter of the IoCs page")
+	}
 	if p.orderBy != "" {
 		out.Order = store.IoCOrder{Field: iocOrderFields[model.IocOrderField(p.orderBy)], Desc: p.direction == "DESC"}
 	}
