@@ -1,0 +1,199 @@
+package graph_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+type warningJSON struct{ List, Entry, Action string }
+
+type warnedIoCs struct {
+	Iocs struct {
+		TotalCount int
+		Nodes      []struct {
+			Value    string
+			Warnings []warningJSON
+		}
+		PageInfo struct{ HasNextPage bool }
+	}
+}
+
+func (w warnedIoCs) values() []string {
+	var out []string
+	for _, n := range w.Iocs.Nodes {
+		s := n.Value
+		for _, x := range n.Warnings {
+			s += " [" + x.List + " " + x.Entry + " " + x.Action + "]"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+const warnedQuery = `query($w: IocWarnings) { iocs(filter: {warnings: $w}, orderBy: {field: VALUE}) {
+	totalCount nodes { value warnings { list entry action } } pageInfo { hasNextPage } } }`
+
+// TestWarninglistsAPI: the lists with their actions; warnings on the IoCs
+// page and its filter; an action change applied to the IoCs stored already
+// (flag marks, off unmarks, drop removes); own lists imported as text and
+// as MISP JSON, and deleted; lookups answer every list that matches.
+func TestWarninglistsAPI(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		a := newFeedsAPI(t, st)
+		feed := iocTestFeed(t, st, "f")
+		// Stored as if before the lists were in force.
+		ingestIoCs(t, st, feed, 30*24*time.Hour,
+			ioc.Indicator{Kind: ioc.Domain, Value: "a.duckdns.org", Score: 50},
+			ioc.Indicator{Kind: ioc.IP, Value: "11.22.33.44", Score: 50},
+			ioc.Indicator{Kind: ioc.MD5, Value: "0123456789abcdef0123456789abcdef", Score: 50},
+			ioc.Indicator{Kind: ioc.Domain, Value: "payload.zip", Score: 50})
+
+		var lists struct {
+			Warninglists []struct {
+				Name, Type, Action, DefaultAction string
+				EntryCount, Version               int
+				Builtin                           bool
+				Kinds                             []string
+				Note                              *string
+			}
+		}
+		a.must(`{ warninglists { name type action defaultAction entryCount version builtin kinds note } }`, &lists, nil)
+		byName := map[string]int{}
+		for i, l := range lists.Warninglists {
+			byName[l.Name] = i
+		}
+		for name, action := range map[string]string{"dynamic-dns": "FLAG", "tranco10k": "DROP", "reserved": "DROP", "mozilla-CA": "OFF", "amazon-aws": "FLAG"} {
+			i, ok := byName[name]
+			if !ok || lists.Warninglists[i].Action != action || !lists.Warninglists[i].Builtin {
+				t.Errorf("%s: %+v, want builtin %s", name, lists.Warninglists[i], action)
+			}
+		}
+		if l := lists.Warninglists[byName["common-contact-emails"]]; l.Note == nil || len(l.Kinds) != 0 || l.Type != "regex" {
+			t.Errorf("common-contact-emails = %+v, want a note saying why it applies to no kind", l)
+		}
+		if l := lists.Warninglists[byName["tranco10k"]]; l.EntryCount < 9990 || l.Version == 0 || !slices.Equal(l.Kinds, []string{"DOMAIN"}) {
+			t.Errorf("tranco10k = %+v", l)
+		}
+
+		var page warnedIoCs
+		a.must(warnedQuery, &page, map[string]any{"w": "FLAGGED"})
+		if got := page.values(); !slices.Equal(got, []string{"a.duckdns.org [dynamic-dns .duckdns.org FLAG]"}) {
+			t.Errorf("flagged = %q", got)
+		}
+		a.must(warnedQuery, &page, map[string]any{"w": "UNFLAGGED"})
+		if got := page.values(); !slices.Equal(got, []string{"0123456789abcdef0123456789abcdef", "11.22.33.44", "payload.zip"}) {
+			t.Errorf("unflagged = %q", got)
+		}
+
+		// Off unmarks, flag marks again, drop removes.
+		const setAction = `mutation($n: String!, $a: WarninglistAction!) { setWarninglistAction(name: $n, action: $a) { list { name action } removedIocs } }`
+		var set struct {
+			SetWarninglistAction struct {
+				List        struct{ Name, Action string }
+				RemovedIocs int
+			}
+		}
+		a.must(setAction, &set, map[string]any{"n": "dynamic-dns", "a": "OFF"})
+		a.must(warnedQuery, &page, map[string]any{"w": "FLAGGED"})
+		if set.SetWarninglistAction.List.Action != "OFF" || len(page.Iocs.Nodes) != 0 {
+			t.Errorf("off: %+v, flagged %q", set, page.values())
+		}
+		a.must(setAction, &set, map[string]any{"n": "dynamic-dns", "a": "FLAG"})
+		a.must(warnedQuery, &page, map[string]any{"w": "FLAGGED"})
+		if len(page.Iocs.Nodes) != 1 {
+			t.Errorf("flag again: flagged %q", page.values())
+		}
+		a.must(setAction, &set, map[string]any{"n": "dynamic-dns", "a": "DROP"})
+		a.must(warnedQuery, &page, nil)
+		if set.SetWarninglistAction.RemovedIocs != 1 || slices.Contains(page.values(), "a.duckdns.org") || len(page.Iocs.Nodes) != 3 {
+			t.Errorf("drop: %+v, left %q", set, page.values())
+		}
+		expectError(t, a.do(a.root, setAction, nil, map[string]any{"n": "no-such-list", "a": "OFF"}), "NOT_FOUND", "")
+
+		// Own lists: plain text that flags, MISP JSON that drops.
+		const importList = `mutation($in: WarninglistImportInput!) { importWarninglist(input: $in) {
+			list { name type entryCount action builtin kinds } removedIocs } }`
+		var imp struct {
+			ImportWarninglist struct {
+				List struct {
+					Name, Type, Action string
+					EntryCount         int
+					Builtin            bool
+					Kinds              []string
+				}
+				RemovedIocs int
+			}
+		}
+		a.must(importList, &imp, map[string]any{"in": map[string]any{"name": "corp", "action": "FLAG",
+			"content": "# our ranges\n11.22.33.0/24\nintranet.corp.example\n"}})
+		if l := imp.ImportWarninglist.List; l.Type != "mixed" || l.EntryCount != 2 || l.Builtin || l.Action != "FLAG" || imp.ImportWarninglist.RemovedIocs != 0 {
+			t.Errorf("text import = %+v", imp.ImportWarninglist)
+		}
+		a.must(warnedQuery, &page, map[string]any{"w": "FLAGGED"})
+		if got := page.values(); !slices.Equal(got, []string{"11.22.33.44 [corp 11.22.33.0/24 FLAG]"}) {
+			t.Errorf("flagged by corp = %q", got)
+		}
+		a.must(importList, &imp, map[string]any{"in": map[string]any{"name": "known-good", "action": "DROP",
+			"content": `{"name": "Known good", "description": "d", "version": 3, "type": "string",
+				"list": ["0123456789ABCDEF0123456789ABCDEF"], "matching_attributes": ["md5", "filename|md5"]}`}})
+		if l := imp.ImportWarninglist.List; l.Type != "string" || !slices.Equal(l.Kinds, []string{"MD5"}) || imp.ImportWarninglist.RemovedIocs != 1 {
+			t.Errorf("JSON import = %+v", imp.ImportWarninglist)
+		}
+		for _, tc := range []struct {
+			in    map[string]any
+			field string
+		}{
+			{map[string]any{"name": "corp", "action": "FLAG", "content": "192.0.2.1"}, "name"},
+			{map[string]any{"name": "tranco10k", "action": "FLAG", "content": "192.0.2.1"}, "name"},
+			{map[string]any{"name": "bad name", "action": "FLAG", "content": "192.0.2.1"}, "name"},
+			{map[string]any{"name": "re", "action": "FLAG", "content": `{"name":"x","type":"regex","list":["/(a)\\1/"]}`}, "content"},
+			{map[string]any{"name": "wide", "action": "DROP", "content": "0.0.0.0/1\n"}, "content"},
+		} {
+			expectError(t, a.do(a.root, importList, nil, map[string]any{"in": tc.in}), "BAD_USER_INPUT", tc.field)
+		}
+
+		// Lookups answer every list that drops or flags a value.
+		var lk struct {
+			LookupIocs []struct {
+				Value    *string
+				Warnings []warningJSON
+			}
+		}
+		a.must(`query($v: [String!]!) { lookupIocs(values: $v) { value warnings { list entry action } } }`, &lk,
+			map[string]any{"v": []string{"11.22.33.44", "b.duckdns.org", "10.1.2.3", "not a value", "payload.zip"}})
+		want := []string{"corp 11.22.33.0/24 FLAG", "dynamic-dns .duckdns.org DROP",
+			"reserved 10.0.0.0/8 DROP; rfc1918 10.0.0.0/8 DROP; rfc5735 10.0.0.0/8 FLAG", "", ""}
+		for i, r := range lk.LookupIocs {
+			var got []string
+			for _, w := range r.Warnings {
+				got = append(got, w.List+" "+w.Entry+" "+w.Action)
+			}
+			if strings.Join(got, "; ") != want[i] {
+				t.Errorf("lookup %d: warnings %q, want %q", i, got, want[i])
+			}
+		}
+
+		// Deleting an own list unmarks; built-in lists cannot be deleted.
+		var del struct{ DeleteWarninglist bool }
+		a.must(`mutation { deleteWarninglist(name: "corp") }`, &del, nil)
+		a.must(warnedQuery, &page, map[string]any{"w": "FLAGGED"})
+		if !del.DeleteWarninglist || len(page.Iocs.Nodes) != 0 {
+			t.Errorf("after delete: flagged %q", page.values())
+		}
+		expectError(t, a.do(a.root, `mutation { deleteWarninglist(name: "tranco10k") }`, nil, nil), "NOT_FOUND", "")
+
+		// Root only.
+		for _, q := range []string{`{ warninglists { name } }`, `mutation { deleteWarninglist(name: "known-good") }`,
+			`mutation { setWarninglistAction(name: "tranco10k", action: OFF) { removedIocs } }`} {
+			if errs := a.do(a.tenant, q, nil, nil); len(errs) != 1 || errs[0].Extensions.Code != "FORBIDDEN" {
+				t.Errorf("tenant %s: %+v", q, errs)
+			}
+		}
+	})
+}
