@@ -3,11 +3,14 @@ package feeds
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/tifeeds/tifeeds/allowlist"
 	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -33,6 +36,8 @@ type WarninglistsInForce interface {
 	// RemoveList removes the stored IoCs the list matches (it drops now).
 	RemoveList(ctx context.Context, name string) (int64, error)
 	RemoveListAgainLater(ctx context.Context, name string)
+	// FetchWarninglist fetches a subscribed list through the egress policy.
+	FetchWarninglist(ctx context.Context, rawURL, etag string) (content []byte, newETag string, changed bool, err error)
 }
 
 // WarninglistState is a list in force with the settings of its row.
@@ -118,7 +123,39 @@ func (a *Allowlist) applied(ctx context.Context, name string, act allowlist.Acti
 
 // ImportWarninglist stores an own list (MISP warninglist JSON or plain
 // text, see allowlist.Parse) with its action and puts it in force.
-func (a *Allowlist) ImportWarninglist(ctx context.Context, name string, content []byte, action, url string) (*allowlist.Parsed, int64, error) {
+func (a *Allowlist) ImportWarninglist(ctx context.Context, name string, content []byte, action string) (*allowlist.Parsed, int64, error) {
+	return a.importList(ctx, name, content, action, "", "")
+}
+
+// MaxWarninglistURL bounds a subscription's URL.
+const MaxWarninglistURL = 2048
+
+// SubscribeWarninglist fetches a list from rawURL through the egress
+// policy and stores it as ImportWarninglist does, with its URL and ETag:
+// ingestion fetches it again daily (ingest.WarninglistRefresh), sending
+// the ETag, and replaces it when it changed.
+func (a *Allowlist) SubscribeWarninglist(ctx context.Context, name, rawURL, action string) (*allowlist.Parsed, int64, error) {
+	if _, err := parseAction(action); err != nil {
+		return nil, 0, err
+	}
+	if err := allowlist.CheckName(name); err != nil {
+		return nil, 0, store.Invalid("name", "%s", strings.TrimPrefix(err.Error(), allowlist.ErrInvalidList.Error()+": "))
+	}
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil || len(rawURL) > MaxWarninglistURL || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, 0, store.Invalid("url", "an http or https URL of at most %d bytes", MaxWarninglistURL)
+	}
+	if u.User != nil {
+		return nil, 0, store.Invalid("url", "the URL carries user information")
+	}
+	content, etag, _, err := a.inForce.FetchWarninglist(ctx, u.String(), "")
+	if err != nil {
+		return nil, 0, store.Invalid("url", "unable to fetch the list: %s", ioc.MaskURLs(err.Error()))
+	}
+	return a.importList(ctx, name, content, action, u.String(), etag)
+}
+
+func (a *Allowlist) importList(ctx context.Context, name string, content []byte, action, url, etag string) (*allowlist.Parsed, int64, error) {
 	act, err := parseAction(action)
 	if err != nil {
 		return nil, 0, err
@@ -139,7 +176,11 @@ func (a *Allowlist) ImportWarninglist(ctx context.Context, name string, content 
 		}
 		return nil, 0, store.Invalid(field, "%s", strings.TrimPrefix(err.Error(), allowlist.ErrInvalidList.Error()+": "))
 	}
-	w := &store.Warninglist{Name: name, Action: string(act), Content: content, URL: url}
+	w := &store.Warninglist{Name: name, Action: string(act), Content: content, URL: url, ETag: etag}
+	if url != "" {
+		now := time.Now().UTC()
+		w.FetchedAt = &now
+	}
 	if err := a.st.AddWarninglist(ctx, w, MaxWarninglists); err != nil {
 		if errors.Is(err, store.ErrWarninglistsFull) {
 			return nil, 0, store.Invalid("name", "at most %d lists of your own", MaxWarninglists)
@@ -150,7 +191,7 @@ func (a *Allowlist) ImportWarninglist(ctx context.Context, name string, content 
 		return nil, 0, err
 	}
 	a.audit.Record(ctx, audit.WarninglistImport, warninglistTarget(name), map[string]any{"action": string(act),
-		"entries": p.List.Entries, "type": p.List.Type, "url": url})
+		"entries": p.List.Entries, "type": p.List.Type, "url": ioc.MaskURL(url)})
 	removed, err := a.applied(ctx, name, act)
 	return p, removed, err
 }

@@ -264,6 +264,7 @@ type ComplexityRoot struct {
 		SetFeedEnabled       func(childComplexity int, id string, enabled bool, confirm *bool) int
 		SetUserEnabled       func(childComplexity int, id string, enabled bool) int
 		SetWarninglistAction func(childComplexity int, name string, action allowlist.Action) int
+		SubscribeWarninglist func(childComplexity int, input model.WarninglistSubscribeInput) int
 		UpdateFeed           func(childComplexity int, id string, input model.FeedUpdateInput) int
 		UpdateTenant         func(childComplexity int, id string, input model.TenantInput) int
 		UpdateTenantGroup    func(childComplexity int, id string, input model.TenantGroupInput) int
@@ -447,6 +448,7 @@ type ComplexityRoot struct {
 		Name          func(childComplexity int) int
 		Note          func(childComplexity int) int
 		Type          func(childComplexity int) int
+		URL           func(childComplexity int) int
 		Version       func(childComplexity int) int
 	}
 
@@ -515,6 +517,7 @@ type MutationResolver interface {
 	DeleteView(ctx context.Context, id string) (bool, error)
 	SetWarninglistAction(ctx context.Context, name string, action allowlist.Action) (*model.WarninglistChanged, error)
 	ImportWarninglist(ctx context.Context, input model.WarninglistImportInput) (*model.WarninglistChanged, error)
+	SubscribeWarninglist(ctx context.Context, input model.WarninglistSubscribeInput) (*model.WarninglistChanged, error)
 	DeleteWarninglist(ctx context.Context, name string) (bool, error)
 }
 type OverviewResolver interface {
@@ -1624,6 +1627,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetWarninglistAction(childComplexity, args["name"].(string), args["action"].(allowlist.Action)), true
+	case "Mutation.subscribeWarninglist":
+		if e.ComplexityRoot.Mutation.SubscribeWarninglist == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_subscribeWarninglist_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SubscribeWarninglist(childComplexity, args["input"].(model.WarninglistSubscribeInput)), true
 	case "Mutation.updateFeed":
 		if e.ComplexityRoot.Mutation.UpdateFeed == nil {
 			break
@@ -2507,6 +2521,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Warninglist.Type(childComplexity), true
+	case "Warninglist.url":
+		if e.ComplexityRoot.Warninglist.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.URL(childComplexity), true
 	case "Warninglist.version":
 		if e.ComplexityRoot.Warninglist.Version == nil {
 			break
@@ -2551,6 +2571,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputTenantInput,
 		ec.unmarshalInputViewOrderInput,
 		ec.unmarshalInputWarninglistImportInput,
+		ec.unmarshalInputWarninglistSubscribeInput,
 	)
 	first := true
 
@@ -3568,6 +3589,13 @@ extend type Mutation {
   or SHA-256 hash. At most 32 MiB, 1,000,000 entries, 50 lists.
   """
   importWarninglist(input: WarninglistImportInput!): WarninglistChanged! @hasScope(scope: ROOT)
+  """
+  Adds a list of your own fetched from a URL (http or https, through the
+  egress policy of feeds), in either format importWarninglist takes. It is
+  fetched again daily with its ETag (If-None-Match) and replaced when it
+  changed; a fetch that fails or reads an invalid list keeps the last one.
+  """
+  subscribeWarninglist(input: WarninglistSubscribeInput!): WarninglistChanged! @hasScope(scope: ROOT)
   "Deletes a list of your own."
   deleteWarninglist(name: String!): Boolean! @hasScope(scope: ROOT)
 }
@@ -3597,12 +3625,21 @@ type Warninglist {
   kinds: [IocType!]!
   "Why the list applies to no kind, when it does not."
   note: String
+  "The URL of a subscribed list (credentials masked); null for the others."
+  url: String
 }
 
 input WarninglistImportInput {
   "Letters, digits, '-', '_' and '.', at most 64; not the name of a built-in list."
   name: String!
   content: String!
+  action: WarninglistAction!
+}
+
+input WarninglistSubscribeInput {
+  "As importWarninglist's."
+  name: String!
+  url: String!
   action: WarninglistAction!
 }
 
@@ -4312,6 +4349,8 @@ func (ec *executionContext) childFields_Warninglist(ctx context.Context, field g
 		return ec.fieldContext_Warninglist_kinds(ctx, field)
 	case "note":
 		return ec.fieldContext_Warninglist_note(ctx, field)
+	case "url":
+		return ec.fieldContext_Warninglist_url(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Warninglist", field.Name)
 }
@@ -4851,6 +4890,20 @@ func (ec *executionContext) field_Mutation_setWarninglistAction_args(ctx context
 		return nil, err
 	}
 	args["action"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_subscribeWarninglist_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.WarninglistSubscribeInput, error) {
+			return ec.unmarshalNWarninglistSubscribeInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistSubscribeInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -10371,6 +10424,68 @@ func (ec *executionContext) fieldContext_Mutation_importWarninglist(ctx context.
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_subscribeWarninglist(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_subscribeWarninglist(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SubscribeWarninglist(ctx, fc.Args["input"].(model.WarninglistSubscribeInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *model.WarninglistChanged
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.WarninglistChanged
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WarninglistChanged) graphql.Marshaler {
+			return ec.marshalNWarninglistChanged2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistChanged(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_subscribeWarninglist(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WarninglistChanged(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_subscribeWarninglist_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_deleteWarninglist(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14159,6 +14274,29 @@ func (ec *executionContext) fieldContext_Warninglist_note(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Warninglist_url(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _WarninglistChanged_list(ctx context.Context, field graphql.CollectedField, obj *model.WarninglistChanged) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16357,6 +16495,50 @@ func (ec *executionContext) unmarshalInputWarninglistImportInput(ctx context.Con
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputWarninglistSubscribeInput(ctx context.Context, obj any) (model.WarninglistSubscribeInput, error) {
+	var it model.WarninglistSubscribeInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "url", "action"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "action":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("action"))
+			data, err := ec.unmarshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Action = data
+		}
+	}
+	return it, nil
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -18453,6 +18635,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "subscribeWarninglist":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_subscribeWarninglist(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "deleteWarninglist":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteWarninglist(ctx, field)
@@ -20228,6 +20417,11 @@ func (ec *executionContext) _Warninglist(ctx context.Context, sel ast.SelectionS
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "url":
+			out.Values[i] = ec._Warninglist_url(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -21932,6 +22126,11 @@ func (ec *executionContext) marshalNWarninglistChanged2ᚖgithubᚗcomᚋtifeeds
 
 func (ec *executionContext) unmarshalNWarninglistImportInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistImportInput(ctx context.Context, v any) (model.WarninglistImportInput, error) {
 	res, err := ec.unmarshalInputWarninglistImportInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNWarninglistSubscribeInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistSubscribeInput(ctx context.Context, v any) (model.WarninglistSubscribeInput, error) {
+	res, err := ec.unmarshalInputWarninglistSubscribeInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/allowlist"
 	"github.com/tifeeds/tifeeds/graph/model"
+	"github.com/tifeeds/tifeeds/ioc"
 )
 
 func (r *mutationResolver) SetWarninglistAction(ctx context.Context, name string, action allowlist.Action) (*model.WarninglistChanged, error) {
@@ -33,7 +34,7 @@ func (r *mutationResolver) ImportWarninglist(ctx context.Context, input model.Wa
 	if err != nil {
 		return nil, err
 	}
-	_, removed, err := a.ImportWarninglist(ctx, input.Name, []byte(input.Content), string(input.Action), "")
+	_, removed, err := a.ImportWarninglist(ctx, input.Name, []byte(input.Content), string(input.Action))
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +42,24 @@ func (r *mutationResolver) ImportWarninglist(ctx context.Context, input model.Wa
 	if err != nil {
 		return nil, err
 	}
+	return &model.WarninglistChanged{List: l, RemovedIocs: int(removed)}, nil
+}
+
+func (r *mutationResolver) SubscribeWarninglist(ctx context.Context, input model.WarninglistSubscribeInput) (*model.WarninglistChanged, error) {
+	a, err := r.warninglistService()
+	if err != nil {
+		return nil, err
+	}
+	_, removed, err := a.SubscribeWarninglist(ctx, input.Name, input.URL, string(input.Action))
+	if err != nil {
+		return nil, err
+	}
+	l, err := r.warninglistByName(input.Name)
+	if err != nil {
+		return nil, err
+	}
+	masked := ioc.MaskURL(input.URL)
+	l.URL = &masked
 	return &model.WarninglistChanged{List: l, RemovedIocs: int(removed)}, nil
 }
 
@@ -57,8 +76,25 @@ func (r *mutationResolver) DeleteWarninglist(ctx context.Context, name string) (
 
 func (r *queryResolver) Warninglists(ctx context.Context) ([]*model.Warninglist, error) {
 	var out []*model.Warninglist
-	for _, l := range r.WarninglistSet().Lists() {
-		out = append(out, warninglistModel(l))
+	a, err := r.warninglistService()
+	if err != nil {
+		// No ingestion: the built-in lists with their defaults.
+		for _, l := range r.WarninglistSet().Lists() {
+			out = append(out, warninglistModel(l))
+		}
+		return out, nil
+	}
+	states, err := a.Warninglists(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range states {
+		m := warninglistModel(l.ListState)
+		if l.URL != "" {
+			masked := ioc.MaskURL(l.URL)
+			m.URL = &masked
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

@@ -1,8 +1,12 @@
 package graph_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,6 +197,105 @@ func TestWarninglistsAPI(t *testing.T) {
 			`mutation { setWarninglistAction(name: "tranco10k", action: OFF) { removedIocs } }`} {
 			if errs := a.do(a.tenant, q, nil, nil); len(errs) != 1 || errs[0].Extensions.Code != "FORBIDDEN" {
 				t.Errorf("tenant %s: %+v", q, errs)
+			}
+		}
+	})
+}
+
+// listServer serves a plain-text list with a strong ETag, answering 304 to
+// a matching If-None-Match as net/http's ServeContent does.
+type listServer struct {
+	mu                sync.Mutex
+	body, etag        string
+	gets, notModified int
+}
+
+func (s *listServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.URL.Path != "/list.txt" {
+		http.NotFound(w, r)
+		return
+	}
+	s.gets++
+	w.Header().Set("ETag", s.etag)
+	if r.Header.Get("If-None-Match") == s.etag {
+		s.notModified++
+	}
+	http.ServeContent(w, r, "list.txt", time.Time{}, strings.NewReader(s.body))
+}
+
+func (s *listServer) set(body, etag string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.body, s.etag = body, etag
+}
+
+// TestSubscribedWarninglist: a list subscribed by URL is fetched through
+// the egress policy, in force at once, and refreshed with its ETag: an
+// unchanged list (304) stays, a changed one replaces it.
+func TestSubscribedWarninglist(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		a := newFeedsAPI(t, st)
+		ls := &listServer{}
+		ls.set("11.22.33.0/24\n", `"v1"`)
+		srv := httptest.NewServer(ls)
+		defer srv.Close()
+
+		const subscribe = `mutation($in: WarninglistSubscribeInput!) { subscribeWarninglist(input: $in) { list { name entryCount action url } } }`
+		var sub struct {
+			SubscribeWarninglist struct {
+				List struct {
+					Name, Action, URL string
+					EntryCount        int
+				}
+			}
+		}
+		a.must(subscribe, &sub, map[string]any{"in": map[string]any{"name": "remote", "url": srv.URL + "/list.txt", "action": "FLAG"}})
+		if l := sub.SubscribeWarninglist.List; l.EntryCount != 1 || l.Action != "FLAG" || l.URL != srv.URL+"/list.txt" {
+			t.Errorf("subscribed = %+v", l)
+		}
+		flagged := func(kind ioc.Kind, v string) bool { return a.runner.Warninglists().Flagged(kind, v) }
+		if !flagged(ioc.IP, "11.22.33.44") {
+			t.Error("the subscribed list is not in force")
+		}
+
+		// Unchanged: 304, the list stays.
+		if err := a.runner.Allowlist().RefreshWarninglists(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		if ls.gets != 2 || ls.notModified != 1 || !flagged(ioc.IP, "11.22.33.44") {
+			t.Errorf("unchanged refresh: %d gets, %d not modified", ls.gets, ls.notModified)
+		}
+		// Not due yet: no fetch.
+		if err := a.runner.Allowlist().RefreshWarninglists(ctx, false); err != nil || ls.gets != 2 {
+			t.Errorf("refresh before it is due: %v, %d gets", err, ls.gets)
+		}
+		// Changed: replaced.
+		ls.set("11.22.34.0/24\nremote.example\n", `"v2"`)
+		if err := a.runner.Allowlist().RefreshWarninglists(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		if flagged(ioc.IP, "11.22.33.44") || !flagged(ioc.IP, "11.22.34.1") || !flagged(ioc.Domain, "a.remote.example") {
+			t.Error("the changed list is not the one in force")
+		}
+		// Turned invalid: the last one stays.
+		ls.set("not an entry\n", `"v3"`)
+		if err := a.runner.Allowlist().RefreshWarninglists(ctx, true); err == nil || !flagged(ioc.IP, "11.22.34.1") {
+			t.Errorf("invalid refresh: %v", err)
+		}
+
+		for _, tc := range []struct{ url, field string }{
+			{"ftp://x.example/l", "url"},
+			{"http://user:pw@x.example/l", "url"},
+			{srv.URL + "/missing", "url"},
+		} {
+			ls.set("", "")
+			errs := a.do(a.root, subscribe, nil, map[string]any{"in": map[string]any{"name": "other", "url": tc.url, "action": "FLAG"}})
+			expectError(t, errs, "BAD_USER_INPUT", tc.field)
+			if len(errs) == 1 && strings.Contains(errs[0].Message, "pw") {
+				t.Errorf("the error shows the password: %s", errs[0].Message)
 			}
 		}
 	})

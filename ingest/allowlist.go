@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,9 @@ type Allowlist struct {
 	// from: a reload that finds the same ones reuses it (under reload).
 	ownKey   string
 	ownIndex *allowlist.Index
-	wg       sync.WaitGroup
+	// client fetches subscribed warninglists (useClient).
+	client atomic.Pointer[http.Client]
+	wg     sync.WaitGroup
 	// done ends the removals of RemoveAgainLater (the context of Watch).
 	done atomic.Pointer[context.Context]
 }
@@ -160,6 +163,9 @@ func (a *Allowlist) Watch(ctx context.Context, refresh time.Duration) {
 			}
 			if err := a.Load(ctx); err != nil && ctx.Err() == nil {
 				a.log.Warn("Unable to reload the allowlist", "error", err)
+			}
+			if err := a.RefreshWarninglists(ctx, false); err != nil && ctx.Err() == nil {
+				a.log.Warn("Unable to refresh a warninglist", "error", err)
 			}
 		}
 	}()

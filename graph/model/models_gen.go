@@ -435,6 +435,8 @@ type Warninglist struct {
 	Kinds []ioc.Kind `json:"kinds"`
 	// Why the list applies to no kind, when it does not.
 	Note *string `json:"note,omitempty"`
+	// The URL of a subscribed list (credentials masked); null for the others.
+	URL *string `json:"url,omitempty"`
 }
 
 type WarninglistChanged struct {
@@ -448,6 +450,13 @@ type WarninglistImportInput struct {
 	Name    string           `json:"name"`
 	Content string           `json:"content"`
 	Action  allowlist.Action `json:"action"`
+}
+
+type WarninglistSubscribeInput struct {
+	// As importWarninglist's.
+	Name   string           `json:"name"`
+	URL    string           `json:"url"`
+	Action allowlist.Action `json:"action"`
 }
 
 type AllowlistEntryKind string
