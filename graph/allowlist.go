@@ -2,8 +2,8 @@ package graph
 
 import (
 	"errors"
-	"sync"
 	"strconv"
+	"sync"
 
 	"github.com/tifeeds/tifeeds/allowlist"
 	"github.com/tifeeds/tifeeds/feeds"
