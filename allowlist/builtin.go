@@ -89,7 +89,7 @@ var builtin = sync.OnceValue(func() *Index {
 				panic(fmt.Sprintf("allowlist: %s: %q is not an address or a range", o.file, v))
 			}
 			pr = pr.Masked()
-			p.entries = append(p.entries, wentry{typ: entryPrefix, value: entryText(pr), prefix: pr})
+			p.entries = append(p.entries, wentry{typ: entryPrefix, value: entryText(pr)})
 		}
 		l.Entries = len(p.entries)
 		parsed = append(parsed, p)

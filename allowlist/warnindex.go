@@ -1,7 +1,9 @@
 package allowlist
 
 import (
+	"hash/maphash"
 	"net/netip"
+	"regexp"
 	"strings"
 	"sync/atomic"
 
@@ -22,9 +24,14 @@ type Index struct {
 	ip6    map[key6]lists32
 	lens4  []int
 	lens6  []int
-	names  map[string]lists32 // a name and the names below it
-	below  map[string]lists32 // the names below a name only
-	exact  map[string]lists32
+	// Names and values are keyed by a 64-bit hash (keyOf), not the text:
+	// maps without pointers cost the collector nothing to scan and a
+	// fraction of the memory (1,000,000 entries of one's own). The text a
+	// warning shows is the value or the parent probed, never read back. Two
+	// texts share a key with a probability of about 2^-64 per pair.
+	names map[uint64]lists32 // a name and the names below it
+	below map[uint64]lists32 // the names below a name only
+	exact map[uint64]lists32
 	subs   []listScan // substring lists
 	res    []listScan // regex lists
 	gen    uint64     // distinguishes one build from another
@@ -35,11 +42,22 @@ var indexGen atomic.Uint64
 type listScan struct {
 	id      uint16
 	entries []wentry
+	res     []*regexp.Regexp // a regex list's, by entry
 }
 
 // NewIndex indexes lists; their ids are their positions.
 func NewIndex(lists []*Parsed) *Index {
-	x := &Index{gen: indexGen.Add(1), ip4: map[uint64]lists32{}, ip6: map[key6]lists32{}, names: map[string]lists32{}, below: map[string]lists32{}, exact: map[string]lists32{}}
+	// Sized up front: a map grown by doubling leaves its old buckets to
+	// the collector, as much again as it holds (a million own entries).
+	var n [entryRegex + 1]int
+	for _, p := range lists {
+		for _, e := range p.entries {
+			n[e.typ]++
+		}
+	}
+	x := &Index{gen: indexGen.Add(1), ip4: make(map[uint64]lists32, n[entryPrefix]), ip6: map[key6]lists32{},
+		names: make(map[uint64]lists32, n[entryName]), below: make(map[uint64]lists32, n[entryBelow]),
+		exact: make(map[uint64]lists32, n[entryExact])}
 	for i, p := range lists {
 		id := uint16(i)
 		l := p.List
@@ -51,7 +69,9 @@ func NewIndex(lists []*Parsed) *Index {
 		for _, e := range p.entries {
 			switch e.typ {
 			case entryPrefix:
-				x.addPrefix(e.prefix, id)
+				if pr, err := parsePrefix(e.value); err == nil {
+					x.addPrefix(pr, id)
+				}
 			case entryName:
 				if l.exactNames {
 					addTo(&x.groups, x.exact, strings.TrimPrefix(e.value, "www."), id)
@@ -72,16 +92,30 @@ func NewIndex(lists []*Parsed) *Index {
 			x.subs = append(x.subs, listScan{id: id, entries: subs})
 		}
 		if res != nil {
-			x.res = append(x.res, listScan{id: id, entries: res})
+			scan := listScan{id: id, entries: res}
+			for _, e := range res {
+				re, err := compileRegex(e.value) // compiled once already: it parses
+				if err != nil {
+					panic(err)
+				}
+				scan.res = append(scan.res, re)
+			}
+			x.res = append(x.res, scan)
 		}
 	}
 	return x
 }
 
-func addTo(g *groups, m map[string]lists32, key string, id uint16) {
-	cur, ok := m[key]
-	m[key] = g.add(cur, ok, id)
+func addTo(g *groups, m map[uint64]lists32, key string, id uint16) {
+	k := keyOf(key)
+	cur, ok := m[k]
+	m[k] = g.add(cur, ok, id)
 }
+
+// keySeed is this process's: keys live in memory only.
+var keySeed = maphash.MakeSeed()
+
+func keyOf(s string) uint64 { return maphash.String(keySeed, s) }
 
 func (x *Index) addPrefix(p netip.Prefix, id uint16) {
 	a, bits := p.Addr(), p.Bits()
@@ -140,8 +174,8 @@ func (x *Index) each(kind ioc.Kind, value string, use func(id uint16) bool, fn h
 		}
 	}
 	direct := applies(kind, false)
-	probe := func(m map[string]lists32, key, shown string, ok func(uint16) bool) bool {
-		v, found := m[key]
+	probe := func(m map[uint64]lists32, key, shown string, ok func(uint16) bool) bool {
+		v, found := m[keyOf(key)]
 		if !found {
 			return true
 		}
@@ -201,8 +235,8 @@ func (x *Index) each(kind ioc.Kind, value string, use func(id uint16) bool, fn h
 		if !direct(r.id) {
 			continue
 		}
-		for _, e := range r.entries {
-			if e.re.MatchString(value) {
+		for i, e := range r.entries {
+			if r.res[i].MatchString(value) {
 				if !fn(r.id, e.value) {
 					return false
 				}
@@ -246,8 +280,8 @@ func (x *Index) eachPrefix(a netip.Addr, ok func(uint16) bool, fn hit) bool {
 // name (or its www. form), entries of the name and of each parent, and
 // below-only entries of each parent.
 func (x *Index) eachName(name string, ok func(uint16) bool, fn hit) bool {
-	visit := func(m map[string]lists32, key, shown string) bool {
-		v, found := m[key]
+	visit := func(m map[uint64]lists32, key, shown string) bool {
+		v, found := m[keyOf(key)]
 		if !found {
 			return true
 		}

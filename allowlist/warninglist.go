@@ -1,6 +1,7 @@
 package allowlist
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,11 +111,10 @@ const (
 	entryRegex                      // a value it matches
 )
 
+// wentry is one entry, small: an own list may hold a million.
 type wentry struct {
-	typ    entryType
-	value  string // as reported in a warning
-	prefix netip.Prefix
-	re     *regexp.Regexp
+	value string // as reported in a warning; a prefix's address or range; a regex as listed
+	typ   entryType
 }
 
 // kindSet is a set of ioc.Kinds, one bit each.
@@ -213,8 +213,8 @@ func ParseMISP(data []byte, own bool) (*Parsed, error) {
 			p.Skipped++
 			continue
 		}
-		if e.re != nil {
-			program += progSize(e.re.String())
+		if e.typ == entryRegex {
+			program += progSize(regexExpr(e.value))
 			if program > MaxRegexListProgam {
 				return nil, fmt.Errorf("%w: its regular expressions compile to more than %d instructions together", ErrInvalidList, MaxRegexListProgam)
 			}
@@ -252,7 +252,7 @@ func parseMISPEntry(typ, raw string, own bool) (e wentry, ok bool, err error) {
 		if own && (p.Addr().Is4() && p.Bits() < MinBits4 || p.Addr().Is6() && p.Bits() < MinBits6) {
 			return e, false, fmt.Errorf("%w: %s is wider than /%d (IPv4) or /%d (IPv6)", ErrInvalidList, p, MinBits4, MinBits6)
 		}
-		return wentry{typ: entryPrefix, value: entryText(p), prefix: p}, true, nil
+		return wentry{typ: entryPrefix, value: entryText(p)}, true, nil
 	case TypeHostname:
 		t := entryName
 		if strings.HasPrefix(v, ".") {
@@ -272,11 +272,10 @@ func parseMISPEntry(typ, raw string, own bool) (e wentry, ok bool, err error) {
 	case TypeSubstring:
 		return wentry{typ: entrySubstring, value: strings.ToLower(v)}, true, nil
 	case TypeRegex:
-		re, err := compileRegex(v)
-		if err != nil {
+		if _, err := compileRegex(v); err != nil {
 			return e, false, err
 		}
-		return wentry{typ: entryRegex, value: v, re: re}, true, nil
+		return wentry{typ: entryRegex, value: v}, true, nil
 	}
 	return e, false, fmt.Errorf("%w: unknown type %q (cidr, hostname, string, substring or regex)", ErrInvalidList, typ)
 }
@@ -324,15 +323,7 @@ func compileRegex(v string) (*regexp.Regexp, error) {
 	if len(v) > MaxRegexLen {
 		return nil, fmt.Errorf("%w: a regular expression longer than %d bytes", ErrInvalidList, MaxRegexLen)
 	}
-	expr := v
-	if strings.HasPrefix(v, "/") {
-		if i := strings.LastIndexByte(v, '/'); i > 0 {
-			expr = v[1:i]
-			if strings.Contains(v[i+1:], "i") {
-				expr = "(?i)" + expr
-			}
-		}
-	}
+	expr := regexExpr(v)
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q is not a regular expression RE2 accepts: %v", ErrInvalidList, v, err)
@@ -341,6 +332,21 @@ func compileRegex(v string) (*regexp.Regexp, error) {
 		return nil, fmt.Errorf("%w: %q compiles to %d instructions, at most %d", ErrInvalidList, v, n, MaxRegexProgram)
 	}
 	return re, nil
+}
+
+// regexExpr is the RE2 expression of a MISP entry: "/expr/i" is
+// "(?i)expr".
+func regexExpr(v string) string {
+	if strings.HasPrefix(v, "/") {
+		if i := strings.LastIndexByte(v, '/'); i > 0 {
+			expr := v[1:i]
+			if strings.Contains(v[i+1:], "i") {
+				expr = "(?i)" + expr
+			}
+			return expr
+		}
+	}
+	return v
 }
 
 // progSize is how many instructions RE2 compiles expr to (regexp does not
@@ -365,12 +371,22 @@ func progSize(expr string) int {
 func ParseText(name string, data []byte) (*Parsed, error) {
 	l := &Warninglist{Name: name, Type: TypeMixed}
 	p := &Parsed{List: l}
-	for i, line := range strings.Split(string(data), "\n") {
-		line, _, _ = strings.Cut(line, "#")
-		v := strings.TrimSpace(line)
-		if v == "" {
+	for i := 0; len(data) > 0; i++ {
+		// Line by line, without a copy of the whole content.
+		raw := data
+		if j := bytes.IndexByte(data, '\n'); j >= 0 {
+			raw, data = data[:j], data[j+1:]
+		} else {
+			data = nil
+		}
+		if j := bytes.IndexByte(raw, '#'); j >= 0 {
+			raw = raw[:j]
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 {
 			continue
 		}
+		v := string(raw)
 		if len(p.entries) >= MaxListEntries {
 			return nil, fmt.Errorf("%w: more than %d entries", ErrInvalidList, MaxListEntries)
 		}
@@ -406,7 +422,7 @@ func textEntry(v string) (wentry, kindSet, error) {
 	switch kind {
 	case EntryIP, EntryCIDR:
 		p, _ := parsePrefix(norm)
-		return wentry{typ: entryPrefix, value: entryText(p), prefix: p}, kindBits[ioc.IP], nil
+		return wentry{typ: entryPrefix, value: entryText(p)}, kindBits[ioc.IP], nil
 	case EntryDomain:
 		return wentry{typ: entryName, value: norm}, kindBits[ioc.Domain], nil
 	}
