@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,9 @@ import (
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// ownListGCPercent is the collector's target while own lists are parsed.
+const ownListGCPercent = 20
 
 // allowlistSettle is how long after adding an entry its IoCs are removed a
 // second time: a batch that a run prepared before it learned of the entry
@@ -110,7 +114,13 @@ func (a *Allowlist) Load(ctx context.Context) error {
 
 // loadOwn parses the own lists; one that no longer parses (a bound
 // lowered since it was stored) is left out with a warning.
+//
+// Parsing holds a list's content, its entries and the index being built at
+// once, about three times what the index keeps: the collector runs closer
+// to the live heap meanwhile, so that a million entries do not lift the
+// process's peak memory by that much again (docs/benchmarks.md).
 func (a *Allowlist) loadOwn(ctx context.Context, lists []store.Warninglist) (*allowlist.Index, error) {
+	defer debug.SetGCPercent(debug.SetGCPercent(ownListGCPercent))
 	var parsed []*allowlist.Parsed
 	for _, l := range lists {
 		if l.Builtin {
@@ -134,7 +144,12 @@ func (a *Allowlist) loadOwn(ctx context.Context, lists []store.Warninglist) (*al
 	if len(parsed) == 0 {
 		return nil, nil
 	}
-	return allowlist.NewIndex(parsed), nil
+	x := allowlist.NewIndex(parsed)
+	// What parsing held goes back to the system now, not when the
+	// scavenger gets to it: ingestion's own peak stacks on what is left.
+	parsed = nil
+	debug.FreeOSMemory()
+	return x, nil
 }
 
 // Watch reloads the entries on every change announced on the bus and every
