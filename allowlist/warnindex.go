@@ -32,9 +32,9 @@ type Index struct {
 	names map[uint64]lists32 // a name and the names below it
 	below map[uint64]lists32 // the names below a name only
 	exact map[uint64]lists32
-	subs   []listScan // substring lists
-	res    []listScan // regex lists
-	gen    uint64     // distinguishes one build from another
+	subs  []listScan // substring lists
+	res   []listScan // regex lists
+	gen   uint64     // distinguishes one build from another
 }
 
 var indexGen atomic.Uint64
