@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/99designs/gqlgen/client"
 
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -297,6 +300,58 @@ func TestSubscribedWarninglist(t *testing.T) {
 			if len(errs) == 1 && strings.Contains(errs[0].Message, "pw") {
 				t.Errorf("the error shows the password: %s", errs[0].Message)
 			}
+		}
+	})
+}
+
+// TestWarningsFilterPages: the warnings filter pages through the IoCs the
+// other filters select, keeping those that qualify, each page continuing
+// after the last one kept.
+func TestWarningsFilterPages(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		c := iocClient(t, st)
+		feed := iocTestFeed(t, st, "f")
+		var inds []ioc.Indicator
+		for i := range 30 {
+			// Every tenth is on dynamic-dns (flag by default).
+			v := fmt.Sprintf("host-%02d.corp.test", i)
+			if i%10 == 3 {
+				v = fmt.Sprintf("host-%02d.duckdns.org", i)
+			}
+			inds = append(inds, ioc.Indicator{Kind: ioc.Domain, Value: v, Score: 50})
+		}
+		ingestIoCs(t, st, feed, 30*24*time.Hour, inds...)
+		const q = `query($after: String) { iocs(filter: {warnings: FLAGGED}, orderBy: {field: VALUE}, first: 2, after: $after) {
+			totalCount totalCountCapped nodes { value } pageInfo { hasNextPage endCursor } } }`
+		type page struct {
+			Iocs struct {
+				TotalCount       int
+				TotalCountCapped bool
+				Nodes            []struct{ Value string }
+				PageInfo         struct {
+					HasNextPage bool
+					EndCursor   *string
+				}
+			}
+		}
+		var got []string
+		var after *string
+		var pages []bool
+		for range 5 {
+			var p page
+			c.MustPost(q, &p, client.Var("after", after))
+			for _, n := range p.Iocs.Nodes {
+				got = append(got, n.Value)
+			}
+			pages = append(pages, p.Iocs.PageInfo.HasNextPage)
+			if !p.Iocs.PageInfo.HasNextPage {
+				break
+			}
+			after = p.Iocs.PageInfo.EndCursor
+		}
+		want := []string{"host-03.duckdns.org", "host-13.duckdns.org", "host-23.duckdns.org"}
+		if !slices.Equal(got, want) || !slices.Equal(pages, []bool{true, false}) {
+			t.Errorf("flagged pages = %q (hasNextPage %v), want %q in two pages", got, pages, want)
 		}
 	})
 }
