@@ -1,8 +1,11 @@
 // Package allowlist decides whether an indicator names benign
-// infrastructure that must never be stored or exported: reserved address
+// infrastructure that must never be stored or exported (reserved address
 // ranges, public DNS resolvers, the most popular sites, and the entries an
-// operator adds. Every match says which list and entry it came from, so a
-// dropped indicator can be explained. It imports only ioc.
+// operator adds), or infrastructure to flag (cloud ranges, VPNs, dynamic
+// DNS): warninglists in MISP's format, built in or the operator's, each
+// dropping, flagging or off. Every match says which list and entry it came
+// from, so a dropped or flagged indicator can be explained. It imports
+// only ioc.
 package allowlist
 
 import "github.com/tifeeds/tifeeds/ioc"
@@ -11,14 +14,13 @@ import "github.com/tifeeds/tifeeds/ioc"
 const (
 	ListReserved  = "reserved"
 	ListPublicDNS = "public-dns"
-	ListTopSites  = "top-sites"
 	// ListUser names the entries added through the API.
 	ListUser = "user"
 )
 
 // Match is the entry that covers an indicator.
 type Match struct {
-	List  string // ListReserved, ListPublicDNS, ListTopSites or ListUser
+	List  string // a warninglist's name, or ListUser
 	Entry string // the entry as listed: an address, a CIDR, a domain or a URL prefix
 	// ID and Comment are set for user entries.
 	ID      int64

@@ -26,11 +26,10 @@ func TestBuiltinListsMatchWithListAndEntry(t *testing.T) {
 		{ioc.IP, "::1", "allowlisted: reserved ::1"},
 		{ioc.IP, "fe80::1", "allowlisted: reserved fe80::/10"},
 		{ioc.IP, "fd12:3456::1", "allowlisted: reserved fc00::/7"},
-		{ioc.IP, "239.1.2.3", "allowlisted: reserved 224.0.0.0/4"},
-		{ioc.Domain, "youtube.com", "allowlisted: top-sites youtube.com"},
-		{ioc.Domain, "www.youtube.com", "allowlisted: top-sites youtube.com"},
-		// Listed as www.google.com: google.com is the same site.
-		{ioc.Domain, "google.com", "allowlisted: top-sites google.com"},
+		{ioc.IP, "239.1.2.3", "allowlisted: multicast 239.0.0.0/8"},
+		{ioc.Domain, "youtube.com", "allowlisted: cisco_top20k youtube.com"},
+		{ioc.Domain, "www.youtube.com", "allowlisted: cisco_top20k youtube.com"},
+		{ioc.Domain, "google.com", "allowlisted: cisco_top20k google.com"},
 		// Documentation ranges and example.* stay usable.
 		{ioc.IP, "192.0.2.1", ""},
 		{ioc.IP, "198.51.100.7", ""},
@@ -41,7 +40,9 @@ func TestBuiltinListsMatchWithListAndEntry(t *testing.T) {
 		// Subdomains of popular platforms and URLs on them are real IoCs.
 		{ioc.Domain, "evil.youtube.com", ""},
 		{ioc.URL, "https://docs.google.com/forms/d/x", ""},
-		{ioc.MD5, "d41d8cd98f00b204e9800998ecf8427e", ""},
+		// The MD5 of an empty file.
+		{ioc.MD5, "d41d8cd98f00b204e9800998ecf8427e", "allowlisted: common-ioc-false-positive d41d8cd98f00b204e9800998ecf8427e"},
+		{ioc.MD5, "d41d8cd98f00b204e9800998ecf84270", ""},
 	} {
 		m, ok := s.Match(tc.kind, tc.value)
 		got := ""
@@ -56,7 +57,8 @@ func TestBuiltinListsMatchWithListAndEntry(t *testing.T) {
 
 func TestBuiltinListSizes(t *testing.T) {
 	n := allowlist.BuiltinSizes()
-	if n[allowlist.ListReserved] < 14 || n[allowlist.ListPublicDNS] < 35 || n[allowlist.ListTopSites] < 450 {
+	if n[allowlist.ListReserved] < 14 || n[allowlist.ListPublicDNS] < 35 || n["tranco10k"] < 9990 ||
+		n["cisco_top20k"] < 19990 || n["cloudflare-top100k"] < 99990 || n["public-dns-v4"] < 60000 {
 		t.Errorf("built-in lists too small: %v", n)
 	}
 }

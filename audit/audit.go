@@ -29,6 +29,9 @@ const (
 	FeedRunNow        = "feed.run_now"
 	AllowlistAdd      = "allowlist.add"
 	AllowlistDelete   = "allowlist.delete"
+	WarninglistAction = "warninglist.action"
+	WarninglistImport = "warninglist.import"
+	WarninglistDelete = "warninglist.delete"
 	TenantCreate      = "tenant.create"
 	TenantUpdate      = "tenant.update"
 	TenantDelete      = "tenant.delete"
@@ -62,6 +65,7 @@ const (
 const (
 	TargetFeed        = "feed"
 	TargetAllowlist   = "allowlist_entry"
+	TargetWarninglist = "warninglist"
 	TargetTenant      = "tenant"
 	TargetTenantGroup = "tenant_group"
 	TargetView        = "view"

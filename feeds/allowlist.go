@@ -25,6 +25,7 @@ type AllowlistStore interface {
 	AllowlistEntries(ctx context.Context) ([]store.AllowlistEntry, error)
 	AddAllowlistEntry(ctx context.Context, e *store.AllowlistEntry, max int) error
 	DeleteAllowlistEntry(ctx context.Context, id int64) (*store.AllowlistEntry, error)
+	WarninglistStore
 }
 
 // AllowlistInForce is the allowlist ingestion applies on this instance
@@ -37,6 +38,7 @@ type AllowlistInForce interface {
 	// RemoveAgainLater removes them once more when the runs in flight have
 	// written what they prepared before they learned of e.
 	RemoveAgainLater(ctx context.Context, e store.AllowlistEntry)
+	WarninglistsInForce
 }
 
 // Allowlist carries out the API's changes to the user allowlist.

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"strconv"
+	"sync"
 
 	"github.com/tifeeds/tifeeds/allowlist"
 	"github.com/tifeeds/tifeeds/feeds"
@@ -15,8 +16,9 @@ import (
 // runs no ingestion (tests of other parts).
 var errNoAllowlist = errors.New("graph: the allowlist is not available: ingestion is not running")
 
-// builtinAllowlist answers lookups on a server without ingestion.
-var builtinAllowlist = allowlist.NewSet(nil)
+// builtinSet answers lookups on a server without ingestion: the
+// built-in lists with their defaults, parsed when first asked.
+var builtinSet = sync.OnceValue(func() *allowlist.Set { return allowlist.NewSet(nil) })
 
 // allowlistMatcher is the allowlist in force: the runner's, or the
 // built-in lists when there is no runner.
@@ -24,7 +26,7 @@ func (r *Resolver) allowlistMatcher() allowlist.Matcher {
 	if r.Ingest != nil {
 		return r.Ingest
 	}
-	return builtinAllowlist
+	return builtinSet()
 }
 
 func (r *Resolver) allowlistService() (*feeds.Allowlist, error) {

@@ -84,7 +84,7 @@ func TestAllowlistAPI(t *testing.T) {
 		if errs := a.do(a.tenant, q, &lk, map[string]any{"v": vals}); len(errs) > 0 {
 			t.Fatalf("lookup: %+v", errs)
 		}
-		want := []string{"public-dns 8.8.8.8", "reserved 10.0.0.0/8", "top-sites youtube.com", "user example.org",
+		want := []string{"public-dns 8.8.8.8", "reserved 10.0.0.0/8", "cisco_top20k youtube.com", "user example.org",
 			"user https://example.net/safe", "", ""}
 		for i, r := range lk.LookupIocs {
 			got := ""

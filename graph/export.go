@@ -153,6 +153,21 @@ func (r *Resolver) IoCExportFrom(ctx context.Context, q url.Values) (input.IoCEx
 		f.Search = p.search
 	}
 	out := input.IoCExport{Filter: f, Order: store.IoCOrder{Field: store.IoCOrderID}, Columns: p.columns}
+	switch w := q.Get("warnings"); w {
+	case "", "include":
+	case "exclude":
+		out.ExcludeWarnings = true
+	default:
+		return input.IoCExport{}, store.Invalid("warnings", "include or exclude, got %q", w)
+	}
+	// The IoCs page's filter: unflagged is warnings=exclude; flagged alone
+	// is not an export (a firewall list is what is left, not the flagged).
+	if in.Warnings != nil {
+		if *in.Warnings != model.IocWarningsUnflagged {
+			return input.IoCExport{}, store.Invalid("filter", "exports leave flagged indicators out (warnings=exclude) but do not export them alone")
+		}
+		out.ExcludeWarnings = true
+	}
 	if p.orderBy != "" {
 		out.Order = store.IoCOrder{Field: iocOrderFields[model.IocOrderField(p.orderBy)], Desc: p.direction == "DESC"}
 	}

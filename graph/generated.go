@@ -14,6 +14,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	"github.com/tifeeds/tifeeds/allowlist"
 	"github.com/tifeeds/tifeeds/graph/model"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -258,6 +259,7 @@ type ComplexityRoot struct {
 		Text      func(childComplexity int) int
 		Type      func(childComplexity int) int
 		Value     func(childComplexity int) int
+		Warnings  func(childComplexity int) int
 	}
 
 	IocConnection struct {
@@ -275,11 +277,18 @@ type ComplexityRoot struct {
 		Known       func(childComplexity int) int
 		Type        func(childComplexity int) int
 		Value       func(childComplexity int) int
+		Warnings    func(childComplexity int) int
 	}
 
 	IocTypeCount struct {
 		Count func(childComplexity int) int
 		Type  func(childComplexity int) int
+	}
+
+	IocWarning struct {
+		Action func(childComplexity int) int
+		Entry  func(childComplexity int) int
+		List   func(childComplexity int) int
 	}
 
 	MfaEnrolment struct {
@@ -314,8 +323,10 @@ type ComplexityRoot struct {
 		DeleteTenantGroup          func(childComplexity int, id string) int
 		DeleteUser                 func(childComplexity int, id string) int
 		DeleteView                 func(childComplexity int, id string) int
+		DeleteWarninglist          func(childComplexity int, name string) int
 		DisableMfa                 func(childComplexity int, code *string, password *string) int
 		ImportTenantAssetsCSV      func(childComplexity int, tenantID string, csv string) int
+		ImportWarninglist          func(childComplexity int, input model.WarninglistImportInput) int
 		RegenerateMfaRecoveryCodes func(childComplexity int, code string) int
 		ResetFeedCursor            func(childComplexity int, id string) int
 		ResetPremiumFeed           func(childComplexity int, id string) int
@@ -327,6 +338,8 @@ type ComplexityRoot struct {
 		SetFeedEnabled             func(childComplexity int, id string, enabled bool, confirm *bool) int
 		SetFeedHealthThreshold     func(childComplexity int, feedID string, hours *int) int
 		SetUserEnabled             func(childComplexity int, id string, enabled bool) int
+		SetWarninglistAction       func(childComplexity int, name string, action allowlist.Action) int
+		SubscribeWarninglist       func(childComplexity int, input model.WarninglistSubscribeInput) int
 		TestNotificationChannel    func(childComplexity int, id string) int
 		UpdateFeed                 func(childComplexity int, id string, input model.FeedUpdateInput) int
 		UpdateTenant               func(childComplexity int, id string, input model.TenantInput) int
@@ -417,6 +430,7 @@ type ComplexityRoot struct {
 		UserAPIKeys          func(childComplexity int, userID string) int
 		Users                func(childComplexity int) int
 		Views                func(childComplexity int, table model.ViewTable) int
+		Warninglists         func(childComplexity int) int
 	}
 
 	Rejection struct {
@@ -529,6 +543,25 @@ type ComplexityRoot struct {
 		Direction func(childComplexity int) int
 		Field     func(childComplexity int) int
 	}
+
+	Warninglist struct {
+		Action        func(childComplexity int) int
+		Builtin       func(childComplexity int) int
+		DefaultAction func(childComplexity int) int
+		Description   func(childComplexity int) int
+		EntryCount    func(childComplexity int) int
+		Kinds         func(childComplexity int) int
+		Name          func(childComplexity int) int
+		Note          func(childComplexity int) int
+		Type          func(childComplexity int) int
+		URL           func(childComplexity int) int
+		Version       func(childComplexity int) int
+	}
+
+	WarninglistChanged struct {
+		List        func(childComplexity int) int
+		RemovedIocs func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -560,6 +593,7 @@ type IocResolver interface {
 	Sources(ctx context.Context, obj *store.IoC) ([]*store.Sighting, error)
 
 	Text(ctx context.Context, obj *store.IoC) (*string, error)
+	Warnings(ctx context.Context, obj *store.IoC) ([]*model.IocWarning, error)
 }
 type MutationResolver interface {
 	AddAllowlistEntry(ctx context.Context, input model.AllowlistEntryInput) (*model.AllowlistEntryAdded, error)
@@ -600,6 +634,10 @@ type MutationResolver interface {
 	ResetUserMfa(ctx context.Context, id string) (*store.User, error)
 	SaveView(ctx context.Context, input model.SaveViewInput) (*model.SavedView, error)
 	DeleteView(ctx context.Context, id string) (bool, error)
+	SetWarninglistAction(ctx context.Context, name string, action allowlist.Action) (*model.WarninglistChanged, error)
+	ImportWarninglist(ctx context.Context, input model.WarninglistImportInput) (*model.WarninglistChanged, error)
+	SubscribeWarninglist(ctx context.Context, input model.WarninglistSubscribeInput) (*model.WarninglistChanged, error)
+	DeleteWarninglist(ctx context.Context, name string) (bool, error)
 }
 type OverviewResolver interface {
 	Feeds(ctx context.Context, obj *model.Overview) ([]*model.FeedHealth, error)
@@ -629,6 +667,7 @@ type QueryResolver interface {
 	Users(ctx context.Context) ([]*store.User, error)
 	UserAPIKeys(ctx context.Context, userID string) ([]*store.APIKey, error)
 	Views(ctx context.Context, table model.ViewTable) ([]*model.SavedView, error)
+	Warninglists(ctx context.Context) ([]*model.Warninglist, error)
 }
 type SightingResolver interface {
 	Feed(ctx context.Context, obj *store.Sighting) (*store.Feed, error)
@@ -1524,6 +1563,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Ioc.Value(childComplexity), true
+	case "Ioc.warnings":
+		if e.ComplexityRoot.Ioc.Warnings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Ioc.Warnings(childComplexity), true
 
 	case "IocConnection.nodes":
 		if e.ComplexityRoot.IocConnection.Nodes == nil {
@@ -1592,6 +1637,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IocLookup.Value(childComplexity), true
+	case "IocLookup.warnings":
+		if e.ComplexityRoot.IocLookup.Warnings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocLookup.Warnings(childComplexity), true
 
 	case "IocTypeCount.count":
 		if e.ComplexityRoot.IocTypeCount.Count == nil {
@@ -1605,6 +1656,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IocTypeCount.Type(childComplexity), true
+
+	case "IocWarning.action":
+		if e.ComplexityRoot.IocWarning.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocWarning.Action(childComplexity), true
+	case "IocWarning.entry":
+		if e.ComplexityRoot.IocWarning.Entry == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocWarning.Entry(childComplexity), true
+	case "IocWarning.list":
+		if e.ComplexityRoot.IocWarning.List == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IocWarning.List(childComplexity), true
 
 	case "MfaEnrolment.otpauthUrl":
 		if e.ComplexityRoot.MfaEnrolment.OtpauthURL == nil {
@@ -1858,6 +1928,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteView(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteWarninglist":
+		if e.ComplexityRoot.Mutation.DeleteWarninglist == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteWarninglist_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteWarninglist(childComplexity, args["name"].(string)), true
 	case "Mutation.disableMfa":
 		if e.ComplexityRoot.Mutation.DisableMfa == nil {
 			break
@@ -1880,6 +1961,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ImportTenantAssetsCSV(childComplexity, args["tenantId"].(string), args["csv"].(string)), true
+	case "Mutation.importWarninglist":
+		if e.ComplexityRoot.Mutation.ImportWarninglist == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_importWarninglist_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ImportWarninglist(childComplexity, args["input"].(model.WarninglistImportInput)), true
 	case "Mutation.regenerateMfaRecoveryCodes":
 		if e.ComplexityRoot.Mutation.RegenerateMfaRecoveryCodes == nil {
 			break
@@ -2001,6 +2093,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetUserEnabled(childComplexity, args["id"].(string), args["enabled"].(bool)), true
+	case "Mutation.setWarninglistAction":
+		if e.ComplexityRoot.Mutation.SetWarninglistAction == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setWarninglistAction_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetWarninglistAction(childComplexity, args["name"].(string), args["action"].(allowlist.Action)), true
+	case "Mutation.subscribeWarninglist":
+		if e.ComplexityRoot.Mutation.SubscribeWarninglist == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_subscribeWarninglist_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SubscribeWarninglist(childComplexity, args["input"].(model.WarninglistSubscribeInput)), true
 	case "Mutation.testNotificationChannel":
 		if e.ComplexityRoot.Mutation.TestNotificationChannel == nil {
 			break
@@ -2506,6 +2620,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Views(childComplexity, args["table"].(model.ViewTable)), true
+	case "Query.warninglists":
+		if e.ComplexityRoot.Query.Warninglists == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Warninglists(childComplexity), true
 
 	case "Rejection.position":
 		if e.ComplexityRoot.Rejection.Position == nil {
@@ -2979,6 +3099,86 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ViewOrder.Field(childComplexity), true
 
+	case "Warninglist.action":
+		if e.ComplexityRoot.Warninglist.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.Action(childComplexity), true
+	case "Warninglist.builtin":
+		if e.ComplexityRoot.Warninglist.Builtin == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.Builtin(childComplexity), true
+	case "Warninglist.defaultAction":
+		if e.ComplexityRoot.Warninglist.DefaultAction == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.DefaultAction(childComplexity), true
+	case "Warninglist.description":
+		if e.ComplexityRoot.Warninglist.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.Description(childComplexity), true
+	case "Warninglist.entryCount":
+		if e.ComplexityRoot.Warninglist.EntryCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.EntryCount(childComplexity), true
+	case "Warninglist.kinds":
+		if e.ComplexityRoot.Warninglist.Kinds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.Kinds(childComplexity), true
+	case "Warninglist.name":
+		if e.ComplexityRoot.Warninglist.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.Name(childComplexity), true
+	case "Warninglist.note":
+		if e.ComplexityRoot.Warninglist.Note == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.Note(childComplexity), true
+	case "Warninglist.type":
+		if e.ComplexityRoot.Warninglist.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.Type(childComplexity), true
+	case "Warninglist.url":
+		if e.ComplexityRoot.Warninglist.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.URL(childComplexity), true
+	case "Warninglist.version":
+		if e.ComplexityRoot.Warninglist.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.Version(childComplexity), true
+
+	case "WarninglistChanged.list":
+		if e.ComplexityRoot.WarninglistChanged.List == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WarninglistChanged.List(childComplexity), true
+	case "WarninglistChanged.removedIocs":
+		if e.ComplexityRoot.WarninglistChanged.RemovedIocs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WarninglistChanged.RemovedIocs(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -3003,6 +3203,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputTenantGroupInput,
 		ec.unmarshalInputTenantInput,
 		ec.unmarshalInputViewOrderInput,
+		ec.unmarshalInputWarninglistImportInput,
+		ec.unmarshalInputWarninglistSubscribeInput,
 		ec.unmarshalInputWebhookInput,
 	)
 	first := true
@@ -3537,6 +3739,8 @@ type Ioc {
   expirationDate: Time!
   "The rule's text for a RULE (one IDS signature); null for other kinds."
   text: String
+  "The flagging warninglists that match the value, each with its entry."
+  warnings: [IocWarning!]!
 }
 
 type Sighting {
@@ -3561,6 +3765,14 @@ input IocFilter {
   minScore: Int
   expiresBefore: Time
   expiresAfter: Time
+  """
+  Flagged or unflagged indicators only. Warnings are not stored, so this
+  filter reads pages of the other filters' indicators and keeps those that
+  qualify: a page reads at most 5,000 of them, and when it stops there it
+  may hold fewer nodes than asked, with hasNextPage true (totalCount is
+  then what was found, and totalCountCapped true).
+  """
+  warnings: IocWarnings
 }
 
 enum IocOrderField {
@@ -3604,6 +3816,8 @@ type IocLookup {
   error: String
   "The allowlist entry that covers the value (it is never stored); null when none does."
   allowlisted: AllowlistMatch
+  "Every list that drops or flags the value (the user entries as list \"user\")."
+  warnings: [IocWarning!]!
 }
 `, BuiltIn: false},
 	{Name: "../schema/notifications.graphqls", Input: `extend type Query {
@@ -4214,6 +4428,105 @@ input SaveViewInput {
   isDefault: Boolean = false
 }
 `, BuiltIn: false},
+	{Name: "../schema/warninglists.graphqls", Input: `extend type Query {
+  """
+  Every warninglist in force: the built-in ones (ours, then MISP's by name),
+  then your own. The single entries of the allowlist (allowlistEntries) are
+  one more list, "user", which always drops.
+  """
+  warninglists: [Warninglist!]! @hasScope(scope: ROOT)
+}
+
+extend type Mutation {
+  """
+  Changes what a list does. DROP removes the stored indicators it matches
+  (and later runs do not store them); FLAG and OFF take effect at once on
+  every instance: warnings are read from the lists in force.
+  """
+  setWarninglistAction(name: String!, action: WarninglistAction!): WarninglistChanged! @hasScope(scope: ROOT)
+  """
+  Adds a list of your own: a MISP warninglist document (JSON: name,
+  description, version, type, list, matching_attributes) or plain text, one
+  entry a line, each an IP address or CIDR range, a host name (covering the
+  names below it; ".example.org" covers only those), a URL or an MD5, SHA-1
+  or SHA-256 hash. At most 32 MiB, 1,000,000 entries, 50 lists.
+  """
+  importWarninglist(input: WarninglistImportInput!): WarninglistChanged! @hasScope(scope: ROOT)
+  """
+  Adds a list of your own fetched from a URL (http or https, through the
+  egress policy of feeds), in either format importWarninglist takes. It is
+  fetched again daily with its ETag (If-None-Match) and replaced when it
+  changed; a fetch that fails or reads an invalid list keeps the last one.
+  """
+  subscribeWarninglist(input: WarninglistSubscribeInput!): WarninglistChanged! @hasScope(scope: ROOT)
+  "Deletes a list of your own."
+  deleteWarninglist(name: String!): Boolean! @hasScope(scope: ROOT)
+}
+
+enum WarninglistAction {
+  "The indicators it matches are not stored."
+  DROP
+  "They are stored and carry a warning; exports may leave them out (warnings=exclude)."
+  FLAG
+  "The list is not applied."
+  OFF
+}
+
+type Warninglist {
+  name: String!
+  description: String!
+  "MISP's version of the list (usually a date, YYYYMMDD); 0 for a plain-text list."
+  version: Int!
+  "cidr, hostname, string, substring or regex (MISP's types); mixed for a plain-text list."
+  type: String!
+  entryCount: Int!
+  action: WarninglistAction!
+  "A built-in list's action until root changes it; an own list's is the action it was imported with."
+  defaultAction: WarninglistAction!
+  builtin: Boolean!
+  "The kinds of indicator the list applies to."
+  kinds: [IocType!]!
+  "Why the list applies to no kind, when it does not."
+  note: String
+  "The URL of a subscribed list (credentials masked); null for the others."
+  url: String
+}
+
+input WarninglistImportInput {
+  "Letters, digits, '-', '_' and '.', at most 64; not the name of a built-in list."
+  name: String!
+  content: String!
+  action: WarninglistAction!
+}
+
+input WarninglistSubscribeInput {
+  "As importWarninglist's."
+  name: String!
+  url: String!
+  action: WarninglistAction!
+}
+
+type WarninglistChanged {
+  list: Warninglist!
+  "How many stored indicators a dropping list removed."
+  removedIocs: Int!
+}
+
+"A list that matches an indicator's value, and the entry that does."
+type IocWarning {
+  list: String!
+  "The entry as listed: an address or range, a name (\".example.org\": the names below it), a value, a substring or an expression."
+  entry: String!
+  action: WarninglistAction!
+}
+
+enum IocWarnings {
+  "Only indicators that a flagging list matches."
+  FLAGGED
+  "Only indicators that no flagging list matches."
+  UNFLAGGED
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -4639,6 +4952,8 @@ func (ec *executionContext) childFields_Ioc(ctx context.Context, field graphql.C
 		return ec.fieldContext_Ioc_expirationDate(ctx, field)
 	case "text":
 		return ec.fieldContext_Ioc_text(ctx, field)
+	case "warnings":
+		return ec.fieldContext_Ioc_warnings(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Ioc", field.Name)
 }
@@ -4673,6 +4988,8 @@ func (ec *executionContext) childFields_IocLookup(ctx context.Context, field gra
 		return ec.fieldContext_IocLookup_error(ctx, field)
 	case "allowlisted":
 		return ec.fieldContext_IocLookup_allowlisted(ctx, field)
+	case "warnings":
+		return ec.fieldContext_IocLookup_warnings(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type IocLookup", field.Name)
 }
@@ -4685,6 +5002,18 @@ func (ec *executionContext) childFields_IocTypeCount(ctx context.Context, field 
 		return ec.fieldContext_IocTypeCount_count(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type IocTypeCount", field.Name)
+}
+
+func (ec *executionContext) childFields_IocWarning(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "list":
+		return ec.fieldContext_IocWarning_list(ctx, field)
+	case "entry":
+		return ec.fieldContext_IocWarning_entry(ctx, field)
+	case "action":
+		return ec.fieldContext_IocWarning_action(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IocWarning", field.Name)
 }
 
 func (ec *executionContext) childFields_MfaEnrolment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5035,6 +5364,44 @@ func (ec *executionContext) childFields_ViewOrder(ctx context.Context, field gra
 		return ec.fieldContext_ViewOrder_direction(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ViewOrder", field.Name)
+}
+
+func (ec *executionContext) childFields_Warninglist(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_Warninglist_name(ctx, field)
+	case "description":
+		return ec.fieldContext_Warninglist_description(ctx, field)
+	case "version":
+		return ec.fieldContext_Warninglist_version(ctx, field)
+	case "type":
+		return ec.fieldContext_Warninglist_type(ctx, field)
+	case "entryCount":
+		return ec.fieldContext_Warninglist_entryCount(ctx, field)
+	case "action":
+		return ec.fieldContext_Warninglist_action(ctx, field)
+	case "defaultAction":
+		return ec.fieldContext_Warninglist_defaultAction(ctx, field)
+	case "builtin":
+		return ec.fieldContext_Warninglist_builtin(ctx, field)
+	case "kinds":
+		return ec.fieldContext_Warninglist_kinds(ctx, field)
+	case "note":
+		return ec.fieldContext_Warninglist_note(ctx, field)
+	case "url":
+		return ec.fieldContext_Warninglist_url(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Warninglist", field.Name)
+}
+
+func (ec *executionContext) childFields_WarninglistChanged(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "list":
+		return ec.fieldContext_WarninglistChanged_list(ctx, field)
+	case "removedIocs":
+		return ec.fieldContext_WarninglistChanged_removedIocs(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WarninglistChanged", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5479,6 +5846,20 @@ func (ec *executionContext) field_Mutation_deleteView_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteWarninglist_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_disableMfa_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5520,6 +5901,20 @@ func (ec *executionContext) field_Mutation_importTenantAssetsCsv_args(ctx contex
 		return nil, err
 	}
 	args["csv"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_importWarninglist_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.WarninglistImportInput, error) {
+			return ec.unmarshalNWarninglistImportInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistImportInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -5706,6 +6101,42 @@ func (ec *executionContext) field_Mutation_setUserEnabled_args(ctx context.Conte
 		return nil, err
 	}
 	args["enabled"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setWarninglistAction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "action",
+		func(ctx context.Context, v any) (allowlist.Action, error) {
+			return ec.unmarshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["action"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_subscribeWarninglist_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.WarninglistSubscribeInput, error) {
+			return ec.unmarshalNWarninglistSubscribeInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistSubscribeInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -10059,6 +10490,38 @@ func (ec *executionContext) fieldContext_Ioc_text(_ context.Context, field graph
 	return graphql.NewScalarFieldContext("Ioc", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Ioc_warnings(ctx context.Context, field graphql.CollectedField, obj *store.IoC) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Ioc_warnings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Ioc().Warnings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.IocWarning) graphql.Marshaler {
+			return ec.marshalNIocWarning2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocWarningᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Ioc_warnings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Ioc",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IocWarning(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _IocConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.IocConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10348,6 +10811,38 @@ func (ec *executionContext) fieldContext_IocLookup_allowlisted(_ context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _IocLookup_warnings(ctx context.Context, field graphql.CollectedField, obj *model.IocLookup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocLookup_warnings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Warnings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.IocWarning) graphql.Marshaler {
+			return ec.marshalNIocWarning2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocWarningᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IocLookup_warnings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IocLookup",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IocWarning(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _IocTypeCount_type(ctx context.Context, field graphql.CollectedField, obj *model.IocTypeCount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10392,6 +10887,75 @@ func (ec *executionContext) _IocTypeCount_count(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_IocTypeCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("IocTypeCount", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _IocWarning_list(ctx context.Context, field graphql.CollectedField, obj *model.IocWarning) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocWarning_list(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.List, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IocWarning_list(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocWarning", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _IocWarning_entry(ctx context.Context, field graphql.CollectedField, obj *model.IocWarning) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocWarning_entry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entry, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IocWarning_entry(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocWarning", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _IocWarning_action(ctx context.Context, field graphql.CollectedField, obj *model.IocWarning) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IocWarning_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v allowlist.Action) graphql.Marshaler {
+			return ec.marshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IocWarning_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IocWarning", field, false, false, errors.New("field of type WarninglistAction does not have child fields"))
 }
 
 func (ec *executionContext) _MfaEnrolment_secret(ctx context.Context, field graphql.CollectedField, obj *model.MfaEnrolment) (ret graphql.Marshaler) {
@@ -12668,6 +13232,254 @@ func (ec *executionContext) fieldContext_Mutation_deleteView(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setWarninglistAction(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setWarninglistAction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetWarninglistAction(ctx, fc.Args["name"].(string), fc.Args["action"].(allowlist.Action))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *model.WarninglistChanged
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.WarninglistChanged
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WarninglistChanged) graphql.Marshaler {
+			return ec.marshalNWarninglistChanged2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistChanged(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setWarninglistAction(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WarninglistChanged(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setWarninglistAction_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_importWarninglist(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_importWarninglist(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ImportWarninglist(ctx, fc.Args["input"].(model.WarninglistImportInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *model.WarninglistChanged
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.WarninglistChanged
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WarninglistChanged) graphql.Marshaler {
+			return ec.marshalNWarninglistChanged2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistChanged(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_importWarninglist(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WarninglistChanged(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_importWarninglist_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_subscribeWarninglist(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_subscribeWarninglist(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SubscribeWarninglist(ctx, fc.Args["input"].(model.WarninglistSubscribeInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal *model.WarninglistChanged
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal *model.WarninglistChanged
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WarninglistChanged) graphql.Marshaler {
+			return ec.marshalNWarninglistChanged2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistChanged(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_subscribeWarninglist(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WarninglistChanged(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_subscribeWarninglist_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteWarninglist(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteWarninglist(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteWarninglist(ctx, fc.Args["name"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal bool
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal bool
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteWarninglist(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteWarninglist_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NewApiKey_apiKey(ctx context.Context, field graphql.CollectedField, obj *model.NewAPIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14844,6 +15656,56 @@ func (ec *executionContext) fieldContext_Query_views(ctx context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_warninglists(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_warninglists(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Warninglists(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalNScope2githubᚗcomᚋtifeedsᚋtifeedsᚋstoreᚐScope(ctx, "ROOT")
+				if err != nil {
+					var zeroVal []*model.Warninglist
+					return zeroVal, err
+				}
+				if ec.Directives.HasScope == nil {
+					var zeroVal []*model.Warninglist
+					return zeroVal, errors.New("directive hasScope is not implemented")
+				}
+				return ec.Directives.HasScope(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Warninglist) graphql.Marshaler {
+			return ec.marshalNWarninglist2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_warninglists(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Warninglist(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16786,6 +17648,314 @@ func (ec *executionContext) fieldContext_ViewOrder_direction(_ context.Context, 
 	return graphql.NewScalarFieldContext("ViewOrder", field, false, false, errors.New("field of type OrderDirection does not have child fields"))
 }
 
+func (ec *executionContext) _Warninglist_name(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_description(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_version(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_type(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_entryCount(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_entryCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EntryCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_entryCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_action(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v allowlist.Action) graphql.Marshaler {
+			return ec.marshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type WarninglistAction does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_defaultAction(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_defaultAction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DefaultAction, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v allowlist.Action) graphql.Marshaler {
+			return ec.marshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_defaultAction(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type WarninglistAction does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_builtin(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_builtin(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Builtin, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_builtin(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_kinds(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_kinds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kinds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []ioc.Kind) graphql.Marshaler {
+			return ec.marshalNIocType2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKindᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_kinds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type IocType does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_note(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_note(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Note, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Warninglist_url(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WarninglistChanged_list(ctx context.Context, field graphql.CollectedField, obj *model.WarninglistChanged) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WarninglistChanged_list(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.List, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Warninglist) graphql.Marshaler {
+			return ec.marshalNWarninglist2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglist(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WarninglistChanged_list(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WarninglistChanged",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Warninglist(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WarninglistChanged_removedIocs(ctx context.Context, field graphql.CollectedField, obj *model.WarninglistChanged) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WarninglistChanged_removedIocs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RemovedIocs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WarninglistChanged_removedIocs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WarninglistChanged", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18415,7 +19585,7 @@ func (ec *executionContext) unmarshalInputIocFilter(ctx context.Context, obj any
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"type", "value", "valuePrefix", "search", "feedId", "tag", "minScore", "expiresBefore", "expiresAfter"}
+	fieldsInOrder := [...]string{"type", "value", "valuePrefix", "search", "feedId", "tag", "minScore", "expiresBefore", "expiresAfter", "warnings"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -18485,6 +19655,13 @@ func (ec *executionContext) unmarshalInputIocFilter(ctx context.Context, obj any
 				return it, err
 			}
 			it.ExpiresAfter = data
+		case "warnings":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("warnings"))
+			data, err := ec.unmarshalOIocWarnings2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocWarnings(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Warnings = data
 		}
 	}
 	return it, nil
@@ -18924,6 +20101,94 @@ func (ec *executionContext) unmarshalInputViewOrderInput(ctx context.Context, ob
 				return it, err
 			}
 			it.Direction = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputWarninglistImportInput(ctx context.Context, obj any) (model.WarninglistImportInput, error) {
+	var it model.WarninglistImportInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "content", "action"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "content":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("content"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Content = data
+		case "action":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("action"))
+			data, err := ec.unmarshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Action = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputWarninglistSubscribeInput(ctx context.Context, obj any) (model.WarninglistSubscribeInput, error) {
+	var it model.WarninglistSubscribeInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "url", "action"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "action":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("action"))
+			data, err := ec.unmarshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Action = data
 		}
 	}
 	return it, nil
@@ -20989,6 +22254,44 @@ func (ec *executionContext) _Ioc(ctx context.Context, sel ast.SelectionSet, obj 
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "warnings":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Ioc_warnings(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -21110,6 +22413,11 @@ func (ec *executionContext) _IocLookup(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "warnings":
+			out.Values[i] = ec._IocLookup_warnings(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -21150,6 +22458,54 @@ func (ec *executionContext) _IocTypeCount(ctx context.Context, sel ast.Selection
 			}
 		case "count":
 			out.Values[i] = ec._IocTypeCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var iocWarningImplementors = []string{"IocWarning"}
+
+func (ec *executionContext) _IocWarning(ctx context.Context, sel ast.SelectionSet, obj *model.IocWarning) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, iocWarningImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IocWarning")
+		case "list":
+			out.Values[i] = ec._IocWarning_list(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "entry":
+			out.Values[i] = ec._IocWarning_entry(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._IocWarning_action(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -21542,6 +22898,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteView":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteView(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setWarninglistAction":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setWarninglistAction(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "importWarninglist":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_importWarninglist(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subscribeWarninglist":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_subscribeWarninglist(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteWarninglist":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteWarninglist(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -22569,6 +23953,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "warninglists":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_warninglists(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -23528,6 +24934,137 @@ func (ec *executionContext) _ViewOrder(ctx context.Context, sel ast.SelectionSet
 			}
 		case "direction":
 			out.Values[i] = ec._ViewOrder_direction(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var warninglistImplementors = []string{"Warninglist"}
+
+func (ec *executionContext) _Warninglist(ctx context.Context, sel ast.SelectionSet, obj *model.Warninglist) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, warninglistImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Warninglist")
+		case "name":
+			out.Values[i] = ec._Warninglist_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._Warninglist_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._Warninglist_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._Warninglist_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "entryCount":
+			out.Values[i] = ec._Warninglist_entryCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._Warninglist_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "defaultAction":
+			out.Values[i] = ec._Warninglist_defaultAction(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "builtin":
+			out.Values[i] = ec._Warninglist_builtin(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kinds":
+			out.Values[i] = ec._Warninglist_kinds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "note":
+			out.Values[i] = ec._Warninglist_note(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._Warninglist_url(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var warninglistChangedImplementors = []string{"WarninglistChanged"}
+
+func (ec *executionContext) _WarninglistChanged(ctx context.Context, sel ast.SelectionSet, obj *model.WarninglistChanged) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, warninglistChangedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WarninglistChanged")
+		case "list":
+			out.Values[i] = ec._WarninglistChanged_list(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removedIocs":
+			out.Values[i] = ec._WarninglistChanged_removedIocs(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -24738,6 +26275,36 @@ var (
 	}
 )
 
+func (ec *executionContext) unmarshalNIocType2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKindᚄ(ctx context.Context, v any) ([]ioc.Kind, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]ioc.Kind, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNIocType2githubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNIocType2ᚕgithubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKindᚄ(ctx context.Context, sel ast.SelectionSet, v []ioc.Kind) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIocType2githubᚗcomᚋtifeedsᚋtifeedsᚋiocᚐKind(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNIocTypeCount2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocTypeCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IocTypeCount) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -24762,6 +26329,32 @@ func (ec *executionContext) marshalNIocTypeCount2ᚖgithubᚗcomᚋtifeedsᚋtif
 		return graphql.Null
 	}
 	return ec._IocTypeCount(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIocWarning2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocWarningᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.IocWarning) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIocWarning2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocWarning(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNIocWarning2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocWarning(ctx context.Context, sel ast.SelectionSet, v *model.IocWarning) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._IocWarning(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNMfaEnrolment2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐMfaEnrolment(ctx context.Context, sel ast.SelectionSet, v *model.MfaEnrolment) graphql.Marshaler {
@@ -25341,6 +26934,82 @@ func (ec *executionContext) unmarshalNViewTable2githubᚗcomᚋtifeedsᚋtifeeds
 
 func (ec *executionContext) marshalNViewTable2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐViewTable(ctx context.Context, sel ast.SelectionSet, v model.ViewTable) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNWarninglist2ᚕᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Warninglist) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWarninglist2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglist(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWarninglist2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglist(ctx context.Context, sel ast.SelectionSet, v *model.Warninglist) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Warninglist(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction(ctx context.Context, v any) (allowlist.Action, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction(ctx context.Context, sel ast.SelectionSet, v allowlist.Action) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction = map[string]allowlist.Action{
+		"DROP": allowlist.Drop,
+		"FLAG": allowlist.Flag,
+		"OFF":  allowlist.Off,
+	}
+	marshalNWarninglistAction2githubᚗcomᚋtifeedsᚋtifeedsᚋallowlistᚐAction = map[allowlist.Action]string{
+		allowlist.Drop: "DROP",
+		allowlist.Flag: "FLAG",
+		allowlist.Off:  "OFF",
+	}
+)
+
+func (ec *executionContext) marshalNWarninglistChanged2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistChanged(ctx context.Context, sel ast.SelectionSet, v *model.WarninglistChanged) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._WarninglistChanged(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNWarninglistImportInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistImportInput(ctx context.Context, v any) (model.WarninglistImportInput, error) {
+	res, err := ec.unmarshalInputWarninglistImportInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNWarninglistSubscribeInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWarninglistSubscribeInput(ctx context.Context, v any) (model.WarninglistSubscribeInput, error) {
+	res, err := ec.unmarshalInputWarninglistSubscribeInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNWebhookInput2githubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐWebhookInput(ctx context.Context, v any) (model.WebhookInput, error) {
@@ -25944,6 +27613,22 @@ var (
 		ioc.Rule:     "RULE",
 	}
 )
+
+func (ec *executionContext) unmarshalOIocWarnings2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocWarnings(ctx context.Context, v any) (*model.IocWarnings, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.IocWarnings)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOIocWarnings2ᚖgithubᚗcomᚋtifeedsᚋtifeedsᚋgraphᚋmodelᚐIocWarnings(ctx context.Context, sel ast.SelectionSet, v *model.IocWarnings) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
 
 func (ec *executionContext) unmarshalOMap2map(ctx context.Context, v any) (map[string]any, error) {
 	if v == nil {

@@ -48,6 +48,11 @@ func (r *iocResolver) Text(ctx context.Context, obj *store.IoC) (*string, error)
 	return nil, nil
 }
 
+// Warnings are read from the lists in force: no query.
+func (r *iocResolver) Warnings(ctx context.Context, obj *store.IoC) ([]*model.IocWarning, error) {
+	return warningModels(r.WarninglistSet().Warnings(obj.Type, obj.Value)), nil
+}
+
 // Iocs lists indicators; every signed-in user may read them (tenant users
 // too: indicators are shared by all tenants).
 func (r *queryResolver) Iocs(ctx context.Context, filter *model.IocFilter, orderBy *model.IocOrder, first *int, after *string) (*model.IocConnection, error) {
@@ -70,6 +75,9 @@ func (r *queryResolver) Iocs(ctx context.Context, filter *model.IocFilter, order
 	cursor := ""
 	if after != nil {
 		cursor = *after
+	}
+	if filter != nil && filter.Warnings != nil {
+		return r.iocsByWarnings(ctx, f, o, n, cursor, *filter.Warnings == model.IocWarningsFlagged)
 	}
 	page, err := r.Store.IoCs(ctx, f, o, n, cursor)
 	if err != nil {

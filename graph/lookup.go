@@ -15,6 +15,9 @@ import (
 	"github.com/tifeeds/tifeeds/store"
 )
 
+// noWarnings is the warnings of a value no list matches, shared.
+var noWarnings = []*model.IocWarning{}
+
 // MaxLookupValues bounds one bulk lookup.
 const MaxLookupValues = 10000
 
@@ -39,7 +42,7 @@ func (r *Resolver) lookupIocs(ctx context.Context, values []string, withAllowlis
 	normalised := make([]string, len(values))
 	for i, raw := range values {
 		res := &answers[i]
-		res.Input = raw
+		res.Input, res.Warnings = raw, noWarnings
 		out[i] = res
 		kind, value, err := ioc.Detect(raw)
 		if err != nil {
@@ -51,6 +54,7 @@ func (r *Resolver) lookupIocs(ctx context.Context, values []string, withAllowlis
 		res.Type, res.Value = &kinds[i], &normalised[i]
 		if withAllowlist {
 			res.Allowlisted = r.allowlistMatchModel(kind, value)
+			res.Warnings = warningModels(r.WarninglistSet().Matches(kind, value))
 		}
 		keys = append(keys, store.IoCKey{Type: kind, Value: value})
 	}

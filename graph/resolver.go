@@ -23,6 +23,8 @@ type Ingestion interface {
 	Running(feedID int64) bool
 	MissingKey(k builtin.Kind) string
 	allowlist.Matcher
+	// Warninglists is the allowlist and warninglists in force.
+	Warninglists() *allowlist.Set
 }
 
 // Resolver is the root of the resolvers; everything they need is a field.

@@ -2,8 +2,12 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +17,9 @@ import (
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
+
+// ownListGCPercent is the collector's target while own lists are parsed.
+const ownListGCPercent = 20
 
 // allowlistSettle is how long after adding an entry its IoCs are removed a
 // second time: a batch that a run prepared before it learned of the entry
@@ -32,6 +39,12 @@ type Allowlist struct {
 
 	cur    atomic.Pointer[allowlist.Set]
 	reload sync.Mutex // one reload at a time, each reading the store anew
+	// ownKey names the own lists (name and update time) ownIndex was built
+	// from: a reload that finds the same ones reuses it (under reload).
+	ownKey   string
+	ownIndex *allowlist.Index
+	// client fetches subscribed warninglists (useClient).
+	client atomic.Pointer[http.Client]
 	wg     sync.WaitGroup
 	// done ends the removals of RemoveAgainLater (the context of Watch).
 	done atomic.Pointer[context.Context]
@@ -52,7 +65,17 @@ func (a *Allowlist) Match(kind ioc.Kind, value string) (allowlist.Match, bool) {
 	return a.cur.Load().Match(kind, value)
 }
 
-// Load reads the user entries from the store and puts them in force.
+// Set is the allowlist and warninglists in force.
+func (a *Allowlist) Set() *allowlist.Set { return a.cur.Load() }
+
+// Warnings returns the flagging warninglists that match a normalised
+// indicator value.
+func (a *Allowlist) Warnings(kind ioc.Kind, value string) []allowlist.Warning {
+	return a.cur.Load().Warnings(kind, value)
+}
+
+// Load reads the user entries and the warninglists' actions and own lists
+// from the store and puts them in force.
 func (a *Allowlist) Load(ctx context.Context) error {
 	a.reload.Lock()
 	defer a.reload.Unlock()
@@ -64,8 +87,69 @@ func (a *Allowlist) Load(ctx context.Context) error {
 	for i, r := range rows {
 		entries[i] = entryOf(r)
 	}
-	a.cur.Store(allowlist.NewSet(entries))
+	lists, err := a.st.Warninglists(ctx, false)
+	if err != nil {
+		return err
+	}
+	actions := map[string]allowlist.Action{}
+	var key strings.Builder
+	for _, l := range lists {
+		if act, ok := allowlist.ParseAction(l.Action); ok {
+			actions[l.Name] = act
+		}
+		if !l.Builtin {
+			fmt.Fprintf(&key, "%s\x00%d\x00", l.Name, l.UpdatedAt.UnixNano())
+		}
+	}
+	if key.String() != a.ownKey {
+		own, err := a.loadOwn(ctx, lists)
+		if err != nil {
+			return err
+		}
+		a.ownIndex, a.ownKey = own, key.String()
+	}
+	a.cur.Store(allowlist.NewSetWith(entries, a.ownIndex, actions))
 	return nil
+}
+
+// loadOwn parses the own lists; one that no longer parses (a bound
+// lowered since it was stored) is left out with a warning.
+//
+// Parsing holds a list's content, its entries and the index being built at
+// once, about three times what the index keeps: the collector runs closer
+// to the live heap meanwhile, so that a million entries do not lift the
+// process's peak memory by that much again (docs/benchmarks.md).
+func (a *Allowlist) loadOwn(ctx context.Context, lists []store.Warninglist) (*allowlist.Index, error) {
+	defer debug.SetGCPercent(debug.SetGCPercent(ownListGCPercent))
+	var parsed []*allowlist.Parsed
+	for _, l := range lists {
+		if l.Builtin {
+			continue
+		}
+		w, err := a.st.Warninglist(ctx, l.Name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		p, err := allowlist.Parse(w.Name, w.Content)
+		if err != nil {
+			a.log.Warn("Unable to read a warninglist", "list", w.Name, "error", err)
+			continue
+		}
+		p.List.Default, _ = allowlist.ParseAction(w.Action)
+		parsed = append(parsed, p)
+	}
+	if len(parsed) == 0 {
+		return nil, nil
+	}
+	x := allowlist.NewIndex(parsed)
+	// What parsing held goes back to the system now, not when the
+	// scavenger gets to it: ingestion's own peak stacks on what is left.
+	parsed = nil
+	debug.FreeOSMemory()
+	return x, nil
 }
 
 // Watch reloads the entries on every change announced on the bus and every
@@ -94,6 +178,9 @@ func (a *Allowlist) Watch(ctx context.Context, refresh time.Duration) {
 			}
 			if err := a.Load(ctx); err != nil && ctx.Err() == nil {
 				a.log.Warn("Unable to reload the allowlist", "error", err)
+			}
+			if err := a.RefreshWarninglists(ctx, false); err != nil && ctx.Err() == nil {
+				a.log.Warn("Unable to refresh a warninglist", "error", err)
 			}
 		}
 	}()
@@ -136,7 +223,7 @@ func (a *Allowlist) RemoveAgainLater(ctx context.Context, e store.AllowlistEntry
 func (a *Allowlist) RemoveListed(ctx context.Context) (int64, error) {
 	set := a.cur.Load()
 	var total int64
-	for _, kind := range []ioc.Kind{ioc.IP, ioc.Domain, ioc.URL} {
+	for _, kind := range []ioc.Kind{ioc.IP, ioc.Domain, ioc.URL, ioc.MD5, ioc.SHA1, ioc.SHA256, ioc.CertSHA1} {
 		n, err := a.st.DeleteIoCsMatching(ctx, kind, "", func(v string) bool {
 			_, ok := set.Match(kind, v)
 			return ok
@@ -161,6 +248,51 @@ func (a *Allowlist) RemoveListedInBackground(ctx context.Context) {
 			a.log.Warn("Unable to remove allowlisted indicators", "error", err)
 		case n > 0:
 			a.log.Info("Removed allowlisted indicators", "count", n)
+		}
+	}()
+}
+
+// RemoveList removes the stored IoCs that the warninglist name matches:
+// it turned to drop.
+func (a *Allowlist) RemoveList(ctx context.Context, name string) (int64, error) {
+	set := a.cur.Load()
+	var total int64
+	for _, l := range set.Lists() {
+		if l.Name != name {
+			continue
+		}
+		for _, kind := range l.Kinds {
+			n, err := a.st.DeleteIoCsMatching(ctx, kind, "", func(v string) bool { return set.ListCovers(name, kind, v) })
+			total += n
+			if err != nil {
+				return total, fmt.Errorf("ingest: unable to remove the indicators %s matches: %w", name, err)
+			}
+		}
+	}
+	return total, nil
+}
+
+// RemoveListAgainLater removes what the list name matches once more, as
+// RemoveAgainLater does for an entry, if it still drops then.
+func (a *Allowlist) RemoveListAgainLater(ctx context.Context, name string) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		ctx := context.WithoutCancel(ctx)
+		if done := a.done.Load(); done != nil {
+			ctx = *done
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(allowlistSettle):
+		}
+		for _, l := range a.cur.Load().Lists() {
+			if l.Name == name && l.Action == allowlist.Drop {
+				if _, err := a.RemoveList(ctx, name); err != nil {
+					a.log.Warn("Unable to remove dropped indicators", "list", name, "error", err)
+				}
+			}
 		}
 	}()
 }

@@ -57,7 +57,7 @@ func TestAllowlistDropsRemovesAndReturns(t *testing.T) {
 		h.r.Wait()
 		run := h.lastRun(f.ID)
 		wantReasons := []string{"allowlisted: public-dns 8.8.8.8", "allowlisted: reserved 10.0.0.0/8",
-			"allowlisted: top-sites youtube.com"}
+			"allowlisted: cisco_top20k youtube.com"}
 		if run.Rejected != 3 || run.Stored != 6 || !slices.Equal(reasons(run), wantReasons) {
 			t.Fatalf("first run: stored %d, rejected %d %q; want 6 and %q", run.Stored, run.Rejected, reasons(run), wantReasons)
 		}

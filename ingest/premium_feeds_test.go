@@ -328,7 +328,7 @@ func TestFeedListFeedRuns(t *testing.T) {
 			`{"feed": "Evil.Example.", "feed_type": "hostname"},` +
 			`{"feed": "not an ip", "feed_type": "ip"},` +
 			`{"feed": "https://evil.example/x", "feed_type": "url"},` +
-			`{"feed": "d41d8cd98f00b204e9800998ecf8427e", "feed_type": "hash"}]}`
+			`{"feed": "9e107d9d372bb6826bd81d3542a419d6", "feed_type": "hash"}]}`
 		var mu sync.Mutex
 		mux := http.NewServeMux()
 		mux.HandleFunc("/v2/retail.json", func(w http.ResponseWriter, r *http.Request) {
@@ -376,7 +376,7 @@ func TestFeedListFeedRuns(t *testing.T) {
 
 		// The next walk reads a document without the url: it expires.
 		setDoc(`[{"feed": "192.0.2.1", "feed_type": "ip"}, {"feed": "evil.example", "feed_type": "domain"},` +
-			`{"feed": "d41d8cd98f00b204e9800998ecf8427e", "feed_type": "md5"}, {"feed": "192.0.2.2", "feed_type": "ip"}]`)
+			`{"feed": "9e107d9d372bb6826bd81d3542a419d6", "feed_type": "md5"}, {"feed": "192.0.2.2", "feed_type": "ip"}]`)
 		h.clock.Add(time.Hour)
 		h.runNow(f.ID)
 		h.clock.Add(time.Hour)

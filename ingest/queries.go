@@ -20,6 +20,9 @@ func (r *Runner) Match(kind ioc.Kind, value string) (allowlist.Match, bool) {
 	return r.opts.Allowlist.Match(kind, value)
 }
 
+// Warninglists returns the allowlist and warninglists in force.
+func (r *Runner) Warninglists() *allowlist.Set { return r.opts.Allowlist.Set() }
+
 // Bus returns the bus the runner publishes on.
 func (r *Runner) Bus() *events.Bus { return r.bus }
 

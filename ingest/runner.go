@@ -221,6 +221,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err := r.opts.Allowlist.Load(ctx); err != nil {
 		return fmt.Errorf("ingest: unable to read the allowlist: %w", err)
 	}
+	if r.sources != nil {
+		r.opts.Allowlist.useClient(r.sources.Client())
+	}
 	r.opts.Allowlist.Watch(r.base, r.opts.ReconcileInterval)
 	r.opts.Allowlist.RemoveListedInBackground(r.base)
 	feeds, err := r.runs.EnabledFeeds(ctx)

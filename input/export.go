@@ -15,4 +15,7 @@ type IoCExport struct {
 	Filter  store.IoCFilter
 	Order   store.IoCOrder
 	Columns []string
+	// ExcludeWarnings (warnings=exclude) leaves out the IoCs a flagging
+	// warninglist matches.
+	ExcludeWarnings bool `json:",omitempty"`
 }

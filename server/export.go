@@ -184,6 +184,19 @@ func streamIoCExport[W rowWriter](s *Server, w http.ResponseWriter, r *http.Requ
 		writeErr(w, r, err)
 		return
 	}
+	if exp.ExcludeWarnings {
+		// What is left out moves with the lists in force, not only with
+		// the IoCs.
+		set := s.resolver.WarninglistSet()
+		key += "\x00warnings:" + set.Fingerprint()
+		next := write
+		write = func(out W, row *store.IoCRow) error {
+			if set.Flagged(row.Type, row.Value) {
+				return nil
+			}
+			return next(out, row)
+		}
+	}
 	if notModified(w, r, exportETag(st.Version, key, exp), st.ChangedAt) {
 		return
 	}

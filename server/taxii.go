@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/tifeeds/tifeeds/auth"
+	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/server/taxiisrv"
 )
 
@@ -12,7 +13,8 @@ import (
 // or relative to itself. Every authenticated user reads it: IoCs are not
 // bound to tenants, and a tenant-scoped user reads them all elsewhere too.
 func (s *Server) registerTAXII(mux *http.ServeMux) {
-	mux.Handle(taxiisrv.Prefix, s.requireTAXIIUser(taxiisrv.New(s.taxiiDB, s.log, taxiisrv.Options{PublicURL: s.cfg.PublicURL})))
+	mux.Handle(taxiisrv.Prefix, s.requireTAXIIUser(taxiisrv.New(s.taxiiDB, s.log, taxiisrv.Options{PublicURL: s.cfg.PublicURL,
+		Flagged: func(kind ioc.Kind, value string) bool { return s.resolver.WarninglistSet().Flagged(kind, value) }})))
 }
 
 // requireTAXIIUser is requireUser answering with TAXII error messages.

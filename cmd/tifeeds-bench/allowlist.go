@@ -21,6 +21,9 @@ const benchAllowlistEntries = 10000
 // childAllowlist returns the allowlist an ingest child applies: nil unless
 // allowlistEnv is set.
 func childAllowlist() (allowlist.Matcher, error) {
+	if v := os.Getenv(warninglistEnv); v != "" {
+		return childWarninglists(v)
+	}
 	v := os.Getenv(allowlistEnv)
 	if v == "" {
 		return nil, nil

@@ -66,7 +66,7 @@ func main() {
 	batch := flag.Int("batch", ingest.DefaultBatchSize, "BatchSink batch size")
 	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
 	runs := flag.Int("runs", 3, "measurements of each baseline and ingestion, interleaved; the medians are compared")
-	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both); "tsv" for the TSV ingestion against the bulk loaders alone; "allowlist" for ingestion with and without the allowlists; "assets" with and without the asset watch`)
+	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both); "tsv" for the TSV ingestion against the bulk loaders alone; "allowlist" for ingestion with and without the allowlists; "assets" with and without the asset watch; "warninglists" for ingestion with the default warninglists and 1,000,000 own entries`)
 	parts := flag.String("parts", "exports,taxii,tenant,lookup,overview,pages", "read paths to measure, comma-separated")
 	dbs := flag.String("dbs", "sqlite,postgres", "databases whose TSV ingestion and read paths are measured (postgres needs TIFEEDS_TEST_POSTGRES)")
 	flag.Parse()
@@ -81,8 +81,8 @@ func main() {
 	if *runs < 1 {
 		log.Fatal("tifeeds-bench: -runs must be at least 1")
 	}
-	if *only != "" && *only != "ingest" && *only != "tsv" && *only != "reads" && *only != "allowlist" && *only != "assets" {
-		log.Fatal(`tifeeds-bench: -only must be "ingest", "tsv", "reads", "allowlist" or "assets"`)
+	if *only != "" && *only != "ingest" && *only != "tsv" && *only != "reads" && *only != "allowlist" && *only != "assets" && *only != "warninglists" {
+		log.Fatal(`tifeeds-bench: -only must be "ingest", "tsv", "reads", "allowlist", "assets" or "warninglists"`)
 	}
 	if err := run(*rows, *bigMB, *batch, *runs, *dir, *only); err != nil {
 		log.Fatalf("tifeeds-bench: %v", err)
@@ -116,6 +116,11 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 	}
 	if only == "" || only == "assets" {
 		if err := benchAssets(ctx, dir, file, rows, batch, runs); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "warninglists" {
+		if err := benchWarninglists(ctx, dir, file, rows, batch, runs); err != nil {
 			return err
 		}
 	}

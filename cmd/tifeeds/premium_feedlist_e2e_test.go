@@ -74,7 +74,7 @@ func TestPremiumFeedListE2E(t *testing.T) {
 					Maintainer: "SOCRadar", ExtraInfo: map[string]any{"score": 80, "seen_count": 3}},
 				{Feed: "Bad.Example.COM", FeedType: "hostname", Maintainer: "SOCRadar"},
 				{Feed: "https://phish.example.net/login", FeedType: "url", Maintainer: "SOCRadar", ExtraInfo: map[string]any{"score": 60}},
-				{Feed: "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855", FeedType: "hash", Maintainer: "SOCRadar"},
+				{Feed: "D7A8FBB307D7809469CA9ABCB0082E4F8D5651E46D3CDB762D02D0BF37C9E592", FeedType: "hash", Maintainer: "SOCRadar"},
 				{Feed: "198.51.100.0/24", FeedType: "cidr", Maintainer: "SOCRadar"},
 			}, true))
 			e := &feedListE2E{builtinE2E: startBuiltinE2E(t, dsn(t), vendortest.New(t),
@@ -100,7 +100,7 @@ func TestPremiumFeedListE2E(t *testing.T) {
 			want := []string{
 				"IP 203.0.113.7 80 [socradar]",
 				"DOMAIN bad.example.com 90 [socradar]",
-				"SHA256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 90 [socradar]",
+				"SHA256 d7a8fbb307d7809469ca9abcb0082e4f8d5651e46d3cdb762d02d0bf37c9e592 90 [socradar]",
 				"URL https://phish.example.net/login 60 [socradar]",
 			}
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -259,6 +259,10 @@ export const IocsQuery = graphql(`
         firstSeen
         lastSeen
         expirationDate
+        warnings {
+          list
+          entry
+        }
       }
       pageInfo {
         endCursor
@@ -471,6 +475,11 @@ export const LookupIocsQuery = graphql(`
         list
         entry
         comment
+      }
+      warnings {
+        list
+        entry
+        action
       }
       ioc {
         id
@@ -881,5 +890,65 @@ export const AssetHitsQuery = graphql(`
         hasNextPage
       }
     }
+  }
+`);
+
+export const WarninglistsQuery = graphql(`
+  query Warninglists {
+    warninglists {
+      name
+      description
+      version
+      type
+      entryCount
+      action
+      defaultAction
+      builtin
+      kinds
+      note
+      url
+    }
+  }
+`);
+
+export const SetWarninglistActionMutation = graphql(`
+  mutation SetWarninglistAction($name: String!, $action: WarninglistAction!) {
+    setWarninglistAction(name: $name, action: $action) {
+      list {
+        name
+        action
+      }
+      removedIocs
+    }
+  }
+`);
+
+export const ImportWarninglistMutation = graphql(`
+  mutation ImportWarninglist($input: WarninglistImportInput!) {
+    importWarninglist(input: $input) {
+      list {
+        name
+        entryCount
+      }
+      removedIocs
+    }
+  }
+`);
+
+export const SubscribeWarninglistMutation = graphql(`
+  mutation SubscribeWarninglist($input: WarninglistSubscribeInput!) {
+    subscribeWarninglist(input: $input) {
+      list {
+        name
+        entryCount
+      }
+      removedIocs
+    }
+  }
+`);
+
+export const DeleteWarninglistMutation = graphql(`
+  mutation DeleteWarninglist($name: String!) {
+    deleteWarninglist(name: $name)
   }
 `);

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/tifeeds/tifeeds/allowlist"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -286,6 +287,12 @@ type IocFilter struct {
 	MinScore      *int       `json:"minScore,omitempty"`
 	ExpiresBefore *time.Time `json:"expiresBefore,omitempty"`
 	ExpiresAfter  *time.Time `json:"expiresAfter,omitempty"`
+	// Flagged or unflagged indicators only. Warnings are not stored, so this
+	// filter reads pages of the other filters' indicators and keeps those that
+	// qualify: a page reads at most 5,000 of them, and when it stops there it
+	// may hold fewer nodes than asked, with hasNextPage true (totalCount is
+	// then what was found, and totalCountCapped true).
+	Warnings *IocWarnings `json:"warnings,omitempty"`
 }
 
 // The result of looking up one raw value.
@@ -303,6 +310,8 @@ type IocLookup struct {
 	Error *string `json:"error,omitempty"`
 	// The allowlist entry that covers the value (it is never stored); null when none does.
 	Allowlisted *AllowlistMatch `json:"allowlisted,omitempty"`
+	// Every list that drops or flags the value (the user entries as list "user").
+	Warnings []*IocWarning `json:"warnings"`
 }
 
 type IocOrder struct {
@@ -313,6 +322,14 @@ type IocOrder struct {
 type IocTypeCount struct {
 	Type  ioc.Kind `json:"type"`
 	Count int      `json:"count"`
+}
+
+// A list that matches an indicator's value, and the entry that does.
+type IocWarning struct {
+	List string `json:"list"`
+	// The entry as listed: an address or range, a name (".example.org": the names below it), a value, a substring or an expression.
+	Entry  string           `json:"entry"`
+	Action allowlist.Action `json:"action"`
 }
 
 // A new TOTP secret, shown to the person enrolling only.
@@ -518,6 +535,46 @@ type ViewOrder struct {
 type ViewOrderInput struct {
 	Field     string          `json:"field"`
 	Direction *OrderDirection `json:"direction,omitempty"`
+}
+
+type Warninglist struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// MISP's version of the list (usually a date, YYYYMMDD); 0 for a plain-text list.
+	Version int `json:"version"`
+	// cidr, hostname, string, substring or regex (MISP's types); mixed for a plain-text list.
+	Type       string           `json:"type"`
+	EntryCount int              `json:"entryCount"`
+	Action     allowlist.Action `json:"action"`
+	// A built-in list's action until root changes it; an own list's is the action it was imported with.
+	DefaultAction allowlist.Action `json:"defaultAction"`
+	Builtin       bool             `json:"builtin"`
+	// The kinds of indicator the list applies to.
+	Kinds []ioc.Kind `json:"kinds"`
+	// Why the list applies to no kind, when it does not.
+	Note *string `json:"note,omitempty"`
+	// The URL of a subscribed list (credentials masked); null for the others.
+	URL *string `json:"url,omitempty"`
+}
+
+type WarninglistChanged struct {
+	List *Warninglist `json:"list"`
+	// How many stored indicators a dropping list removed.
+	RemovedIocs int `json:"removedIocs"`
+}
+
+type WarninglistImportInput struct {
+	// Letters, digits, '-', '_' and '.', at most 64; not the name of a built-in list.
+	Name    string           `json:"name"`
+	Content string           `json:"content"`
+	Action  allowlist.Action `json:"action"`
+}
+
+type WarninglistSubscribeInput struct {
+	// As importWarninglist's.
+	Name   string           `json:"name"`
+	URL    string           `json:"url"`
+	Action allowlist.Action `json:"action"`
 }
 
 type WebhookInput struct {
@@ -1078,6 +1135,63 @@ func (e *IocOrderField) UnmarshalJSON(b []byte) error {
 }
 
 func (e IocOrderField) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type IocWarnings string
+
+const (
+	// Only indicators that a flagging list matches.
+	IocWarningsFlagged IocWarnings = "FLAGGED"
+	// Only indicators that no flagging list matches.
+	IocWarningsUnflagged IocWarnings = "UNFLAGGED"
+)
+
+var AllIocWarnings = []IocWarnings{
+	IocWarningsFlagged,
+	IocWarningsUnflagged,
+}
+
+func (e IocWarnings) IsValid() bool {
+	switch e {
+	case IocWarningsFlagged, IocWarningsUnflagged:
+		return true
+	}
+	return false
+}
+
+func (e IocWarnings) String() string {
+	return string(e)
+}
+
+func (e *IocWarnings) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = IocWarnings(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid IocWarnings", str)
+	}
+	return nil
+}
+
+func (e IocWarnings) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *IocWarnings) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e IocWarnings) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

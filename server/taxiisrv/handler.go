@@ -29,6 +29,9 @@ type Options struct {
 	// discovery names its API root with a relative URL, which TAXII 2.1
 	// (section 4.1.1) allows and clients resolve against discovery's URL.
 	PublicURL string
+	// Flagged reports whether a flagging warninglist matches an indicator
+	// (warnings=exclude leaves those out); nil: none does.
+	Flagged func(kind ioc.Kind, value string) bool
 }
 
 // Store is what the TAXII server asks of the store: the organisation's id
@@ -214,6 +217,9 @@ func (h *Handler) read(ctx context.Context, d collectionDef, org string, f filte
 				return nil
 			}
 			if f.perObject() && !f.keep(stix.IndicatorID(c.Type, c.Value), c.Key.At) {
+				return nil
+			}
+			if f.noWarnings && h.opts.Flagged != nil && h.opts.Flagged(c.Type, c.Value) {
 				return nil
 			}
 			rule := c.Text // "" but for a rule; AlertOnly returns "" as it is

@@ -37,6 +37,9 @@ type filter struct {
 	ids      map[string]bool // match[id]; nil: any
 	versions []int64         // match[version] timestamps (µs); nil with anyVersion
 	anyVer   bool
+	// noWarnings (warnings=exclude, tifeeds' own parameter) leaves out the
+	// indicators a flagging warninglist matches.
+	noWarnings bool
 }
 
 // parseFilter reads the parameters of TAXII 2.1 section 3.5; paged is false
@@ -66,6 +69,13 @@ func parseFilter(q url.Values, paged bool) (filter, error) {
 		if cmpKey(k, f.after) > 0 {
 			f.after = k
 		}
+	}
+	switch q.Get("warnings") {
+	case "", "include":
+	case "exclude":
+		f.noWarnings = true
+	default:
+		return f, badQuery("warnings %q is neither include nor exclude", q.Get("warnings"))
 	}
 	if paged {
 		if vs, ok := matchValues(q, "type"); ok && !contains(vs, "indicator") {
@@ -159,7 +169,7 @@ func (f filter) keep(id string, changedAt int64) bool {
 
 // perObject reports whether keep can refuse a row: the page is then read
 // in chunks until it fills, not with one bounded query.
-func (f filter) perObject() bool { return f.ids != nil || !f.anyVer }
+func (f filter) perObject() bool { return f.ids != nil || !f.anyVer || f.noWarnings }
 
 // The next token is the key of the last object of the page, in hex: opaque
 // to clients, and good for as long as the store lives, since keys only grow.

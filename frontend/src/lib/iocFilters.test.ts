@@ -103,6 +103,7 @@ describe('URL parameters', () => {
       feedId: '3',
       tag: 'phishing',
       minScore: '50',
+      warnings: 'UNFLAGGED',
       expiresAfter: '2026-11-01T00:00:00.000Z',
       expiresBefore: '',
       sort: { field: 'EXPIRATION_DATE', direction: 'ASC' },

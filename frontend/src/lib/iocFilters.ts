@@ -1,4 +1,4 @@
-import type { IocFilter, IocOrder, IocOrderField, IocType, OrderDirection } from '../gql/graphql';
+import type { IocFilter, IocOrder, IocOrderField, IocType, IocWarnings, OrderDirection } from '../gql/graphql';
 
 /** iocTypes lists the indicator kinds in the order the filter shows them. */
 export const iocTypes: readonly IocType[] = ['IP', 'DOMAIN', 'URL', 'MD5', 'SHA1', 'SHA256', 'CERT_SHA1', 'RULE'];
@@ -39,6 +39,8 @@ export interface IocTableState {
   minScore: string;
   expiresAfter: string;
   expiresBefore: string;
+  /** Flagged or unflagged by a warninglist only; '' for both. */
+  warnings: IocWarnings | '';
   sort: IocSort;
 }
 
@@ -50,6 +52,7 @@ export const emptyIocTableState: IocTableState = {
   minScore: '',
   expiresAfter: '',
   expiresBefore: '',
+  warnings: '',
   sort: defaultIocSort,
 };
 
@@ -103,6 +106,7 @@ export function iocFilterInput(s: IocTableState): IocFilter | undefined {
   if (s.minScore.trim() !== '' && !problems.minScore) f.minScore = Number(s.minScore.trim());
   if (s.expiresAfter && !problems.expiresAfter) f.expiresAfter = s.expiresAfter;
   if (s.expiresBefore && !problems.expiresBefore) f.expiresBefore = s.expiresBefore;
+  if (s.warnings) f.warnings = s.warnings;
   return Object.keys(f).length ? f : undefined;
 }
 
@@ -116,6 +120,7 @@ export function iocStateToParams(s: IocTableState): URLSearchParams {
   if (s.minScore) p.set('minScore', s.minScore);
   if (s.expiresAfter) p.set('expiresAfter', s.expiresAfter);
   if (s.expiresBefore) p.set('expiresBefore', s.expiresBefore);
+  if (s.warnings) p.set('warnings', s.warnings);
   if (s.sort.field !== defaultIocSort.field || s.sort.direction !== defaultIocSort.direction)
     p.set('sort', `${s.sort.field}:${s.sort.direction}`);
   return p;
@@ -134,6 +139,7 @@ export function iocStateFromParams(p: URLSearchParams): IocTableState {
     minScore: p.get('minScore') ?? '',
     expiresAfter: p.get('expiresAfter') ?? '',
     expiresBefore: p.get('expiresBefore') ?? '',
+    warnings: p.get('warnings') === 'FLAGGED' || p.get('warnings') === 'UNFLAGGED' ? (p.get('warnings') as IocWarnings) : '',
   };
 }
 

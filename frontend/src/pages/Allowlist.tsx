@@ -1,10 +1,19 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { AddAllowlistEntryMutation, AllowlistEntriesQuery, DeleteAllowlistEntryMutation } from '../api';
+import {
+  AddAllowlistEntryMutation,
+  AllowlistEntriesQuery,
+  DeleteAllowlistEntryMutation,
+  DeleteWarninglistMutation,
+  ImportWarninglistMutation,
+  SetWarninglistActionMutation,
+  SubscribeWarninglistMutation,
+  WarninglistsQuery,
+} from '../api';
 import { RecordTable, useConfirmedDelete, type RecordColumn } from '../components/crud';
 import { EmptyState, Field, FormModal, Page, QueryView } from '../components/ui';
 import { useToast } from '../components/toast';
-import type { AllowlistEntriesQuery as EntriesData } from '../gql/graphql';
+import type { AllowlistEntriesQuery as EntriesData, WarninglistAction, WarninglistsQuery as ListsData } from '../gql/graphql';
 import { fieldErrors, formError } from '../lib/errors';
 import { formatDateTime } from '../lib/format';
 import { request } from '../lib/graphql';
@@ -54,7 +63,7 @@ export function AllowlistPage() {
     <Page
       id="allowlist"
       title="Allowlist"
-      description="Values that are never stored nor exported, besides the built-in lists of reserved ranges, public DNS resolvers and top sites."
+      description="Values that are never stored nor exported (your entries below, the list user), and the warninglists that drop or flag indicators."
       actions={add}
     >
       <QueryView
@@ -78,6 +87,7 @@ export function AllowlistPage() {
       </QueryView>
       {adding && <AddEntryForm onClose={() => setAdding(false)} />}
       {del.dialog}
+      <Warninglists />
     </Page>
   );
 }
@@ -122,6 +132,172 @@ function AddEntryForm(props: { onClose: () => void }) {
         <Field label="Comment" error={errs.comment} hint="Why it is benign (at most 500 characters).">
           {(id, d) => <input id={id} aria-describedby={d} aria-invalid={!!errs.comment} maxLength={500} value={comment} onChange={(e) => setComment(e.target.value)} />}
         </Field>
+      </form>
+    </FormModal>
+  );
+}
+
+type List = ListsData['warninglists'][number] & { id: string };
+const listsKey = ['warninglists'];
+const actionLabels: Record<WarninglistAction, string> = { DROP: 'Drop', FLAG: 'Flag', OFF: 'Off' };
+
+/** Warninglists is the table of every warninglist, with its action, and the import, subscribe and delete of one's own. */
+function Warninglists() {
+  const q = useQuery({ queryKey: listsKey, queryFn: () => request(WarninglistsQuery) });
+  const qc = useQueryClient();
+  const toast = useToast();
+  const [adding, setAdding] = useState<'import' | 'subscribe' | null>(null);
+  const setAction = useMutation({
+    mutationFn: (v: { name: string; action: WarninglistAction }) => request(SetWarninglistActionMutation, v).then((r) => r.setWarninglistAction),
+    onSuccess: (r) => {
+      const removed = r.removedIocs ? `; ${r.removedIocs} stored indicators removed` : '';
+      toast.success(`${r.list.name} now ${actionLabels[r.list.action].toLowerCase()}s${removed}`);
+      void qc.invalidateQueries({ queryKey: listsKey });
+      void qc.invalidateQueries({ queryKey: ['iocs'] });
+    },
+    onError: (e) => toast.error(formError(e, []) ?? 'Unable to change the action'),
+  });
+  const del = useConfirmedDelete<List>({
+    remove: (l) => request(DeleteWarninglistMutation, { name: l.name }),
+    title: 'Delete warninglist?',
+    message: (l) => `Delete ${l.name}? What it dropped is stored again by later runs; what it flagged is no longer flagged.`,
+    deleted: (l) => `${l.name} deleted`,
+    invalidate: [listsKey],
+  });
+  const columns: RecordColumn<List>[] = [
+    {
+      header: 'List',
+      cell: (l) => (
+        <>
+          <span className="mono">{l.name}</span>
+          <div className="muted small">{l.description || (l.url ?? '')}</div>
+        </>
+      ),
+    },
+    { header: 'Type', cell: (l) => l.type },
+    { header: 'Entries', cell: (l) => l.entryCount.toLocaleString() },
+    { header: 'Applies to', cell: (l) => (l.kinds.length ? l.kinds.join(', ') : <span className="muted" title={l.note ?? undefined}>nothing</span>) },
+    { header: 'Source', cell: (l) => (l.builtin ? `Built-in (v${l.version})` : l.url ? 'Subscribed' : 'Imported') },
+    {
+      header: 'Action',
+      cell: (l) => (
+        <select
+          aria-label={`Action of ${l.name}`}
+          value={l.action}
+          disabled={setAction.isPending}
+          onChange={(e) => setAction.mutate({ name: l.name, action: e.target.value as WarninglistAction })}
+        >
+          {(['DROP', 'FLAG', 'OFF'] as const).map((a) => (
+            <option key={a} value={a}>
+              {actionLabels[a]}
+              {a === l.defaultAction ? ' (default)' : ''}
+            </option>
+          ))}
+        </select>
+      ),
+    },
+    {
+      header: 'Actions',
+      cell: (l) =>
+        l.builtin ? null : (
+          <button type="button" className="btn btn-small btn-danger-ghost" onClick={() => del.ask(l)} aria-label={`Delete ${l.name}`}>
+            Delete
+          </button>
+        ),
+    },
+  ];
+  return (
+    <section aria-labelledby="warninglists-heading">
+      <div className="warninglists-head">
+        <h2 id="warninglists-heading" className="section-title">
+          Warninglists
+        </h2>
+        <div className="warninglists-actions">
+          <button type="button" className="btn" onClick={() => setAdding('import')}>
+            Import list
+          </button>
+          <button type="button" className="btn" onClick={() => setAdding('subscribe')}>
+            Subscribe to list
+          </button>
+        </div>
+      </div>
+      <p className="muted">
+        MISP&apos;s warninglists and your own. Drop: not stored. Flag: stored with a warning (exports take warnings=exclude). Off: not applied.
+      </p>
+      <QueryView query={q} loading="Loading the warninglists…" isEmpty={(d) => d.warninglists.length === 0} empty={<EmptyState title="No warninglists." />}>
+        {(d) => (
+          <RecordTable label="Warninglists" columns={columns} records={d.warninglists.map((l) => ({ ...l, id: l.name }))} row={(l) => ({ 'data-list-name': l.name })} />
+        )}
+      </QueryView>
+      {adding && <AddListForm mode={adding} onClose={() => setAdding(null)} />}
+      {del.dialog}
+    </section>
+  );
+}
+
+function AddListForm(props: { mode: 'import' | 'subscribe'; onClose: () => void }) {
+  const [name, setName] = useState('');
+  const [content, setContent] = useState('');
+  const [url, setUrl] = useState('');
+  const [action, setAction] = useState<WarninglistAction>('FLAG');
+  const qc = useQueryClient();
+  const toast = useToast();
+  const importing = props.mode === 'import';
+  const save = useMutation({
+    mutationFn: () =>
+      importing
+        ? request(ImportWarninglistMutation, { input: { name, content, action } }).then((r) => r.importWarninglist)
+        : request(SubscribeWarninglistMutation, { input: { name, url, action } }).then((r) => r.subscribeWarninglist),
+    onSuccess: (r) => {
+      const removed = r.removedIocs ? `; ${r.removedIocs} stored indicators removed` : '';
+      toast.success(`${r.list.name}: ${r.list.entryCount} entries${removed}`);
+      void qc.invalidateQueries({ queryKey: listsKey });
+      void qc.invalidateQueries({ queryKey: ['iocs'] });
+      props.onClose();
+    },
+  });
+  const errs = fieldErrors(save.error);
+  const top = formError(save.error, ['name', 'content', 'url', 'action']);
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    save.mutate();
+  };
+  const title = importing ? 'Import warninglist' : 'Subscribe to warninglist';
+  return (
+    <FormModal title={title} onClose={props.onClose} form="warninglist-form" submitLabel={importing ? 'Import' : 'Subscribe'} busy={save.isPending}>
+      <form id="warninglist-form" className="form-grid" onSubmit={submit} noValidate>
+        {top && (
+          <div className="error-box span-2" role="alert">
+            {top}
+          </div>
+        )}
+        <Field label="Name" error={errs.name} hint="Letters, digits, '-', '_' and '.'; at most 64.">
+          {(id, d) => <input id={id} aria-describedby={d} aria-invalid={!!errs.name} required value={name} onChange={(e) => setName(e.target.value)} />}
+        </Field>
+        <Field label="Action" error={errs.action}>
+          {(id, d) => (
+            <select id={id} aria-describedby={d} value={action} onChange={(e) => setAction(e.target.value as WarninglistAction)}>
+              <option value="DROP">Drop</option>
+              <option value="FLAG">Flag</option>
+              <option value="OFF">Off</option>
+            </select>
+          )}
+        </Field>
+        {importing ? (
+          <Field
+            label="Content"
+            error={errs.content}
+            hint="A MISP warninglist (JSON), or one entry a line: an IP address or range, a host name (.example.org: the names below it only), a URL or a hash."
+          >
+            {(id, d) => (
+              <textarea id={id} aria-describedby={d} aria-invalid={!!errs.content} rows={8} className="mono" value={content} onChange={(e) => setContent(e.target.value)} />
+            )}
+          </Field>
+        ) : (
+          <Field label="URL" error={errs.url} hint="Fetched now and daily after, with its ETag, through the egress policy of feeds.">
+            {(id, d) => <input id={id} aria-describedby={d} aria-invalid={!!errs.url} required value={url} onChange={(e) => setUrl(e.target.value)} />}
+          </Field>
+        )}
       </form>
     </FormModal>
   );

@@ -80,6 +80,13 @@ export function IocLookup({ onOpen }: { onOpen: (id: string) => void }) {
                       ) : (
                         <span className="pill pill-ok">Not found</span>
                       )}
+                      {r.warnings
+                        .filter((w) => w.action === 'FLAG')
+                        .map((w) => (
+                          <div key={w.list} className="muted small" data-testid="warning">
+                            Flagged by {w.list} {w.entry}
+                          </div>
+                        ))}
                     </td>
                     <td data-label="Score">{r.ioc ? <span className={`score score-${scoreLevel(r.ioc.score)}`}>{r.ioc.score}</span> : '—'}</td>
                     <td data-label="Sources">{r.ioc ? r.ioc.sources.map((s) => `${s.source} (${s.feed.name})`).join(', ') : '—'}</td>

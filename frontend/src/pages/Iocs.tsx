@@ -115,6 +115,18 @@ export function IocsPage() {
           </span>
         ),
       }),
+      col.accessor('warnings', {
+        header: 'Warnings',
+        cell: (c) => (
+          <span className="tags">
+            {c.getValue().map((w) => (
+              <span key={w.list} className="tag tag-warning" title={`${w.list}: ${w.entry}`}>
+                {w.list}
+              </span>
+            ))}
+          </span>
+        ),
+      }),
       col.accessor('firstSeen', { header: 'First Seen', cell: (c) => <TimeCell iso={c.getValue()} /> }),
       col.accessor('lastSeen', { header: 'Last Seen', cell: (c) => <TimeCell iso={c.getValue()} /> }),
       col.accessor('expirationDate', { header: 'Expiration Date', cell: (c) => <TimeCell iso={c.getValue()} /> }),
@@ -213,6 +225,14 @@ export function IocsPage() {
         <label className="stack-label">
           Tag
           <input value={tagText} onChange={(e) => setTagText(e.target.value)} placeholder="e.g. emerging_threat" />
+        </label>
+        <label className="stack-label">
+          Warnings
+          <select value={state.warnings} onChange={(e) => setState({ ...state, warnings: e.target.value as IocTableState['warnings'] })}>
+            <option value="">Any</option>
+            <option value="FLAGGED">Flagged only</option>
+            <option value="UNFLAGGED">Unflagged only</option>
+          </select>
         </label>
         <FilterInput label="Min score" className="narrow" problem={problems.minScore}>
           {(describedBy) => (

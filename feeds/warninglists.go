@@ -1,0 +1,212 @@
+package feeds
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tifeeds/tifeeds/allowlist"
+	"github.com/tifeeds/tifeeds/audit"
+	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+)
+
+// Bounds of the own warninglists.
+const (
+	MaxWarninglists       = 50
+	MaxWarninglistContent = 32 << 20 // bytes of one list as imported or fetched
+)
+
+// WarninglistStore is what the warninglist changes need of the store.
+type WarninglistStore interface {
+	Warninglists(ctx context.Context, withContent bool) ([]store.Warninglist, error)
+	SetBuiltinWarninglistAction(ctx context.Context, name, action string) error
+	SetOwnWarninglistAction(ctx context.Context, name, action string) error
+	AddWarninglist(ctx context.Context, w *store.Warninglist, max int) error
+	DeleteWarninglist(ctx context.Context, name string) (*store.Warninglist, error)
+}
+
+// WarninglistsInForce is the warninglists ingestion applies on this
+// instance (ingest.Allowlist).
+type WarninglistsInForce interface {
+	Set() *allowlist.Set
+	// RemoveList removes the stored IoCs the list matches (it drops now).
+	RemoveList(ctx context.Context, name string) (int64, error)
+	RemoveListAgainLater(ctx context.Context, name string)
+	// FetchWarninglist fetches a subscribed list through the egress policy.
+	FetchWarninglist(ctx context.Context, rawURL, etag string) (content []byte, newETag string, changed bool, err error)
+}
+
+// WarninglistState is a list in force with the settings of its row.
+type WarninglistState struct {
+	allowlist.ListState
+	URL string
+}
+
+// Warninglists returns every list in force with its action, built-in ones
+// first.
+func (a *Allowlist) Warninglists(ctx context.Context) ([]WarninglistState, error) {
+	rows, err := a.st.Warninglists(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	urls := map[string]string{}
+	for _, r := range rows {
+		urls[r.Name] = r.URL
+	}
+	var out []WarninglistState
+	for _, l := range a.inForce.Set().Lists() {
+		out = append(out, WarninglistState{ListState: l, URL: urls[l.Name]})
+	}
+	return out, nil
+}
+
+func parseAction(action string) (allowlist.Action, error) {
+	act, ok := allowlist.ParseAction(strings.ToLower(action))
+	if !ok {
+		return "", store.Invalid("action", "drop, flag or off, got %q", action)
+	}
+	return act, nil
+}
+
+// SetWarninglistAction changes a list's action, here and on the other
+// instances: flag and off take effect with the reload (warnings are read
+// from the lists in force), drop also removes the stored IoCs the list
+// matches. removed counts those.
+func (a *Allowlist) SetWarninglistAction(ctx context.Context, name, action string) (removed int64, err error) {
+	act, err := parseAction(action)
+	if err != nil {
+		return 0, err
+	}
+	var found *allowlist.ListState
+	for _, l := range a.inForce.Set().Lists() {
+		if l.Name == name {
+			found = &l
+			break
+		}
+	}
+	if found == nil {
+		return 0, store.ErrNotFound
+	}
+	if found.Builtin {
+		err = a.st.SetBuiltinWarninglistAction(ctx, name, string(act))
+	} else {
+		err = a.st.SetOwnWarninglistAction(ctx, name, string(act))
+	}
+	if err != nil {
+		return 0, err
+	}
+	a.audit.Record(ctx, audit.WarninglistAction, warninglistTarget(name), map[string]any{"from": string(found.Action), "to": string(act)})
+	return a.applied(ctx, name, act)
+}
+
+// applied puts a change of the lists in force here and on the other
+// instances, and removes what a dropping list matches.
+func (a *Allowlist) applied(ctx context.Context, name string, act allowlist.Action) (int64, error) {
+	if err := a.inForce.Load(ctx); err != nil {
+		a.log.Warn("Unable to reload the warninglists", "error", err)
+	}
+	a.bus.PublishSignal(events.SignalAllowlist)
+	if act != allowlist.Drop {
+		return 0, nil
+	}
+	removed, err := a.inForce.RemoveList(ctx, name)
+	if err != nil {
+		return removed, err
+	}
+	a.inForce.RemoveListAgainLater(ctx, name)
+	return removed, nil
+}
+
+// ImportWarninglist stores an own list (MISP warninglist JSON or plain
+// text, see allowlist.Parse) with its action and puts it in force.
+func (a *Allowlist) ImportWarninglist(ctx context.Context, name string, content []byte, action string) (*allowlist.Parsed, int64, error) {
+	return a.importList(ctx, name, content, action, "", "")
+}
+
+// MaxWarninglistURL bounds a subscription's URL.
+const MaxWarninglistURL = 2048
+
+// SubscribeWarninglist fetches a list from rawURL through the egress
+// policy and stores it as ImportWarninglist does, with its URL and ETag:
+// ingestion fetches it again daily (ingest.WarninglistRefresh), sending
+// the ETag, and replaces it when it changed.
+func (a *Allowlist) SubscribeWarninglist(ctx context.Context, name, rawURL, action string) (*allowlist.Parsed, int64, error) {
+	if _, err := parseAction(action); err != nil {
+		return nil, 0, err
+	}
+	if err := allowlist.CheckName(name); err != nil {
+		return nil, 0, store.Invalid("name", "%s", strings.TrimPrefix(err.Error(), allowlist.ErrInvalidList.Error()+": "))
+	}
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil || len(rawURL) > MaxWarninglistURL || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, 0, store.Invalid("url", "an http or https URL of at most %d bytes", MaxWarninglistURL)
+	}
+	if u.User != nil {
+		return nil, 0, store.Invalid("url", "the URL carries user information")
+	}
+	content, etag, _, err := a.inForce.FetchWarninglist(ctx, u.String(), "")
+	if err != nil {
+		return nil, 0, store.Invalid("url", "unable to fetch the list: %s", ioc.MaskURLs(err.Error()))
+	}
+	return a.importList(ctx, name, content, action, u.String(), etag)
+}
+
+func (a *Allowlist) importList(ctx context.Context, name string, content []byte, action, url, etag string) (*allowlist.Parsed, int64, error) {
+	act, err := parseAction(action)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(content) > MaxWarninglistContent {
+		return nil, 0, store.Invalid("content", "at most %d bytes, got %d", MaxWarninglistContent, len(content))
+	}
+	for _, l := range allowlist.Builtin() {
+		if l.Name == name || name == allowlist.ListUser {
+			return nil, 0, store.Invalid("name", "%q names a built-in list", name)
+		}
+	}
+	p, err := allowlist.Parse(name, content)
+	if err != nil {
+		field := "content"
+		if allowlist.CheckName(name) != nil {
+			field = "name"
+		}
+		return nil, 0, store.Invalid(field, "%s", strings.TrimPrefix(err.Error(), allowlist.ErrInvalidList.Error()+": "))
+	}
+	w := &store.Warninglist{Name: name, Action: string(act), Content: content, URL: url, ETag: etag}
+	if url != "" {
+		now := time.Now().UTC()
+		w.FetchedAt = &now
+	}
+	if err := a.st.AddWarninglist(ctx, w, MaxWarninglists); err != nil {
+		if errors.Is(err, store.ErrWarninglistsFull) {
+			return nil, 0, store.Invalid("name", "at most %d lists of your own", MaxWarninglists)
+		}
+		if errors.Is(err, store.ErrConflict) {
+			return nil, 0, store.Invalid("name", "a list is named %q already", name)
+		}
+		return nil, 0, err
+	}
+	a.audit.Record(ctx, audit.WarninglistImport, warninglistTarget(name), map[string]any{"action": string(act),
+		"entries": p.List.Entries, "type": p.List.Type, "url": ioc.MaskURL(url)})
+	removed, err := a.applied(ctx, name, act)
+	return p, removed, err
+}
+
+// DeleteWarninglist deletes an own list: what it dropped is stored again by
+// later runs, what it flagged is no longer flagged.
+func (a *Allowlist) DeleteWarninglist(ctx context.Context, name string) error {
+	if _, err := a.st.DeleteWarninglist(ctx, name); err != nil {
+		return err
+	}
+	a.audit.Record(ctx, audit.WarninglistDelete, warninglistTarget(name), nil)
+	_, err := a.applied(ctx, name, allowlist.Off)
+	return err
+}
+
+func warninglistTarget(name string) audit.Target {
+	return audit.Target{Type: audit.TargetWarninglist, ID: name, Name: name}
+}

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Warninglist is the stored settings of a warninglist: the action of a
+// built-in one, or an own list with its content (MISP JSON or plain text,
+// as imported or last fetched from URL). The store does not interpret
+// Content or Action.
+type Warninglist struct {
+	bun.BaseModel `bun:"table:warninglists"`
+
+	Name      string     `bun:"name,pk"`
+	Action    string     `bun:"action,notnull"`
+	Builtin   bool       `bun:"builtin,notnull"`
+	Content   []byte     `bun:"content"`
+	URL       string     `bun:"url,notnull"`
+	ETag      string     `bun:"etag,notnull"`
+	FetchedAt *time.Time `bun:"fetched_at"`
+	UpdatedAt time.Time  `bun:"updated_at,notnull"`
+	CreatedAt time.Time  `bun:"created_at,notnull"`
+}
+
+// warninglistLockID serialises the bounded inserts of own lists on
+// PostgreSQL.
+const warninglistLockID = 0x7466656564730027
+
+// ErrWarninglistsFull is returned when the own lists are at their maximum.
+var ErrWarninglistsFull = errors.New("too many warninglists")
+
+// Warninglists returns every stored row by name; content only withContent.
+func (s *Store) Warninglists(ctx context.Context, withContent bool) ([]Warninglist, error) {
+	var out []Warninglist
+	q := s.DB.NewSelect().Model(&out).Order("name")
+	if !withContent {
+		q = q.ExcludeColumn("content")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: unable to read the warninglists: %w", err)
+	}
+	return out, nil
+}
+
+// Warninglist returns one row with its content; ErrNotFound when none.
+func (s *Store) Warninglist(ctx context.Context, name string) (*Warninglist, error) {
+	w := &Warninglist{}
+	err := s.DB.NewSelect().Model(w).Where("name = ?", name).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to read warninglist %q: %w", name, err)
+	}
+	return w, nil
+}
+
+// SetBuiltinWarninglistAction stores the action of a built-in list.
+func (s *Store) SetBuiltinWarninglistAction(ctx context.Context, name, action string) error {
+	now := time.Now().UTC()
+	w := &Warninglist{Name: name, Action: action, Builtin: true, UpdatedAt: now, CreatedAt: now}
+	_, err := s.DB.NewInsert().Model(w).On("CONFLICT (name) DO UPDATE").
+		Set("action = EXCLUDED.action").Set("updated_at = EXCLUDED.updated_at").Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: unable to set the action of %q: %w", name, err)
+	}
+	return nil
+}
+
+// SetOwnWarninglistAction changes the action of an own list; ErrNotFound
+// when there is none of that name.
+func (s *Store) SetOwnWarninglistAction(ctx context.Context, name, action string) error {
+	r, err := s.DB.NewUpdate().Model((*Warninglist)(nil)).Set("action = ?", action).Set("updated_at = ?", time.Now().UTC()).
+		Where("name = ?", name).Where("builtin = ?", false).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: unable to set the action of %q: %w", name, err)
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// AddWarninglist stores an own list unless max own lists exist
+// (ErrWarninglistsFull); a name in use is ErrConflict.
+func (s *Store) AddWarninglist(ctx context.Context, w *Warninglist, max int) error {
+	now := time.Now().UTC()
+	w.Builtin, w.CreatedAt, w.UpdatedAt = false, now, now
+	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if s.Dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(warninglistLockID)); err != nil {
+				return fmt.Errorf("store: unable to lock the warninglists: %w", err)
+			}
+		}
+		n, err := tx.NewSelect().Model((*Warninglist)(nil)).Where("builtin = ?", false).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("store: unable to count the warninglists: %w", err)
+		}
+		if n >= int64(max) {
+			return fmt.Errorf("store: %w (%d)", ErrWarninglistsFull, max)
+		}
+		if _, err := tx.NewInsert().Model(w).Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("store: a warninglist is named %q already: %w", w.Name, ErrConflict)
+			}
+			return fmt.Errorf("store: unable to add warninglist %q: %w", w.Name, err)
+		}
+		return nil
+	})
+}
+
+// UpdateWarninglistContent replaces an own list's content (a subscription
+// fetched anew) with its ETag; ErrNotFound when there is none.
+func (s *Store) UpdateWarninglistContent(ctx context.Context, name string, content []byte, etag string, fetched time.Time) error {
+	r, err := s.DB.NewUpdate().Model((*Warninglist)(nil)).Set("content = ?", content).Set("etag = ?", etag).
+		Set("fetched_at = ?", fetched.UTC()).Set("updated_at = ?", time.Now().UTC()).
+		Where("name = ?", name).Where("builtin = ?", false).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: unable to update warninglist %q: %w", name, err)
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// TouchWarninglistFetch records a fetch that found the list unchanged.
+func (s *Store) TouchWarninglistFetch(ctx context.Context, name string, fetched time.Time) error {
+	_, err := s.DB.NewUpdate().Model((*Warninglist)(nil)).Set("fetched_at = ?", fetched.UTC()).
+		Where("name = ?", name).Where("builtin = ?", false).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: unable to update warninglist %q: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteWarninglist deletes an own list; ErrNotFound when there is none
+// (a built-in list cannot be deleted).
+func (s *Store) DeleteWarninglist(ctx context.Context, name string) (*Warninglist, error) {
+	w := &Warninglist{}
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := tx.NewSelect().Model(w).ExcludeColumn("content").Where("name = ?", name).Where("builtin = ?", false).Scan(ctx); err != nil {
+			return err
+		}
+		_, err := tx.NewDelete().Model((*Warninglist)(nil)).Where("name = ?", name).Exec(ctx)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to delete warninglist %q: %w", name, err)
+	}
+	return w, nil
+}
+
+// IoCCursor is the cursor after row in order o, as IoCs' EndCursor would be
+// for a page ending there: for a caller that keeps part of a page (the
+// warnings filter of the IoCs page).
+func IoCCursor(o IoCOrder, row *IoC) string { return encodeCursor(o, row) }
