@@ -40,6 +40,8 @@ test.describe.serial('dark mode', () => {
 
   for (const scheme of ['light', 'dark'] as const) {
     test(`every page passes axe in the ${scheme} theme`, async ({ browser }) => {
+      // One test walks every page with axe: its bound is the walk's, not one page's.
+      test.setTimeout(180_000);
       const feedId = await sortFeed();
       const context = await browser.newContext({ colorScheme: scheme });
       const page = await context.newPage();
