@@ -51,9 +51,5 @@ func (r *queryResolver) AllowlistEntries(ctx context.Context) ([]*model.Allowlis
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.AllowlistEntry, len(rows))
-	for i := range rows {
-		out[i] = allowlistEntryModel(&rows[i])
-	}
-	return out, nil
+	return modelsOf(rows, allowlistEntryModel), nil
 }

@@ -58,12 +58,8 @@ func (r *queryResolver) TenantAssets(ctx context.Context, tenantID string, first
 	if err != nil {
 		return nil, err
 	}
-	out := &model.TenantAssetConnection{Nodes: make([]*model.TenantAsset, len(rows)), TotalCount: int(total),
-		PageInfo: pageInfo(rows, n, func(t *store.TenantAsset) int64 { return t.ID })}
-	for i := range rows {
-		out.Nodes[i] = assetModel(&rows[i])
-	}
-	return out, nil
+	return &model.TenantAssetConnection{Nodes: modelsOf(rows, assetModel), TotalCount: int(total),
+		PageInfo: pageInfo(rows, n, func(t *store.TenantAsset) int64 { return t.ID })}, nil
 }
 
 func (r *queryResolver) AssetHits(ctx context.Context, tenantID *string, first *int, after *string) (*model.AssetHitConnection, error) {
@@ -79,10 +75,6 @@ func (r *queryResolver) AssetHits(ctx context.Context, tenantID *string, first *
 	if err != nil {
 		return nil, err
 	}
-	out := &model.AssetHitConnection{Nodes: make([]*model.AssetHit, len(rows)),
-		PageInfo: pageInfo(rows, n, func(h *store.AssetHit) int64 { return h.ID })}
-	for i := range rows {
-		out.Nodes[i] = hitModel(&rows[i])
-	}
-	return out, nil
+	return &model.AssetHitConnection{Nodes: modelsOf(rows, hitModel),
+		PageInfo: pageInfo(rows, n, func(h *store.AssetHit) int64 { return h.ID })}, nil
 }

@@ -101,11 +101,7 @@ func (r *queryResolver) NotificationChannels(ctx context.Context) ([]*model.Noti
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.NotificationChannel, len(rows))
-	for i := range rows {
-		out[i] = channelModel(&rows[i])
-	}
-	return out, nil
+	return modelsOf(rows, channelModel), nil
 }
 
 func (r *queryResolver) ChannelDeliveries(ctx context.Context, id string, first *int, after *string) (*model.DeliveryConnection, error) {
@@ -125,12 +121,8 @@ func (r *queryResolver) ChannelDeliveries(ctx context.Context, id string, first 
 	if err != nil {
 		return nil, err
 	}
-	out := &model.DeliveryConnection{Nodes: make([]*model.Delivery, len(rows)),
-		PageInfo: pageInfo(rows, n, func(d *store.Delivery) int64 { return d.ID })}
-	for i := range rows {
-		out.Nodes[i] = deliveryModel(&rows[i])
-	}
-	return out, nil
+	return &model.DeliveryConnection{Nodes: modelsOf(rows, deliveryModel),
+		PageInfo: pageInfo(rows, n, func(d *store.Delivery) int64 { return d.ID })}, nil
 }
 
 func (r *queryResolver) FeedHealthWatch(ctx context.Context) ([]*model.FeedHealthWatch, error) {
@@ -142,9 +134,5 @@ func (r *queryResolver) FeedHealthWatch(ctx context.Context) ([]*model.FeedHealt
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.FeedHealthWatch, len(rows))
-	for i := range rows {
-		out[i] = healthModel(&rows[i])
-	}
-	return out, nil
+	return modelsOf(rows, healthModel), nil
 }

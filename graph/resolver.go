@@ -88,3 +88,12 @@ func pointersTo[T any](s []T, err error) ([]*T, error) {
 	}
 	return out, nil
 }
+
+// modelsOf turns stored rows into their GraphQL models, one by one.
+func modelsOf[T, M any](rows []T, model func(*T) *M) []*M {
+	out := make([]*M, len(rows))
+	for i := range rows {
+		out[i] = model(&rows[i])
+	}
+	return out
+}
