@@ -148,8 +148,8 @@ type scaleIngest struct {
 }
 
 type scaleRunResult struct {
-	res result
 	err error
+	end time.Time
 }
 
 // ingest adds rows new IoCs through a child process and prints its rate
@@ -186,12 +186,15 @@ func (in *scaleIngest) ingest(rows int, why string) (result, error) {
 func (in *scaleIngest) start(rows int, why string) {
 	in.background = make(chan scaleRunResult, 1)
 	go func() {
-		r, err := in.ingest(rows, why)
-		in.background <- scaleRunResult{r, err}
+		_, err := in.ingest(rows, why)
+		in.background <- scaleRunResult{err, time.Now()}
 	}()
 }
 
-func (in *scaleIngest) wait() error { return (<-in.background).err }
+func (in *scaleIngest) wait() (end time.Time, err error) {
+	r := <-in.background
+	return r.end, r.err
+}
 
 // scaleDB builds one database size by size and measures it at each.
 func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, runs int) error {
@@ -211,6 +214,11 @@ func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, run
 	fmt.Printf("%s growth curve, starting from %d IoCs\n", name, have)
 	sweep := max(*scaleSweep, *scaleRun)
 	for _, size := range sizes {
+		if have > size {
+			// A kept database past this size: its figures are not this size's.
+			fmt.Printf("%s: holds %d IoCs already, more than %d: that size is not measured\n", name, have, size)
+			continue
+		}
 		fmt.Printf("%s: building %d IoCs\n", name, size)
 		for _, rows := range runsTo(have, size, *scaleRun) {
 			if _, err := in.ingest(rows, "building"); err != nil {
@@ -283,14 +291,18 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	// An ingest run beside the reads; its IoCs are swept below.
 	in.short = true
 	defer func() { in.short = false }()
+	start := time.Now()
 	in.start(*scaleRun, "during the reads")
 	pagesErr := measurePages(fmt.Sprintf("during an ingest of %d new IoCs", *scaleRun))
-	if err := in.wait(); err != nil {
+	measured := time.Since(start)
+	end, err := in.wait()
+	if err != nil {
 		return err
 	}
 	if pagesErr != nil {
 		return pagesErr
 	}
+	overlap("ingest", measured, end.Sub(start))
 	if extra := sweep - *scaleRun; extra > 0 {
 		if _, err := in.ingest(extra, "to be swept"); err != nil {
 			return err
@@ -307,12 +319,13 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 		err  error
 	}
 	done := make(chan sweepResult, 1)
+	start = time.Now()
 	go func() {
-		start := time.Now()
 		_, iocs, err := b.st.SweepExpired(ctx, time.Now().Add(2*shortRetention), 0)
 		done <- sweepResult{iocs, time.Since(start).Seconds(), err}
 	}()
 	pagesErr = measurePages(fmt.Sprintf("while the sweeper expires %d IoCs", sweep))
+	measured = time.Since(start)
 	sw := <-done
 	if sw.err != nil {
 		return sw.err
@@ -320,6 +333,7 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	if pagesErr != nil {
 		return pagesErr
 	}
+	overlap("sweep", measured, time.Duration(sw.secs*float64(time.Second)))
 	fmt.Printf("  the sweeper expired %d IoCs in %.1f s\n", sw.iocs, sw.secs)
 	if sw.iocs != int64(sweep) {
 		return fmt.Errorf("the sweeper expired %d IoCs, want %d", sw.iocs, sweep)
@@ -327,6 +341,16 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	fmt.Printf("%s: peak RSS so far: ingest runs %.1f MB, this process (server and clients) %.1f MB\n\n",
 		b.name, mb(in.peakRSS), mb(selfMaxRSS()))
 	return nil
+}
+
+// overlap says how much of the measurement the background work covered:
+// the pages were measured for measured, the work ended after took.
+func overlap(what string, measured, took time.Duration) {
+	if took >= measured {
+		fmt.Printf("  (the %s ran through the whole %.1f s of the measurement)\n", what, measured.Seconds())
+		return
+	}
+	fmt.Printf("  (the %s ran through the first %.1f s of the %.1f s of the measurement only)\n", what, took.Seconds(), measured.Seconds())
 }
 
 // selfMaxRSS is this process's peak RSS in bytes.
