@@ -50,7 +50,7 @@ type result struct {
 	Lines   int64   `json:"lines"`
 	Stored  int64   `json:"stored"`
 	Seconds float64 `json:"seconds"`
-	MaxRSS  int64   `json:"-"` // bytes, from the parent's rusage of the child
+	MaxRSS  int64   `json:"max_rss"` // bytes: the child's VmHWM (peakRSS), else the parent's rusage of it
 	CPU     float64 `json:"-"` // user + system seconds of the child
 }
 
@@ -493,7 +493,7 @@ func ingestChildInto(dsn, file string, batch int, env []string) (result, error) 
 	if err := json.Unmarshal(out, &r); err != nil {
 		return r, fmt.Errorf("ingest child output %q: %w", out, err)
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && r.MaxRSS == 0 {
 		r.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
 	r.CPU = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
@@ -578,5 +578,12 @@ func child(args []string) error {
 	if stats.Rejected > 0 {
 		return fmt.Errorf("%d rows rejected, first: %+v", stats.Rejected, stats.Rejections)
 	}
-	return json.NewEncoder(os.Stdout).Encode(result{Lines: lines, Stored: stats.Stored, Seconds: secs})
+	// The child's own peak: the rusage the parent reads carries the
+	// parent's peak across exec (peakRSS), and make bench-scale's parent
+	// grows as it serves.
+	hwm, err := peakRSS()
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(result{Lines: lines, Stored: stats.Stored, Seconds: secs, MaxRSS: hwm})
 }
