@@ -51,7 +51,7 @@ type result struct {
 	Stored  int64   `json:"stored"`
 	Seconds float64 `json:"seconds"`
 	MaxRSS  int64   `json:"max_rss"` // bytes: the child's VmHWM (peakRSS), else the parent's rusage of it
-	CPU     float64 `json:"-"` // user + system seconds of the child
+	CPU     float64 `json:"-"`       // user + system seconds of the child
 }
 
 // timing is a baseline's wall and CPU time; CPU is 0 when it ran in
