@@ -141,6 +141,7 @@ type scaleIngest struct {
 	batch      int
 	next       int     // the next indicator generateFrom writes
 	first      float64 // the first run's rate, IoCs/s
+	last       float64 // the last run's rate, IoCs/s
 	n          int
 	peakRSS    int64
 	short      bool // the next run's IoCs have shortRetention
@@ -176,6 +177,7 @@ func (in *scaleIngest) ingest(rows int, why string) (result, error) {
 	if in.first == 0 {
 		in.first = rate
 	}
+	in.last = rate
 	in.peakRSS = max(in.peakRSS, r.MaxRSS)
 	fmt.Printf("  run %3d %-22s %8d IoCs in %6.1f s: %8.0f IoCs/s, %.2f of the first run; peak RSS %6.1f MB\n",
 		in.n, why, r.Stored, r.Seconds, rate, rate/in.first, mb(r.MaxRSS))
@@ -220,11 +222,15 @@ func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, run
 			continue
 		}
 		fmt.Printf("%s: building %d IoCs\n", name, size)
-		for _, rows := range runsTo(have, size, *scaleRun) {
+		build := runsTo(have, size, *scaleRun)
+		for _, rows := range build {
 			if _, err := in.ingest(rows, "building"); err != nil {
 				return err
 			}
 			have += rows
+		}
+		if len(build) > 0 {
+			fmt.Printf("%s at %d: the run that crossed it %.0f IoCs/s, %.2f of the first run's\n", name, size, in.last, in.last/in.first)
 		}
 		if err := scaleMeasure(ctx, name, dsn, size, in, sweep, runs); err != nil {
 			return fmt.Errorf("%s at %d IoCs: %w", name, size, err)
