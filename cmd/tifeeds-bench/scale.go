@@ -344,9 +344,27 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	if sw.iocs != int64(sweep) {
 		return fmt.Errorf("the sweeper expired %d IoCs, want %d", sw.iocs, sweep)
 	}
-	fmt.Printf("%s: peak RSS so far: ingest runs %.1f MB, this process (server and clients) %.1f MB\n\n",
+	fmt.Printf("%s: peak RSS so far: ingest runs %.1f MB, this process (server and clients) %.1f MB\n",
 		b.name, mb(in.peakRSS), mb(selfMaxRSS()))
+	bytes, err := dbSize(ctx, b.st)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: database %.0f MB, %.0f bytes an IoC (the space of the swept IoCs included)\n\n",
+		b.name, float64(bytes)/1e6, float64(bytes)/float64(size))
 	return nil
+}
+
+// dbSize is the bytes of the store's database: SQLite's pages (the WAL
+// left out), PostgreSQL's pg_database_size.
+func dbSize(ctx context.Context, st *store.Store) (int64, error) {
+	var n int64
+	q := "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+	if st.Dialect == store.Postgres {
+		q = "SELECT pg_database_size(current_database())"
+	}
+	err := st.DB.QueryRowContext(ctx, q).Scan(&n)
+	return n, err
 }
 
 // overlap says how much of the measurement the background work covered:
