@@ -15,7 +15,7 @@ export GOFLAGS += -tags=sqlite_fts5
 # Node is optional for building: without it the binary embeds a placeholder page.
 HAVE_NODE := $(shell command -v npm >/dev/null 2>&1 && echo yes)
 
-.PHONY: run build spa test test-go test-frontend screenshots generate check-generated bench lint
+.PHONY: run build spa test test-go test-frontend screenshots generate check-generated bench bench-scale lint
 
 run: build
 	$(BIN) serve
@@ -59,6 +59,16 @@ check-generated:
 
 bench:
 	scripts/with-postgres.sh $(GO) run ./cmd/tifeeds-bench
+
+# The growth curve of issue 29: the databases built in SCALE_DIR (kept, so
+# that a larger size builds on a smaller one) and measured at each size of
+# SCALE; SCALE_FLAGS adds flags (-dbs, -scale-run, -scale-sweep, -runs).
+SCALE ?= 1000000,3000000,10000000
+SCALE_DIR ?= /tmp/tifeeds-bench-scale
+bench-scale:
+	mkdir -p $(SCALE_DIR)
+	TIFEEDS_PG_DIR=$(SCALE_DIR)/pg scripts/with-postgres.sh $(GO) run ./cmd/tifeeds-bench \
+		-scale $(SCALE) -scale-keep -dir $(SCALE_DIR) $(SCALE_FLAGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './frontend/node_modules/*')); \

@@ -3,6 +3,8 @@
 # exports its admin DSN as TIFEEDS_TEST_POSTGRES. Installs Debian's
 # postgresql when it is missing (as root). Fails when the cluster cannot be
 # started: the PostgreSQL tests must never be skipped silently.
+# With TIFEEDS_PG_DIR set, the cluster lives in that directory and is kept
+# when the command ends (make bench-scale's databases), stopped but not removed.
 set -euo pipefail
 
 pg_bindir() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
@@ -19,7 +21,13 @@ if [ -z "$bindir" ]; then
   bindir=$(pg_bindir)
 fi
 
-dir=$(mktemp -d /tmp/tifeeds-pg.XXXXXX)
+keep=${TIFEEDS_PG_DIR:-}
+if [ -n "$keep" ]; then
+  mkdir -p "$keep"
+  dir=$keep
+else
+  dir=$(mktemp -d /tmp/tifeeds-pg.XXXXXX)
+fi
 run_as=()
 if [ "$(id -u)" = 0 ]; then
   # initdb refuses to run as root.
@@ -28,12 +36,19 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 stop() {
+  if [ -n "$keep" ]; then
+    # A clean stop: the kept cluster must come back without recovery.
+    "${run_as[@]}" "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
+    return
+  fi
   "${run_as[@]}" "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
   rm -rf "$dir"
 }
 trap stop EXIT
 
-"${run_as[@]}" "$bindir/initdb" -D "$dir/data" -U tifeeds --auth=trust -E UTF8 --no-sync >/dev/null
+if [ ! -d "$dir/data" ]; then
+  "${run_as[@]}" "$bindir/initdb" -D "$dir/data" -U tifeeds --auth=trust -E UTF8 --no-sync >/dev/null
+fi
 
 started=
 for _ in 1 2 3 4 5; do

@@ -40,13 +40,18 @@ const childArg = "-ingest-child"
 // a CPU profile of its ingestion (the last child's survives).
 const cpuProfileEnv = "TIFEEDS_BENCH_CPUPROFILE"
 
+// retentionEnv, when set, is the retention (a Go duration) of the IoCs an
+// ingesting child writes; 30 days otherwise. make bench-scale ingests the
+// IoCs its sweeper then expires with a short one.
+const retentionEnv = "TIFEEDS_BENCH_RETENTION"
+
 // result is what a child ingestion reports on stdout.
 type result struct {
 	Lines   int64   `json:"lines"`
 	Stored  int64   `json:"stored"`
 	Seconds float64 `json:"seconds"`
-	MaxRSS  int64   `json:"-"` // bytes, from the parent's rusage of the child
-	CPU     float64 `json:"-"` // user + system seconds of the child
+	MaxRSS  int64   `json:"max_rss"` // bytes: the child's VmHWM (peakRSS), else the parent's rusage of it
+	CPU     float64 `json:"-"`       // user + system seconds of the child
 }
 
 // timing is a baseline's wall and CPU time; CPU is 0 when it ran in
@@ -84,13 +89,23 @@ func main() {
 	if *only != "" && *only != "ingest" && *only != "tsv" && *only != "reads" && *only != "allowlist" && *only != "assets" && *only != "warninglists" {
 		log.Fatal(`tifeeds-bench: -only must be "ingest", "tsv", "reads", "allowlist", "assets" or "warninglists"`)
 	}
+	if *scaleSizes != "" {
+		if *scaleKeep && *dir == "" {
+			log.Fatal("tifeeds-bench: -scale-keep needs -dir, where the SQLite database is kept")
+		}
+		if err := withDir(*dir, func(dir string) error { return runScale(context.Background(), dir, *batch, *runs) }); err != nil {
+			log.Fatalf("tifeeds-bench: %v", err)
+		}
+		return
+	}
 	if err := run(*rows, *bigMB, *batch, *runs, *dir, *only); err != nil {
 		log.Fatalf("tifeeds-bench: %v", err)
 	}
 }
 
-func run(rows, bigMB, batch, runs int, dir, only string) error {
-	ctx := context.Background()
+// withDir calls fn with dir, or with a new temporary directory removed
+// after when dir is "".
+func withDir(dir string, fn func(dir string) error) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "tifeeds-bench-")
 		if err != nil {
@@ -99,6 +114,15 @@ func run(rows, bigMB, batch, runs int, dir, only string) error {
 		defer os.RemoveAll(d)
 		dir = d
 	}
+	return fn(dir)
+}
+
+func run(rows, bigMB, batch, runs int, dir, only string) error {
+	return withDir(dir, func(dir string) error { return runIn(rows, bigMB, batch, runs, dir, only) })
+}
+
+func runIn(rows, bigMB, batch, runs int, dir, only string) error {
+	ctx := context.Background()
 	file := filepath.Join(dir, "iocs.tsv")
 	size, err := generate(file, rows, 0)
 	if err != nil {
@@ -296,13 +320,19 @@ func mb(b int64) float64 { return float64(b) / (1 << 20) }
 // rows, or, when rows is 0, rows of long URLs until the file reaches size
 // bytes.
 func generate(path string, rows int, size int64) (int64, error) {
+	return generateFrom(path, 0, rows, size)
+}
+
+// generateFrom is generate starting at the from-th indicator, so that files
+// generated one after another hold distinct indicators (make bench-scale's runs).
+func generateFrom(path string, from, rows int, size int64) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var n int64
-	for i := 0; rows > 0 && i < rows || rows == 0 && n < size; i++ {
+	for i := from; rows > 0 && i < from+rows || rows == 0 && n < size; i++ {
 		var line string
 		src, score := fmt.Sprintf("src_%d", i%13), i%101
 		switch {
@@ -442,6 +472,12 @@ func ingestChildEnv(dsn, file string, batch int, env []string) (result, error) {
 			return result{}, err
 		}
 	}
+	return ingestChildInto(dsn, file, batch, env)
+}
+
+// ingestChildInto is ingestChildEnv into the store at dsn as it is: the
+// IoCs of file are added to those already there.
+func ingestChildInto(dsn, file string, batch int, env []string) (result, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return result{}, err
@@ -457,7 +493,7 @@ func ingestChildEnv(dsn, file string, batch int, env []string) (result, error) {
 	if err := json.Unmarshal(out, &r); err != nil {
 		return r, fmt.Errorf("ingest child output %q: %w", out, err)
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && r.MaxRSS == 0 {
 		r.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
 	}
 	r.CPU = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
@@ -482,11 +518,23 @@ func child(args []string) error {
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
-	now := time.Now()
-	feed := &store.Feed{Name: "TSV_bench", Type: store.FeedCustom, Category: "TSV", Enabled: true, StatusMessage: "Running",
-		PollingFrequency: 24, RetentionPeriod: 30, CreatedAt: now, UpdatedAt: now}
-	if _, err := st.DB.NewInsert().Model(feed).Returning("id").Exec(ctx); err != nil {
+	// The feed of an earlier run into the same store, or a new one.
+	feed := new(store.Feed)
+	if err := st.DB.NewSelect().Model(feed).Where("name = ?", "TSV_bench").Scan(ctx); errors.Is(err, sql.ErrNoRows) {
+		now := time.Now()
+		feed = &store.Feed{Name: "TSV_bench", Type: store.FeedCustom, Category: "TSV", Enabled: true, StatusMessage: "Running",
+			PollingFrequency: 24, RetentionPeriod: 30, CreatedAt: now, UpdatedAt: now}
+		if _, err := st.DB.NewInsert().Model(feed).Returning("id").Exec(ctx); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return err
+	}
+	retention := 30 * 24 * time.Hour
+	if v := os.Getenv(retentionEnv); v != "" {
+		if retention, err = time.ParseDuration(v); err != nil {
+			return fmt.Errorf("%s: %w", retentionEnv, err)
+		}
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -501,7 +549,7 @@ func child(args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := ingest.BatchOptions{BatchSize: batch, Retention: 30 * 24 * time.Hour, Allowlist: allow}
+	opts := ingest.BatchOptions{BatchSize: batch, Retention: retention, Allowlist: allow}
 	if watch != nil {
 		opts.Watch = watch
 	}
@@ -530,5 +578,12 @@ func child(args []string) error {
 	if stats.Rejected > 0 {
 		return fmt.Errorf("%d rows rejected, first: %+v", stats.Rejected, stats.Rejections)
 	}
-	return json.NewEncoder(os.Stdout).Encode(result{Lines: lines, Stored: stats.Stored, Seconds: secs})
+	// The child's own peak: the rusage the parent reads carries the
+	// parent's peak across exec (peakRSS), and make bench-scale's parent
+	// grows as it serves.
+	hwm, err := peakRSS()
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(result{Lines: lines, Stored: stats.Stored, Seconds: secs, MaxRSS: hwm})
 }

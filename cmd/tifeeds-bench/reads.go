@@ -8,7 +8,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -74,29 +76,7 @@ func readsFor(ctx context.Context, name, dsn, file string, batch, runs int) (*re
 }
 
 func (b *readBench) prepare(ctx context.Context) error {
-	if _, err := b.st.EnsureAdmin(ctx, benchAdmin, "bench-admin-password", benchAdminKey); err != nil {
-		return err
-	}
-	t, err := b.st.CreateTenant(ctx, store.TenantInput{Name: store.Some("Bench tenant")}, store.TenantRules{})
-	if err != nil {
-		return err
-	}
-	b.tenant = t.ID
-	if err := b.st.DB.NewRaw("SELECT id FROM feeds ORDER BY id LIMIT 1").Scan(ctx, &b.feedID); err != nil {
-		return err
-	}
-	// A rare tag on 1% of the IoCs, written directly: the TSV gives every
-	// IoC the same one.
-	tags := `'["` + tsv.Tag + `","` + rareTag + `"]'`
-	if b.st.Dialect == store.Postgres {
-		tags += "::jsonb"
-	}
-	// A change like a writer's: a new change stamp on the rows it changes.
-	if _, err := b.st.DB.ExecContext(ctx, "UPDATE ioc_stats SET stamp = stamp + 1 WHERE id = 1"); err != nil {
-		return err
-	}
-	if _, err := b.st.DB.ExecContext(ctx, "UPDATE iocs SET tags = "+tags+
-		", changed_at = (SELECT stamp FROM ioc_stats WHERE id = 1) WHERE id % 100 = 3"); err != nil {
+	if err := b.setUp(ctx); err != nil {
 		return err
 	}
 	// Before the key indexer has run, the keyed pages read the run's IoCs
@@ -114,7 +94,52 @@ func (b *readBench) prepare(ctx context.Context) error {
 		fmt.Printf("%s before the key indexer: first page %-10s %6.1f ms (store call)\n", b.name, name,
 			float64(time.Since(start).Microseconds())/1000)
 	}
-	// What the key indexer does in the first quiet second after a run.
+	if err := b.catchUp(ctx); err != nil {
+		return err
+	}
+	return b.startServer()
+}
+
+// setUp gives the store the bench's admin, a tenant and the rare tag.
+func (b *readBench) setUp(ctx context.Context) error {
+	if _, err := b.st.EnsureAdmin(ctx, benchAdmin, "bench-admin-password", benchAdminKey); err != nil {
+		return err
+	}
+	// The tenant of an earlier measurement of the same store (make
+	// bench-scale's sizes), or a new one.
+	if err := b.st.DB.NewRaw("SELECT id FROM tenants WHERE name = ?", "Bench tenant").Scan(ctx, &b.tenant); errors.Is(err, sql.ErrNoRows) {
+		t, err := b.st.CreateTenant(ctx, store.TenantInput{Name: store.Some("Bench tenant")}, store.TenantRules{})
+		if err != nil {
+			return err
+		}
+		b.tenant = t.ID
+	} else if err != nil {
+		return err
+	}
+	if err := b.st.DB.NewRaw("SELECT id FROM feeds ORDER BY id LIMIT 1").Scan(ctx, &b.feedID); err != nil {
+		return err
+	}
+	// A rare tag on 1% of the IoCs, written directly: the TSV gives every
+	// IoC the same one.
+	tags := `'["` + tsv.Tag + `","` + rareTag + `"]'`
+	if b.st.Dialect == store.Postgres {
+		tags += "::jsonb"
+	}
+	// A change like a writer's: a new change stamp on the rows it changes.
+	if _, err := b.st.DB.ExecContext(ctx, "UPDATE ioc_stats SET stamp = stamp + 1 WHERE id = 1"); err != nil {
+		return err
+	}
+	if _, err := b.st.DB.ExecContext(ctx, "UPDATE iocs SET tags = "+tags+
+		", changed_at = (SELECT stamp FROM ioc_stats WHERE id = 1) WHERE id % 100 = 3"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// catchUp runs the key indexer until the key tables hold every IoC, as it
+// does in the first quiet seconds after a run, then refreshes the
+// planner's statistics.
+func (b *readBench) catchUp(ctx context.Context) error {
 	start := time.Now()
 	for caught := false; !caught; {
 		var err error
@@ -130,6 +155,11 @@ func (b *readBench) prepare(ctx context.Context) error {
 	} else if _, err := b.st.DB.ExecContext(ctx, "ANALYZE"); err != nil {
 		return err
 	}
+	return nil
+}
+
+// startServer serves the store on loopback as tifeeds does.
+func (b *readBench) startServer() error {
 	cfg := server.DefaultConfig()
 	srv := server.New(cfg, b.st, &graph.Resolver{Store: b.st, Events: events.NewBus()}, slog.New(slog.DiscardHandler))
 	url, stop, err := serve(srv.Handler())
@@ -286,7 +316,12 @@ func runReads(ctx context.Context, name, dsn, file string, batch, runs int) erro
 		return err
 	}
 	defer b.close()
-	fmt.Printf("%s read paths (medians of %d interleaved runs; ratio = baseline time / tifeeds time)\n", name, runs)
+	return b.measure(ctx)
+}
+
+// measure measures every read path of -parts on the served store.
+func (b *readBench) measure(ctx context.Context) error {
+	fmt.Printf("%s read paths (medians of %d interleaved runs; ratio = baseline time / tifeeds time)\n", b.name, b.runs)
 	if readParts["exports"] {
 		if err := b.exports(ctx); err != nil {
 			return err

@@ -23,7 +23,7 @@ func (b *readBench) lookupValues(ctx context.Context, n int) ([]string, []ioc.Ki
 		return nil, nil, err
 	}
 	step := max(1, int(stats.Count)/(n/2))
-	if err := b.st.DB.NewRaw(fmt.Sprintf("SELECT type, value FROM iocs WHERE id %% %d = 7 ORDER BY id LIMIT %d", step, n/2)).
+	if err := b.st.DB.NewRaw(fmt.Sprintf("SELECT type, value FROM iocs WHERE id %% %d = %d ORDER BY id LIMIT %d", step, 7%step, n/2)).
 		Scan(ctx, &known); err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,387 @@
+package main
+
+// make bench-scale (issue 29, point 5): the growth curve. One database is
+// built up through the product's ingest path (tsv.Read into a BatchSink,
+// the writer every feed kind shares) in runs of -scale-run new IoCs, each in
+// a child process whose peak RSS is its own, and at each size of -scale
+// every read path of make bench is measured, each against the database's own
+// baseline in the same run: right after a restart (before the key indexer
+// catches up), quiet, during an ingest of -scale-run new IoCs, and while the
+// sweeper expires -scale-sweep IoCs at once. With -scale-keep the database
+// stays for the next invocation, which starts from the IoCs it holds.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tifeeds/tifeeds/store"
+)
+
+var (
+	scaleSizes = flag.String("scale", "", `sizes in IoCs to build and measure at, ascending and comma-separated (e.g. "1000000,3000000,10000000"); set, it runs the growth curve alone`)
+	scaleRun   = flag.Int("scale-run", 500_000, "new IoCs of each ingest run building the database, and of the run measured during")
+	scaleSweep = flag.Int("scale-sweep", 1_000_000, "IoCs the sweeper expires at once at each size (at least -scale-run)")
+	scaleKeep  = flag.Bool("scale-keep", false, "keep the built databases (SQLite in -dir, PostgreSQL as "+scalePostgresDB+") for the next run, which starts from what they hold")
+)
+
+// scalePostgresDB is the PostgreSQL database -scale-keep keeps.
+const scalePostgresDB = "tifeeds_bench_scale"
+
+// shortRetention is the retention of the IoCs the sweeper expires: they
+// are swept as if that long had passed, the database's others (30 days)
+// staying.
+const shortRetention = time.Hour
+
+// parseSizes reads -scale: positive sizes, strictly ascending.
+func parseSizes(s string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ReplaceAll(strings.TrimSpace(f), "_", "")
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-scale: %q is not a positive number of IoCs", f)
+		}
+		if len(sizes) > 0 && n <= sizes[len(sizes)-1] {
+			return nil, fmt.Errorf("-scale: sizes must ascend (%d after %d)", n, sizes[len(sizes)-1])
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// runsTo returns the ingest runs that take a database of have IoCs to
+// size: runs of run IoCs, the last one what remains; none when it holds
+// size already.
+func runsTo(have, size, run int) []int {
+	var runs []int
+	for have < size {
+		n := min(run, size-have)
+		runs = append(runs, n)
+		have += n
+	}
+	return runs
+}
+
+// runScale builds and measures each -dbs database at each size.
+func runScale(ctx context.Context, dir string, batch, runs int) error {
+	sizes, err := parseSizes(*scaleSizes)
+	if err != nil {
+		return err
+	}
+	if *scaleRun <= 0 {
+		return errors.New("-scale-run must be positive")
+	}
+	fmt.Printf("Growth curve: sizes %v, ingest runs of %d, the sweeper expiring %d at once, %d interleaved runs of each read measurement\n\n",
+		sizes, *scaleRun, max(*scaleSweep, *scaleRun), runs)
+	if benchDBs["sqlite"] {
+		if err := scaleDB(ctx, "SQLite", "sqlite:"+filepath.Join(dir, "scale.db"), dir, sizes, batch, runs); err != nil {
+			return err
+		}
+	}
+	if !benchDBs["postgres"] {
+		return nil
+	}
+	admin := os.Getenv("TIFEEDS_TEST_POSTGRES")
+	if admin == "" {
+		fmt.Println("PostgreSQL: skipped (TIFEEDS_TEST_POSTGRES is not set; run through make bench-scale)")
+		return nil
+	}
+	var dsn string
+	if *scaleKeep {
+		if dsn, err = keptPostgres(ctx, admin); err != nil {
+			return err
+		}
+	} else {
+		var drop func()
+		if dsn, drop, err = freshPostgres(ctx, admin); err != nil {
+			return err
+		}
+		defer drop()
+	}
+	return scaleDB(ctx, "PostgreSQL", dsn, dir, sizes, batch, runs)
+}
+
+// keptPostgres returns the DSN of scalePostgresDB, created when missing.
+func keptPostgres(ctx context.Context, admin string) (string, error) {
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var exists bool
+	if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", scalePostgresDB).Scan(&exists); err != nil {
+		return "", err
+	}
+	if !exists {
+		if _, err := db.ExecContext(ctx, `CREATE DATABASE "`+scalePostgresDB+`"`); err != nil {
+			return "", fmt.Errorf("create database: %w", err)
+		}
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + scalePostgresDB
+	return u.String(), nil
+}
+
+// scaleIngest is the ingest runs of one database, numbered across sizes.
+type scaleIngest struct {
+	dsn, dir   string
+	batch      int
+	next       int     // the next indicator generateFrom writes
+	first      float64 // the first run's rate, IoCs/s
+	last       float64 // the last run's rate, IoCs/s
+	n          int
+	peakRSS    int64
+	short      bool // the next run's IoCs have shortRetention
+	background chan scaleRunResult
+}
+
+type scaleRunResult struct {
+	err error
+	end time.Time
+}
+
+// ingest adds rows new IoCs through a child process and prints its rate
+// beside the first run's.
+func (in *scaleIngest) ingest(rows int, why string) (result, error) {
+	file := filepath.Join(in.dir, "scale-run.tsv")
+	if _, err := generateFrom(file, in.next, rows, 0); err != nil {
+		return result{}, err
+	}
+	in.next += rows
+	var env []string
+	if in.short {
+		env = append(env, retentionEnv+"="+shortRetention.String())
+	}
+	r, err := ingestChildInto(in.dsn, file, in.batch, env)
+	if err != nil {
+		return r, err
+	}
+	if int(r.Stored) != rows {
+		return r, fmt.Errorf("ingest run stored %d of %d new IoCs", r.Stored, rows)
+	}
+	in.n++
+	rate := float64(r.Stored) / r.Seconds
+	if in.first == 0 {
+		in.first = rate
+	}
+	in.last = rate
+	in.peakRSS = max(in.peakRSS, r.MaxRSS)
+	fmt.Printf("  run %3d %-22s %8d IoCs in %6.1f s: %8.0f IoCs/s, %.2f of the first run; peak RSS %6.1f MB\n",
+		in.n, why, r.Stored, r.Seconds, rate, rate/in.first, mb(r.MaxRSS))
+	return r, nil
+}
+
+// start runs ingest in the background; wait returns its result.
+func (in *scaleIngest) start(rows int, why string) {
+	in.background = make(chan scaleRunResult, 1)
+	go func() {
+		_, err := in.ingest(rows, why)
+		in.background <- scaleRunResult{err, time.Now()}
+	}()
+}
+
+func (in *scaleIngest) wait() (end time.Time, err error) {
+	r := <-in.background
+	return r.end, r.err
+}
+
+// scaleDB builds one database size by size and measures it at each.
+func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, runs int) error {
+	if !*scaleKeep {
+		if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+			if err := removeDB(path); err != nil {
+				return err
+			}
+			defer removeDB(path)
+		}
+	}
+	have, next, err := scaleCount(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	in := &scaleIngest{dsn: dsn, dir: dir, batch: batch, next: next}
+	fmt.Printf("%s growth curve, starting from %d IoCs\n", name, have)
+	sweep := max(*scaleSweep, *scaleRun)
+	for _, size := range sizes {
+		if have > size {
+			// A kept database past this size: its figures are not this size's.
+			fmt.Printf("%s: holds %d IoCs already, more than %d: that size is not measured\n", name, have, size)
+			continue
+		}
+		fmt.Printf("%s: building %d IoCs\n", name, size)
+		build := runsTo(have, size, *scaleRun)
+		for _, rows := range build {
+			if _, err := in.ingest(rows, "building"); err != nil {
+				return err
+			}
+			have += rows
+		}
+		if len(build) > 0 {
+			fmt.Printf("%s at %d: the run that crossed it %.0f IoCs/s, %.2f of the first run's\n", name, size, in.last, in.last/in.first)
+		}
+		if err := scaleMeasure(ctx, name, dsn, size, in, sweep, runs); err != nil {
+			return fmt.Errorf("%s at %d IoCs: %w", name, size, err)
+		}
+	}
+	fmt.Printf("%s: peak RSS of the ingest runs %.1f MB; of this process (server and clients) %.1f MB\n\n", name, mb(in.peakRSS), mb(selfMaxRSS()))
+	return nil
+}
+
+// scaleCount returns the IoCs the store at dsn holds and the next
+// indicator number a run writes (its IoCs' highest id: every indicator
+// written before has a lower one).
+func scaleCount(ctx context.Context, dsn string) (count, next int, err error) {
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return 0, 0, err
+	}
+	if err := st.DB.NewRaw("SELECT count(*), coalesce(max(id), 0) FROM iocs").Scan(ctx, &count, &next); err != nil {
+		return 0, 0, err
+	}
+	return count, next, nil
+}
+
+// scaleMeasure measures the read paths of the database at one size: right
+// after a restart, quiet, during an ingest run and during a sweep.
+func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleIngest, sweep, runs int) error {
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	b := &readBench{name: fmt.Sprintf("%s at %d", name, size), dsn: dsn, st: st, runs: runs}
+	defer b.close()
+	if err := b.setUp(ctx); err != nil {
+		return err
+	}
+	if err := b.startServer(); err != nil {
+		return err
+	}
+	measurePages := func(when string) error {
+		fmt.Printf("%s, %s:\n", b.name, when)
+		missed, err := b.pages(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  pages over %.0f ms: %d (%s)\n", pageTarget.Seconds()*1e3, len(missed), strings.Join(missed, ", "))
+		return nil
+	}
+	// The server restarted on the built database: the key tables lag
+	// behind the last runs.
+	if err := measurePages("right after a restart, before the key indexer"); err != nil {
+		return err
+	}
+	if err := b.catchUp(ctx); err != nil {
+		return err
+	}
+	if err := b.measure(ctx); err != nil {
+		return err
+	}
+
+	// An ingest run beside the reads; its IoCs are swept below.
+	in.short = true
+	defer func() { in.short = false }()
+	start := time.Now()
+	in.start(*scaleRun, "during the reads")
+	pagesErr := measurePages(fmt.Sprintf("during an ingest of %d new IoCs", *scaleRun))
+	measured := time.Since(start)
+	end, err := in.wait()
+	if err != nil {
+		return err
+	}
+	if pagesErr != nil {
+		return pagesErr
+	}
+	overlap("ingest", measured, end.Sub(start))
+	if extra := sweep - *scaleRun; extra > 0 {
+		if _, err := in.ingest(extra, "to be swept"); err != nil {
+			return err
+		}
+	}
+	if err := b.catchUp(ctx); err != nil {
+		return err
+	}
+
+	// The sweeper expiring them all at once, as if their hour had passed.
+	type sweepResult struct {
+		iocs int64
+		secs float64
+		err  error
+	}
+	done := make(chan sweepResult, 1)
+	start = time.Now()
+	go func() {
+		_, iocs, err := b.st.SweepExpired(ctx, time.Now().Add(2*shortRetention), 0)
+		done <- sweepResult{iocs, time.Since(start).Seconds(), err}
+	}()
+	pagesErr = measurePages(fmt.Sprintf("while the sweeper expires %d IoCs", sweep))
+	measured = time.Since(start)
+	sw := <-done
+	if sw.err != nil {
+		return sw.err
+	}
+	if pagesErr != nil {
+		return pagesErr
+	}
+	overlap("sweep", measured, time.Duration(sw.secs*float64(time.Second)))
+	fmt.Printf("  the sweeper expired %d IoCs in %.1f s\n", sw.iocs, sw.secs)
+	if sw.iocs != int64(sweep) {
+		return fmt.Errorf("the sweeper expired %d IoCs, want %d", sw.iocs, sweep)
+	}
+	fmt.Printf("%s: peak RSS so far: ingest runs %.1f MB, this process (server and clients) %.1f MB\n",
+		b.name, mb(in.peakRSS), mb(selfMaxRSS()))
+	bytes, err := dbSize(ctx, b.st)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: database %.0f MB, %.0f bytes an IoC (the space of the swept IoCs included)\n\n",
+		b.name, float64(bytes)/1e6, float64(bytes)/float64(size))
+	return nil
+}
+
+// dbSize is the bytes of the store's database: SQLite's pages (the WAL
+// left out), PostgreSQL's pg_database_size.
+func dbSize(ctx context.Context, st *store.Store) (int64, error) {
+	var n int64
+	q := "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+	if st.Dialect == store.Postgres {
+		q = "SELECT pg_database_size(current_database())"
+	}
+	err := st.DB.QueryRowContext(ctx, q).Scan(&n)
+	return n, err
+}
+
+// overlap says how much of the measurement the background work covered:
+// the pages were measured for measured, the work ended after took.
+func overlap(what string, measured, took time.Duration) {
+	if took >= measured {
+		fmt.Printf("  (the %s ran through the whole %.1f s of the measurement)\n", what, measured.Seconds())
+		return
+	}
+	fmt.Printf("  (the %s ran through the first %.1f s of the %.1f s of the measurement only)\n", what, took.Seconds(), measured.Seconds())
+}
+
+// selfMaxRSS is this process's peak RSS in bytes.
+func selfMaxRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseSizes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{in: "1000000,3000000,10000000", want: []int{1_000_000, 3_000_000, 10_000_000}},
+		{in: " 100_000 , 300000", want: []int{100_000, 300_000}},
+		{in: "300000,100000", err: true},
+		{in: "100000,100000", err: true},
+		{in: "0", err: true},
+		{in: "-5", err: true},
+		{in: "1M", err: true},
+		{in: "", err: true},
+	} {
+		got, err := parseSizes(c.in)
+		if (err != nil) != c.err || !slices.Equal(got, c.want) {
+			t.Errorf("parseSizes(%q) = %v, %v; want %v, error %v", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestRunsTo(t *testing.T) {
+	for _, c := range []struct {
+		have, size, run int
+		want            []int
+	}{
+		{0, 1_000_000, 500_000, []int{500_000, 500_000}},
+		// From one size to the next, the last run what remains.
+		{1_000_000, 3_000_000, 500_000, []int{500_000, 500_000, 500_000, 500_000}},
+		{0, 250_000, 100_000, []int{100_000, 100_000, 50_000}},
+		// A kept database already holding the size, or more.
+		{3_000_000, 3_000_000, 500_000, nil},
+		{3_200_000, 3_000_000, 500_000, nil},
+		{2_900_000, 3_000_000, 500_000, []int{100_000}},
+	} {
+		if got := runsTo(c.have, c.size, c.run); !slices.Equal(got, c.want) {
+			t.Errorf("runsTo(%d, %d, %d) = %v, want %v", c.have, c.size, c.run, got, c.want)
+		}
+	}
+}
+
+// TestGenerateFromDistinct checks that runs generated one after another
+// hold distinct indicators, as the growth curve's runs must to add new
+// IoCs, and that generate is generateFrom at 0.
+func TestGenerateFromDistinct(t *testing.T) {
+	dir := t.TempDir()
+	seen := map[string]bool{}
+	var lines []string
+	for i, from := range []int{0, 700, 1400} {
+		path := filepath.Join(dir, "run.tsv")
+		if _, err := generateFrom(path, from, 700, 0); err != nil {
+			t.Fatal(err)
+		}
+		got := readLines(t, path)
+		if len(got) != 700 {
+			t.Fatalf("run %d: %d lines, want 700", i, len(got))
+		}
+		for _, l := range got {
+			f := strings.Split(l, "\t")
+			key := f[0] + "\t" + f[1]
+			if seen[key] {
+				t.Fatalf("run %d: %s %s written by an earlier run", i, f[0], f[1])
+			}
+			seen[key] = true
+		}
+		lines = append(lines, got...)
+	}
+	whole := filepath.Join(dir, "whole.tsv")
+	if _, err := generate(whole, 2100, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(t, whole); !slices.Equal(got, lines) {
+		t.Error("three runs of 700 differ from generate's 2,100 rows")
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
