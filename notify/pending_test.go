@@ -177,6 +177,12 @@ func TestPendingAssetSightingsSurviveACrash(t *testing.T) {
 		if len(hits) != 4 {
 			t.Fatalf("hits = %+v, want 4", hits)
 		}
+		for _, h := range hits {
+			if h.IoCType == "ip" && (h.Asset != "198.51.100.0/24" || h.Score != 70 || len(h.Tags) != 1 || h.Tags[0] != "c2" ||
+				h.FeedName != "botnet" || !h.Expires().Equal(c.Now().Add(30*24*time.Hour))) {
+				t.Fatalf("hit = %+v", h)
+			}
+		}
 		if got := len(outbox(t, next)); got != 4 {
 			t.Fatalf("%d notifications, want 4", got)
 		}

@@ -339,6 +339,15 @@ type AssetMatch struct {
 // LOCKED); on SQLite the write lock serialises them. It returns how many
 // sightings it drained and the hits it recorded anew.
 func (s *Store) DrainAssetSightings(ctx context.Context, limit int, now time.Time, m AssetMatch) (int, []AssetHit, error) {
+	// Most looks find nothing: a read, not a write transaction (on SQLite
+	// the write lock, which ingestion waits for).
+	var one []int64
+	if err := s.DB.NewRaw("SELECT id FROM asset_sightings_pending LIMIT 1").Scan(ctx, &one); err != nil {
+		return 0, nil, fmt.Errorf("store: unable to read asset sightings: %w", err)
+	}
+	if len(one) == 0 {
+		return 0, nil, nil
+	}
 	lock := ""
 	if s.Dialect == Postgres {
 		lock = " FOR UPDATE SKIP LOCKED"
