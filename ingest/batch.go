@@ -41,7 +41,8 @@ type BatchOptions struct {
 	// as rejected with the entry that matched.
 	Allowlist allowlist.Matcher
 	// Watch, when set, is asked whether each indicator covers a watched
-	// asset; those that do are handed to it once their batch is committed.
+	// asset; those that do are written with their batch (as pending asset
+	// sightings) and Watch is told once the batch is committed.
 	Watch AssetWatch
 	// OnProgress is called after each batch is written (live progress),
 	// on the goroutine that wrote it; calls never overlap.
@@ -49,12 +50,13 @@ type BatchOptions struct {
 }
 
 // AssetWatch is what ingestion knows of the tenant asset watch (package
-// notify): a fast question asked of every indicator, and the indicators
-// that answered yes, handed over after their batch committed. Sighted must
-// not block: the runner does not wait on notifications.
+// notify): a fast question asked of every indicator. The indicators that
+// answer yes are written in their batch's transaction (store.Batch.Watched)
+// for the watch to match, so a crash loses none; Sighted, called once such
+// a batch has committed, only wakes the watch and must not block.
 type AssetWatch interface {
 	Covers(kind ioc.Kind, value string) bool
-	Sighted(feedID int64, at time.Time, retention time.Duration, inds []ioc.Indicator)
+	Sighted()
 }
 
 // watched is an indicator of the buffer that covers an asset, at its place
@@ -129,7 +131,7 @@ type write struct {
 	batch         *store.PreparedBatch
 	buffered      int64 // upper bound of what it stores (BatchSink.unsaved)
 	rulePositions map[int]int64
-	watched       []ioc.Indicator
+	watched       bool          // it writes pending asset sightings
 	done          chan struct{} // closed when the attempt ends
 	err           error         // the attempt's error, once done is closed
 }
@@ -325,9 +327,16 @@ func (b *BatchSink) handOver(ctx context.Context) error {
 	fetched, rejected := b.stats.Fetched, b.stats.Rejected
 	b.mu.Unlock()
 	// Prepared while the batch before is being written.
+	var watched []ioc.Indicator
+	if len(b.watched) > 0 {
+		watched = make([]ioc.Indicator, len(b.watched))
+		for i, x := range b.watched {
+			watched[i] = x.ind
+		}
+	}
 	p, err := store.PrepareBatch(store.Batch{
 		FeedID: b.feedID, RunID: b.runID, Retention: b.opts.Retention, Now: b.opts.Now(),
-		Indicators: b.buf, Cursor: cursor, Fetched: fetched, Rejected: rejected,
+		Indicators: b.buf, Cursor: cursor, Fetched: fetched, Rejected: rejected, Watched: watched,
 	})
 	if err != nil {
 		// Bad input: the buffer is kept, as a failed write's. The batch in
@@ -341,15 +350,9 @@ func (b *BatchSink) handOver(ctx context.Context) error {
 	}
 	// The prepared batch holds what it needs of the buffer, which is
 	// filled again while the batch is written.
-	w := &write{batch: p, buffered: b.buffered, rulePositions: b.rulePositions}
+	w := &write{batch: p, buffered: b.buffered, rulePositions: b.rulePositions, watched: len(watched) > 0}
 	b.rulePositions = nil
-	if len(b.watched) > 0 {
-		w.watched = make([]ioc.Indicator, len(b.watched))
-		for i, x := range b.watched {
-			w.watched[i] = x.ind
-		}
-		b.watched = b.watched[:0]
-	}
+	b.watched = b.watched[:0]
 	b.mu.Lock()
 	b.unsaved += w.buffered
 	b.mu.Unlock()
@@ -384,8 +387,8 @@ func (b *BatchSink) start(ctx context.Context, w *write) {
 		b.unsaved -= w.buffered
 		stats := b.statsLocked()
 		b.mu.Unlock()
-		if len(w.watched) > 0 {
-			b.opts.Watch.Sighted(b.feedID, b.opts.Now(), b.opts.Retention, w.watched)
+		if w.watched {
+			b.opts.Watch.Sighted()
 		}
 		if b.opts.OnProgress != nil {
 			b.opts.OnProgress(stats)

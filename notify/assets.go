@@ -3,7 +3,6 @@ package notify
 import (
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,10 +29,12 @@ const (
 	// server is 1 MiB by default; the dashboard sends a large file in parts).
 	MaxCSVBytes = 1 << 20
 	MaxPage     = 1000
-	// maxQueued bounds the sighted batches waiting to be matched: past it
-	// the runner's batches are dropped from matching (logged) rather than
-	// the runner blocked; the next sighting of a dropped IoC hits.
-	maxQueued = 256
+	// drainBatch is how many pending asset sightings one transaction
+	// matches.
+	drainBatch = 500
+	// drainPoll is how often the watch looks for pending sightings it was
+	// not woken for: another instance's, or a killed one's.
+	drainPoll = 5 * time.Second
 	// backMatchScan bounds the IoCs one back-match reads.
 	backMatchScan = 20_000_000
 	scanPage      = 5000
@@ -50,6 +51,7 @@ type AssetStore interface {
 	EachTenantAsset(ctx context.Context, fn func(*store.TenantAsset)) error
 	ScanIoCs(ctx context.Context, types []string, after int64, limit int) ([]store.IoCRef, error)
 	LiveSightings(ctx context.Context, ids []int64, now time.Time) ([]store.SightingRef, error)
+	DrainAssetSightings(ctx context.Context, limit int, now time.Time, m store.AssetMatch) (int, []store.AssetHit, error)
 	RecordAssetHits(ctx context.Context, hits []store.AssetHit, now time.Time, notify func(*store.AssetHit) store.Notification) ([]store.AssetHit, error)
 	AssetHits(ctx context.Context, tenantID *string, first int, after int64) ([]store.AssetHit, error)
 	TenantAssetsByID(ctx context.Context, ids []int64) ([]store.TenantAsset, error)
@@ -57,8 +59,9 @@ type AssetStore interface {
 }
 
 // Assets is the tenant asset watch: the assets API (scoped to the caller),
-// the in-memory index ingestion asks (Covers) and tells (Sighted) after
-// each batch it commits, and the hits it records.
+// the in-memory index ingestion asks (Covers) of every indicator, and the
+// hits it records from the pending asset sightings ingestion writes with
+// its batches (woken by Sighted, and polling for other instances').
 type Assets struct {
 	Store  AssetStore
 	Bus    *events.Bus
@@ -70,21 +73,12 @@ type Assets struct {
 	Log       *slog.Logger
 	Now       func() time.Time
 
-	idx    atomic.Pointer[Index]
-	load   sync.Mutex
-	queue  chan sighted
-	back   chan []store.TenantAsset
-	wg     sync.WaitGroup
-	dropMu sync.Mutex
-	drops  int
-	once   sync.Once
-}
-
-type sighted struct {
-	feedID    int64
-	at        time.Time
-	retention time.Duration
-	inds      []ioc.Indicator
+	idx  atomic.Pointer[Index]
+	load sync.Mutex
+	wake chan struct{}
+	back chan []store.TenantAsset
+	wg   sync.WaitGroup
+	once sync.Once
 }
 
 // AssetHitData is the data of an ASSET_HIT notification.
@@ -108,7 +102,7 @@ func (a *Assets) init() {
 		if a.Now == nil {
 			a.Now = time.Now
 		}
-		a.queue = make(chan sighted, maxQueued)
+		a.wake = make(chan struct{}, 1)
 		a.back = make(chan []store.TenantAsset, 64)
 	})
 }
@@ -161,14 +155,18 @@ func (a *Assets) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer a.wg.Done()
+		// What a killed instance left is drained at once.
+		t := time.NewTicker(drainPoll)
+		defer t.Stop()
 		for {
+			if err := a.Flush(ctx); err != nil && ctx.Err() == nil {
+				a.Log.Warn("Unable to record asset hits", "error", err)
+			}
 			select {
 			case <-ctx.Done():
 				return
-			case s := <-a.queue:
-				if err := a.match(ctx, s); err != nil && ctx.Err() == nil {
-					a.Log.Warn("Unable to record asset hits", "feed_id", s.feedID, "error", err)
-				}
+			case <-a.wake:
+			case <-t.C:
 			}
 		}
 	}()
@@ -195,73 +193,58 @@ func (a *Assets) Start(ctx context.Context) error {
 func (a *Assets) Wait() { a.wg.Wait() }
 
 // Covers reports whether an indicator covers any tenant's asset: the
-// runner asks it of every indicator, and keeps those that do for Sighted.
+// runner asks it of every indicator, and writes those that do with their
+// batch, as pending asset sightings.
 func (a *Assets) Covers(kind ioc.Kind, value string) bool {
 	return a.idx.Load().Covers(kind, value)
 }
 
-// Sighted takes the indicators covering assets that a batch of feedID
-// committed at at; it never blocks the runner (a full queue drops the
-// batch from matching, logged). Indicators without ValidUntil expire
-// retention after at.
-func (a *Assets) Sighted(feedID int64, at time.Time, retention time.Duration, inds []ioc.Indicator) {
+// Sighted wakes the watch: a batch with pending asset sightings has
+// committed. It never blocks; the sightings are in the database, so
+// nothing is lost when the watch is behind.
+func (a *Assets) Sighted() {
 	a.init()
 	select {
-	case a.queue <- sighted{feedID: feedID, at: at, retention: retention, inds: inds}:
+	case a.wake <- struct{}{}:
 	default:
-		a.dropMu.Lock()
-		a.drops++
-		n := a.drops
-		a.dropMu.Unlock()
-		a.Log.Warn("Asset matching is behind; a batch's hits are dropped until its indicators are seen again",
-			"feed_id", feedID, "indicators", len(inds), "dropped_batches", n)
 	}
 }
 
-// Flush matches what is queued now, on the caller's goroutine (tests and
-// the bench, which run no Start).
+// Flush matches the pending asset sightings into hits until none is left,
+// on the caller's goroutine (Start's loop; tests and the bench, which run
+// no Start).
 func (a *Assets) Flush(ctx context.Context) error {
 	a.init()
+	x := a.idx.Load()
+	if x == nil {
+		return nil // not loaded: nothing to match against yet
+	}
+	m := store.AssetMatch{
+		Candidates: func(p *store.PendingAssetSighting) []int64 {
+			var ids []int64
+			x.Each(ioc.Kind(p.Kind), p.Value, func(id int64) bool {
+				ids = append(ids, id)
+				return true
+			})
+			return ids
+		},
+		Covers: func(t *store.TenantAsset, iocType, iocValue string) bool {
+			return Covers(allowlist.EntryKind(t.Kind), t.Value, ioc.Kind(iocType), iocValue)
+		},
+		Notify: a.notification,
+	}
 	for {
-		select {
-		case s := <-a.queue:
-			if err := a.match(ctx, s); err != nil {
-				return err
-			}
-		default:
+		n, fresh, err := a.Store.DrainAssetSightings(ctx, drainBatch, a.Now(), m)
+		if err != nil {
+			return err
+		}
+		if len(fresh) > 0 {
+			a.Worker.Wake()
+		}
+		if n < drainBatch {
 			return nil
 		}
 	}
-}
-
-func (a *Assets) match(ctx context.Context, s sighted) error {
-	x := a.idx.Load()
-	var hits []store.AssetHit
-	for _, ind := range s.inds {
-		expires := ind.ValidUntil
-		if expires.IsZero() {
-			expires = s.at.Add(s.retention)
-		}
-		x.Each(ind.Kind, ind.Value, func(id int64) bool {
-			hits = append(hits, store.NewAssetHit(store.AssetHit{AssetID: id, IoCType: string(ind.Kind), IoCValue: ind.Value,
-				Score: ind.Score, Tags: ind.Tags, FeedID: s.feedID}, s.at, expires))
-			return true
-		})
-	}
-	if len(hits) == 0 {
-		return nil
-	}
-	f, err := a.Store.Feed(ctx, s.feedID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for i := range hits {
-		hits[i].FeedName = f.Name
-	}
-	return a.record(ctx, hits)
 }
 
 // confirm fills each hit's tenant and asset from the store, dropping those
@@ -301,13 +284,7 @@ func (a *Assets) record(ctx context.Context, hits []store.AssetHit) error {
 	if err != nil || len(hits) == 0 {
 		return err
 	}
-	now := a.Now()
-	fresh, err := a.Store.RecordAssetHits(ctx, hits, now, func(h *store.AssetHit) store.Notification {
-		tenant := h.TenantID
-		data := AssetHitData{Asset: h.Asset, IoCType: h.IoCType, IoCValue: h.IoCValue, Score: h.Score, Tags: h.Tags,
-			FeedID: h.FeedID, FeedName: h.FeedName, At: h.Time(), ExpiresAt: h.Expires()}
-		return store.Notification{Event: store.EventAssetHit, TenantID: &tenant, Body: envelope(store.EventAssetHit, tenant, now, data)}
-	})
+	fresh, err := a.Store.RecordAssetHits(ctx, hits, a.Now(), a.notification)
 	if err != nil {
 		return err
 	}
@@ -315,6 +292,14 @@ func (a *Assets) record(ctx context.Context, hits []store.AssetHit) error {
 		a.Worker.Wake()
 	}
 	return nil
+}
+
+// notification is a fresh hit's ASSET_HIT notification.
+func (a *Assets) notification(h *store.AssetHit) store.Notification {
+	tenant := h.TenantID
+	data := AssetHitData{Asset: h.Asset, IoCType: h.IoCType, IoCValue: h.IoCValue, Score: h.Score, Tags: h.Tags,
+		FeedID: h.FeedID, FeedName: h.FeedName, At: h.Time(), ExpiresAt: h.Expires()}
+	return store.Notification{Event: store.EventAssetHit, TenantID: &tenant, Body: envelope(store.EventAssetHit, tenant, h.Time(), data)}
 }
 
 // BackMatch records the hits of the stored, live IoCs covering assets

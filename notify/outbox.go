@@ -20,6 +20,10 @@ const (
 	// than any attempt (WebhookTimeout, the SMTP timeout), so that only a
 	// worker that died loses it.
 	DefaultLease = 2 * time.Minute
+	// MinLease is the shortest lease a server may set (--notify-lease):
+	// longer than an attempt (WebhookTimeout; the SMTP timeout, 30 s), so
+	// that a live worker never loses the notification it is sending.
+	MinLease = 45 * time.Second
 	// DefaultPoll is how often a worker looks for due notifications that
 	// another instance wrote (its own wake it at once).
 	DefaultPoll = time.Second
@@ -55,7 +59,9 @@ type WorkerOptions struct {
 	SMTP *SMTP
 	Log  *slog.Logger
 	// Now is the clock (time.Now when nil); Lease and Poll default to
-	// DefaultLease and DefaultPoll.
+	// DefaultLease and DefaultPoll. A shorter Lease hands a killed
+	// worker's notifications to another sooner (the server's
+	// --notify-lease, at least MinLease; tests go below).
 	Now   func() time.Time
 	Lease time.Duration
 	Poll  time.Duration

@@ -39,6 +39,11 @@ type Batch struct {
 	// rejected so far, saved with the batch (never lowered) so that a run
 	// closed for its instance gone keeps what it reached.
 	Fetched, Rejected int64
+	// Watched are indicators of the batch that cover a tenant's asset (as
+	// the asset watch's index says): they are written to
+	// asset_sightings_pending in the batch's transaction, for the watch to
+	// turn into hits (DrainAssetSightings). Expired ones are skipped.
+	Watched []ioc.Indicator
 }
 
 // BatchResult counts what ApplyBatch changed: sightings stored, those of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tifeeds/tifeeds/ioc"
 )
@@ -58,7 +59,50 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 	if err := finishBatch(ctx, w, ap.b, ap.res); err != nil {
 		return ap.res, err
 	}
+	if err := writeWatched(ctx, w, ap.b, ap.now); err != nil {
+		return ap.res, err
+	}
 	return ap.res, nil
+}
+
+// watchedChunk is how many pending asset sightings one statement inserts.
+const watchedChunk = 100
+
+// writeWatched writes the batch's indicators that cover an asset to
+// asset_sightings_pending, with the batch: the asset watch records their
+// hits from there, so a crash after the commit loses none. Few indicators
+// cover an asset; most batches write nothing here.
+func writeWatched(ctx context.Context, w batchWriter, b Batch, now int64) error {
+	var sb strings.Builder
+	args := make([]any, 0, 7*min(len(b.Watched), watchedChunk))
+	for start := 0; start < len(b.Watched); start += watchedChunk {
+		sb.Reset()
+		args = args[:0]
+		sb.WriteString("INSERT INTO asset_sightings_pending (feed_id, kind, value, score, tags, at, expires_at) VALUES ")
+		for _, ind := range b.Watched[start:min(start+watchedChunk, len(b.Watched))] {
+			expires := now + b.Retention.Microseconds()
+			if !ind.ValidUntil.IsZero() {
+				expires = micros(ind.ValidUntil)
+			}
+			if ind.Revoked || expires <= now {
+				continue
+			}
+			if len(args) > 0 {
+				sb.WriteString(", ")
+			}
+			n := len(args)
+			// Numbered in order of appearance, as SQLite requires.
+			fmt.Fprintf(&sb, "($%d, $%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7)
+			args = append(args, b.FeedID, string(ind.Kind), ind.Value, int64(ind.Score), jsonTags(normTags(ind.Tags)), now, expires)
+		}
+		if len(args) == 0 {
+			continue
+		}
+		if _, err := w.exec(ctx, sb.String(), args...); err != nil {
+			return fmt.Errorf("asset sightings: %w", err)
+		}
+	}
+	return nil
 }
 
 // insertFresh stamps the change and inserts the IoCs not stored yet; those

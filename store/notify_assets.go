@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -238,55 +240,197 @@ func NewAssetHit(h AssetHit, at, expires time.Time) AssetHit {
 func (s *Store) RecordAssetHits(ctx context.Context, hits []AssetHit, now time.Time, notify func(*AssetHit) Notification) ([]AssetHit, error) {
 	var fresh []AssetHit
 	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		fresh = fresh[:0]
-		for _, h := range hits {
-			var old AssetHit
-			err := tx.NewSelect().Model(&old).Where("asset_id = ? AND ioc_type = ? AND ioc_value = ? AND feed_id = ?",
-				h.AssetID, h.IoCType, h.IoCValue, h.FeedID).Scan(ctx)
-			switch {
-			case err == nil && old.ExpiresAt > micros(now):
-				if h.ExpiresAt > old.ExpiresAt {
-					if _, err := tx.NewUpdate().Model((*AssetHit)(nil)).Set("expires_at = ?", h.ExpiresAt).
-						Where("id = ?", old.ID).Exec(ctx); err != nil {
-						return err
-					}
-				}
-				continue
-			case err == nil:
-				if _, err := tx.ExecContext(ctx, "DELETE FROM asset_hits WHERE id = ?", old.ID); err != nil {
-					return err
-				}
-			case err != sql.ErrNoRows:
-				return err
-			}
-			// The asset or the feed may have gone meanwhile; a failed
-			// insert would end a PostgreSQL transaction.
-			var live int
-			if err := tx.NewRaw("SELECT (SELECT COUNT(*) FROM tenant_assets WHERE id = ?) + (SELECT COUNT(*) FROM feeds WHERE id = ?)",
-				h.AssetID, h.FeedID).Scan(ctx, &live); err != nil {
-				return err
-			}
-			if live < 2 {
-				continue
-			}
-			h.ID = 0
-			if h.Tags == nil {
-				h.Tags = []string{}
-			}
-			if _, err := tx.NewInsert().Model(&h).Returning("id").Exec(ctx); err != nil {
-				return err
-			}
-			if _, err := s.Enqueue(ctx, tx, notify(&h), now); err != nil {
-				return err
-			}
-			fresh = append(fresh, h)
-		}
-		return nil
+		var err error
+		fresh, err = s.recordAssetHits(ctx, tx, hits, now, notify)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to record asset hits: %w", err)
 	}
 	return fresh, nil
+}
+
+// recordAssetHits is RecordAssetHits in the transaction tx.
+func (s *Store) recordAssetHits(ctx context.Context, tx bun.Tx, hits []AssetHit, now time.Time, notify func(*AssetHit) Notification) ([]AssetHit, error) {
+	var fresh []AssetHit
+	for _, h := range hits {
+		var old AssetHit
+		err := tx.NewSelect().Model(&old).Where("asset_id = ? AND ioc_type = ? AND ioc_value = ? AND feed_id = ?",
+			h.AssetID, h.IoCType, h.IoCValue, h.FeedID).Scan(ctx)
+		switch {
+		case err == nil && old.ExpiresAt > micros(now):
+			if h.ExpiresAt > old.ExpiresAt {
+				if _, err := tx.NewUpdate().Model((*AssetHit)(nil)).Set("expires_at = ?", h.ExpiresAt).
+					Where("id = ?", old.ID).Exec(ctx); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		case err == nil:
+			if _, err := tx.ExecContext(ctx, "DELETE FROM asset_hits WHERE id = ?", old.ID); err != nil {
+				return nil, err
+			}
+		case err != sql.ErrNoRows:
+			return nil, err
+		}
+		// The asset or the feed may have gone meanwhile; a failed
+		// insert would end a PostgreSQL transaction.
+		var live int
+		if err := tx.NewRaw("SELECT (SELECT COUNT(*) FROM tenant_assets WHERE id = ?) + (SELECT COUNT(*) FROM feeds WHERE id = ?)",
+			h.AssetID, h.FeedID).Scan(ctx, &live); err != nil {
+			return nil, err
+		}
+		if live < 2 {
+			continue
+		}
+		h.ID = 0
+		if h.Tags == nil {
+			h.Tags = []string{}
+		}
+		// Another transaction recording the same hit at once (two
+		// instances matching the same IoC from two batches) inserts it
+		// first: this one then records and notifies nothing.
+		r, err := tx.NewInsert().Model(&h).On("CONFLICT (asset_id, ioc_type, ioc_value, feed_id) DO NOTHING").
+			Returning("id").Exec(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := r.RowsAffected(); n == 0 || h.ID == 0 {
+			continue
+		}
+		if _, err := s.Enqueue(ctx, tx, notify(&h), now); err != nil {
+			return nil, err
+		}
+		fresh = append(fresh, h)
+	}
+	return fresh, nil
+}
+
+// PendingAssetSighting is an indicator a batch stored that covers a
+// tenant's asset (Batch.Watched), waiting to be matched into hits.
+type PendingAssetSighting struct {
+	bun.BaseModel `bun:"table:asset_sightings_pending"`
+
+	ID        int64    `bun:"id,pk,autoincrement"`
+	FeedID    int64    `bun:"feed_id,notnull"`
+	Kind      string   `bun:"kind,notnull"`
+	Value     string   `bun:"value,notnull"`
+	Score     int      `bun:"score,notnull"`
+	Tags      []string `bun:"tags,notnull,type:text,json_use_number"`
+	At        int64    `bun:"at,notnull"`
+	ExpiresAt int64    `bun:"expires_at,notnull"`
+}
+
+// AssetMatch is how DrainAssetSightings turns pending sightings into hits:
+// Candidates names the assets that may cover a sighting (an index's
+// answer, hash collisions included), Covers decides exactly, Notify makes
+// a fresh hit's notification.
+type AssetMatch struct {
+	Candidates func(p *PendingAssetSighting) []int64
+	Covers     func(asset *TenantAsset, iocType, iocValue string) bool
+	Notify     func(*AssetHit) Notification
+}
+
+// DrainAssetSightings takes up to limit pending asset sightings and, in
+// one transaction, records their hits (as RecordAssetHits does, with their
+// notifications) and deletes them: a sighting is matched exactly once,
+// whichever instance drains it and whenever it crashes. On PostgreSQL,
+// instances draining at once skip each other's rows (FOR UPDATE SKIP
+// LOCKED); on SQLite the write lock serialises them. It returns how many
+// sightings it drained and the hits it recorded anew.
+func (s *Store) DrainAssetSightings(ctx context.Context, limit int, now time.Time, m AssetMatch) (int, []AssetHit, error) {
+	// Most looks find nothing: a read, not a write transaction (on SQLite
+	// the write lock, which ingestion waits for).
+	var one []int64
+	if err := s.DB.NewRaw("SELECT id FROM asset_sightings_pending LIMIT 1").Scan(ctx, &one); err != nil {
+		return 0, nil, fmt.Errorf("store: unable to read asset sightings: %w", err)
+	}
+	if len(one) == 0 {
+		return 0, nil, nil
+	}
+	lock := ""
+	if s.Dialect == Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	var drained int
+	var fresh []AssetHit
+	err := s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		drained, fresh = 0, nil
+		var pending []PendingAssetSighting
+		if err := tx.NewRaw("SELECT * FROM asset_sightings_pending ORDER BY id LIMIT ?"+lock, limit).Scan(ctx, &pending); err != nil {
+			return err
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		var hits []AssetHit
+		assetIDs := map[int64]bool{}
+		feedIDs := map[int64]bool{}
+		ids := make([]int64, len(pending))
+		for i := range pending {
+			p := &pending[i]
+			ids[i] = p.ID
+			for _, id := range m.Candidates(p) {
+				assetIDs[id], feedIDs[p.FeedID] = true, true
+				hits = append(hits, AssetHit{AssetID: id, IoCType: p.Kind, IoCValue: p.Value, Score: p.Score, Tags: p.Tags,
+					FeedID: p.FeedID, At: micros(now), ExpiresAt: p.ExpiresAt})
+			}
+		}
+		if len(hits) > 0 {
+			assets := map[int64]*TenantAsset{}
+			for chunk := range slices.Chunk(slices.Collect(maps.Keys(assetIDs)), assetChunk) {
+				var page []TenantAsset
+				if err := tx.NewSelect().Model(&page).Where("id IN (?)", bun.In(chunk)).Scan(ctx); err != nil {
+					return err
+				}
+				for i := range page {
+					assets[page[i].ID] = &page[i]
+				}
+			}
+			var feeds []struct {
+				ID   int64  `bun:"id"`
+				Name string `bun:"name"`
+			}
+			if err := tx.NewRaw("SELECT id, name FROM feeds WHERE id IN (?)", bun.In(slices.Collect(maps.Keys(feedIDs)))).Scan(ctx, &feeds); err != nil {
+				return err
+			}
+			names := make(map[int64]string, len(feeds))
+			for _, f := range feeds {
+				names[f.ID] = f.Name
+			}
+			confirmed := hits[:0]
+			for _, h := range hits {
+				a := assets[h.AssetID]
+				name, ok := names[h.FeedID]
+				if a == nil || !ok || !m.Covers(a, h.IoCType, h.IoCValue) {
+					continue
+				}
+				h.TenantID, h.Asset, h.FeedName = a.TenantID, a.Value, name
+				confirmed = append(confirmed, h)
+			}
+			var err error
+			if fresh, err = s.recordAssetHits(ctx, tx, confirmed, now, m.Notify); err != nil {
+				return err
+			}
+		}
+		for chunk := range slices.Chunk(ids, assetChunk) {
+			if _, err := tx.NewDelete().Model((*PendingAssetSighting)(nil)).Where("id IN (?)", bun.In(chunk)).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		drained = len(pending)
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: unable to match asset sightings: %w", err)
+	}
+	return drained, fresh, nil
+}
+
+// PendingAssetSightings counts the asset sightings waiting to be matched.
+func (s *Store) PendingAssetSightings(ctx context.Context) (int64, error) {
+	n, err := s.DB.NewSelect().Model((*PendingAssetSighting)(nil)).Count(ctx)
+	return int64(n), err
 }
 
 // AssetHits returns a page of hits, newest first, of tenantID (every

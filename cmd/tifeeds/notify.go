@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/tifeeds/tifeeds/audit"
 	"github.com/tifeeds/tifeeds/events"
@@ -22,12 +23,12 @@ type notifications struct {
 // newNotifications builds the services; the asset index is loaded so that
 // the runner's first runs already match.
 func newNotifications(ctx context.Context, st *store.Store, dsn string, bus *events.Bus, log *slog.Logger, auditLog *audit.Log,
-	mailer *notify.SMTP, eo egress.Options) (*notifications, error) {
+	mailer *notify.SMTP, eo egress.Options, lease time.Duration) (*notifications, error) {
 	secrets, err := store.LoadSecrets(dsn)
 	if err != nil {
 		return nil, err
 	}
-	w := notify.NewWorker(notify.WorkerOptions{Store: st, Secrets: secrets, Webhooks: notify.NewWebhooks(eo), SMTP: mailer, Log: log})
+	w := notify.NewWorker(notify.WorkerOptions{Store: st, Secrets: secrets, Webhooks: notify.NewWebhooks(eo), SMTP: mailer, Log: log, Lease: lease})
 	n := &notifications{worker: w, Notifications: graph.Notifications{
 		Channels: &notify.Channels{Store: st, Secrets: secrets, Audit: auditLog, Worker: w, NoEmail: mailer == nil},
 		Assets:   &notify.Assets{Store: st, Bus: bus, Worker: w, Audit: auditLog, Log: log},

@@ -106,6 +106,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	smtpPassword := fs.String("smtp-password", "", "SMTP password, instead of the URL's (TIFEEDS_SMTP_PASSWORD)")
 	smtpFrom := fs.String("smtp-from", envDefault("TIFEEDS_SMTP_FROM", ""),
 		"sender address of email notifications; tifeeds@<SMTP host> when unset (TIFEEDS_SMTP_FROM)")
+	notifyLease := fs.Duration("notify-lease", envDuration("TIFEEDS_NOTIFY_LEASE", notify.DefaultLease),
+		fmt.Sprintf("how long a claimed notification is its worker's: another instance sends it once a killed worker's lease ends; at least %s, longer than any attempt (TIFEEDS_NOTIFY_LEASE)", notify.MinLease))
 	// The keys' flags have no default: --help would print it. The
 	// environment is read after parsing.
 	keyFlags := map[builtin.Key]*string{}
@@ -127,6 +129,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if !flagSet(fs, "smtp-password") {
 		*smtpPassword = envDefault("TIFEEDS_SMTP_PASSWORD", "")
+	}
+	if *notifyLease < notify.MinLease {
+		return fmt.Errorf("--notify-lease %s: at least %s (longer than a webhook's or an email's attempt)", *notifyLease, notify.MinLease)
 	}
 	var mailer *notify.SMTP
 	if *smtpURL != "" {
@@ -237,7 +242,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("Vendor requests go to the feed mirror", "mirror", ioc.MaskURL(*mirror))
 	}
 	auditLog := audit.New(st, log)
-	notes, err := newNotifications(ctx, st, *dsn, bus, log, auditLog, mailer, egress.Options{AllowPrivate: *allowPrivate})
+	notes, err := newNotifications(ctx, st, *dsn, bus, log, auditLog, mailer, egress.Options{AllowPrivate: *allowPrivate}, *notifyLease)
 	if err != nil {
 		return err
 	}
@@ -278,6 +283,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func envFloat(name string, def float64) float64 {
 	if f, err := strconv.ParseFloat(envDefault(name, ""), 64); err == nil && f > 0 {
 		return f
+	}
+	return def
+}
+
+// envDuration reads a duration (such as 90s or 2m) from the environment;
+// unset, empty or not a positive duration is def, as envFloat.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(envDefault(name, "")); err == nil && d > 0 {
+		return d
 	}
 	return def
 }

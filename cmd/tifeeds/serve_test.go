@@ -34,3 +34,14 @@ func TestSMTPSettingsValidated(t *testing.T) {
 		}
 	}
 }
+
+// A notification lease shorter than an attempt stops serve: a live worker
+// would lose the notification it is sending to another, which sends it
+// again.
+func TestNotifyLeaseValidated(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := serve(context.Background(), []string{"--db", "sqlite:" + t.TempDir() + "/t.db", "--notify-lease", "10s"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "--notify-lease") {
+		t.Fatalf("serve --notify-lease 10s: %v", err)
+	}
+}
