@@ -27,9 +27,9 @@ type Warninglist struct {
 	// RemovalPending is set while the stored IoCs a dropping list matches
 	// are being removed in the background (set with action "drop", cleared
 	// when the removal finished or the action changed).
-	RemovalPending bool `bun:"removal_pending,notnull"`
-	UpdatedAt time.Time  `bun:"updated_at,notnull"`
-	CreatedAt time.Time  `bun:"created_at,notnull"`
+	RemovalPending bool      `bun:"removal_pending,notnull"`
+	UpdatedAt      time.Time `bun:"updated_at,notnull"`
+	CreatedAt      time.Time `bun:"created_at,notnull"`
 }
 
 // warninglistLockID serialises the bounded inserts of own lists on
