@@ -20,18 +20,18 @@ import (
 type Index struct {
 	lists  []*Warninglist
 	groups groups
-	ip4    map[uint64]lists32
+	ip4    table
 	ip6    map[key6]lists32
 	lens4  []int
 	lens6  []int
 	// Names and values are keyed by a 64-bit hash (keyOf), not the text:
-	// maps without pointers cost the collector nothing to scan and a
+	// tables without pointers cost the collector nothing to scan and a
 	// fraction of the memory (1,000,000 entries of one's own). The text a
 	// warning shows is the value or the parent probed, never read back. Two
 	// texts share a key with a probability of about 2^-64 per pair.
-	names map[uint64]lists32 // a name and the names below it
-	below map[uint64]lists32 // the names below a name only
-	exact map[uint64]lists32
+	names table // a name and the names below it
+	below table // the names below a name only
+	exact table
 	subs  []listScan // substring lists
 	res   []listScan // regex lists
 	gen   uint64     // distinguishes one build from another
@@ -47,7 +47,7 @@ type listScan struct {
 
 // NewIndex indexes lists; their ids are their positions.
 func NewIndex(lists []*Parsed) *Index {
-	// Sized up front: a map grown by doubling leaves its old buckets to
+	// Sized up front: a slice grown by doubling leaves its old arrays to
 	// the collector, as much again as it holds (a million own entries).
 	var n [entryRegex + 1]int
 	for _, p := range lists {
@@ -55,9 +55,9 @@ func NewIndex(lists []*Parsed) *Index {
 			n[e.typ]++
 		}
 	}
-	x := &Index{gen: indexGen.Add(1), ip4: make(map[uint64]lists32, n[entryPrefix]), ip6: map[key6]lists32{},
-		names: make(map[uint64]lists32, n[entryName]), below: make(map[uint64]lists32, n[entryBelow]),
-		exact: make(map[uint64]lists32, n[entryExact])}
+	x := &Index{gen: indexGen.Add(1), ip6: map[key6]lists32{}}
+	ip4, names := newTableBuilder(n[entryPrefix]), newTableBuilder(n[entryName])
+	below, exact := newTableBuilder(n[entryBelow]), newTableBuilder(n[entryExact])
 	for i, p := range lists {
 		id := uint16(i)
 		l := p.List
@@ -70,18 +70,18 @@ func NewIndex(lists []*Parsed) *Index {
 			switch e.typ {
 			case entryPrefix:
 				if pr, err := parsePrefix(e.value); err == nil {
-					x.addPrefix(pr, id)
+					x.addPrefix(ip4, pr, id)
 				}
 			case entryName:
 				if l.exactNames {
-					addTo(&x.groups, x.exact, strings.TrimPrefix(e.value, "www."), id)
+					exact.add(keyOf(strings.TrimPrefix(e.value, "www.")), id)
 				} else {
-					addTo(&x.groups, x.names, e.value, id)
+					names.add(keyOf(e.value), id)
 				}
 			case entryBelow:
-				addTo(&x.groups, x.below, e.value[1:], id)
+				below.add(keyOf(e.value[1:]), id)
 			case entryExact:
-				addTo(&x.groups, x.exact, e.value, id)
+				exact.add(keyOf(e.value), id)
 			case entrySubstring:
 				subs = append(subs, e)
 			case entryRegex:
@@ -103,13 +103,9 @@ func NewIndex(lists []*Parsed) *Index {
 			x.res = append(x.res, scan)
 		}
 	}
+	x.ip4, x.names = ip4.build(&x.groups), names.build(&x.groups)
+	x.below, x.exact = below.build(&x.groups), exact.build(&x.groups)
 	return x
-}
-
-func addTo(g *groups, m map[uint64]lists32, key string, id uint16) {
-	k := keyOf(key)
-	cur, ok := m[k]
-	m[k] = g.add(cur, ok, id)
 }
 
 // keySeed is this process's: keys live in memory only.
@@ -117,14 +113,12 @@ var keySeed = maphash.MakeSeed()
 
 func keyOf(s string) uint64 { return maphash.String(keySeed, s) }
 
-func (x *Index) addPrefix(p netip.Prefix, id uint16) {
+func (x *Index) addPrefix(ip4 *tableBuilder, p netip.Prefix, id uint16) {
 	a, bits := p.Addr(), p.Bits()
 	lens := &x.lens6
 	if a.Is4() {
 		lens = &x.lens4
-		k := keyOf4(a, bits)
-		cur, ok := x.ip4[k]
-		x.ip4[k] = x.groups.add(cur, ok, id)
+		ip4.add(keyOf4(a, bits), id)
 	} else {
 		k := keyOf6(a, bits)
 		cur, ok := x.ip6[k]
@@ -174,8 +168,8 @@ func (x *Index) each(kind ioc.Kind, value string, use func(id uint16) bool, fn h
 		}
 	}
 	direct := applies(kind, false)
-	probe := func(m map[uint64]lists32, key, shown string, ok func(uint16) bool) bool {
-		v, found := m[keyOf(key)]
+	probe := func(m *table, key, shown string, ok func(uint16) bool) bool {
+		v, found := m.get(keyOf(key))
 		if !found {
 			return true
 		}
@@ -190,7 +184,7 @@ func (x *Index) each(kind ioc.Kind, value string, use func(id uint16) bool, fn h
 		if !x.eachPrefix(a.Unmap(), direct, fn) {
 			return false
 		}
-		if !probe(x.exact, value, value, direct) {
+		if !probe(&x.exact, value, value, direct) {
 			return false
 		}
 	case ioc.Domain:
@@ -198,7 +192,7 @@ func (x *Index) each(kind ioc.Kind, value string, use func(id uint16) bool, fn h
 			return false
 		}
 	case ioc.URL:
-		if !probe(x.exact, value, value, direct) {
+		if !probe(&x.exact, value, value, direct) {
 			return false
 		}
 		if host, ok := urlHost(value); ok {
@@ -207,7 +201,7 @@ func (x *Index) each(kind ioc.Kind, value string, use func(id uint16) bool, fn h
 			}
 		}
 	default:
-		if !probe(x.exact, value, value, direct) {
+		if !probe(&x.exact, value, value, direct) {
 			return false
 		}
 	}
@@ -262,7 +256,7 @@ func (x *Index) eachPrefix(a netip.Addr, ok func(uint16) bool, fn hit) bool {
 	}
 	if a.Is4() {
 		for _, bits := range x.lens4 {
-			if v, found := x.ip4[keyOf4(a, bits)]; found && !visit(v, bits) {
+			if v, found := x.ip4.get(keyOf4(a, bits)); found && !visit(v, bits) {
 				return false
 			}
 		}
@@ -280,17 +274,17 @@ func (x *Index) eachPrefix(a netip.Addr, ok func(uint16) bool, fn hit) bool {
 // name (or its www. form), entries of the name and of each parent, and
 // below-only entries of each parent.
 func (x *Index) eachName(name string, ok func(uint16) bool, fn hit) bool {
-	visit := func(m map[uint64]lists32, key, shown string) bool {
-		v, found := m[keyOf(key)]
+	visit := func(m *table, key, shown string) bool {
+		v, found := m.get(keyOf(key))
 		if !found {
 			return true
 		}
 		return x.groups.each(v, func(id uint16) bool { return !ok(id) || fn(id, shown) })
 	}
-	if !visit(x.exact, strings.TrimPrefix(name, "www."), strings.TrimPrefix(name, "www.")) {
+	if !visit(&x.exact, strings.TrimPrefix(name, "www."), strings.TrimPrefix(name, "www.")) {
 		return false
 	}
-	if !visit(x.names, name, name) {
+	if !visit(&x.names, name, name) {
 		return false
 	}
 	for {
@@ -299,7 +293,7 @@ func (x *Index) eachName(name string, ok func(uint16) bool, fn hit) bool {
 			return true
 		}
 		name = name[i+1:]
-		if !visit(x.names, name, name) || !visit(x.below, name, "."+name) {
+		if !visit(&x.names, name, name) || !visit(&x.below, name, "."+name) {
 			return false
 		}
 	}

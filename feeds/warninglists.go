@@ -33,9 +33,9 @@ type WarninglistStore interface {
 // instance (ingest.Allowlist).
 type WarninglistsInForce interface {
 	Set() *allowlist.Set
-	// RemoveList removes the stored IoCs the list matches (it drops now).
-	RemoveList(ctx context.Context, name string) (int64, error)
-	RemoveListAgainLater(ctx context.Context, name string)
+	// RemoveListInBackground starts removing the stored IoCs the list
+	// matches (it drops now; its removal is pending) and returns at once.
+	RemoveListInBackground(ctx context.Context, name string)
 	// FetchWarninglist fetches a subscribed list through the egress policy.
 	FetchWarninglist(ctx context.Context, rawURL, etag string) (content []byte, newETag string, changed bool, err error)
 }
@@ -44,6 +44,9 @@ type WarninglistsInForce interface {
 type WarninglistState struct {
 	allowlist.ListState
 	URL string
+	// Removing is true while what the list matches is being removed in
+	// the background (its row's removal is pending).
+	Removing bool
 }
 
 // Warninglists returns every list in force with its action, built-in ones
@@ -53,13 +56,14 @@ func (a *Allowlist) Warninglists(ctx context.Context) ([]WarninglistState, error
 	if err != nil {
 		return nil, err
 	}
-	urls := map[string]string{}
+	byName := map[string]store.Warninglist{}
 	for _, r := range rows {
-		urls[r.Name] = r.URL
+		byName[r.Name] = r
 	}
 	var out []WarninglistState
 	for _, l := range a.inForce.Set().Lists() {
-		out = append(out, WarninglistState{ListState: l, URL: urls[l.Name]})
+		r := byName[l.Name]
+		out = append(out, WarninglistState{ListState: l, URL: r.URL, Removing: r.RemovalPending})
 	}
 	return out, nil
 }
@@ -74,8 +78,10 @@ func parseAction(action string) (allowlist.Action, error) {
 
 // SetWarninglistAction changes a list's action, here and on the other
 // instances: flag and off take effect with the reload (warnings are read
-// from the lists in force), drop also removes the stored IoCs the list
-// matches. removed counts those.
+// from the lists in force); drop also has the stored IoCs the list matches
+// removed in the background (the list's row says so until it finished),
+// so removed is 0: a list of millions of entries is not scanned within the
+// request.
 func (a *Allowlist) SetWarninglistAction(ctx context.Context, name, action string) (removed int64, err error) {
 	act, err := parseAction(action)
 	if err != nil {
@@ -104,21 +110,17 @@ func (a *Allowlist) SetWarninglistAction(ctx context.Context, name, action strin
 }
 
 // applied puts a change of the lists in force here and on the other
-// instances, and removes what a dropping list matches.
+// instances, and starts removing in the background what a dropping list
+// matches (the store marked that removal pending with the action).
 func (a *Allowlist) applied(ctx context.Context, name string, act allowlist.Action) (int64, error) {
 	if err := a.inForce.Load(ctx); err != nil {
 		a.log.Warn("Unable to reload the warninglists", "error", err)
 	}
 	a.bus.PublishSignal(events.SignalAllowlist)
-	if act != allowlist.Drop {
-		return 0, nil
+	if act == allowlist.Drop {
+		a.inForce.RemoveListInBackground(ctx, name)
 	}
-	removed, err := a.inForce.RemoveList(ctx, name)
-	if err != nil {
-		return removed, err
-	}
-	a.inForce.RemoveListAgainLater(ctx, name)
-	return removed, nil
+	return 0, nil
 }
 
 // ImportWarninglist stores an own list (MISP warninglist JSON or plain

@@ -553,6 +553,7 @@ type ComplexityRoot struct {
 		Kinds         func(childComplexity int) int
 		Name          func(childComplexity int) int
 		Note          func(childComplexity int) int
+		Removing      func(childComplexity int) int
 		Type          func(childComplexity int) int
 		URL           func(childComplexity int) int
 		Version       func(childComplexity int) int
@@ -3147,6 +3148,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Warninglist.Note(childComplexity), true
+	case "Warninglist.removing":
+		if e.ComplexityRoot.Warninglist.Removing == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warninglist.Removing(childComplexity), true
 	case "Warninglist.type":
 		if e.ComplexityRoot.Warninglist.Type == nil {
 			break
@@ -4439,9 +4446,10 @@ input SaveViewInput {
 
 extend type Mutation {
   """
-  Changes what a list does. DROP removes the stored indicators it matches
-  (and later runs do not store them); FLAG and OFF take effect at once on
-  every instance: warnings are read from the lists in force.
+  Changes what a list does. DROP removes the stored indicators it matches in
+  the background (list.removing until done; later runs do not store them);
+  FLAG and OFF take effect at once on every instance, and stop a removal in
+  progress: warnings are read from the lists in force.
   """
   setWarninglistAction(name: String!, action: WarninglistAction!): WarninglistChanged! @hasScope(scope: ROOT)
   """
@@ -4490,6 +4498,12 @@ type Warninglist {
   note: String
   "The URL of a subscribed list (credentials masked); null for the others."
   url: String
+  """
+  True while the stored indicators a list turned to DROP matches are being
+  removed in the background (on one instance of the cluster, in short
+  batches; resumed after a restart); false once they are gone.
+  """
+  removing: Boolean!
 }
 
 input WarninglistImportInput {
@@ -4508,7 +4522,10 @@ input WarninglistSubscribeInput {
 
 type WarninglistChanged {
   list: Warninglist!
-  "How many stored indicators a dropping list removed."
+  """
+  Always 0 now: a list turned to DROP has the stored indicators it matches
+  removed in the background (list.removing is true until they are gone).
+  """
   removedIocs: Int!
 }
 
@@ -5390,6 +5407,8 @@ func (ec *executionContext) childFields_Warninglist(ctx context.Context, field g
 		return ec.fieldContext_Warninglist_note(ctx, field)
 	case "url":
 		return ec.fieldContext_Warninglist_url(ctx, field)
+	case "removing":
+		return ec.fieldContext_Warninglist_removing(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Warninglist", field.Name)
 }
@@ -17901,6 +17920,29 @@ func (ec *executionContext) fieldContext_Warninglist_url(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Warninglist_removing(ctx context.Context, field graphql.CollectedField, obj *model.Warninglist) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warninglist_removing(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removing, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Warninglist_removing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Warninglist", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _WarninglistChanged_list(ctx context.Context, field graphql.CollectedField, obj *model.WarninglistChanged) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -25023,6 +25065,11 @@ func (ec *executionContext) _Warninglist(ctx context.Context, sel ast.SelectionS
 		case "url":
 			out.Values[i] = ec._Warninglist_url(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "removing":
+			out.Values[i] = ec._Warninglist_removing(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:

@@ -46,10 +46,20 @@ func warninglistModel(l allowlist.ListState) *model.Warninglist {
 	return m
 }
 
-func (r *Resolver) warninglistByName(name string) (*model.Warninglist, error) {
-	for _, l := range r.WarninglistSet().Lists() {
+func (r *Resolver) warninglistByName(ctx context.Context, name string) (*model.Warninglist, error) {
+	a, err := r.warninglistService()
+	if err != nil {
+		return nil, err
+	}
+	states, err := a.Warninglists(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range states {
 		if l.Name == name {
-			return warninglistModel(l), nil
+			m := warninglistModel(l.ListState)
+			m.Removing = l.Removing
+			return m, nil
 		}
 	}
 	return nil, store.ErrNotFound

@@ -22,7 +22,7 @@ func (r *mutationResolver) SetWarninglistAction(ctx context.Context, name string
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.warninglistByName(name)
+	l, err := r.warninglistByName(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (r *mutationResolver) ImportWarninglist(ctx context.Context, input model.Wa
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.warninglistByName(input.Name)
+	l, err := r.warninglistByName(ctx, input.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (r *mutationResolver) SubscribeWarninglist(ctx context.Context, input model
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.warninglistByName(input.Name)
+	l, err := r.warninglistByName(ctx, input.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +90,7 @@ func (r *queryResolver) Warninglists(ctx context.Context) ([]*model.Warninglist,
 	}
 	for _, l := range states {
 		m := warninglistModel(l.ListState)
+		m.Removing = l.Removing
 		if l.URL != "" {
 			masked := ioc.MaskURL(l.URL)
 			m.URL = &masked

@@ -48,6 +48,17 @@ type Allowlist struct {
 	wg     sync.WaitGroup
 	// done ends the removals of RemoveAgainLater (the context of Watch).
 	done atomic.Pointer[context.Context]
+
+	// The background removal of what dropping lists match
+	// (RemovePendingInBackground): running while a goroutine removes,
+	// again when it should look for pending removals once more.
+	removeMu      sync.Mutex
+	removeRunning bool
+	removeAgain   bool
+	removals      sync.WaitGroup
+	// removalPage, when not nil, is called before each page of a list's
+	// removal is read (tests hold a removal with it).
+	removalPage func(ctx context.Context, list string)
 }
 
 // NewAllowlist returns the built-in lists; Load reads the user entries.
@@ -179,6 +190,9 @@ func (a *Allowlist) Watch(ctx context.Context, refresh time.Duration) {
 			if err := a.Load(ctx); err != nil && ctx.Err() == nil {
 				a.log.Warn("Unable to reload the allowlist", "error", err)
 			}
+			// A removal another instance started and left unfinished
+			// (it stopped) is taken up here.
+			a.RemovePendingInBackground(ctx)
 			if err := a.RefreshWarninglists(ctx, false); err != nil && ctx.Err() == nil {
 				a.log.Warn("Unable to refresh a warninglist", "error", err)
 			}
@@ -252,17 +266,158 @@ func (a *Allowlist) RemoveListedInBackground(ctx context.Context) {
 	}()
 }
 
-// RemoveList removes the stored IoCs that the warninglist name matches:
-// it turned to drop.
-func (a *Allowlist) RemoveList(ctx context.Context, name string) (int64, error) {
+// errRemovalStopped ends a list's removal: its action is no longer drop.
+var errRemovalStopped = errors.New("ingest: the list no longer drops")
+
+// background is the context removals run in: Watch's, or ctx without its
+// cancellation (a request's) when Watch has not started.
+func (a *Allowlist) background(ctx context.Context) context.Context {
+	if done := a.done.Load(); done != nil {
+		return *done
+	}
+	return context.WithoutCancel(ctx)
+}
+
+// RemoveListInBackground starts removing the stored IoCs that the list
+// name matches (it turned to drop; its row's removal is pending) and
+// returns at once; the removal runs again once the runs in flight have
+// written what they prepared before they learned of the change.
+func (a *Allowlist) RemoveListInBackground(ctx context.Context, name string) {
+	a.RemovePendingInBackground(ctx)
+	a.RemoveListAgainLater(ctx, name)
+}
+
+// RemoveListAgainLater marks the removal of what the list name matches as
+// pending once more, a few seconds from now, as RemoveAgainLater does for
+// an entry, if it still drops then, and removes it in the background.
+func (a *Allowlist) RemoveListAgainLater(ctx context.Context, name string) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		ctx := a.background(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(allowlistSettle):
+		}
+		if err := a.st.MarkWarninglistRemoval(ctx, name); err != nil {
+			a.log.Warn("Unable to remove dropped indicators", "list", name, "error", err)
+			return
+		}
+		a.RemovePendingInBackground(ctx)
+	}()
+}
+
+// RemovePendingInBackground runs RemovePending on a goroutine of its own
+// unless one runs already (which then looks once more when it is done);
+// Wait and WaitRemovals wait for it.
+func (a *Allowlist) RemovePendingInBackground(ctx context.Context) {
+	a.removeMu.Lock()
+	defer a.removeMu.Unlock()
+	if a.removeRunning {
+		a.removeAgain = true
+		return
+	}
+	a.removeRunning = true
+	a.removals.Add(1)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer a.removals.Done()
+		ctx := a.background(ctx)
+		for {
+			if err := a.RemovePending(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("Unable to remove dropped indicators", "error", err)
+			}
+			a.removeMu.Lock()
+			again := a.removeAgain && ctx.Err() == nil
+			a.removeAgain = false
+			if !again {
+				a.removeRunning = false
+			}
+			a.removeMu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
+}
+
+// WaitRemovals returns once the background removals started so far have
+// ended.
+func (a *Allowlist) WaitRemovals() { a.removals.Wait() }
+
+// RemovePending removes the stored IoCs that the lists whose removal is
+// pending match, a list at a time in pages of a few thousand IoCs, each
+// deleted in a short transaction of its own; before each page it reads
+// whether the removal is still pending, so that a list turned to flag or
+// off stops being removed. A list's removal is cleared when it finished.
+// One instance at a time removes (a cluster-wide lock); on the others it
+// returns at once. A removal cut short by a stop is pending still, and the
+// next start (or reload on another instance) takes it up again.
+func (a *Allowlist) RemovePending(ctx context.Context) error {
+	unlock, ok, err := a.st.TryLockWarninglistRemoval(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	defer unlock()
+	rows, err := a.st.Warninglists(ctx, false)
+	if err != nil {
+		return err
+	}
+	loaded := false
+	for _, r := range rows {
+		if !r.RemovalPending {
+			continue
+		}
+		if !loaded {
+			// The lists in force have the action that made it pending.
+			if err := a.Load(ctx); err != nil {
+				return err
+			}
+			loaded = true
+		}
+		n, err := a.removeList(ctx, r.Name)
+		if n > 0 {
+			a.log.Info("Removed dropped indicators", "list", r.Name, "count", n)
+		}
+		if errors.Is(err, errRemovalStopped) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := a.st.FinishWarninglistRemoval(ctx, r.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeList removes the stored IoCs that the list name matches while its
+// removal is pending (errRemovalStopped once it is not).
+func (a *Allowlist) removeList(ctx context.Context, name string) (int64, error) {
 	set := a.cur.Load()
 	var total int64
+	page := func(ctx context.Context) error {
+		if hook := a.removalPage; hook != nil {
+			hook(ctx, name)
+		}
+		pending, err := a.st.WarninglistRemovalPending(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !pending {
+			return errRemovalStopped
+		}
+		return nil
+	}
 	for _, l := range set.Lists() {
-		if l.Name != name {
+		if l.Name != name || l.Action != allowlist.Drop {
 			continue
 		}
 		for _, kind := range l.Kinds {
-			n, err := a.st.DeleteIoCsMatching(ctx, kind, "", func(v string) bool { return set.ListCovers(name, kind, v) })
+			n, err := a.st.DeleteIoCsMatchingPaged(ctx, kind, "", func(v string) bool { return set.ListCovers(name, kind, v) }, page)
 			total += n
 			if err != nil {
 				return total, fmt.Errorf("ingest: unable to remove the indicators %s matches: %w", name, err)
@@ -270,31 +425,6 @@ func (a *Allowlist) RemoveList(ctx context.Context, name string) (int64, error) 
 		}
 	}
 	return total, nil
-}
-
-// RemoveListAgainLater removes what the list name matches once more, as
-// RemoveAgainLater does for an entry, if it still drops then.
-func (a *Allowlist) RemoveListAgainLater(ctx context.Context, name string) {
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		ctx := context.WithoutCancel(ctx)
-		if done := a.done.Load(); done != nil {
-			ctx = *done
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(allowlistSettle):
-		}
-		for _, l := range a.cur.Load().Lists() {
-			if l.Name == name && l.Action == allowlist.Drop {
-				if _, err := a.RemoveList(ctx, name); err != nil {
-					a.log.Warn("Unable to remove dropped indicators", "list", name, "error", err)
-				}
-			}
-		}
-	}()
 }
 
 func (a *Allowlist) remove(ctx context.Context, e allowlist.Entry) (int64, error) {

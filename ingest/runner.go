@@ -226,6 +226,8 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	r.opts.Allowlist.Watch(r.base, r.opts.ReconcileInterval)
 	r.opts.Allowlist.RemoveListedInBackground(r.base)
+	// A list's removal cut short by the last stop resumes.
+	r.opts.Allowlist.RemovePendingInBackground(r.base)
 	feeds, err := r.runs.EnabledFeeds(ctx)
 	if err != nil {
 		return err

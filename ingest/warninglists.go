@@ -119,11 +119,12 @@ func (a *Allowlist) RefreshWarninglists(ctx context.Context, force bool) error {
 		a.bus.PublishSignal(events.SignalAllowlist)
 		for _, l := range a.cur.Load().Lists() {
 			if !l.Builtin && l.Action == allowlist.Drop {
-				if _, err := a.RemoveList(ctx, l.Name); err != nil {
+				if err := a.st.MarkWarninglistRemoval(ctx, l.Name); err != nil {
 					errs = append(errs, err)
 				}
 			}
 		}
+		a.RemovePendingInBackground(ctx)
 	}
 	return errors.Join(errs...)
 }

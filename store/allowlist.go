@@ -101,9 +101,21 @@ const purgePage = 5000
 // deleted; each transaction that deleted some moves ioc_stats, so export
 // validators change.
 func (s *Store) DeleteIoCsMatching(ctx context.Context, kind ioc.Kind, pattern string, match func(value string) bool) (int64, error) {
+	return s.DeleteIoCsMatchingPaged(ctx, kind, pattern, match, nil)
+}
+
+// DeleteIoCsMatchingPaged is DeleteIoCsMatching calling page, when not
+// nil, before it reads each page: an error from page ends the deletion
+// with that error (what was deleted so far stays deleted).
+func (s *Store) DeleteIoCsMatchingPaged(ctx context.Context, kind ioc.Kind, pattern string, match func(value string) bool, page func(ctx context.Context) error) (int64, error) {
 	var deleted int64
 	var after int64
 	for {
+		if page != nil {
+			if err := page(ctx); err != nil {
+				return deleted, err
+			}
+		}
 		var rows []struct {
 			ID    int64  `bun:"id"`
 			Value string `bun:"value"`

@@ -24,8 +24,12 @@ type Warninglist struct {
 	URL       string     `bun:"url,notnull"`
 	ETag      string     `bun:"etag,notnull"`
 	FetchedAt *time.Time `bun:"fetched_at"`
-	UpdatedAt time.Time  `bun:"updated_at,notnull"`
-	CreatedAt time.Time  `bun:"created_at,notnull"`
+	// RemovalPending is set while the stored IoCs a dropping list matches
+	// are being removed in the background (set with action "drop", cleared
+	// when the removal finished or the action changed).
+	RemovalPending bool      `bun:"removal_pending,notnull"`
+	UpdatedAt      time.Time `bun:"updated_at,notnull"`
+	CreatedAt      time.Time `bun:"created_at,notnull"`
 }
 
 // warninglistLockID serialises the bounded inserts of own lists on
@@ -61,22 +65,31 @@ func (s *Store) Warninglist(ctx context.Context, name string) (*Warninglist, err
 	return w, nil
 }
 
-// SetBuiltinWarninglistAction stores the action of a built-in list.
+// WarninglistDrop is the action whose setting marks a list's removal as
+// pending (RemovalPending); the store interprets no other action.
+const WarninglistDrop = "drop"
+
+// SetBuiltinWarninglistAction stores the action of a built-in list: drop
+// marks its removal pending, another action ends a pending one.
 func (s *Store) SetBuiltinWarninglistAction(ctx context.Context, name, action string) error {
 	now := time.Now().UTC()
-	w := &Warninglist{Name: name, Action: action, Builtin: true, UpdatedAt: now, CreatedAt: now}
+	w := &Warninglist{Name: name, Action: action, Builtin: true, UpdatedAt: now, CreatedAt: now,
+		RemovalPending: action == WarninglistDrop}
 	_, err := s.DB.NewInsert().Model(w).On("CONFLICT (name) DO UPDATE").
-		Set("action = EXCLUDED.action").Set("updated_at = EXCLUDED.updated_at").Exec(ctx)
+		Set("action = EXCLUDED.action").Set("updated_at = EXCLUDED.updated_at").
+		Set("removal_pending = EXCLUDED.removal_pending").Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("store: unable to set the action of %q: %w", name, err)
 	}
 	return nil
 }
 
-// SetOwnWarninglistAction changes the action of an own list; ErrNotFound
-// when there is none of that name.
+// SetOwnWarninglistAction changes the action of an own list (and its
+// pending removal, as SetBuiltinWarninglistAction); ErrNotFound when there
+// is none of that name.
 func (s *Store) SetOwnWarninglistAction(ctx context.Context, name, action string) error {
 	r, err := s.DB.NewUpdate().Model((*Warninglist)(nil)).Set("action = ?", action).Set("updated_at = ?", time.Now().UTC()).
+		Set("removal_pending = ?", action == WarninglistDrop).
 		Where("name = ?", name).Where("builtin = ?", false).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("store: unable to set the action of %q: %w", name, err)
@@ -92,6 +105,7 @@ func (s *Store) SetOwnWarninglistAction(ctx context.Context, name, action string
 func (s *Store) AddWarninglist(ctx context.Context, w *Warninglist, max int) error {
 	now := time.Now().UTC()
 	w.Builtin, w.CreatedAt, w.UpdatedAt = false, now, now
+	w.RemovalPending = w.Action == WarninglistDrop
 	return s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if s.Dialect == Postgres {
 			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(warninglistLockID)); err != nil {
@@ -164,3 +178,68 @@ func (s *Store) DeleteWarninglist(ctx context.Context, name string) (*Warninglis
 // for a page ending there: for a caller that keeps part of a page (the
 // warnings filter of the IoCs page).
 func IoCCursor(o IoCOrder, row *IoC) string { return encodeCursor(o, row) }
+
+// MarkWarninglistRemoval marks the removal of what the list matches as
+// pending again if it drops (its content changed, or runs in flight may
+// have stored what it matches since the last removal).
+func (s *Store) MarkWarninglistRemoval(ctx context.Context, name string) error {
+	_, err := s.DB.NewUpdate().Model((*Warninglist)(nil)).Set("removal_pending = ?", true).
+		Where("name = ?", name).Where("action = ?", WarninglistDrop).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: unable to mark the removal of %q: %w", name, err)
+	}
+	return nil
+}
+
+// WarninglistRemovalPending reports whether the list's removal is still
+// pending (false for a list without a row).
+func (s *Store) WarninglistRemovalPending(ctx context.Context, name string) (bool, error) {
+	var pending []bool
+	err := s.DB.NewSelect().Model((*Warninglist)(nil)).Column("removal_pending").Where("name = ?", name).Scan(ctx, &pending)
+	if err != nil {
+		return false, fmt.Errorf("store: unable to read warninglist %q: %w", name, err)
+	}
+	return len(pending) == 1 && pending[0], nil
+}
+
+// FinishWarninglistRemoval clears the list's pending removal.
+func (s *Store) FinishWarninglistRemoval(ctx context.Context, name string) error {
+	_, err := s.DB.NewUpdate().Model((*Warninglist)(nil)).Set("removal_pending = ?", false).
+		Where("name = ?", name).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: unable to finish the removal of %q: %w", name, err)
+	}
+	return nil
+}
+
+// warninglistRemovalLock is the PostgreSQL advisory lock that lets one
+// instance at a time remove what dropping lists match.
+const warninglistRemovalLock = 0x7466656564730028
+
+// TryLockWarninglistRemoval takes the cluster-wide lock of the
+// warninglists' background removal if it is free, as TryLockFeed does: a
+// session advisory lock on a connection held until unlock (no row or table
+// lock). On SQLite it always succeeds.
+func (s *Store) TryLockWarninglistRemoval(ctx context.Context) (unlock func(), ok bool, err error) {
+	if s.Dialect != Postgres {
+		return func() {}, true, nil
+	}
+	conn, err := s.DB.Conn(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: unable to get a connection for the removal lock: %w", err)
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(?)", int64(warninglistRemovalLock)).Scan(&ok); err != nil {
+		conn.Close()
+		return nil, false, fmt.Errorf("store: unable to take the removal lock: %w", err)
+	}
+	if !ok {
+		conn.Close()
+		return nil, false, nil
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = conn.ExecContext(ctx, "SELECT pg_advisory_unlock(?)", int64(warninglistRemovalLock))
+		conn.Close()
+	}, true, nil
+}

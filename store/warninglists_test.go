@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun/migrate"
+
 	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/migrations"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
@@ -65,6 +68,90 @@ func TestWarninglistRows(t *testing.T) {
 		}
 		if _, err := st.Warninglist(ctx, "own-0"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("deleted list: %v", err)
+		}
+	})
+}
+
+// TestWarninglistRemovalPending: drop marks a list's removal pending
+// (built-in, own, imported), another action or the end of the removal
+// clears it, a mark again takes only on a dropping list, one instance at a
+// time holds the removal lock, and the column goes down and up again.
+func TestWarninglistRemovalPending(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		pending := func(name string) bool {
+			t.Helper()
+			p, err := st.WarninglistRemovalPending(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(st.SetBuiltinWarninglistAction(ctx, "dynamic-dns", "drop"))
+		must(st.AddWarninglist(ctx, &store.Warninglist{Name: "own-drop", Action: "drop", Content: []byte("192.0.2.1\n")}, 5))
+		must(st.AddWarninglist(ctx, &store.Warninglist{Name: "own-flag", Action: "flag", Content: []byte("192.0.2.1\n")}, 5))
+		if !pending("dynamic-dns") || !pending("own-drop") || pending("own-flag") || pending("no-such-list") {
+			t.Errorf("pending: dynamic-dns %v, own-drop %v, own-flag %v; want true, true, false",
+				pending("dynamic-dns"), pending("own-drop"), pending("own-flag"))
+		}
+		must(st.SetBuiltinWarninglistAction(ctx, "dynamic-dns", "flag"))
+		must(st.SetOwnWarninglistAction(ctx, "own-drop", "off"))
+		if pending("dynamic-dns") || pending("own-drop") {
+			t.Error("a list turned to flag or off is pending removal still")
+		}
+		must(st.MarkWarninglistRemoval(ctx, "own-flag"))
+		if pending("own-flag") {
+			t.Error("a flagging list was marked for removal")
+		}
+		must(st.SetOwnWarninglistAction(ctx, "own-flag", "drop"))
+		must(st.FinishWarninglistRemoval(ctx, "own-flag"))
+		if pending("own-flag") {
+			t.Error("a finished removal is pending still")
+		}
+		must(st.MarkWarninglistRemoval(ctx, "own-flag"))
+		if !pending("own-flag") {
+			t.Error("a dropping list marked again is not pending")
+		}
+
+		unlock, ok, err := st.TryLockWarninglistRemoval(ctx)
+		if err != nil || !ok {
+			t.Fatalf("removal lock: %v, %v", ok, err)
+		}
+		if st.Dialect == store.Postgres {
+			if _, again, err := st.TryLockWarninglistRemoval(ctx); err != nil || again {
+				t.Errorf("the removal lock was taken twice (%v, %v)", again, err)
+			}
+		}
+		unlock()
+		unlock, ok, err = st.TryLockWarninglistRemoval(ctx)
+		if err != nil || !ok {
+			t.Fatalf("removal lock after unlock: %v, %v", ok, err)
+		}
+		unlock()
+
+		var mig *migrate.Migration
+		for _, m := range migrations.Migrations.Sorted() {
+			if m.Name == "20270108000100" {
+				mig = &m
+			}
+		}
+		if mig == nil {
+			t.Fatal("no migration 20270108000100")
+		}
+		migrator := migrate.NewMigrator(st.DB, migrations.Migrations)
+		must(mig.Down(ctx, migrator, mig))
+		if _, err := st.DB.ExecContext(ctx, `SELECT removal_pending FROM warninglists`); err == nil {
+			t.Error("warninglists.removal_pending is there still after down")
+		}
+		must(mig.Up(ctx, migrator, mig))
+		if pending("own-flag") {
+			t.Error("removal_pending is not false after up")
 		}
 	})
 }

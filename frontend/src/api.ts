@@ -907,6 +907,7 @@ export const WarninglistsQuery = graphql(`
       kinds
       note
       url
+      removing
     }
   }
 `);
@@ -917,6 +918,7 @@ export const SetWarninglistActionMutation = graphql(`
       list {
         name
         action
+        removing
       }
       removedIocs
     }

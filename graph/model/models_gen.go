@@ -555,11 +555,16 @@ type Warninglist struct {
 	Note *string `json:"note,omitempty"`
 	// The URL of a subscribed list (credentials masked); null for the others.
 	URL *string `json:"url,omitempty"`
+	// True while the stored indicators a list turned to DROP matches are being
+	// removed in the background (on one instance of the cluster, in short
+	// batches; resumed after a restart); false once they are gone.
+	Removing bool `json:"removing"`
 }
 
 type WarninglistChanged struct {
 	List *Warninglist `json:"list"`
-	// How many stored indicators a dropping list removed.
+	// Always 0 now: a list turned to DROP has the stored indicators it matches
+	// removed in the background (list.removing is true until they are gone).
 	RemovedIocs int `json:"removedIocs"`
 }
 

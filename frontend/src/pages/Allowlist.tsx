@@ -143,14 +143,20 @@ const actionLabels: Record<WarninglistAction, string> = { DROP: 'Drop', FLAG: 'F
 
 /** Warninglists is the table of every warninglist, with its action, and the import, subscribe and delete of one's own. */
 function Warninglists() {
-  const q = useQuery({ queryKey: listsKey, queryFn: () => request(WarninglistsQuery) });
+  // While a list turned to drop has its stored indicators removed in the
+  // background, the table is read again until it is done.
+  const q = useQuery({
+    queryKey: listsKey,
+    queryFn: () => request(WarninglistsQuery),
+    refetchInterval: (query) => (query.state.data?.warninglists.some((l) => l.removing) ? 3000 : false),
+  });
   const qc = useQueryClient();
   const toast = useToast();
   const [adding, setAdding] = useState<'import' | 'subscribe' | null>(null);
   const setAction = useMutation({
     mutationFn: (v: { name: string; action: WarninglistAction }) => request(SetWarninglistActionMutation, v).then((r) => r.setWarninglistAction),
     onSuccess: (r) => {
-      const removed = r.removedIocs ? `; ${r.removedIocs} stored indicators removed` : '';
+      const removed = r.list.removing ? '; removing its stored indicators in the background' : '';
       toast.success(`${r.list.name} now ${actionLabels[r.list.action].toLowerCase()}s${removed}`);
       void qc.invalidateQueries({ queryKey: listsKey });
       void qc.invalidateQueries({ queryKey: ['iocs'] });
@@ -181,19 +187,27 @@ function Warninglists() {
     {
       header: 'Action',
       cell: (l) => (
-        <select
-          aria-label={`Action of ${l.name}`}
-          value={l.action}
-          disabled={setAction.isPending}
-          onChange={(e) => setAction.mutate({ name: l.name, action: e.target.value as WarninglistAction })}
-        >
-          {(['DROP', 'FLAG', 'OFF'] as const).map((a) => (
-            <option key={a} value={a}>
-              {actionLabels[a]}
-              {a === l.defaultAction ? ' (default)' : ''}
-            </option>
-          ))}
-        </select>
+        <>
+          <select
+            aria-label={`Action of ${l.name}`}
+            value={l.action}
+            disabled={setAction.isPending}
+            onChange={(e) => setAction.mutate({ name: l.name, action: e.target.value as WarninglistAction })}
+          >
+            {(['DROP', 'FLAG', 'OFF'] as const).map((a) => (
+              <option key={a} value={a}>
+                {actionLabels[a]}
+                {a === l.defaultAction ? ' (default)' : ''}
+              </option>
+            ))}
+          </select>
+          {l.removing && (
+            <span className="muted small" role="status">
+              {' '}
+              removing…
+            </span>
+          )}
+        </>
       ),
     },
     {
