@@ -14,18 +14,20 @@ import (
 // netip.Prefix (make bench, docs/benchmarks.md).
 type prefixSet struct {
 	v4    map[uint64]Match
-	v6    map[key6]Match
+	v6    map[Key6]Match
 	lens4 []int // prefix lengths in use, longest first
 	lens6 []int
 }
 
-type key6 struct {
+// Key6 is an IPv6 prefix as a map key (KeyOf6). The asset watch's index
+// (notify) keys its ranges the same way.
+type Key6 struct {
 	hi, lo uint64
 	bits   int
 }
 
 func newPrefixSet() *prefixSet {
-	return &prefixSet{v4: map[uint64]Match{}, v6: map[key6]Match{}}
+	return &prefixSet{v4: map[uint64]Match{}, v6: map[Key6]Match{}}
 }
 
 func mask64(v uint64, bits int) uint64 {
@@ -38,16 +40,19 @@ func mask64(v uint64, bits int) uint64 {
 	return v &^ (1<<(64-bits) - 1)
 }
 
-func keyOf4(a netip.Addr, bits int) uint64 {
+// KeyOf4 is the map key of a's prefix of bits: the length in the top
+// byte, the masked address below it.
+func KeyOf4(a netip.Addr, bits int) uint64 {
 	b := a.As4()
 	v := uint64(binary.BigEndian.Uint32(b[:])) << 32
 	return uint64(bits)<<56 | mask64(v, bits)>>8
 }
 
-func keyOf6(a netip.Addr, bits int) key6 {
+// KeyOf6 is the map key of a's prefix of bits.
+func KeyOf6(a netip.Addr, bits int) Key6 {
 	b := a.As16()
 	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
-	return key6{hi: mask64(hi, bits), lo: mask64(lo, bits-64), bits: bits}
+	return Key6{hi: mask64(hi, bits), lo: mask64(lo, bits-64), bits: bits}
 }
 
 // add keeps the first entry for a prefix listed twice.
@@ -59,13 +64,13 @@ func (s *prefixSet) add(p netip.Prefix, m Match) {
 	lens := &s.lens6
 	if a.Is4() {
 		lens = &s.lens4
-		k := keyOf4(a, bits)
+		k := KeyOf4(a, bits)
 		if _, ok := s.v4[k]; ok {
 			return
 		}
 		s.v4[k] = m
 	} else {
-		k := keyOf6(a, bits)
+		k := KeyOf6(a, bits)
 		if _, ok := s.v6[k]; ok {
 			return
 		}
@@ -82,14 +87,14 @@ func (s *prefixSet) lookup(a netip.Addr) (Match, bool) {
 	a = a.Unmap()
 	if a.Is4() {
 		for _, bits := range s.lens4 {
-			if m, ok := s.v4[keyOf4(a, bits)]; ok {
+			if m, ok := s.v4[KeyOf4(a, bits)]; ok {
 				return m, true
 			}
 		}
 		return Match{}, false
 	}
 	for _, bits := range s.lens6 {
-		if m, ok := s.v6[keyOf6(a, bits)]; ok {
+		if m, ok := s.v6[KeyOf6(a, bits)]; ok {
 			return m, true
 		}
 	}

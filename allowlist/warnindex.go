@@ -21,7 +21,7 @@ type Index struct {
 	lists  []*Warninglist
 	groups groups
 	ip4    table
-	ip6    map[key6]lists32
+	ip6    map[Key6]lists32
 	lens4  []int
 	lens6  []int
 	// Names and values are keyed by a 64-bit hash (keyOf), not the text:
@@ -55,7 +55,7 @@ func NewIndex(lists []*Parsed) *Index {
 			n[e.typ]++
 		}
 	}
-	x := &Index{gen: indexGen.Add(1), ip6: map[key6]lists32{}}
+	x := &Index{gen: indexGen.Add(1), ip6: map[Key6]lists32{}}
 	ip4, names := newTableBuilder(n[entryPrefix]), newTableBuilder(n[entryName])
 	below, exact := newTableBuilder(n[entryBelow]), newTableBuilder(n[entryExact])
 	for i, p := range lists {
@@ -118,9 +118,9 @@ func (x *Index) addPrefix(ip4 *tableBuilder, p netip.Prefix, id uint16) {
 	lens := &x.lens6
 	if a.Is4() {
 		lens = &x.lens4
-		ip4.add(keyOf4(a, bits), id)
+		ip4.add(KeyOf4(a, bits), id)
 	} else {
-		k := keyOf6(a, bits)
+		k := KeyOf6(a, bits)
 		cur, ok := x.ip6[k]
 		x.ip6[k] = x.groups.add(cur, ok, id)
 	}
@@ -256,14 +256,14 @@ func (x *Index) eachPrefix(a netip.Addr, ok func(uint16) bool, fn hit) bool {
 	}
 	if a.Is4() {
 		for _, bits := range x.lens4 {
-			if v, found := x.ip4.get(keyOf4(a, bits)); found && !visit(v, bits) {
+			if v, found := x.ip4.get(KeyOf4(a, bits)); found && !visit(v, bits) {
 				return false
 			}
 		}
 		return true
 	}
 	for _, bits := range x.lens6 {
-		if v, found := x.ip6[keyOf6(a, bits)]; found && !visit(v, bits) {
+		if v, found := x.ip6[KeyOf6(a, bits)]; found && !visit(v, bits) {
 			return false
 		}
 	}

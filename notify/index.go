@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"encoding/binary"
 	"hash/maphash"
 	"net/netip"
 	"slices"
@@ -31,18 +30,13 @@ type Index struct {
 	next []int32 // the next asset of the same key, or -1
 
 	v4    map[uint64]int32
-	v6    map[key6]int32
+	v6    map[allowlist.Key6]int32
 	lens4 []int // prefix lengths in use, any order
 	lens6 []int
 	names map[uint64]int32 // by hashOf(domain)
 	// urls are the URL prefixes by the hash of their scheme and authority;
 	// lens are the lengths of the prefixes of each origin.
 	urls map[uint64]*urlPrefixes
-}
-
-type key6 struct {
-	hi, lo uint64
-	bits   int
 }
 
 type urlPrefixes struct {
@@ -61,7 +55,7 @@ type IndexBuilder struct {
 
 // NewIndexBuilder returns an empty builder.
 func NewIndexBuilder() *IndexBuilder {
-	return &IndexBuilder{x: &Index{v4: map[uint64]int32{}, v6: map[key6]int32{}, names: map[uint64]int32{},
+	return &IndexBuilder{x: &Index{v4: map[uint64]int32{}, v6: map[allowlist.Key6]int32{}, names: map[uint64]int32{},
 		urls: map[uint64]*urlPrefixes{}}}
 }
 
@@ -86,14 +80,14 @@ func (b *IndexBuilder) Add(id int64, kind allowlist.EntryKind, value string) {
 		}
 		a, bits := p.Addr().Unmap(), p.Bits()
 		if a.Is4() {
-			k := keyOf4(a, bits)
+			k := allowlist.KeyOf4(a, bits)
 			head, ok := x.v4[k]
 			x.v4[k] = chain(head, ok)
 			if !slices.Contains(x.lens4, bits) {
 				x.lens4 = append(x.lens4, bits)
 			}
 		} else {
-			k := keyOf6(a, bits)
+			k := allowlist.KeyOf6(a, bits)
 			head, ok := x.v6[k]
 			x.v6[k] = chain(head, ok)
 			if !slices.Contains(x.lens6, bits) {
@@ -197,14 +191,14 @@ func (x *Index) eachIP(value string, fn func(int64) bool) bool {
 	a = a.Unmap()
 	if a.Is4() {
 		for _, bits := range x.lens4 {
-			if head, ok := x.v4[keyOf4(a, bits)]; ok && !x.walk(head, fn) {
+			if head, ok := x.v4[allowlist.KeyOf4(a, bits)]; ok && !x.walk(head, fn) {
 				return false
 			}
 		}
 		return true
 	}
 	for _, bits := range x.lens6 {
-		if head, ok := x.v6[keyOf6(a, bits)]; ok && !x.walk(head, fn) {
+		if head, ok := x.v6[allowlist.KeyOf6(a, bits)]; ok && !x.walk(head, fn) {
 			return false
 		}
 	}
@@ -333,26 +327,4 @@ func parsePrefix(v string) (netip.Prefix, error) {
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil
-}
-
-func mask64(v uint64, bits int) uint64 {
-	if bits <= 0 {
-		return 0
-	}
-	if bits >= 64 {
-		return v
-	}
-	return v &^ (1<<(64-bits) - 1)
-}
-
-func keyOf4(a netip.Addr, bits int) uint64 {
-	b := a.As4()
-	v := uint64(binary.BigEndian.Uint32(b[:])) << 32
-	return uint64(bits)<<56 | mask64(v, bits)>>8
-}
-
-func keyOf6(a netip.Addr, bits int) key6 {
-	b := a.As16()
-	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
-	return key6{hi: mask64(hi, bits), lo: mask64(lo, bits-64), bits: bits}
 }
