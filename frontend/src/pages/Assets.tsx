@@ -3,9 +3,10 @@ import { useState, type FormEvent } from 'react';
 import { AddTenantAssetsMutation, AssetHitsQuery, DeleteTenantAssetsMutation, ImportTenantAssetsCsvMutation, TenantAssetsQuery, TenantsQuery } from '../api';
 import { useAuth } from '../auth';
 import { RecordTable, useConfirmedDelete } from '../components/crud';
-import { EmptyState, Field, FormModal, Page, QueryView } from '../components/ui';
+import { CursorPager, EmptyState, Field, FormModal, Page, QueryView } from '../components/ui';
 import { useToast } from '../components/toast';
 import type { TenantAssetsQuery as AssetsData } from '../gql/graphql';
+import { useCursorPages } from '../lib/cursorPages';
 import { fieldErrors, formError } from '../lib/errors';
 import { formatDateTime } from '../lib/format';
 import { request } from '../lib/graphql';
@@ -47,12 +48,12 @@ function useTenantChoice() {
 /** AssetsPage lists a tenant's watched assets: add (one per line or a CSV file), delete. */
 export function AssetsPage() {
   const { tenantId, select, loading } = useTenantChoice();
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const after = cursors[cursors.length - 1];
-  const key = ['tenantAssets', tenantId, after];
+  // Another tenant starts again at its first page.
+  const pages = useCursorPages(tenantId, pageSize);
+  const key = ['tenantAssets', tenantId, pages.after];
   const q = useQuery({
     queryKey: key,
-    queryFn: () => request(TenantAssetsQuery, { tenantId, first: pageSize, after }),
+    queryFn: () => request(TenantAssetsQuery, { tenantId, first: pages.first, after: pages.after }),
     enabled: !!tenantId,
   });
   const [adding, setAdding] = useState(false);
@@ -108,19 +109,7 @@ export function AssetsPage() {
                   },
                 ]}
               />
-              <nav className="pager" aria-label="Pages">
-                <button type="button" className="btn btn-small" disabled={cursors.length === 1} onClick={() => setCursors((c) => c.slice(0, -1))}>
-                  Previous
-                </button>
-                <button
-                  type="button"
-                  className="btn btn-small"
-                  disabled={!d.tenantAssets.pageInfo.hasNextPage}
-                  onClick={() => setCursors((c) => [...c, d.tenantAssets.pageInfo.endCursor ?? null])}
-                >
-                  Next
-                </button>
-              </nav>
+              <CursorPager pages={pages} connection={d.tenantAssets} noun="assets" />
             </>
           )}
         </QueryView>
@@ -209,11 +198,10 @@ export function AssetHitsPage() {
   const { user } = useAuth();
   const root = isRoot(user?.scope);
   const { tenants } = useTenantChoice();
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const after = cursors[cursors.length - 1];
+  const pages = useCursorPages('', pageSize);
   const q = useQuery({
-    queryKey: ['assetHits', after],
-    queryFn: () => request(AssetHitsQuery, { first: pageSize, after }),
+    queryKey: ['assetHits', pages.after],
+    queryFn: () => request(AssetHitsQuery, { first: pages.first, after: pages.after }),
     refetchInterval: 10000,
   });
   const tenantName = (id: string) => tenants.find((t) => t.id === id)?.name ?? id;
@@ -251,14 +239,14 @@ export function AssetHitsPage() {
               ]}
             />
             <nav className="pager" aria-label="Pages">
-              <button type="button" className="btn btn-small" disabled={cursors.length === 1} onClick={() => setCursors((c) => c.slice(0, -1))}>
+              <button type="button" className="btn btn-small" disabled={pages.pageIndex === 0} onClick={pages.prev}>
                 Previous
               </button>
               <button
                 type="button"
                 className="btn btn-small"
                 disabled={!d.assetHits.pageInfo.hasNextPage}
-                onClick={() => setCursors((c) => [...c, d.assetHits.pageInfo.endCursor ?? null])}
+                onClick={() => pages.next(d.assetHits.pageInfo.endCursor)}
               >
                 Next
               </button>
