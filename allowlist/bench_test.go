@@ -139,3 +139,54 @@ func BenchmarkOwnListMatch(b *testing.B) {
 	}
 	runtime.KeepAlive(x)
 }
+
+// BenchmarkOwnListMatchRows looks up 100,000 distinct values of the mix
+// tifeeds-bench ingests (names, addresses, URLs, SHA-256 and MD5 hashes)
+// in the built-in lists and an own list of 1,000,000 entries: unlike one
+// value looked up again and again, it pays the cache misses an ingest run
+// pays. ns/op is per value.
+func BenchmarkOwnListMatchRows(b *testing.B) {
+	p, err := allowlist.Parse("own", ownList1M())
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.List.Default = allowlist.Drop
+	s := allowlist.NewSetWith(nil, allowlist.NewIndex([]*allowlist.Parsed{p}), nil)
+	type row struct {
+		kind  ioc.Kind
+		value string
+	}
+	rows := make([]row, 100_000)
+	for i := range rows {
+		switch i % 5 {
+		case 0:
+			rows[i] = row{ioc.Domain, fmt.Sprintf("host-%d.example.com", i)}
+		case 1:
+			rows[i] = row{ioc.IP, fmt.Sprintf("%d.%d.%d.%d", 11+i>>24&127, i>>16&255, i>>8&255, i&255)}
+		case 2:
+			rows[i] = row{ioc.URL, fmt.Sprintf("http://site-%d.example.org/path/%d?id=%d", i%10007, i, i)}
+		case 3:
+			rows[i] = row{ioc.SHA256, fmt.Sprintf("%064x", uint64(i)*2654435761)}
+		default:
+			rows[i] = row{ioc.MD5, fmt.Sprintf("%032x", uint64(i)*40503)}
+		}
+	}
+	for _, kind := range []ioc.Kind{"", ioc.Domain, ioc.IP, ioc.URL, ioc.SHA256} {
+		name := string(kind)
+		if kind == "" {
+			name = "mix"
+		}
+		b.Run(name, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				for _, r := range rows {
+					if kind == "" || r.kind == kind {
+						s.Match(r.kind, r.value)
+						n++
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/value")
+		})
+	}
+}

@@ -18,6 +18,12 @@ type table struct {
 	vals  []lists32 // by key
 	dir   []uint32  // dir[b]: the first key whose top bits are b or more
 	shift uint
+	// seen has the bit of each key's low bits set: about eight bits a
+	// key, so a key absent (most lookups: a value in no list) is told in
+	// one read of a structure an eighth the size of keys and dir, which
+	// stays in cache where they would not, in about 88 lookups of 100.
+	seen []uint64
+	mask uint64 // of the bit indexes in seen
 }
 
 // tableBuilder collects a table's entries; the lists of a key are in the
@@ -61,6 +67,12 @@ func (b *tableBuilder) build(g *groups) table {
 	// About two keys a bucket.
 	dirBits := uint(bits.Len(uint(n / 2)))
 	t.shift = 64 - dirBits
+	seenBits := uint(bits.Len(uint(n*8 - 1)))
+	t.seen, t.mask = make([]uint64, max(1, 1<<seenBits/64)), 1<<seenBits-1
+	for _, k := range t.keys {
+		i := k & t.mask
+		t.seen[i/64] |= 1 << (i % 64)
+	}
 	t.dir = make([]uint32, 1<<dirBits+1)
 	i := 0
 	for bucket := range len(t.dir) {
@@ -77,6 +89,9 @@ func (t *table) get(k uint64) (lists32, bool) {
 		return 0, false
 	}
 	k = mix(k)
+	if i := k & t.mask; t.seen[i/64]&(1<<(i%64)) == 0 {
+		return 0, false
+	}
 	b := k >> t.shift // 0 for a table of one bucket (shift 64)
 	for i := t.dir[b]; i < t.dir[b+1]; i++ {
 		switch key := t.keys[i]; {

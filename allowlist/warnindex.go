@@ -2,6 +2,7 @@ package allowlist
 
 import (
 	"hash/maphash"
+	"math/bits"
 	"net/netip"
 	"regexp"
 	"strings"
@@ -22,7 +23,7 @@ type Index struct {
 	groups groups
 	ip4    table
 	ip6    map[Key6]lists32
-	lens4  []int
+	lens4  v4Lengths
 	lens6  []int
 	// Names and values are keyed by a 64-bit hash (keyOf), not the text:
 	// tables without pointers cost the collector nothing to scan and a
@@ -115,19 +116,74 @@ func keyOf(s string) uint64 { return maphash.String(keySeed, s) }
 
 func (x *Index) addPrefix(ip4 *tableBuilder, p netip.Prefix, id uint16) {
 	a, bits := p.Addr(), p.Bits()
-	lens := &x.lens6
 	if a.Is4() {
-		lens = &x.lens4
 		ip4.add(KeyOf4(a, bits), id)
-	} else {
-		k := KeyOf6(a, bits)
-		cur, ok := x.ip6[k]
-		x.ip6[k] = x.groups.add(cur, ok, id)
+		x.lens4.add(a, bits)
+		return
 	}
-	if !containsInt(*lens, bits) {
-		*lens = append(*lens, bits)
-		sortDesc(*lens)
+	k := KeyOf6(a, bits)
+	cur, ok := x.ip6[k]
+	x.ip6[k] = x.groups.add(cur, ok, id)
+	if !containsInt(x.lens6, bits) {
+		x.lens6 = append(x.lens6, bits)
+		sortDesc(x.lens6)
 	}
+}
+
+// v4Lengths says which prefix lengths an IPv4 address needs probing at.
+// The built-in lists alone use 26 lengths, and a probe of the table is a
+// cache miss or two, so most addresses would pay 26 for nothing: a length
+// of 16 or more is probed only where a prefix of that length lies within
+// the address's /16, and one of 8 to 15 within its /8 (256 KiB and
+// 512 bytes of masks). Lengths below 8 are probed for every address.
+type v4Lengths struct {
+	in16  []uint32 // by /16: bit b-16 for length b ≥ 16 (nil until one is added)
+	in8   [256]uint16
+	short []int // below 8, longest first
+}
+
+func (l *v4Lengths) add(a netip.Addr, bits int) {
+	b := a.As4()
+	switch {
+	case bits >= 16:
+		if l.in16 == nil {
+			l.in16 = make([]uint32, 1<<16)
+		}
+		l.in16[int(b[0])<<8|int(b[1])] |= 1 << (bits - 16)
+	case bits >= 8:
+		l.in8[b[0]] |= 1 << (bits - 8)
+	case !containsInt(l.short, bits):
+		l.short = append(l.short, bits)
+		sortDesc(l.short)
+	}
+}
+
+// each calls fn with the lengths to probe for a, longest first, until it
+// returns false; it reports whether it went through them all.
+func (l *v4Lengths) each(a netip.Addr, fn func(bits int) bool) bool {
+	b := a.As4()
+	if l.in16 != nil {
+		for m := l.in16[int(b[0])<<8|int(b[1])]; m != 0; {
+			top := bits.Len32(m) - 1
+			if !fn(16 + top) {
+				return false
+			}
+			m &^= 1 << top
+		}
+	}
+	for m := l.in8[b[0]]; m != 0; {
+		top := bits.Len16(m) - 1
+		if !fn(8 + top) {
+			return false
+		}
+		m &^= 1 << top
+	}
+	for _, n := range l.short {
+		if !fn(n) {
+			return false
+		}
+	}
+	return true
 }
 
 func containsInt(s []int, v int) bool {
@@ -255,12 +311,10 @@ func (x *Index) eachPrefix(a netip.Addr, ok func(uint16) bool, fn hit) bool {
 		})
 	}
 	if a.Is4() {
-		for _, bits := range x.lens4 {
-			if v, found := x.ip4.get(KeyOf4(a, bits)); found && !visit(v, bits) {
-				return false
-			}
-		}
-		return true
+		return x.lens4.each(a, func(bits int) bool {
+			v, found := x.ip4.get(KeyOf4(a, bits))
+			return !found || visit(v, bits)
+		})
 	}
 	for _, bits := range x.lens6 {
 		if v, found := x.ip6[KeyOf6(a, bits)]; found && !visit(v, bits) {
