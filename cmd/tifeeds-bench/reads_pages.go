@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tifeeds/tifeeds/ingest/tsv"
@@ -11,6 +12,16 @@ import (
 // pages times the first page of iocs (100 rows, totalCount) in every order
 // and under each single filter.
 func (b *readBench) pages(ctx context.Context) (missed []string, err error) {
+	return b.pagesWhile(ctx, nil)
+}
+
+// pagesWhile is pages measured over and over while busy reports true (the
+// rounds of b.runs at least), so that a page is timed all through an
+// ingest or a sweep rather than in its first second: the median and the
+// worst of each page are printed, and a page misses when its worst does
+// (issue 29: the targets hold "at any moment"). With busy nil, it is
+// b.runs rounds and their median.
+func (b *readBench) pagesWhile(ctx context.Context, busy func() bool) (missed []string, err error) {
 	const query = `query($f: IocFilter, $o: IocOrder) { iocs(first: 100, filter: $f, orderBy: $o) {
 	totalCount nodes { id type value score tags firstSeen lastSeen expirationDate } pageInfo { endCursor hasNextPage } } }`
 	type pageCase struct {
@@ -50,7 +61,7 @@ func (b *readBench) pages(ctx context.Context) (missed []string, err error) {
 	}
 	times := make([][]float64, len(cases))
 	totals := make([]int, len(cases))
-	for range b.runs {
+	for round := 0; round < b.runs || busy != nil && busy(); round++ {
 		for i, c := range cases {
 			var resp struct {
 				Iocs struct {
@@ -69,13 +80,22 @@ func (b *readBench) pages(ctx context.Context) (missed []string, err error) {
 		}
 	}
 	for i, c := range cases {
-		m := median(times[i])
+		m, worst := median(times[i]), slices.Max(times[i])
+		judged := m
+		if busy != nil {
+			judged = worst
+		}
 		mark := "ok"
-		if m > pageTarget.Seconds() {
+		if judged > pageTarget.Seconds() {
 			mark = "MISSED"
 			missed = append(missed, c.name)
 		}
-		fmt.Printf("  page %-26s %7.1f ms  totalCount %8d  %s\n", c.name, m*1e3, totals[i], mark)
+		if busy == nil {
+			fmt.Printf("  page %-26s %7.1f ms  totalCount %8d  %s\n", c.name, m*1e3, totals[i], mark)
+			continue
+		}
+		fmt.Printf("  page %-26s %7.1f ms median, %7.1f ms worst of %3d  totalCount %8d  %s\n",
+			c.name, m*1e3, worst*1e3, len(times[i]), totals[i], mark)
 	}
 	return missed, nil
 }

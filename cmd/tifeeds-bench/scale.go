@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -146,6 +147,7 @@ type scaleIngest struct {
 	peakRSS    int64
 	short      bool // the next run's IoCs have shortRetention
 	background chan scaleRunResult
+	busy       atomic.Bool
 }
 
 type scaleRunResult struct {
@@ -184,14 +186,19 @@ func (in *scaleIngest) ingest(rows int, why string) (result, error) {
 	return r, nil
 }
 
-// start runs ingest in the background; wait returns its result.
+// start runs ingest in the background; running says whether it still
+// does, wait returns its result.
 func (in *scaleIngest) start(rows int, why string) {
 	in.background = make(chan scaleRunResult, 1)
+	in.busy.Store(true)
 	go func() {
 		_, err := in.ingest(rows, why)
+		in.busy.Store(false)
 		in.background <- scaleRunResult{err, time.Now()}
 	}()
 }
+
+func (in *scaleIngest) running() bool { return in.busy.Load() }
 
 func (in *scaleIngest) wait() (end time.Time, err error) {
 	r := <-in.background
@@ -273,9 +280,9 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	if err := b.startServer(); err != nil {
 		return err
 	}
-	measurePages := func(when string) error {
+	measurePages := func(when string, busy func() bool) error {
 		fmt.Printf("%s, %s:\n", b.name, when)
-		missed, err := b.pages(ctx)
+		missed, err := b.pagesWhile(ctx, busy)
 		if err != nil {
 			return err
 		}
@@ -284,7 +291,7 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	}
 	// The server restarted on the built database: the key tables lag
 	// behind the last runs.
-	if err := measurePages("right after a restart, before the key indexer"); err != nil {
+	if err := measurePages("right after a restart, before the key indexer", nil); err != nil {
 		return err
 	}
 	if err := b.catchUp(ctx); err != nil {
@@ -299,7 +306,7 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	defer func() { in.short = false }()
 	start := time.Now()
 	in.start(*scaleRun, "during the reads")
-	pagesErr := measurePages(fmt.Sprintf("during an ingest of %d new IoCs", *scaleRun))
+	pagesErr := measurePages(fmt.Sprintf("during an ingest of %d new IoCs", *scaleRun), in.running)
 	measured := time.Since(start)
 	end, err := in.wait()
 	if err != nil {
@@ -325,12 +332,15 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 		err  error
 	}
 	done := make(chan sweepResult, 1)
+	var sweeping atomic.Bool
+	sweeping.Store(true)
 	start = time.Now()
 	go func() {
 		_, iocs, err := b.st.SweepExpired(ctx, time.Now().Add(2*shortRetention), 0)
+		sweeping.Store(false)
 		done <- sweepResult{iocs, time.Since(start).Seconds(), err}
 	}()
-	pagesErr = measurePages(fmt.Sprintf("while the sweeper expires %d IoCs", sweep))
+	pagesErr = measurePages(fmt.Sprintf("while the sweeper expires %d IoCs", sweep), sweeping.Load)
 	measured = time.Since(start)
 	sw := <-done
 	if sw.err != nil {
