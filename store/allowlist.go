@@ -154,6 +154,9 @@ func (s *Store) DeleteIoCsMatchingPaged(ctx context.Context, kind ioc.Kind, patt
 			}
 			n, _ := r.RowsAffected()
 			deleted += n
+			if err := dropGoneOrderKeys(ctx, tx, ids); err != nil {
+				return err
+			}
 			exec := func(ctx context.Context, query string, args ...any) (int64, error) {
 				r, err := tx.ExecContext(ctx, strings.NewReplacer("$1", "?", "$2", "?").Replace(query), args...)
 				if err != nil {

@@ -456,8 +456,10 @@ func (w *sqliteWriter) deleteIoCs(ctx context.Context, ids []int64) error {
 	if _, err := w.tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
 		return err
 	}
-	_, err := w.tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids))
-	return err
+	if _, err := w.tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids)); err != nil {
+		return err
+	}
+	return dropGoneOrderKeys(ctx, w.tx, ids)
 }
 
 // inlineSource is the source of a's inline sighting, or NULL.

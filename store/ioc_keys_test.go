@@ -485,3 +485,68 @@ func ticker(t *testing.T, k *store.KeyIndexer) func() {
 		}
 	}
 }
+
+// Whatever deletes IoCs deletes their order keys with them (the sweeper,
+// a feed's removal, an allowlist's removal): walks of the orders never
+// meet the keys of IoCs that are gone, and the IoCs that stay keep theirs.
+func TestDeletedIoCsTakeTheirOrderKeys(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		short, long, other := newFeed(t, s, "short"), newFeed(t, s, "long"), newFeed(t, s, "other")
+		var expiring, staying, going []ioc.Indicator
+		for i := range 20 {
+			expiring = append(expiring, dom(fmt.Sprintf("e%02d.example", i), "src", i))
+			staying = append(staying, dom(fmt.Sprintf("s%02d.example", i), "src", i))
+			going = append(going, dom(fmt.Sprintf("g%02d.example", i), "src", i))
+		}
+		// Two sightings of s00 (one expiring): it stays, recomputed.
+		apply(t, s, store.Batch{FeedID: short, Now: t0, Retention: day, Indicators: append(expiring, staying[0])})
+		apply(t, s, store.Batch{FeedID: long, Now: t0, Retention: 30 * day, Indicators: staying})
+		apply(t, s, store.Batch{FeedID: other, Now: t0, Retention: 30 * day, Indicators: going})
+		apply(t, s, store.Batch{FeedID: long, Now: t0, Retention: 30 * day, Indicators: []ioc.Indicator{
+			{Kind: ioc.IP, Value: "203.0.113.9", Source: "src", Score: 50}}})
+		catchUp := func() {
+			for caught := false; !caught; {
+				var err error
+				if caught, err = s.CatchUpKeys(ctx, 1000); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		catchUp()
+		gone := func() int {
+			return orderKeyCount(t, s, " x WHERE NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id)")
+		}
+		live := func() int {
+			return orderKeyCount(t, s, " x WHERE EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id)")
+		}
+		if n := live(); n != 4*61 {
+			t.Fatalf("%d order keys of stored IoCs, want 4 × 61", n)
+		}
+
+		if _, n, err := s.SweepExpired(ctx, t0.Add(2*day), 0); err != nil || n != 20 {
+			t.Fatalf("the sweeper expired %d IoCs, %v; want 20", n, err)
+		}
+		if n := gone(); n != 0 {
+			t.Errorf("%d order keys of swept IoCs left", n)
+		}
+		if _, err := s.DeleteFeedSightings(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		if n := gone(); n != 0 {
+			t.Errorf("%d order keys of the IoCs of a deleted feed left", n)
+		}
+		if n, err := s.DeleteIoCsMatching(ctx, ioc.IP, "", func(v string) bool { return v == "203.0.113.9" }); err != nil || n != 1 {
+			t.Fatalf("the allowlist's removal deleted %d IoCs, %v; want 1", n, err)
+		}
+		if n := gone(); n != 0 {
+			t.Errorf("%d order keys of an allowlisted IoC left", n)
+		}
+		// s00 changed (its short sighting went): its keys are stale, not
+		// gone, until the indexer makes them anew; the others hold.
+		catchUp()
+		if n := live(); n != 4*20 {
+			t.Errorf("%d order keys of the 20 IoCs left, want 4 × 20", n)
+		}
+	})
+}

@@ -78,6 +78,11 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In
 		return 0, err
 	}
 	n, _ := r.RowsAffected()
+	if n > 0 {
+		if err := dropGoneOrderKeys(ctx, tx, ids); err != nil {
+			return n, err
+		}
+	}
 	exec := txExec(tx)
 	if err := stampChange(ctx, exec); err != nil {
 		return n, err
@@ -124,6 +129,9 @@ func deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond string, lim
 	}
 	if deleted, _ = r.RowsAffected(); deleted == 0 {
 		return len(ids), 0, nil
+	}
+	if err := dropGoneOrderKeys(ctx, tx, ids); err != nil {
+		return len(ids), deleted, err
 	}
 	return len(ids), deleted, bumpIoCStats(ctx, txExec(tx), -deleted)
 }
