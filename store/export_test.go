@@ -16,6 +16,9 @@ func SetOverviewCost(s *Store, d time.Duration) {
 // RecentKeysMax lets tests take the plain path of keyed pages.
 var RecentKeysMax = &recentKeysMax
 
+// RecentKeysShare lets tests make recentKeysMax the cap at any size.
+var RecentKeysShare = &recentKeysShare
+
 // DenseKind lets tests take pageByType's id-order path with few IoCs.
 var DenseKind = &denseKind
 

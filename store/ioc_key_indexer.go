@@ -6,15 +6,31 @@ import (
 	"time"
 )
 
-// KeyIndexer keeps the key tables: ingestion's batches come first, so it
-// catches up when the IoCs have been quiet for a tick, or, under constant
-// writes, one chunk at a time once the tables have lagged for MaxLag.
+// KeyIndexer keeps the key tables. It catches up when the IoCs have been
+// quiet for a tick. Under constant writes it keeps pace: while more than
+// KeepUnder IoCs changed since the tables' stamp, it takes chunks for up
+// to Budget of each tick; with fewer, a chunk once they have lagged for
+// MaxLag. A keyed page reads the IoCs changed since from iocs and sorts
+// them, which costs about a millisecond per 5,000 of them: with the tables
+// a whole ingest run behind (500,000 IoCs at 10,000,000), first pages took
+// 0.1-0.6 s that way and 1-13 s by the plain query (docs/benchmarks.md,
+// "Growth curve").
 type KeyIndexer struct {
 	Store *Store
 	// Chunk is DefaultKeyChunk when zero.
 	Chunk int
 	// MaxLag is DefaultKeyLag when zero.
 	MaxLag time.Duration
+	// KeepUnder is DefaultKeepUnder when zero.
+	KeepUnder int
+	// Budget is how long a tick under constant writes may spend catching
+	// up: DefaultKeyBudget when zero. On SQLite the chunks and the batches
+	// share the one writer, so a budget of half the tick leaves ingestion
+	// half of it at least; on PostgreSQL they write beside each other, and
+	// the budget bounds the indexer to half a core.
+	Budget time.Duration
+	// Clock measures the budget (time.Now when nil).
+	Clock func() time.Time
 
 	lastStamp   int64
 	behindSince time.Time
@@ -30,18 +46,37 @@ type KeyIndexer struct {
 }
 
 // DefaultKeyLag is how long the key tables may lag behind constant writes
-// before the indexer takes a chunk between batches.
+// by fewer than KeepUnder IoCs before the indexer takes a chunk between
+// batches.
 const DefaultKeyLag = 30 * time.Second
+
+// DefaultKeepUnder is how many changed IoCs the key tables may lag behind
+// constant writes before the indexer takes chunks every tick: a keyed page
+// sorts that many in a few milliseconds.
+const DefaultKeepUnder = 20_000
+
+// DefaultKeyBudget is how long a tick under constant writes may catch up:
+// half of the runner's one-second tick.
+const DefaultKeyBudget = 500 * time.Millisecond
 
 // Tick does the indexer's work of one tick at now: call it every second or
 // so.
 func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
-	chunk, maxLag := k.Chunk, k.MaxLag
+	chunk, maxLag, keepUnder, budget, clock := k.Chunk, k.MaxLag, k.KeepUnder, k.Budget, k.Clock
 	if chunk <= 0 {
 		chunk = DefaultKeyChunk
 	}
 	if maxLag <= 0 {
 		maxLag = DefaultKeyLag
+	}
+	if keepUnder <= 0 {
+		keepUnder = DefaultKeepUnder
+	}
+	if budget <= 0 {
+		budget = DefaultKeyBudget
+	}
+	if clock == nil {
+		clock = time.Now
 	}
 	var keysStamp, stamp, version int64
 	if err := k.Store.reader().QueryRowContext(ctx, `SELECT k.stamp, st.stamp, st.version FROM ioc_keys_state k, ioc_stats st
@@ -55,6 +90,15 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version); err != nil {
 	} else {
 		if k.behindSince.IsZero() {
 			k.behindSince = now
+		}
+		if !quiet {
+			changed, err := k.Store.changedSince(ctx, keysStamp, keepUnder+1)
+			if err != nil {
+				return err
+			}
+			if changed > keepUnder {
+				return k.keepPace(ctx, chunk, clock, budget, now)
+			}
 		}
 		if quiet || now.Sub(k.behindSince) >= maxLag {
 			for {
@@ -77,6 +121,26 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version); err != nil {
 		return nil
 	}
 	return k.clean(ctx, version, chunk)
+}
+
+// keepPace takes chunks until the tables are caught up or budget has
+// passed (at least one chunk).
+func (k *KeyIndexer) keepPace(ctx context.Context, chunk int, clock func() time.Time, budget time.Duration, now time.Time) error {
+	start := clock()
+	for {
+		caught, err := k.Store.CatchUpKeys(ctx, chunk)
+		if err != nil {
+			return err
+		}
+		if caught {
+			k.behindSince = time.Time{}
+			return nil
+		}
+		if clock().Sub(start) >= budget {
+			k.behindSince = now
+			return nil
+		}
+	}
 }
 
 // clean takes the cleaner's next chunk, unless it rests.

@@ -66,10 +66,10 @@ func TestKeyedPagesFollowEveryChange(t *testing.T) {
 		checkKeyedPages(t, s, "after changes")
 		// More changed since the keys than a keyed page sorts: the plain
 		// query answers the same.
-		saved := *store.RecentKeysMax
-		*store.RecentKeysMax = 1
+		saved, savedShare := *store.RecentKeysMax, *store.RecentKeysShare
+		*store.RecentKeysMax, *store.RecentKeysShare = 1, 1<<40
 		checkKeyedPages(t, s, "after changes, the keys far behind")
-		*store.RecentKeysMax = saved
+		*store.RecentKeysMax, *store.RecentKeysShare = saved, savedShare
 
 		for !caught {
 			if caught, err = s.CatchUpKeys(ctx, 15); err != nil {
@@ -151,6 +151,55 @@ func TestKeyIndexerWaitsForQuiet(t *testing.T) {
 		tick()
 		if got := scoreKeys(t, s); got != 3*62 {
 			t.Fatalf("%d keys after a quiet tick, want %d", got, 3*62)
+		}
+	})
+}
+
+// Under constant writes, once more IoCs changed since the key tables'
+// stamp than KeepUnder, the indexer takes chunks every tick, as many as
+// its budget allows: the tables stay within a batch or two of the writes
+// when it has the time, and it never takes more than its budget.
+func TestKeyIndexerKeepsPace(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "f")
+		n := 0
+		batch := func() {
+			var inds []ioc.Indicator
+			for i := range 3 {
+				inds = append(inds, dom(fmt.Sprintf("p%d-%d.example", n, i), "src", 50, "t"))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: 10 * day, Indicators: inds})
+			n++
+		}
+		behind := func() int {
+			return countRows(t, s, "iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)")
+		}
+		// Each chunk takes 100 ms by this clock: five fit in the budget.
+		var clockNow time.Time
+		clock := func() time.Time { clockNow = clockNow.Add(100 * time.Millisecond); return clockNow }
+		k := &store.KeyIndexer{Store: s, Chunk: 2, MaxLag: time.Hour, KeepUnder: 5, Budget: 500 * time.Millisecond, Clock: clock}
+		tick := ticker(t, k)
+		batch()
+		tick()
+		for range 10 {
+			batch()
+			tick()
+			if b := behind(); b > 5+3 {
+				t.Fatalf("%d IoCs behind the keys after a tick, want at most KeepUnder and a batch (8)", b)
+			}
+		}
+		if b := behind(); b == 0 {
+			t.Fatal("caught up under constant writes: the test does not keep writing")
+		}
+		// A chunk takes a whole second: one a tick, whatever is behind.
+		k.Clock = func() time.Time { clockNow = clockNow.Add(time.Second); return clockNow }
+		for range 5 {
+			before := behind()
+			batch()
+			tick()
+			if got, want := behind(), before+3-2; before > 5 && got != want {
+				t.Fatalf("%d IoCs behind after a tick with a budget of one chunk, want %d", got, want)
+			}
 		}
 	})
 }
