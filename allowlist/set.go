@@ -185,15 +185,22 @@ func (s *Set) Matches(kind ioc.Kind, value string) []Warning {
 }
 
 // ListCovers reports whether the list name (built-in or own) matches the
-// value, whatever its action; it is what removing the IoCs of a list that
-// turns to drop asks.
+// value, whatever its action.
 func (s *Set) ListCovers(name string, kind ioc.Kind, value string) bool {
+	return s.ListsCover(map[string]bool{name: true}, kind, value)
+}
+
+// ListsCover reports whether one of the lists names (built-in or own)
+// matches the value, whatever their actions, in one lookup however many
+// lists: it is what removing the IoCs of the lists that turned to drop
+// asks of each stored IoC.
+func (s *Set) ListsCover(names map[string]bool, kind ioc.Kind, value string) bool {
 	found := false
 	for _, x := range []*Index{s.builtin, s.own} {
-		if x == nil {
+		if x == nil || found {
 			continue
 		}
-		x.each(kind, value, func(id uint16) bool { return x.lists[id].Name == name }, func(uint16, string) bool {
+		x.each(kind, value, func(id uint16) bool { return names[x.lists[id].Name] }, func(uint16, string) bool {
 			found = true
 			return false
 		})

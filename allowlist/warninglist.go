@@ -91,6 +91,16 @@ type Warninglist struct {
 	exactNames bool
 }
 
+// MatchedKinds are the kinds of indicator the list can match: its Kinds,
+// and URLs when it matches their hosts (a list of domains).
+func (l *Warninglist) MatchedKinds() []ioc.Kind {
+	k := l.kinds
+	if l.urlHosts {
+		k |= kindBits[ioc.URL]
+	}
+	return k.list()
+}
+
 // Parsed is a list with its entries, as ParseMISP and ParseText return it.
 type Parsed struct {
 	List *Warninglist

@@ -79,13 +79,12 @@ func parseAction(action string) (allowlist.Action, error) {
 // SetWarninglistAction changes a list's action, here and on the other
 // instances: flag and off take effect with the reload (warnings are read
 // from the lists in force); drop also has the stored IoCs the list matches
-// removed in the background (the list's row says so until it finished),
-// so removed is 0: a list of millions of entries is not scanned within the
-// request.
-func (a *Allowlist) SetWarninglistAction(ctx context.Context, name, action string) (removed int64, err error) {
+// removed in the background (the list's row says so until it finished):
+// a list of millions of entries is not scanned within the request.
+func (a *Allowlist) SetWarninglistAction(ctx context.Context, name, action string) error {
 	act, err := parseAction(action)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	var found *allowlist.ListState
 	for _, l := range a.inForce.Set().Lists() {
@@ -95,7 +94,7 @@ func (a *Allowlist) SetWarninglistAction(ctx context.Context, name, action strin
 		}
 	}
 	if found == nil {
-		return 0, store.ErrNotFound
+		return store.ErrNotFound
 	}
 	if found.Builtin {
 		err = a.st.SetBuiltinWarninglistAction(ctx, name, string(act))
@@ -103,16 +102,20 @@ func (a *Allowlist) SetWarninglistAction(ctx context.Context, name, action strin
 		err = a.st.SetOwnWarninglistAction(ctx, name, string(act))
 	}
 	if err != nil {
-		return 0, err
+		return err
 	}
 	a.audit.Record(ctx, audit.WarninglistAction, warninglistTarget(name), map[string]any{"from": string(found.Action), "to": string(act)})
-	return a.applied(ctx, name, act)
+	a.applied(ctx, name, act)
+	return nil
 }
 
 // applied puts a change of the lists in force here and on the other
 // instances, and starts removing in the background what a dropping list
 // matches (the store marked that removal pending with the action).
-func (a *Allowlist) applied(ctx context.Context, name string, act allowlist.Action) (int64, error) {
+//
+// A reload that fails is logged, not returned: the change is stored and
+// announced, and every instance reads it again at its next refresh.
+func (a *Allowlist) applied(ctx context.Context, name string, act allowlist.Action) {
 	if err := a.inForce.Load(ctx); err != nil {
 		a.log.Warn("Unable to reload the warninglists", "error", err)
 	}
@@ -120,12 +123,11 @@ func (a *Allowlist) applied(ctx context.Context, name string, act allowlist.Acti
 	if act == allowlist.Drop {
 		a.inForce.RemoveListInBackground(ctx, name)
 	}
-	return 0, nil
 }
 
 // ImportWarninglist stores an own list (MISP warninglist JSON or plain
 // text, see allowlist.Parse) with its action and puts it in force.
-func (a *Allowlist) ImportWarninglist(ctx context.Context, name string, content []byte, action string) (*allowlist.Parsed, int64, error) {
+func (a *Allowlist) ImportWarninglist(ctx context.Context, name string, content []byte, action string) (*allowlist.Parsed, error) {
 	return a.importList(ctx, name, content, action, "", "")
 }
 
@@ -136,38 +138,38 @@ const MaxWarninglistURL = 2048
 // policy and stores it as ImportWarninglist does, with its URL and ETag:
 // ingestion fetches it again daily (ingest.WarninglistRefresh), sending
 // the ETag, and replaces it when it changed.
-func (a *Allowlist) SubscribeWarninglist(ctx context.Context, name, rawURL, action string) (*allowlist.Parsed, int64, error) {
+func (a *Allowlist) SubscribeWarninglist(ctx context.Context, name, rawURL, action string) (*allowlist.Parsed, error) {
 	if _, err := parseAction(action); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if err := allowlist.CheckName(name); err != nil {
-		return nil, 0, store.Invalid("name", "%s", strings.TrimPrefix(err.Error(), allowlist.ErrInvalidList.Error()+": "))
+		return nil, store.Invalid("name", "%s", strings.TrimPrefix(err.Error(), allowlist.ErrInvalidList.Error()+": "))
 	}
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil || len(rawURL) > MaxWarninglistURL || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, 0, store.Invalid("url", "an http or https URL of at most %d bytes", MaxWarninglistURL)
+		return nil, store.Invalid("url", "an http or https URL of at most %d bytes", MaxWarninglistURL)
 	}
 	if u.User != nil {
-		return nil, 0, store.Invalid("url", "the URL carries user information")
+		return nil, store.Invalid("url", "the URL carries user information")
 	}
 	content, etag, _, err := a.inForce.FetchWarninglist(ctx, u.String(), "")
 	if err != nil {
-		return nil, 0, store.Invalid("url", "unable to fetch the list: %s", ioc.MaskURLs(err.Error()))
+		return nil, store.Invalid("url", "unable to fetch the list: %s", ioc.MaskURLs(err.Error()))
 	}
 	return a.importList(ctx, name, content, action, u.String(), etag)
 }
 
-func (a *Allowlist) importList(ctx context.Context, name string, content []byte, action, url, etag string) (*allowlist.Parsed, int64, error) {
+func (a *Allowlist) importList(ctx context.Context, name string, content []byte, action, url, etag string) (*allowlist.Parsed, error) {
 	act, err := parseAction(action)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if len(content) > MaxWarninglistContent {
-		return nil, 0, store.Invalid("content", "at most %d bytes, got %d", MaxWarninglistContent, len(content))
+		return nil, store.Invalid("content", "at most %d bytes, got %d", MaxWarninglistContent, len(content))
 	}
 	for _, l := range allowlist.Builtin() {
 		if l.Name == name || name == allowlist.ListUser {
-			return nil, 0, store.Invalid("name", "%q names a built-in list", name)
+			return nil, store.Invalid("name", "%q names a built-in list", name)
 		}
 	}
 	p, err := allowlist.Parse(name, content)
@@ -176,7 +178,7 @@ func (a *Allowlist) importList(ctx context.Context, name string, content []byte,
 		if allowlist.CheckName(name) != nil {
 			field = "name"
 		}
-		return nil, 0, store.Invalid(field, "%s", strings.TrimPrefix(err.Error(), allowlist.ErrInvalidList.Error()+": "))
+		return nil, store.Invalid(field, "%s", strings.TrimPrefix(err.Error(), allowlist.ErrInvalidList.Error()+": "))
 	}
 	w := &store.Warninglist{Name: name, Action: string(act), Content: content, URL: url, ETag: etag}
 	if url != "" {
@@ -185,17 +187,17 @@ func (a *Allowlist) importList(ctx context.Context, name string, content []byte,
 	}
 	if err := a.st.AddWarninglist(ctx, w, MaxWarninglists); err != nil {
 		if errors.Is(err, store.ErrWarninglistsFull) {
-			return nil, 0, store.Invalid("name", "at most %d lists of your own", MaxWarninglists)
+			return nil, store.Invalid("name", "at most %d lists of your own", MaxWarninglists)
 		}
 		if errors.Is(err, store.ErrConflict) {
-			return nil, 0, store.Invalid("name", "a list is named %q already", name)
+			return nil, store.Invalid("name", "a list is named %q already", name)
 		}
-		return nil, 0, err
+		return nil, err
 	}
 	a.audit.Record(ctx, audit.WarninglistImport, warninglistTarget(name), map[string]any{"action": string(act),
 		"entries": p.List.Entries, "type": p.List.Type, "url": ioc.MaskURL(url)})
-	removed, err := a.applied(ctx, name, act)
-	return p, removed, err
+	a.applied(ctx, name, act)
+	return p, nil
 }
 
 // DeleteWarninglist deletes an own list: what it dropped is stored again by
@@ -205,8 +207,8 @@ func (a *Allowlist) DeleteWarninglist(ctx context.Context, name string) error {
 		return err
 	}
 	a.audit.Record(ctx, audit.WarninglistDelete, warninglistTarget(name), nil)
-	_, err := a.applied(ctx, name, allowlist.Off)
-	return err
+	a.applied(ctx, name, allowlist.Off)
+	return nil
 }
 
 func warninglistTarget(name string) audit.Target {

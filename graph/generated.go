@@ -4523,10 +4523,10 @@ input WarninglistSubscribeInput {
 type WarninglistChanged {
   list: Warninglist!
   """
-  Always 0 now: a list turned to DROP has the stored indicators it matches
+  Always 0: a list turned to DROP has the stored indicators it matches
   removed in the background (list.removing is true until they are gone).
   """
-  removedIocs: Int!
+  removedIocs: Int! @deprecated(reason: "Always 0: what a dropping list matches is removed in the background; select list { removing } instead.")
 }
 
 "A list that matches an indicator's value, and the entry that does."

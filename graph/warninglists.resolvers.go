@@ -18,15 +18,14 @@ func (r *mutationResolver) SetWarninglistAction(ctx context.Context, name string
 	if err != nil {
 		return nil, err
 	}
-	removed, err := a.SetWarninglistAction(ctx, name, string(action))
-	if err != nil {
+	if err := a.SetWarninglistAction(ctx, name, string(action)); err != nil {
 		return nil, err
 	}
 	l, err := r.warninglistByName(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return &model.WarninglistChanged{List: l, RemovedIocs: int(removed)}, nil
+	return &model.WarninglistChanged{List: l}, nil
 }
 
 func (r *mutationResolver) ImportWarninglist(ctx context.Context, input model.WarninglistImportInput) (*model.WarninglistChanged, error) {
@@ -34,15 +33,14 @@ func (r *mutationResolver) ImportWarninglist(ctx context.Context, input model.Wa
 	if err != nil {
 		return nil, err
 	}
-	_, removed, err := a.ImportWarninglist(ctx, input.Name, []byte(input.Content), string(input.Action))
-	if err != nil {
+	if _, err := a.ImportWarninglist(ctx, input.Name, []byte(input.Content), string(input.Action)); err != nil {
 		return nil, err
 	}
 	l, err := r.warninglistByName(ctx, input.Name)
 	if err != nil {
 		return nil, err
 	}
-	return &model.WarninglistChanged{List: l, RemovedIocs: int(removed)}, nil
+	return &model.WarninglistChanged{List: l}, nil
 }
 
 func (r *mutationResolver) SubscribeWarninglist(ctx context.Context, input model.WarninglistSubscribeInput) (*model.WarninglistChanged, error) {
@@ -50,8 +48,7 @@ func (r *mutationResolver) SubscribeWarninglist(ctx context.Context, input model
 	if err != nil {
 		return nil, err
 	}
-	_, removed, err := a.SubscribeWarninglist(ctx, input.Name, input.URL, string(input.Action))
-	if err != nil {
+	if _, err := a.SubscribeWarninglist(ctx, input.Name, input.URL, string(input.Action)); err != nil {
 		return nil, err
 	}
 	l, err := r.warninglistByName(ctx, input.Name)
@@ -60,7 +57,7 @@ func (r *mutationResolver) SubscribeWarninglist(ctx context.Context, input model
 	}
 	masked := ioc.MaskURL(input.URL)
 	l.URL = &masked
-	return &model.WarninglistChanged{List: l, RemovedIocs: int(removed)}, nil
+	return &model.WarninglistChanged{List: l}, nil
 }
 
 func (r *mutationResolver) DeleteWarninglist(ctx context.Context, name string) (bool, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/99designs/gqlgen/client"
 
+	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -99,11 +100,10 @@ func TestWarninglistsAPI(t *testing.T) {
 		}
 
 		// Off unmarks, flag marks again, drop removes.
-		const setAction = `mutation($n: String!, $a: WarninglistAction!) { setWarninglistAction(name: $n, action: $a) { list { name action } removedIocs } }`
+		const setAction = `mutation($n: String!, $a: WarninglistAction!) { setWarninglistAction(name: $n, action: $a) { list { name action } } }`
 		var set struct {
 			SetWarninglistAction struct {
-				List        struct{ Name, Action string }
-				RemovedIocs int
+				List struct{ Name, Action string }
 			}
 		}
 		a.must(setAction, &set, map[string]any{"n": "dynamic-dns", "a": "OFF"})
@@ -116,12 +116,25 @@ func TestWarninglistsAPI(t *testing.T) {
 		if len(page.Iocs.Nodes) != 1 {
 			t.Errorf("flag again: flagged %q", page.values())
 		}
-		// Drop removes in the background: the answer counts nothing.
+		// Drop removes in the background (list.removing says so meanwhile).
 		a.must(setAction, &set, map[string]any{"n": "dynamic-dns", "a": "DROP"})
 		a.runner.Allowlist().WaitRemovals()
 		a.must(warnedQuery, &page, nil)
-		if set.SetWarninglistAction.RemovedIocs != 0 || slices.Contains(page.values(), "a.duckdns.org") || len(page.Iocs.Nodes) != 3 {
+		if set.SetWarninglistAction.List.Action != "DROP" || slices.Contains(page.values(), "a.duckdns.org") || len(page.Iocs.Nodes) != 3 {
 			t.Errorf("drop: %+v, left %q", set, page.values())
+		}
+		// removedIocs is deprecated, not gone: a client that still selects
+		// it is answered 0, and the schema tells it what to read instead.
+		var dead struct{ SetWarninglistAction struct{ RemovedIocs int } }
+		dead.SetWarninglistAction.RemovedIocs = -1
+		a.must(`mutation { setWarninglistAction(name: "dynamic-dns", action: DROP) { removedIocs } }`, &dead, nil)
+		a.runner.Allowlist().WaitRemovals()
+		if n := dead.SetWarninglistAction.RemovedIocs; n != 0 {
+			t.Errorf("deprecated removedIocs = %d, want 0", n)
+		}
+		field := graph.NewSchema(&graph.Resolver{}).Schema().Types["WarninglistChanged"].Fields.ForName("removedIocs")
+		if d := field.Directives.ForName("deprecated"); d == nil || !strings.Contains(d.Arguments.ForName("reason").Value.Raw, "list { removing }") {
+			t.Errorf("removedIocs is not deprecated in favour of list { removing }: %+v", field.Directives)
 		}
 		var removing struct {
 			Warninglists []struct {
@@ -139,7 +152,7 @@ func TestWarninglistsAPI(t *testing.T) {
 
 		// Own lists: plain text that flags, MISP JSON that drops.
 		const importList = `mutation($in: WarninglistImportInput!) { importWarninglist(input: $in) {
-			list { name type entryCount action builtin kinds } removedIocs } }`
+			list { name type entryCount action builtin kinds } } }`
 		var imp struct {
 			ImportWarninglist struct {
 				List struct {
@@ -148,12 +161,11 @@ func TestWarninglistsAPI(t *testing.T) {
 					Builtin            bool
 					Kinds              []string
 				}
-				RemovedIocs int
 			}
 		}
 		a.must(importList, &imp, map[string]any{"in": map[string]any{"name": "corp", "action": "FLAG",
 			"content": "# our ranges\n11.22.33.0/24\nintranet.corp.example\n"}})
-		if l := imp.ImportWarninglist.List; l.Type != "mixed" || l.EntryCount != 2 || l.Builtin || l.Action != "FLAG" || imp.ImportWarninglist.RemovedIocs != 0 {
+		if l := imp.ImportWarninglist.List; l.Type != "mixed" || l.EntryCount != 2 || l.Builtin || l.Action != "FLAG" {
 			t.Errorf("text import = %+v", imp.ImportWarninglist)
 		}
 		a.must(warnedQuery, &page, map[string]any{"w": "FLAGGED"})
@@ -163,7 +175,7 @@ func TestWarninglistsAPI(t *testing.T) {
 		a.must(importList, &imp, map[string]any{"in": map[string]any{"name": "known-good", "action": "DROP",
 			"content": `{"name": "Known good", "description": "d", "version": 3, "type": "string",
 				"list": ["0123456789ABCDEF0123456789ABCDEF"], "matching_attributes": ["md5", "filename|md5"]}`}})
-		if l := imp.ImportWarninglist.List; l.Type != "string" || !slices.Equal(l.Kinds, []string{"MD5"}) || imp.ImportWarninglist.RemovedIocs != 0 {
+		if l := imp.ImportWarninglist.List; l.Type != "string" || !slices.Equal(l.Kinds, []string{"MD5"}) {
 			t.Errorf("JSON import = %+v", imp.ImportWarninglist)
 		}
 		a.runner.Allowlist().WaitRemovals()
@@ -216,7 +228,7 @@ func TestWarninglistsAPI(t *testing.T) {
 
 		// Root only.
 		for _, q := range []string{`{ warninglists { name } }`, `mutation { deleteWarninglist(name: "known-good") }`,
-			`mutation { setWarninglistAction(name: "tranco10k", action: OFF) { removedIocs } }`} {
+			`mutation { setWarninglistAction(name: "tranco10k", action: OFF) { list { name } } }`} {
 			if errs := a.do(a.tenant, q, nil, nil); len(errs) != 1 || errs[0].Extensions.Code != "FORBIDDEN" {
 				t.Errorf("tenant %s: %+v", q, errs)
 			}

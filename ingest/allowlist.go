@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,9 +58,10 @@ type Allowlist struct {
 	removeRunning bool
 	removeAgain   bool
 	removals      sync.WaitGroup
-	// removalPage, when not nil, is called before each page of a list's
-	// removal is read (tests hold a removal with it).
-	removalPage func(ctx context.Context, list string)
+	// removalPage, when not nil, is called before each page of a removal
+	// is read, with the lists it removes (tests hold and count removals
+	// with it).
+	removalPage func(ctx context.Context, lists []string)
 }
 
 // NewAllowlist returns the built-in lists; Load reads the user entries.
@@ -231,43 +234,8 @@ func (a *Allowlist) RemoveAgainLater(ctx context.Context, e store.AllowlistEntry
 	}()
 }
 
-// RemoveListed removes the stored IoCs that the allowlist in force covers:
-// those stored before a list or entry existed (an upgrade, an entry added
-// while this instance was down).
-func (a *Allowlist) RemoveListed(ctx context.Context) (int64, error) {
-	set := a.cur.Load()
-	var total int64
-	for _, kind := range []ioc.Kind{ioc.IP, ioc.Domain, ioc.URL, ioc.MD5, ioc.SHA1, ioc.SHA256, ioc.CertSHA1} {
-		n, err := a.st.DeleteIoCsMatching(ctx, kind, "", func(v string) bool {
-			_, ok := set.Match(kind, v)
-			return ok
-		})
-		total += n
-		if err != nil {
-			return total, err
-		}
-	}
-	return total, nil
-}
-
-// RemoveListedInBackground runs RemoveListed on a goroutine of its own
-// until ctx ends; Wait waits for it.
-func (a *Allowlist) RemoveListedInBackground(ctx context.Context) {
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		n, err := a.RemoveListed(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			a.log.Warn("Unable to remove allowlisted indicators", "error", err)
-		case n > 0:
-			a.log.Info("Removed allowlisted indicators", "count", n)
-		}
-	}()
-}
-
-// errRemovalStopped ends a list's removal: its action is no longer drop.
-var errRemovalStopped = errors.New("ingest: the list no longer drops")
+// errRemovalStopped ends a removal: none of its lists drops any longer.
+var errRemovalStopped = errors.New("ingest: the lists no longer drop")
 
 // background is the context removals run in: Watch's, or ctx without its
 // cancellation (a request's) when Watch has not started.
@@ -347,84 +315,178 @@ func (a *Allowlist) RemovePendingInBackground(ctx context.Context) {
 // ended.
 func (a *Allowlist) WaitRemovals() { a.removals.Wait() }
 
+// StartRemovals is what a start does about the stored IoCs that dropping
+// lists match, without a scan when nothing changed: a built-in list that
+// drops and whose version or entry count differs from those its last
+// finished removal recorded (a new version shipped, a default turned to
+// drop, a database that never swept it) is marked pending, and the
+// pending removals (those, and any a stop cut short) run in the
+// background, once cluster-wide. A restart with nothing changed reads the
+// lists' rows and removes nothing.
+//
+// Nothing else needs a sweep at start. Own lists carry their pending
+// removal from their import, action change or refresh. A user entry's IoCs
+// are removed by the instance that adds it (feeds.Allowlist.Add: Remove at
+// once, RemoveAgainLater for the batches runs on any instance prepared
+// before they learned of it), whichever instance stored them; only a stop
+// within allowlistSettle of the addition loses that second pass.
+func (a *Allowlist) StartRemovals(ctx context.Context) error {
+	rows, err := a.st.Warninglists(ctx, false)
+	if err != nil {
+		return err
+	}
+	byName := map[string]store.Warninglist{}
+	for _, r := range rows {
+		byName[r.Name] = r
+	}
+	for _, l := range a.cur.Load().Lists() {
+		if !l.Builtin || l.Action != allowlist.Drop {
+			continue
+		}
+		sw := sweepOf(l.Warninglist)
+		if r, ok := byName[l.Name]; ok && r.Swept(sw) {
+			continue
+		}
+		marked, err := a.st.MarkBuiltinWarninglistSweep(ctx, l.Name, sw, l.Default == allowlist.Drop)
+		if err != nil {
+			return err
+		}
+		if marked {
+			a.log.Info("Removing the stored indicators a changed built-in warninglist drops", "list", l.Name, "version", l.Version)
+		}
+	}
+	a.RemovePendingInBackground(ctx)
+	return nil
+}
+
+func sweepOf(l *allowlist.Warninglist) store.WarninglistSweep {
+	return store.WarninglistSweep{Version: l.Version, Entries: int64(l.Entries)}
+}
+
 // RemovePending removes the stored IoCs that the lists whose removal is
-// pending match, a list at a time in pages of a few thousand IoCs, each
-// deleted in a short transaction of its own; before each page it reads
-// whether the removal is still pending, so that a list turned to flag or
-// off stops being removed. A list's removal is cleared when it finished.
-// One instance at a time removes (a cluster-wide lock); on the others it
-// returns at once. A removal cut short by a stop is pending still, and the
-// next start (or reload on another instance) takes it up again.
+// pending match, all of them in one walk over the stored IoCs (of the
+// kinds they apply to) in pages of a few thousand, each deleted in a short
+// transaction of its own. Before each page it reads which removals are
+// still pending, so that a list turned to flag or off stops being removed,
+// and rests as long as the last page took (removalRest). A list's removal
+// is cleared when the walk finished, and a built-in list's row records
+// the version and entry count swept. One instance at a time removes (a
+// cluster-wide lock); on the others it returns at once. A removal cut
+// short by a stop is pending still, and the next start (or reload on
+// another instance) takes it up again, from the start of the walk.
 func (a *Allowlist) RemovePending(ctx context.Context) error {
 	unlock, ok, err := a.st.TryLockWarninglistRemoval(ctx)
 	if err != nil || !ok {
 		return err
 	}
 	defer unlock()
-	rows, err := a.st.Warninglists(ctx, false)
+	pending, err := a.st.PendingWarninglistRemovals(ctx)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	// The lists in force have the action that made them pending.
+	if err := a.Load(ctx); err != nil {
+		return err
+	}
+	set := a.cur.Load()
+	dropping := map[string]*allowlist.Warninglist{}
+	for _, l := range set.Lists() {
+		if l.Action == allowlist.Drop {
+			dropping[l.Name] = l.Warninglist
+		}
+	}
+	sweep := map[string]bool{}
+	for _, name := range pending {
+		if dropping[name] != nil {
+			sweep[name] = true
+			continue
+		}
+		// Deleted, or turned to flag or off since it was read pending:
+		// nothing to remove.
+		if err := a.st.FinishWarninglistRemoval(ctx, name, nil); err != nil {
+			return err
+		}
+	}
+	names := slices.Sorted(maps.Keys(sweep))
+	n, err := a.removeLists(ctx, set, dropping, sweep)
+	if n > 0 {
+		a.log.Info("Removed dropped indicators", "list", strings.Join(names, ","), "count", n)
+	}
 	if err != nil {
 		return err
 	}
-	loaded := false
-	for _, r := range rows {
-		if !r.RemovalPending {
-			continue
+	for _, name := range slices.Sorted(maps.Keys(sweep)) {
+		var swept *store.WarninglistSweep
+		if l := dropping[name]; l.Builtin {
+			sw := sweepOf(l)
+			swept = &sw
 		}
-		if !loaded {
-			// The lists in force have the action that made it pending.
-			if err := a.Load(ctx); err != nil {
-				return err
-			}
-			loaded = true
-		}
-		n, err := a.removeList(ctx, r.Name)
-		if n > 0 {
-			a.log.Info("Removed dropped indicators", "list", r.Name, "count", n)
-		}
-		if errors.Is(err, errRemovalStopped) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if err := a.st.FinishWarninglistRemoval(ctx, r.Name); err != nil {
+		if err := a.st.FinishWarninglistRemoval(ctx, name, swept); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// removeList removes the stored IoCs that the list name matches while its
-// removal is pending (errRemovalStopped once it is not).
-func (a *Allowlist) removeList(ctx context.Context, name string) (int64, error) {
-	set := a.cur.Load()
-	var total int64
-	page := func(ctx context.Context) error {
-		if hook := a.removalPage; hook != nil {
-			hook(ctx, name)
-		}
-		pending, err := a.st.WarninglistRemovalPending(ctx, name)
-		if err != nil {
-			return err
-		}
-		if !pending {
-			return errRemovalStopped
-		}
-		return nil
-	}
-	for _, l := range set.Lists() {
-		if l.Name != name || l.Action != allowlist.Drop {
-			continue
-		}
-		for _, kind := range l.Kinds {
-			n, err := a.st.DeleteIoCsMatchingPaged(ctx, kind, "", func(v string) bool { return set.ListCovers(name, kind, v) }, page)
-			total += n
-			if err != nil {
-				return total, fmt.Errorf("ingest: unable to remove the indicators %s matches: %w", name, err)
+// removeLists removes the stored IoCs that the lists of sweep match, in
+// one walk for them all; before each page it takes out of sweep the lists
+// whose removal is no longer pending (they stop there, unfinished), and
+// ends when none is left.
+func (a *Allowlist) removeLists(ctx context.Context, set *allowlist.Set, lists map[string]*allowlist.Warninglist, sweep map[string]bool) (int64, error) {
+	var kinds []ioc.Kind
+	for name := range sweep {
+		for _, k := range lists[name].MatchedKinds() {
+			if !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
 			}
 		}
 	}
-	return total, nil
+	var last time.Time
+	page := func(ctx context.Context) error {
+		if !last.IsZero() {
+			if err := removalRest(ctx, time.Since(last)); err != nil {
+				return err
+			}
+		}
+		if hook := a.removalPage; hook != nil {
+			hook(ctx, slices.Sorted(maps.Keys(sweep)))
+		}
+		pending, err := a.st.PendingWarninglistRemovals(ctx)
+		if err != nil {
+			return err
+		}
+		maps.DeleteFunc(sweep, func(name string, _ bool) bool { return !slices.Contains(pending, name) })
+		if len(sweep) == 0 {
+			return errRemovalStopped
+		}
+		last = time.Now()
+		return nil
+	}
+	n, err := a.st.DeleteIoCsOfKindsMatching(ctx, kinds, func(kind ioc.Kind, v string) bool { return set.ListsCover(sweep, kind, v) }, page)
+	if errors.Is(err, errRemovalStopped) {
+		return n, nil
+	}
+	if err != nil {
+		return n, fmt.Errorf("ingest: unable to remove the indicators of dropping warninglists: %w", err)
+	}
+	return n, nil
+}
+
+// removalRest pauses a removal between two pages as long as the last one
+// took. A removal is one goroutine waiting in turn on the database, so its
+// work is at most one core at any moment; resting as much as it works
+// halves that on average, leaving room to ingestion and reads on a busy
+// node, and makes a removal of millions of IoCs take twice as long
+// (docs/decisions.md).
+func removalRest(ctx context.Context, took time.Duration) error {
+	t := time.NewTimer(took)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func (a *Allowlist) remove(ctx context.Context, e allowlist.Entry) (int64, error) {

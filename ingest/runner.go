@@ -225,9 +225,12 @@ func (r *Runner) Start(ctx context.Context) error {
 		r.opts.Allowlist.useClient(r.sources.Client())
 	}
 	r.opts.Allowlist.Watch(r.base, r.opts.ReconcileInterval)
-	r.opts.Allowlist.RemoveListedInBackground(r.base)
-	// A list's removal cut short by the last stop resumes.
-	r.opts.Allowlist.RemovePendingInBackground(r.base)
+	// A built-in list that drops and changed since its last removal, and a
+	// removal cut short by the last stop, are removed in the background;
+	// nothing else is scanned.
+	if err := r.opts.Allowlist.StartRemovals(r.base); err != nil {
+		return fmt.Errorf("ingest: unable to start the warninglists' removals: %w", err)
+	}
 	feeds, err := r.runs.EnabledFeeds(ctx)
 	if err != nil {
 		return err

@@ -33,12 +33,12 @@ func TestWarninglistChangeReachesOtherInstances(t *testing.T) {
 	if !flagged() {
 		t.Fatal("dynamic-dns does not flag by default")
 	}
-	if _, err := changes.SetWarninglistAction(ctx, "dynamic-dns", "off"); err != nil {
+	if err := changes.SetWarninglistAction(ctx, "dynamic-dns", "off"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "B to turn dynamic-dns off", 20*time.Second, func() bool { return !flagged() })
 
-	if _, _, err := changes.ImportWarninglist(ctx, "corp", []byte("11.22.33.0/24\n"), "drop"); err != nil {
+	if _, err := changes.ImportWarninglist(ctx, "corp", []byte("11.22.33.0/24\n"), "drop"); err != nil {
 		t.Fatal(err)
 	}
 	dropped := func() bool { m, ok := lb.Match(ioc.IP, "11.22.33.44"); return ok && m.List == "corp" }

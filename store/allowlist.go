@@ -101,25 +101,10 @@ const purgePage = 5000
 // deleted; each transaction that deleted some moves ioc_stats, so export
 // validators change.
 func (s *Store) DeleteIoCsMatching(ctx context.Context, kind ioc.Kind, pattern string, match func(value string) bool) (int64, error) {
-	return s.DeleteIoCsMatchingPaged(ctx, kind, pattern, match, nil)
-}
-
-// DeleteIoCsMatchingPaged is DeleteIoCsMatching calling page, when not
-// nil, before it reads each page: an error from page ends the deletion
-// with that error (what was deleted so far stays deleted).
-func (s *Store) DeleteIoCsMatchingPaged(ctx context.Context, kind ioc.Kind, pattern string, match func(value string) bool, page func(ctx context.Context) error) (int64, error) {
 	var deleted int64
 	var after int64
 	for {
-		if page != nil {
-			if err := page(ctx); err != nil {
-				return deleted, err
-			}
-		}
-		var rows []struct {
-			ID    int64  `bun:"id"`
-			Value string `bun:"value"`
-		}
+		var rows []idValue
 		q := s.DB.NewSelect().Table("iocs").Column("id", "value").
 			Where("type = ?", kind).Where("id > ?", after).Order("id").Limit(purgePage)
 		if pattern != "" {
@@ -138,36 +123,96 @@ func (s *Store) DeleteIoCsMatchingPaged(ctx context.Context, kind ioc.Kind, patt
 				ids = append(ids, r.ID)
 			}
 		}
-		if len(ids) == 0 {
-			continue
-		}
-		err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, "DELETE FROM ioc_texts WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
-				return err
-			}
-			r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids))
-			if err != nil {
-				return err
-			}
-			n, _ := r.RowsAffected()
-			deleted += n
-			if err := dropGoneOrderKeys(ctx, tx, ids); err != nil {
-				return err
-			}
-			exec := func(ctx context.Context, query string, args ...any) (int64, error) {
-				r, err := tx.ExecContext(ctx, strings.NewReplacer("$1", "?", "$2", "?").Replace(query), args...)
-				if err != nil {
-					return 0, err
-				}
-				return r.RowsAffected()
-			}
-			return bumpIoCStats(ctx, exec, -n)
-		})
+		n, err := s.deleteIoCs(ctx, ids)
+		deleted += n
 		if err != nil {
 			return deleted, fmt.Errorf("store: unable to delete allowlisted %s indicators: %w", kind, err)
 		}
 	}
+}
+
+// DeleteIoCsOfKindsMatching deletes the IoCs of the kinds for which match
+// is true, as DeleteIoCsMatching does, in ONE walk over the IoCs in id
+// order for all the kinds together (without an index on (type, id), a
+// walk per kind reads the whole table once per kind). It calls page, when
+// not nil, before it reads each page: an error from page ends the deletion
+// with that error (what was deleted so far stays deleted).
+func (s *Store) DeleteIoCsOfKindsMatching(ctx context.Context, kinds []ioc.Kind, match func(kind ioc.Kind, value string) bool, page func(ctx context.Context) error) (int64, error) {
+	if len(kinds) == 0 {
+		return 0, nil
+	}
+	var deleted int64
+	var after int64
+	for {
+		if page != nil {
+			if err := page(ctx); err != nil {
+				return deleted, err
+			}
+		}
+		var rows []idValue
+		err := s.DB.NewSelect().Table("iocs").Column("id", "type", "value").
+			Where("type IN (?)", bun.In(kinds)).Where("id > ?", after).Order("id").Limit(purgePage).Scan(ctx, &rows)
+		if err != nil {
+			return deleted, fmt.Errorf("store: unable to read indicators: %w", err)
+		}
+		var ids []int64
+		for _, r := range rows {
+			if match(r.Type, r.Value) {
+				ids = append(ids, r.ID)
+			}
+		}
+		n, err := s.deleteIoCs(ctx, ids)
+		deleted += n
+		if err != nil {
+			return deleted, fmt.Errorf("store: unable to delete allowlisted indicators: %w", err)
+		}
+		if len(rows) < purgePage {
+			return deleted, nil
+		}
+		after = rows[len(rows)-1].ID
+	}
+}
+
+// idValue is an IoC as the deletions read it.
+type idValue struct {
+	ID    int64    `bun:"id"`
+	Type  ioc.Kind `bun:"type"`
+	Value string   `bun:"value"`
+}
+
+// deleteIoCs deletes the IoCs ids with their sightings and texts in one
+// transaction, moving ioc_stats when it deleted some.
+func (s *Store) deleteIoCs(ctx context.Context, ids []int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var deleted int64
+	err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM ioc_texts WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
+			return err
+		}
+		r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids))
+		if err != nil {
+			return err
+		}
+		deleted, _ = r.RowsAffected()
+		if err := dropGoneOrderKeys(ctx, tx, ids); err != nil {
+			return err
+		}
+		exec := func(ctx context.Context, query string, args ...any) (int64, error) {
+			r, err := tx.ExecContext(ctx, strings.NewReplacer("$1", "?", "$2", "?").Replace(query), args...)
+			if err != nil {
+				return 0, err
+			}
+			return r.RowsAffected()
+		}
+		return bumpIoCStats(ctx, exec, -deleted)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return deleted, nil
 }

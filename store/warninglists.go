@@ -17,7 +17,10 @@ import (
 type Warninglist struct {
 	bun.BaseModel `bun:"table:warninglists"`
 
-	Name      string     `bun:"name,pk"`
+	Name string `bun:"name,pk"`
+	// Action is empty on the row of a built-in list whose action root
+	// never set: the row only records its sweep (MarkBuiltinWarninglistSweep),
+	// and the list keeps its default, whatever later versions make it.
 	Action    string     `bun:"action,notnull"`
 	Builtin   bool       `bun:"builtin,notnull"`
 	Content   []byte     `bun:"content"`
@@ -27,9 +30,26 @@ type Warninglist struct {
 	// RemovalPending is set while the stored IoCs a dropping list matches
 	// are being removed in the background (set with action "drop", cleared
 	// when the removal finished or the action changed).
-	RemovalPending bool      `bun:"removal_pending,notnull"`
-	UpdatedAt      time.Time `bun:"updated_at,notnull"`
-	CreatedAt      time.Time `bun:"created_at,notnull"`
+	RemovalPending bool `bun:"removal_pending,notnull"`
+	// SweptVersion and SweptEntries identify the content of a built-in
+	// list when its last removal finished (nil: never).
+	SweptVersion *int64    `bun:"swept_version"`
+	SweptEntries *int64    `bun:"swept_entries"`
+	UpdatedAt    time.Time `bun:"updated_at,notnull"`
+	CreatedAt    time.Time `bun:"created_at,notnull"`
+}
+
+// WarninglistSweep identifies the content of a built-in list that a
+// removal swept: the version it ships with and its entry count (a list of
+// ours edited without a new version still changes its count).
+type WarninglistSweep struct {
+	Version int64
+	Entries int64
+}
+
+// Swept reports whether the row records sw as its last finished removal.
+func (w *Warninglist) Swept(sw WarninglistSweep) bool {
+	return w.SweptVersion != nil && w.SweptEntries != nil && *w.SweptVersion == sw.Version && *w.SweptEntries == sw.Entries
 }
 
 // warninglistLockID serialises the bounded inserts of own lists on
@@ -191,6 +211,48 @@ func (s *Store) MarkWarninglistRemoval(ctx context.Context, name string) error {
 	return nil
 }
 
+// MarkBuiltinWarninglistSweep marks the removal of what the built-in list
+// name matches as pending if it drops (its row's action is drop, or empty
+// and defaultDrop) and its row does not record sw as swept; it makes the
+// row, with an empty action (the default in force), when there is none.
+// It reports whether it marked. The test and the mark are one statement,
+// so an instance starting while another finishes the same sweep does not
+// mark it again.
+func (s *Store) MarkBuiltinWarninglistSweep(ctx context.Context, name string, sw WarninglistSweep, defaultDrop bool) (bool, error) {
+	now := time.Now().UTC()
+	_, err := s.DB.NewInsert().Model(&Warninglist{Name: name, Builtin: true, UpdatedAt: now, CreatedAt: now}).
+		On("CONFLICT (name) DO NOTHING").Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("store: unable to add the row of %q: %w", name, err)
+	}
+	q := s.DB.NewUpdate().Model((*Warninglist)(nil)).Set("removal_pending = ?", true).
+		Where("name = ?", name).Where("builtin = ?", true).
+		Where("swept_version IS NULL OR swept_entries IS NULL OR swept_version <> ? OR swept_entries <> ?", sw.Version, sw.Entries)
+	if defaultDrop {
+		q = q.Where("action IN (?, '')", WarninglistDrop)
+	} else {
+		q = q.Where("action = ?", WarninglistDrop)
+	}
+	r, err := q.Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("store: unable to mark the removal of %q: %w", name, err)
+	}
+	n, _ := r.RowsAffected()
+	return n > 0, nil
+}
+
+// PendingWarninglistRemovals returns the names of the lists whose removal
+// is pending.
+func (s *Store) PendingWarninglistRemovals(ctx context.Context) ([]string, error) {
+	var names []string
+	err := s.DB.NewSelect().Model((*Warninglist)(nil)).Column("name").Where("removal_pending = ?", true).
+		Order("name").Scan(ctx, &names)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to read the pending removals: %w", err)
+	}
+	return names, nil
+}
+
 // WarninglistRemovalPending reports whether the list's removal is still
 // pending (false for a list without a row).
 func (s *Store) WarninglistRemovalPending(ctx context.Context, name string) (bool, error) {
@@ -202,10 +264,14 @@ func (s *Store) WarninglistRemovalPending(ctx context.Context, name string) (boo
 	return len(pending) == 1 && pending[0], nil
 }
 
-// FinishWarninglistRemoval clears the list's pending removal.
-func (s *Store) FinishWarninglistRemoval(ctx context.Context, name string) error {
-	_, err := s.DB.NewUpdate().Model((*Warninglist)(nil)).Set("removal_pending = ?", false).
-		Where("name = ?", name).Exec(ctx)
+// FinishWarninglistRemoval clears the list's pending removal and, for a
+// built-in list that swept (swept not nil), records what it swept.
+func (s *Store) FinishWarninglistRemoval(ctx context.Context, name string, swept *WarninglistSweep) error {
+	q := s.DB.NewUpdate().Model((*Warninglist)(nil)).Set("removal_pending = ?", false).Where("name = ?", name)
+	if swept != nil {
+		q = q.Set("swept_version = ?", swept.Version).Set("swept_entries = ?", swept.Entries)
+	}
+	_, err := q.Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("store: unable to finish the removal of %q: %w", name, err)
 	}

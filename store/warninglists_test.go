@@ -110,7 +110,7 @@ func TestWarninglistRemovalPending(t *testing.T) {
 			t.Error("a flagging list was marked for removal")
 		}
 		must(st.SetOwnWarninglistAction(ctx, "own-flag", "drop"))
-		must(st.FinishWarninglistRemoval(ctx, "own-flag"))
+		must(st.FinishWarninglistRemoval(ctx, "own-flag", nil))
 		if pending("own-flag") {
 			t.Error("a finished removal is pending still")
 		}
@@ -152,6 +152,109 @@ func TestWarninglistRemovalPending(t *testing.T) {
 		must(mig.Up(ctx, migrator, mig))
 		if pending("own-flag") {
 			t.Error("removal_pending is not false after up")
+		}
+	})
+}
+
+// TestWarninglistSweepRecords: a built-in list that drops is marked for a
+// sweep until a finished removal records its version and entry count, and
+// again when either differs; its row keeps the default action in force
+// (empty) until root sets one; a list that does not drop is never marked;
+// and the columns go down and up again.
+func TestWarninglistSweepRecords(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		mark := func(name string, sw store.WarninglistSweep, defaultDrop bool) bool {
+			t.Helper()
+			marked, err := st.MarkBuiltinWarninglistSweep(ctx, name, sw, defaultDrop)
+			must(err)
+			if p, err := st.WarninglistRemovalPending(ctx, name); err != nil || p != marked {
+				t.Errorf("%s marked %v, pending %v (%v)", name, marked, p, err)
+			}
+			return marked
+		}
+		row := func(name string) *store.Warninglist {
+			t.Helper()
+			w, err := st.Warninglist(ctx, name)
+			must(err)
+			return w
+		}
+		v1, v2 := store.WarninglistSweep{Version: 20260101, Entries: 10}, store.WarninglistSweep{Version: 20260202, Entries: 10}
+
+		if !mark("reserved", v1, true) {
+			t.Error("a dropping list without a row is not marked")
+		}
+		if w := row("reserved"); w.Action != "" || !w.Builtin || w.Swept(v1) {
+			t.Errorf("the row made for a sweep = %+v, want a built-in row with no action and nothing swept", w)
+		}
+		must(st.FinishWarninglistRemoval(ctx, "reserved", &v1))
+		if w := row("reserved"); !w.Swept(v1) || w.RemovalPending {
+			t.Errorf("after the sweep: %+v, want v1 swept", w)
+		}
+		if mark("reserved", v1, true) {
+			t.Error("a list swept at its version is marked again")
+		}
+		if !mark("reserved", v2, true) {
+			t.Error("a new version is not marked")
+		}
+		must(st.FinishWarninglistRemoval(ctx, "reserved", &v2))
+		if !mark("reserved", store.WarninglistSweep{Version: v2.Version, Entries: 11}, true) {
+			t.Error("another entry count at the same version is not marked")
+		}
+
+		// Root's actions: flag on a list that drops by default, drop on
+		// one that does not; a row without action for a list whose
+		// default no longer drops.
+		must(st.SetBuiltinWarninglistAction(ctx, "tranco10k", "flag"))
+		if mark("tranco10k", v1, true) {
+			t.Error("a list root turned to flag is marked")
+		}
+		must(st.SetBuiltinWarninglistAction(ctx, "vpn-ipv4", "drop"))
+		must(st.FinishWarninglistRemoval(ctx, "vpn-ipv4", &v1))
+		if mark("vpn-ipv4", v1, false) || !mark("vpn-ipv4", v2, false) {
+			t.Error("a list root turned to drop is not marked for its new version only")
+		}
+		if w := row("vpn-ipv4"); w.Action != "drop" {
+			t.Errorf("vpn-ipv4's action = %q after its sweeps, want drop", w.Action)
+		}
+		if !mark("sinkholes", v1, true) {
+			t.Fatal("sinkholes is not marked")
+		}
+		must(st.FinishWarninglistRemoval(ctx, "sinkholes", nil))
+		if mark("sinkholes", v2, false) {
+			t.Error("a row without action is marked for a list whose default does not drop")
+		}
+		must(st.SetBuiltinWarninglistAction(ctx, "sinkholes", "flag"))
+		if w := row("sinkholes"); w.Action != "flag" || w.SweptVersion != nil {
+			t.Errorf("sinkholes after root set flag = %+v", w)
+		}
+
+		var mig *migrate.Migration
+		for _, m := range migrations.Migrations.Sorted() {
+			if m.Name == "20270109000100" {
+				mig = &m
+			}
+		}
+		if mig == nil {
+			t.Fatal("no migration 20270109000100")
+		}
+		migrator := migrate.NewMigrator(st.DB, migrations.Migrations)
+		must(mig.Down(ctx, migrator, mig))
+		if _, err := st.DB.ExecContext(ctx, `SELECT swept_version FROM warninglists`); err == nil {
+			t.Error("warninglists.swept_version is there still after down")
+		}
+		if _, err := st.DB.ExecContext(ctx, `SELECT swept_entries FROM warninglists`); err == nil {
+			t.Error("warninglists.swept_entries is there still after down")
+		}
+		must(mig.Up(ctx, migrator, mig))
+		if w := row("vpn-ipv4"); w.SweptVersion != nil || w.SweptEntries != nil {
+			t.Errorf("after up: %+v, want nothing swept", w)
 		}
 	})
 }

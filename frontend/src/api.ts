@@ -920,7 +920,6 @@ export const SetWarninglistActionMutation = graphql(`
         action
         removing
       }
-      removedIocs
     }
   }
 `);
@@ -931,8 +930,8 @@ export const ImportWarninglistMutation = graphql(`
       list {
         name
         entryCount
+        removing
       }
-      removedIocs
     }
   }
 `);
@@ -943,8 +942,8 @@ export const SubscribeWarninglistMutation = graphql(`
       list {
         name
         entryCount
+        removing
       }
-      removedIocs
     }
   }
 `);

@@ -563,7 +563,7 @@ type Warninglist struct {
 
 type WarninglistChanged struct {
 	List *Warninglist `json:"list"`
-	// Always 0 now: a list turned to DROP has the stored indicators it matches
+	// Always 0: a list turned to DROP has the stored indicators it matches
 	// removed in the background (list.removing is true until they are gone).
 	RemovedIocs int `json:"removedIocs"`
 }

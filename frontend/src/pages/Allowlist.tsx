@@ -140,6 +140,9 @@ function AddEntryForm(props: { onClose: () => void }) {
 type List = ListsData['warninglists'][number] & { id: string };
 const listsKey = ['warninglists'];
 const actionLabels: Record<WarninglistAction, string> = { DROP: 'Drop', FLAG: 'Flag', OFF: 'Off' };
+// A list that drops has what it matches removed after the mutation answers
+// (list.removing until done), so the toast cannot give a count.
+const removingNote = '; the stored indicators it matches are being removed in the background';
 
 /** Warninglists is the table of every warninglist, with its action, and the import, subscribe and delete of one's own. */
 function Warninglists() {
@@ -156,7 +159,7 @@ function Warninglists() {
   const setAction = useMutation({
     mutationFn: (v: { name: string; action: WarninglistAction }) => request(SetWarninglistActionMutation, v).then((r) => r.setWarninglistAction),
     onSuccess: (r) => {
-      const removed = r.list.removing ? '; removing its stored indicators in the background' : '';
+      const removed = r.list.removing ? removingNote : '';
       toast.success(`${r.list.name} now ${actionLabels[r.list.action].toLowerCase()}s${removed}`);
       void qc.invalidateQueries({ queryKey: listsKey });
       void qc.invalidateQueries({ queryKey: ['iocs'] });
@@ -263,7 +266,7 @@ function AddListForm(props: { mode: 'import' | 'subscribe'; onClose: () => void 
         ? request(ImportWarninglistMutation, { input: { name, content, action } }).then((r) => r.importWarninglist)
         : request(SubscribeWarninglistMutation, { input: { name, url, action } }).then((r) => r.subscribeWarninglist),
     onSuccess: (r) => {
-      const removed = r.removedIocs ? `; ${r.removedIocs} stored indicators removed` : '';
+      const removed = r.list.removing ? removingNote : '';
       toast.success(`${r.list.name}: ${r.list.entryCount} entries${removed}`);
       void qc.invalidateQueries({ queryKey: listsKey });
       void qc.invalidateQueries({ queryKey: ['iocs'] });
