@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ioc"
@@ -185,6 +188,73 @@ func TestPendingAssetSightingsSurviveACrash(t *testing.T) {
 		}
 		if got := len(outbox(t, next)); got != 4 {
 			t.Fatalf("%d notifications, want 4", got)
+		}
+	})
+}
+
+// statementCounter counts the statements a store runs.
+type statementCounter struct{ n atomic.Int64 }
+
+func (c *statementCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) AfterQuery(context.Context, *bun.QueryEvent) {}
+
+// A batch's hits are matched in one transaction before the first is sent,
+// so what each hit costs there delays every hit of the batch (issue 28:
+// within 5 s of the commit): a fresh hit costs at most two statements
+// (the look for a stored one, its insert), however many hits, tenants and
+// channels the drain holds, and each is still notified to its tenant's
+// channel and root's.
+func TestDrainingHitsCostsTwoStatementsEach(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		c := newClock()
+		e := newEnv(t, st, c)
+		if _, _, err := e.channels.Create(rootCtx(), notify.ChannelInput{Kind: store.ChannelWebhook, Name: "all hits",
+			Target: []string{"https://hooks.example.org/root"}, Events: []string{store.EventAssetHit}}); err != nil {
+			t.Fatal(err)
+		}
+		// A tenant per watched address, each with its own channel.
+		const tenants = 60
+		for i := 1; i <= tenants; i++ {
+			id := newTenant(t, st, fmt.Sprintf("Tenant %d", i))
+			if _, err := e.assets.Add(tenantCtx(id), id, []string{fmt.Sprintf("198.51.100.%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.channels.Create(tenantCtx(id), notify.ChannelInput{Kind: store.ChannelWebhook, Name: "hits",
+				Target: []string{"https://hooks.example.org/x"}, Events: []string{store.EventAssetHit}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		feed := newFeed(t, st, "botnet")
+		counter := &statementCounter{}
+		st.DB.AddQueryHook(counter)
+		drain := func(from, to int) int64 {
+			var inds []ioc.Indicator
+			for i := from; i <= to; i++ {
+				inds = append(inds, ioc.Indicator{Kind: ioc.IP, Value: fmt.Sprintf("198.51.100.%d", i), Score: 70})
+			}
+			ingestOnly(t, e, feed, inds...)
+			before := counter.n.Load()
+			if err := e.assets.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return counter.n.Load() - before
+		}
+		// The difference between a small and a large drain is what the
+		// extra hits cost, without what every drain costs once.
+		const small, large = 10, tenants - 10
+		few, many := drain(1, small), drain(small+1, tenants)
+		if per := float64(many-few) / float64(large-small); per > 2 {
+			t.Errorf("draining %d hits took %d statements, %d hits %d: %.1f a hit, want at most 2", small, few, large, many, per)
+		}
+		if got := len(outbox(t, st)); got != 2*tenants {
+			t.Errorf("%d notifications, want %d (each hit to its tenant's channel and root's)", got, 2*tenants)
+		}
+		if got := countRows(t, st, "asset_hits"); got != tenants {
+			t.Errorf("%d hits, want %d", got, tenants)
 		}
 	})
 }

@@ -254,17 +254,25 @@ func (s *Store) EnqueueTo(ctx context.Context, channelID int64, n Notification, 
 }
 
 func (s *Store) enqueueTo(ctx context.Context, tx bun.IDB, channelID int64, n Notification, now time.Time) error {
-	id := NewDeliveryID()
-	body, err := n.Body(id)
+	item, err := newOutboxItem(channelID, n, now)
 	if err != nil {
-		return fmt.Errorf("store: unable to build a notification: %w", err)
+		return err
 	}
-	item := &OutboxItem{ChannelID: channelID, DeliveryID: id, Event: n.Event, Body: string(body),
-		CreatedAt: micros(now), NextAt: micros(now)}
 	if _, err := tx.NewInsert().Model(item).Exec(ctx); err != nil {
 		return fmt.Errorf("store: unable to write to the outbox: %w", err)
 	}
 	return nil
+}
+
+// newOutboxItem is n's copy for channel channelID, due now.
+func newOutboxItem(channelID int64, n Notification, now time.Time) (*OutboxItem, error) {
+	id := NewDeliveryID()
+	body, err := n.Body(id)
+	if err != nil {
+		return nil, fmt.Errorf("store: unable to build a notification: %w", err)
+	}
+	return &OutboxItem{ChannelID: channelID, DeliveryID: id, Event: n.Event, Body: string(body),
+		CreatedAt: micros(now), NextAt: micros(now)}, nil
 }
 
 // NewDeliveryID returns a random delivery id (a UUID v4).

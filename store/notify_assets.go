@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -250,9 +251,43 @@ func (s *Store) RecordAssetHits(ctx context.Context, hits []AssetHit, now time.T
 	return fresh, nil
 }
 
-// recordAssetHits is RecordAssetHits in the transaction tx.
+// recordAssetHits is RecordAssetHits in the transaction tx. A fresh hit
+// costs two statements (the look for a stored one, the insert): which
+// assets and feeds still exist and the channels to notify are read once
+// for all the hits, and their notifications are written together. A
+// batch's hits are drained in one transaction before any is sent, so each
+// statement a hit costs adds to every hit's delay (issue 28: within 5 s
+// of the batch's commit).
 func (s *Store) recordAssetHits(ctx context.Context, tx bun.Tx, hits []AssetHit, now time.Time, notify func(*AssetHit) Notification) ([]AssetHit, error) {
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	assetIDs, feedIDs, tenants := map[int64]bool{}, map[int64]bool{}, map[string]bool{}
+	for _, h := range hits {
+		assetIDs[h.AssetID], feedIDs[h.FeedID] = true, true
+		if h.TenantID != "" {
+			tenants[h.TenantID] = true
+		}
+	}
+	// The asset or the feed may have gone meanwhile: a failed insert would
+	// end a PostgreSQL transaction. One deleted after this read fails the
+	// transaction, which is tried again (a drain) or reported (a
+	// back-match), as one deleted between a per-hit check and its insert
+	// did.
+	liveAssets, err := existing(ctx, tx, "tenant_assets", assetIDs)
+	if err != nil {
+		return nil, err
+	}
+	liveFeeds, err := existing(ctx, tx, "feeds", feedIDs)
+	if err != nil {
+		return nil, err
+	}
+	chans, err := hitChannels(ctx, tx, slices.Collect(maps.Keys(tenants)))
+	if err != nil {
+		return nil, err
+	}
 	var fresh []AssetHit
+	var outbox []OutboxItem
 	for _, h := range hits {
 		var old AssetHit
 		err := tx.NewSelect().Model(&old).Where("asset_id = ? AND ioc_type = ? AND ioc_value = ? AND feed_id = ?",
@@ -273,14 +308,7 @@ func (s *Store) recordAssetHits(ctx context.Context, tx bun.Tx, hits []AssetHit,
 		case err != sql.ErrNoRows:
 			return nil, err
 		}
-		// The asset or the feed may have gone meanwhile; a failed
-		// insert would end a PostgreSQL transaction.
-		var live int
-		if err := tx.NewRaw("SELECT (SELECT COUNT(*) FROM tenant_assets WHERE id = ?) + (SELECT COUNT(*) FROM feeds WHERE id = ?)",
-			h.AssetID, h.FeedID).Scan(ctx, &live); err != nil {
-			return nil, err
-		}
-		if live < 2 {
+		if !liveAssets[h.AssetID] || !liveFeeds[h.FeedID] {
 			continue
 		}
 		h.ID = 0
@@ -298,12 +326,59 @@ func (s *Store) recordAssetHits(ctx context.Context, tx bun.Tx, hits []AssetHit,
 		if n, _ := r.RowsAffected(); n == 0 || h.ID == 0 {
 			continue
 		}
-		if _, err := s.Enqueue(ctx, tx, notify(&h), now); err != nil {
-			return nil, err
+		// As Enqueue: root's channels and the hit's tenant's, by id.
+		n := notify(&h)
+		for i := range chans {
+			c := &chans[i]
+			if c.TenantID != nil && (n.TenantID == nil || *c.TenantID != *n.TenantID) || !c.Wants(n.Event) {
+				continue
+			}
+			item, err := newOutboxItem(c.ID, n, now)
+			if err != nil {
+				return nil, err
+			}
+			outbox = append(outbox, *item)
 		}
 		fresh = append(fresh, h)
 	}
+	for chunk := range slices.Chunk(outbox, assetChunk) {
+		if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("store: unable to write to the outbox: %w", err)
+		}
+	}
 	return fresh, nil
+}
+
+// existing returns which of ids are rows of table.
+func existing(ctx context.Context, tx bun.Tx, table string, ids map[int64]bool) (map[int64]bool, error) {
+	out := make(map[int64]bool, len(ids))
+	for chunk := range slices.Chunk(slices.Collect(maps.Keys(ids)), assetChunk) {
+		var found []int64
+		if err := tx.NewRaw("SELECT id FROM "+table+" WHERE id IN (?)", bun.In(chunk)).Scan(ctx, &found); err != nil {
+			return nil, err
+		}
+		for _, id := range found {
+			out[id] = true
+		}
+	}
+	return out, nil
+}
+
+// hitChannels returns root's channels and those of tenants, by id.
+func hitChannels(ctx context.Context, tx bun.Tx, tenants []string) ([]NotifyChannel, error) {
+	var out []NotifyChannel
+	if err := tx.NewSelect().Model(&out).Where("tenant_id IS NULL").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("store: unable to read channels: %w", err)
+	}
+	for chunk := range slices.Chunk(tenants, assetChunk) {
+		var page []NotifyChannel
+		if err := tx.NewSelect().Model(&page).Where("tenant_id IN (?)", bun.In(chunk)).Scan(ctx); err != nil {
+			return nil, fmt.Errorf("store: unable to read channels: %w", err)
+		}
+		out = append(out, page...)
+	}
+	slices.SortFunc(out, func(a, b NotifyChannel) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // PendingAssetSighting is an indicator a batch stored that covers a

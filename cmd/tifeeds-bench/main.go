@@ -71,7 +71,7 @@ func main() {
 	batch := flag.Int("batch", ingest.DefaultBatchSize, "BatchSink batch size")
 	dir := flag.String("dir", "", "working directory (default: a new temporary one, removed at the end)")
 	runs := flag.Int("runs", 3, "measurements of each baseline and ingestion, interleaved; the medians are compared")
-	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both); "tsv" for the TSV ingestion against the bulk loaders alone; "allowlist" for ingestion with and without the allowlists; "assets" with and without the asset watch; "warninglists" for ingestion with the default warninglists and 1,000,000 own entries`)
+	only := flag.String("only", "", `"ingest" or "reads" to measure one of the two (default both); "tsv" for the TSV ingestion against the bulk loaders alone; "allowlist" for ingestion with and without the allowlists; "assets" with and without the asset watch, then the latency from a batch's commit to its hits' webhook deliveries (on each -dbs database); "warninglists" for ingestion with the default warninglists and 1,000,000 own entries`)
 	parts := flag.String("parts", "exports,taxii,tenant,lookup,overview,pages", "read paths to measure, comma-separated")
 	dbs := flag.String("dbs", "sqlite,postgres", "databases whose TSV ingestion and read paths are measured (postgres needs TIFEEDS_TEST_POSTGRES)")
 	flag.Parse()
