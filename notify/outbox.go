@@ -30,6 +30,14 @@ const (
 	firstRetry  = 10 * time.Second
 	maxRetry    = time.Hour
 	claimBatch  = 20
+	// sendsAtOnce is how many of a claimed batch one worker sends at once.
+	// One at a time, a delivery cost a channel read, the request and the
+	// recording transaction in turn: 290 a second on PostgreSQL here, so a
+	// batch that hit 1,500 assets delivered its last hits after 5 s.
+	// Every claimed item is this worker's under its lease, so sending them
+	// side by side changes nothing of once-only delivery; a channel's
+	// notifications were never ordered (a retry goes after later ones).
+	sendsAtOnce = 8
 )
 
 // Backoff is the wait after a notification's attempt-th failed attempt:
@@ -143,12 +151,17 @@ func (w *Worker) DeliverDue(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var errs []error
+	errs := make([]error, len(items))
+	var sends sync.WaitGroup
+	slots := make(chan struct{}, sendsAtOnce)
 	for i := range items {
-		if err := w.deliver(ctx, &items[i], token); err != nil {
-			errs = append(errs, err)
-		}
+		slots <- struct{}{}
+		sends.Go(func() {
+			defer func() { <-slots }()
+			errs[i] = w.deliver(ctx, &items[i], token)
+		})
 	}
+	sends.Wait()
 	return len(items), errors.Join(errs...)
 }
 

@@ -3,7 +3,10 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,6 +245,70 @@ func TestDeliveredOnceByTwoInstancesAndAfterAKill(t *testing.T) {
 		err = st.FinishDelivery(ctx, &leased[0], "killed", &store.Delivery{Status: store.DeliveryDelivered}, time.Time{})
 		if !errors.Is(err, store.ErrLeaseLost) {
 			t.Fatalf("a lost lease finished: %v", err)
+		}
+	})
+}
+
+// A worker sends the notifications it claimed side by side, each still
+// once: a receiver that answers only once several requests are in flight
+// at the same time gets them all on the first attempt (one at a time, the
+// first would wait for the others in vain and fail).
+func TestWorkerSendsAClaimSideBySide(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := rootCtx()
+		e := newEnv(t, st, newClock())
+		const together = 4
+		var (
+			mu       sync.Mutex
+			inFlight int
+			arrived  = make(chan struct{})
+			got      = map[string]int{}
+		)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			inFlight++
+			got[r.Header.Get("X-Tifeeds-Delivery")]++
+			if inFlight == together {
+				close(arrived)
+			}
+			mu.Unlock()
+			select {
+			case <-arrived:
+				w.WriteHeader(http.StatusNoContent)
+			case <-time.After(5 * time.Second):
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		ch, _, err := e.channels.Create(ctx, notify.ChannelInput{Kind: store.ChannelWebhook, Name: "SOC", Target: []string{srv.URL + "/hook"},
+			Secret: "a-secret-of-sixteen-bytes", Events: []string{store.EventFeedHealth}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range together {
+			if err := e.channels.Test(ctx, ch.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := e.worker.DeliverDue(ctx); err != nil || n != together {
+			t.Fatalf("claimed %d, %v; want %d", n, err, together)
+		}
+		log, err := e.channels.Deliveries(ctx, ch.ID, 10, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range log {
+			if d.Status != store.DeliveryDelivered || d.Attempt != 1 {
+				t.Errorf("delivery %+v, want delivered at the first attempt", d)
+			}
+		}
+		if len(log) != together || len(got) != together {
+			t.Fatalf("%d deliveries logged, %d distinct delivery ids received; want %d each", len(log), len(got), together)
+		}
+		for id, n := range got {
+			if n != 1 {
+				t.Errorf("delivery %s received %d times", id, n)
+			}
 		}
 	})
 }
