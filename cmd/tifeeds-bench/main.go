@@ -45,6 +45,14 @@ const cpuProfileEnv = "TIFEEDS_BENCH_CPUPROFILE"
 // IoCs its sweeper then expires with a short one.
 const retentionEnv = "TIFEEDS_BENCH_RETENTION"
 
+// keyIndexerEnv, when set, makes an ingesting child run the key indexer
+// beside its run on the same store, as the service's runner does: on
+// SQLite the indexer's chunks and the batches then queue for the one
+// writing connection in turn. Run from another process, the indexer lost
+// the file lock to the batches (SQLite's busy handler sleeps and retries)
+// and fell a run behind. make bench-scale sets it.
+const keyIndexerEnv = "TIFEEDS_BENCH_KEY_INDEXER"
+
 // result is what a child ingestion reports on stdout.
 type result struct {
 	Lines   int64   `json:"lines"`
@@ -564,6 +572,10 @@ func child(args []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if os.Getenv(keyIndexerEnv) != "" {
+		stop := runKeyIndexer(ctx, st)
+		defer stop()
 	}
 	start := time.Now()
 	lines, err := tsv.Read(ctx, io.Reader(f), sink)

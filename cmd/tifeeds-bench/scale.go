@@ -164,7 +164,7 @@ func (in *scaleIngest) ingest(rows int, why string) (result, error) {
 		return result{}, err
 	}
 	in.next += rows
-	var env []string
+	env := []string{keyIndexerEnv + "=1"}
 	if in.short {
 		env = append(env, retentionEnv+"="+shortRetention.String())
 	}
@@ -255,14 +255,22 @@ func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, run
 
 // startKeyIndexer runs the key indexer on the store at dsn as the runner
 // does (store.KeyIndexer with its defaults, a tick a second) until stop:
-// the ingest runs, the restarts and the reads of the curve meet the key
-// tables as a running service keeps them, not as they would be with no
-// service between two runs.
+// the restarts and the reads of the curve meet the key tables as a running
+// service keeps them, not as they would be with no service between two
+// runs. Each ingest run runs one of its own beside its batches
+// (keyIndexerEnv), as the service's runner does.
 func startKeyIndexer(ctx context.Context, dsn string) (stop func(), err error) {
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
+	stopTicks := runKeyIndexer(ctx, st)
+	return func() { stopTicks(); st.Close() }, nil
+}
+
+// runKeyIndexer ticks a key indexer on st every second, as the runner
+// does, until stop.
+func runKeyIndexer(ctx context.Context, st *store.Store) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -281,7 +289,7 @@ func startKeyIndexer(ctx context.Context, dsn string) (stop func(), err error) {
 			}
 		}
 	}()
-	return func() { cancel(); <-done; st.Close() }, nil
+	return func() { cancel(); <-done }
 }
 
 // scaleCount returns the IoCs the store at dsn holds and the next
