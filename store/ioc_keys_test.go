@@ -599,3 +599,59 @@ func TestDeletedIoCsTakeTheirOrderKeys(t *testing.T) {
 		}
 	})
 }
+
+// A type filter that more IoCs match than the count cap pages by id (on
+// SQLite without the (type, value) index, see typesDense), with the same
+// pages as when few match: every page in order, none repeated or skipped,
+// both ways, alone and beside another condition.
+func TestDenseTypePages(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		var inds []ioc.Indicator
+		for i := range 40 {
+			inds = append(inds, dom(fmt.Sprintf("d%02d.example", 40-i), "src", i%3*40))
+			if i%4 == 0 {
+				inds = append(inds, ioc.Indicator{Kind: ioc.IP, Value: fmt.Sprintf("203.0.113.%d", i), Source: "src", Score: 50})
+			}
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day, Indicators: inds})
+		var want []int64
+		for _, r := range allIoCRows(t, s) {
+			if !strings.Contains(r.value, "203.0.113.") && r.score >= 40 {
+				want = append(want, r.id)
+			}
+		}
+		slices.Sort(want)
+		for _, cap := range []int{0, 3} { // the default (few match), then dense
+			s.IoCCountCap = cap
+			for _, desc := range []bool{false, true} {
+				exp := slices.Clone(want)
+				if desc {
+					slices.Reverse(exp)
+				}
+				min := 40
+				var got []int64
+				after := ""
+				for {
+					page, err := s.IoCs(ctx, store.IoCFilter{Types: []ioc.Kind{ioc.Domain}, MinScore: &min},
+						store.IoCOrder{Field: store.IoCOrderID, Desc: desc}, 7, after)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range page.IoCs {
+						got = append(got, r.ID)
+					}
+					if !page.HasNextPage {
+						break
+					}
+					after = page.EndCursor
+				}
+				if !slices.Equal(got, exp) {
+					t.Errorf("cap %d, desc %v: pages %v, want %v", cap, desc, got, exp)
+				}
+			}
+		}
+		s.IoCCountCap = 0
+	})
+}

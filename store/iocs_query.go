@@ -29,6 +29,12 @@ type IoCFilter struct {
 	Tag         string
 	// feedDense picks the EXISTS form of FeedID (sizeFeedFilter sets it).
 	feedDense bool
+	// typesDense says more IoCs are of Types than the count cap (IoCs sets
+	// it after counting): on SQLite the page then walks the ids and tests
+	// the type, rather than reading every IoC of the kind through the
+	// (type, value) index and sorting them (600,000 domains at 3,000,000
+	// IoCs: 0.14-2.3 s for a first page, 0.6 ms by the ids).
+	typesDense bool
 	// searchIDs, when searchSparse, are every IoC Search matches (IoCs
 	// sets them when there are at most the count cap of them).
 	searchIDs     []int64
@@ -216,7 +222,11 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 		for i, k := range f.Types {
 			kinds[i] = string(k)
 		}
-		q = q.Where("iocs.type IN (?)", bun.In(kinds))
+		col := "iocs.type"
+		if f.typesDense && s.Dialect == SQLite && f.Value == "" && f.ValuePrefix == "" {
+			col = "+iocs.type" // no index: see typesDense
+		}
+		q = q.Where(col+" IN (?)", bun.In(kinds))
 	}
 	if f.Value != "" {
 		kinds := f.Types
@@ -368,6 +378,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 	if first == 0 {
 		return page, nil
 	}
+	f.typesDense = len(f.Types) > 0 && page.TotalCapped
 	var keys *iocKeys
 	switch {
 	case plan == nil:
