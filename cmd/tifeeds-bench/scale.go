@@ -8,7 +8,7 @@ package main
 // baseline in the same run: right after a restart, quiet (the key tables
 // caught up), during an ingest of -scale-run new IoCs, and while the
 // sweeper expires -scale-sweep IoCs at once; the service's key indexer runs
-// beside it all (startKeyIndexer). With -scale-keep the database
+// beside it all (runKeyIndexer). With -scale-keep the database
 // stays for the next invocation, which starts from the IoCs it holds.
 
 import (
@@ -221,11 +221,6 @@ func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, run
 		return err
 	}
 	in := &scaleIngest{dsn: dsn, dir: dir, batch: batch, next: next}
-	stopIndexer, err := startKeyIndexer(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer stopIndexer()
 	fmt.Printf("%s growth curve, starting from %d IoCs\n", name, have)
 	sweep := max(*scaleSweep, *scaleRun)
 	for _, size := range sizes {
@@ -251,21 +246,6 @@ func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, run
 	}
 	fmt.Printf("%s: peak RSS of the ingest runs %.1f MB; of this process (server and clients) %.1f MB\n\n", name, mb(in.peakRSS), mb(selfMaxRSS()))
 	return nil
-}
-
-// startKeyIndexer runs the key indexer on the store at dsn as the runner
-// does (store.KeyIndexer with its defaults, a tick a second) until stop:
-// the restarts and the reads of the curve meet the key tables as a running
-// service keeps them, not as they would be with no service between two
-// runs. Each ingest run runs one of its own beside its batches
-// (keyIndexerEnv), as the service's runner does.
-func startKeyIndexer(ctx context.Context, dsn string) (stop func(), err error) {
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	stopTicks := runKeyIndexer(ctx, st)
-	return func() { stopTicks(); st.Close() }, nil
 }
 
 // runKeyIndexer ticks a key indexer on st every second, as the runner
@@ -325,6 +305,13 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	if err := b.startServer(); err != nil {
 		return err
 	}
+	// The service's key indexer beside the reads, on the measuring store:
+	// its chunks and the bench's own catch-ups and sweeps queue for one
+	// writing connection, as in the service (from a second connection of
+	// this process they starved each other past SQLite's busy timeout).
+	// Each ingest run runs its own (keyIndexerEnv).
+	stopIndexer := runKeyIndexer(ctx, st)
+	defer stopIndexer()
 	measurePages := func(when string, busy func() bool) error {
 		fmt.Printf("%s, %s:\n", b.name, when)
 		missed, err := b.pagesWhile(ctx, busy)
