@@ -52,6 +52,14 @@ type keyPlan struct {
 	// more IoCs than the count cap, so that the walk soon meets a page of
 	// them.
 	walk *iocKeys
+	// count, when set, counts the filter through its one condition's
+	// keys although they are many: the filter has no other condition, so
+	// the walk meets a match at every key that holds and stops at the
+	// count cap. Counted on iocs' columns instead, the count walked the ids
+	// from the start and, when the matches were the newest IoCs (the
+	// short-lived ones a sweep was expiring), read nearly all of them:
+	// expiresBefore +1d took 0.3-2.8 s at 1-10 M IoCs.
+	count *iocKeys
 }
 
 // sparseKeys is the most keys of a filter's condition that a page in
@@ -197,6 +205,13 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 	}
 	if plan.find, err = s.pickFinder(ctx, finders); err != nil {
 		return nil, err
+	}
+	if len(finders) == 1 && finders[0].proves != nil {
+		rest := f
+		finders[0].proves(&rest)
+		if rest.empty() {
+			plan.count = finders[0]
+		}
 	}
 	return plan, nil
 }

@@ -362,6 +362,10 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		if page.Total, page.TotalCapped, err = s.countByKeys(ctx, f, plan.stamp, plan.find); err != nil {
 			return nil, err
 		}
+	} else if plan != nil && plan.count != nil {
+		if page.Total, page.TotalCapped, err = s.countByKeys(ctx, f, plan.stamp, plan.count); err != nil {
+			return nil, err
+		}
 	} else {
 		// Few IoCs match and a condition's own index finds them, or many
 		// match and counting stops soon.
