@@ -606,7 +606,6 @@ func TestDeletedIoCsTakeTheirOrderKeys(t *testing.T) {
 // both ways, alone and beside another condition.
 func TestDenseTypePages(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
 		feed := newFeed(t, s, "f")
 		var inds []ioc.Indicator
 		for i := range 40 {
@@ -631,22 +630,8 @@ func TestDenseTypePages(t *testing.T) {
 					slices.Reverse(exp)
 				}
 				min := 40
-				var got []int64
-				after := ""
-				for {
-					page, err := s.IoCs(ctx, store.IoCFilter{Types: []ioc.Kind{ioc.Domain}, MinScore: &min},
-						store.IoCOrder{Field: store.IoCOrderID, Desc: desc}, 7, after)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, r := range page.IoCs {
-						got = append(got, r.ID)
-					}
-					if !page.HasNextPage {
-						break
-					}
-					after = page.EndCursor
-				}
+				got := pagedIDs(t, s, store.IoCFilter{Types: []ioc.Kind{ioc.Domain}, MinScore: &min},
+					store.IoCOrder{Field: store.IoCOrderID, Desc: desc}, 7)
 				if !slices.Equal(got, exp) {
 					t.Errorf("cap %d, desc %v: pages %v, want %v", cap, desc, got, exp)
 				}
@@ -654,4 +639,26 @@ func TestDenseTypePages(t *testing.T) {
 		}
 		s.IoCCountCap = 0
 	})
+}
+
+// pagedIDs reads every page of f in order o, size IoCs a page (at most
+// 100 pages), and returns the ids in the order the pages gave them.
+func pagedIDs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int) []int64 {
+	t.Helper()
+	var got []int64
+	after := ""
+	for range 100 {
+		page, err := s.IoCs(context.Background(), f, o, size, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.IoCs {
+			got = append(got, r.ID)
+		}
+		if !page.HasNextPage {
+			break
+		}
+		after = page.EndCursor
+	}
+	return got
 }

@@ -170,21 +170,7 @@ func TestIoCsByValueAcrossKinds(t *testing.T) {
 				}
 				for _, size := range []int{1, 2, 3, 100} {
 					t.Run(fmt.Sprintf("%s desc=%v size=%d", name, desc, size), func(t *testing.T) {
-						var got []int64
-						after := ""
-						for range 100 {
-							page, err := s.IoCs(ctx, c.filter, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size, after)
-							if err != nil {
-								t.Fatal(err)
-							}
-							for _, r := range page.IoCs {
-								got = append(got, r.ID)
-							}
-							if !page.HasNextPage {
-								break
-							}
-							after = page.EndCursor
-						}
+						got := pagedIDs(t, s, c.filter, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size)
 						if !slices.Equal(got, want) {
 							t.Errorf("pages gave ids %v, want %v", got, want)
 						}
