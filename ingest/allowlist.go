@@ -16,6 +16,7 @@ import (
 
 	"github.com/tifeeds/tifeeds/allowlist"
 	"github.com/tifeeds/tifeeds/events"
+	"github.com/tifeeds/tifeeds/ingest/internal/feedhttp"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -478,16 +479,7 @@ func (a *Allowlist) removeLists(ctx context.Context, set *allowlist.Set, lists m
 // halves that on average, leaving room to ingestion and reads on a busy
 // node, and makes a removal of millions of IoCs take twice as long
 // (docs/decisions.md).
-func removalRest(ctx context.Context, took time.Duration) error {
-	t := time.NewTimer(took)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func removalRest(ctx context.Context, took time.Duration) error { return feedhttp.Wait(ctx, took) }
 
 func (a *Allowlist) remove(ctx context.Context, e allowlist.Entry) (int64, error) {
 	kind := e.Kind.IndicatorKind()

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -91,29 +92,28 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version); err != nil {
 		if k.behindSince.IsZero() {
 			k.behindSince = now
 		}
+		// How long this tick catches up: until caught up when quiet, for
+		// the budget while constant writes outrun the tables by more than
+		// keepUnder, one chunk once they have lagged for maxLag.
+		spend := time.Duration(-1)
+		switch {
+		case quiet:
+			spend = math.MaxInt64
+		case now.Sub(k.behindSince) >= maxLag:
+			spend = 0
+		}
 		if !quiet {
 			changed, err := k.Store.changedSince(ctx, keysStamp, keepUnder+1)
 			if err != nil {
 				return err
 			}
 			if changed > keepUnder {
-				return k.keepPace(ctx, chunk, clock, budget, now)
+				spend = budget
 			}
 		}
-		if quiet || now.Sub(k.behindSince) >= maxLag {
-			for {
-				caught, err := k.Store.CatchUpKeys(ctx, chunk)
-				if err != nil {
-					return err
-				}
-				if caught {
-					k.behindSince = time.Time{}
-					break
-				}
-				if !quiet {
-					k.behindSince = now // lagging: a chunk per MaxLag
-					break
-				}
+		if spend >= 0 {
+			if err := k.catchUp(ctx, chunk, clock, spend, now); err != nil {
+				return err
 			}
 		}
 	}
@@ -123,9 +123,9 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version); err != nil {
 	return k.clean(ctx, version, chunk)
 }
 
-// keepPace takes chunks until the tables are caught up or budget has
-// passed (at least one chunk).
-func (k *KeyIndexer) keepPace(ctx context.Context, chunk int, clock func() time.Time, budget time.Duration, now time.Time) error {
+// catchUp takes chunks until the tables are caught up or budget has passed
+// (at least one chunk).
+func (k *KeyIndexer) catchUp(ctx context.Context, chunk int, clock func() time.Time, budget time.Duration, now time.Time) error {
 	start := clock()
 	for {
 		caught, err := k.Store.CatchUpKeys(ctx, chunk)
