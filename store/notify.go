@@ -73,6 +73,15 @@ func (c *NotifyChannel) Wants(event string) bool {
 	return false
 }
 
+// receives says whether n goes to the channel: a root channel (no tenant)
+// or one of n's tenant, that wants n's event.
+func (c *NotifyChannel) receives(n Notification) bool {
+	if c.TenantID != nil && (n.TenantID == nil || *c.TenantID != *n.TenantID) {
+		return false
+	}
+	return c.Wants(n.Event)
+}
+
 // Created is when the channel was created.
 func (c *NotifyChannel) Created() time.Time { return fromMicros(c.CreatedAt) }
 
@@ -237,7 +246,7 @@ func (s *Store) Enqueue(ctx context.Context, tx bun.IDB, n Notification, now tim
 	}
 	count := 0
 	for i := range chans {
-		if !chans[i].Wants(n.Event) {
+		if !chans[i].receives(n) {
 			continue
 		}
 		if err := s.enqueueTo(ctx, tx, chans[i].ID, n, now); err != nil {

@@ -330,7 +330,7 @@ func (s *Store) recordAssetHits(ctx context.Context, tx bun.Tx, hits []AssetHit,
 		n := notify(&h)
 		for i := range chans {
 			c := &chans[i]
-			if c.TenantID != nil && (n.TenantID == nil || *c.TenantID != *n.TenantID) || !c.Wants(n.Event) {
+			if !c.receives(n) {
 				continue
 			}
 			item, err := newOutboxItem(c.ID, n, now)
