@@ -101,34 +101,7 @@ const purgePage = 5000
 // deleted; each transaction that deleted some moves ioc_stats, so export
 // validators change.
 func (s *Store) DeleteIoCsMatching(ctx context.Context, kind ioc.Kind, pattern string, match func(value string) bool) (int64, error) {
-	var deleted int64
-	var after int64
-	for {
-		var rows []idValue
-		q := s.DB.NewSelect().Table("iocs").Column("id", "value").
-			Where("type = ?", kind).Where("id > ?", after).Order("id").Limit(purgePage)
-		if pattern != "" {
-			q = q.Where(`value LIKE ? ESCAPE '\'`, pattern)
-		}
-		if err := q.Scan(ctx, &rows); err != nil {
-			return deleted, fmt.Errorf("store: unable to read %s indicators: %w", kind, err)
-		}
-		if len(rows) == 0 {
-			return deleted, nil
-		}
-		after = rows[len(rows)-1].ID
-		var ids []int64
-		for _, r := range rows {
-			if match(r.Value) {
-				ids = append(ids, r.ID)
-			}
-		}
-		n, err := s.deleteIoCs(ctx, ids)
-		deleted += n
-		if err != nil {
-			return deleted, fmt.Errorf("store: unable to delete allowlisted %s indicators: %w", kind, err)
-		}
-	}
+	return s.deleteIoCsWalking(ctx, []ioc.Kind{kind}, pattern, func(_ ioc.Kind, v string) bool { return match(v) }, nil)
 }
 
 // DeleteIoCsOfKindsMatching deletes the IoCs of the kinds for which match
@@ -138,6 +111,14 @@ func (s *Store) DeleteIoCsMatching(ctx context.Context, kind ioc.Kind, pattern s
 // not nil, before it reads each page: an error from page ends the deletion
 // with that error (what was deleted so far stays deleted).
 func (s *Store) DeleteIoCsOfKindsMatching(ctx context.Context, kinds []ioc.Kind, match func(kind ioc.Kind, value string) bool, page func(ctx context.Context) error) (int64, error) {
+	return s.deleteIoCsWalking(ctx, kinds, "", match, page)
+}
+
+// deleteIoCsWalking walks the IoCs of kinds (whose value matches the LIKE
+// pattern, when not "") in id order, purgePage at a time, and deletes
+// those match accepts, a transaction a page; page, when not nil, is called
+// before each page is read.
+func (s *Store) deleteIoCsWalking(ctx context.Context, kinds []ioc.Kind, pattern string, match func(kind ioc.Kind, value string) bool, page func(ctx context.Context) error) (int64, error) {
 	if len(kinds) == 0 {
 		return 0, nil
 	}
@@ -150,10 +131,13 @@ func (s *Store) DeleteIoCsOfKindsMatching(ctx context.Context, kinds []ioc.Kind,
 			}
 		}
 		var rows []idValue
-		err := s.DB.NewSelect().Table("iocs").Column("id", "type", "value").
-			Where("type IN (?)", bun.In(kinds)).Where("id > ?", after).Order("id").Limit(purgePage).Scan(ctx, &rows)
-		if err != nil {
-			return deleted, fmt.Errorf("store: unable to read indicators: %w", err)
+		q := s.DB.NewSelect().Table("iocs").Column("id", "type", "value").
+			Where("type IN (?)", bun.In(kinds)).Where("id > ?", after).Order("id").Limit(purgePage)
+		if pattern != "" {
+			q = q.Where(`value LIKE ? ESCAPE '\'`, pattern)
+		}
+		if err := q.Scan(ctx, &rows); err != nil {
+			return deleted, fmt.Errorf("store: unable to read %s indicators: %w", kindNames(kinds), err)
 		}
 		var ids []int64
 		for _, r := range rows {
@@ -164,13 +148,22 @@ func (s *Store) DeleteIoCsOfKindsMatching(ctx context.Context, kinds []ioc.Kind,
 		n, err := s.deleteIoCs(ctx, ids)
 		deleted += n
 		if err != nil {
-			return deleted, fmt.Errorf("store: unable to delete allowlisted indicators: %w", err)
+			return deleted, fmt.Errorf("store: unable to delete allowlisted %s indicators: %w", kindNames(kinds), err)
 		}
 		if len(rows) < purgePage {
 			return deleted, nil
 		}
 		after = rows[len(rows)-1].ID
 	}
+}
+
+// kindNames names kinds in an error: "ip", "ip, domain".
+func kindNames(kinds []ioc.Kind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
 }
 
 // idValue is an IoC as the deletions read it.
