@@ -184,12 +184,6 @@ func (s *Set) Matches(kind ioc.Kind, value string) []Warning {
 	return out
 }
 
-// ListCovers reports whether the list name (built-in or own) matches the
-// value, whatever its action.
-func (s *Set) ListCovers(name string, kind ioc.Kind, value string) bool {
-	return s.ListsCover(map[string]bool{name: true}, kind, value)
-}
-
 // ListsCover reports whether one of the lists names (built-in or own)
 // matches the value, whatever their actions, in one lookup however many
 // lists: it is what removing the IoCs of the lists that turned to drop

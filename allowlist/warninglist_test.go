@@ -91,7 +91,7 @@ func TestActionsChangeWhatMatches(t *testing.T) {
 		if got := warnings(s.Warnings(ioc.Domain, "a.duckdns.org")); got != tc.warnings {
 			t.Errorf("%s: Warnings = %q, want %q", tc.action, got, tc.warnings)
 		}
-		if !s.ListCovers("dynamic-dns", ioc.Domain, "a.duckdns.org") {
+		if !s.ListsCover(map[string]bool{"dynamic-dns": true}, ioc.Domain, "a.duckdns.org") {
 			t.Errorf("%s: ListCovers is false", tc.action)
 		}
 		if _, ok := s.Match(ioc.IP, "10.0.0.1"); !ok {
