@@ -92,7 +92,7 @@ func TestActionsChangeWhatMatches(t *testing.T) {
 			t.Errorf("%s: Warnings = %q, want %q", tc.action, got, tc.warnings)
 		}
 		if !s.ListsCover(map[string]bool{"dynamic-dns": true}, ioc.Domain, "a.duckdns.org") {
-			t.Errorf("%s: ListCovers is false", tc.action)
+			t.Errorf("%s: ListsCover is false", tc.action)
 		}
 		if _, ok := s.Match(ioc.IP, "10.0.0.1"); !ok {
 			t.Errorf("%s: rfc1918 no longer drops", tc.action)
