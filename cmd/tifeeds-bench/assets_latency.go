@@ -48,26 +48,9 @@ const (
 // benchAssetLatency measures how long hits take from the commit of the
 // batch that stored them to a webhook receiver, on each -dbs database.
 func benchAssetLatency(ctx context.Context, dir string, batch int) error {
-	if benchDBs["sqlite"] {
-		db := filepath.Join(dir, "assets-latency.db")
-		if err := removeDB(db); err != nil {
-			return err
-		}
-		if err := assetLatency(ctx, "SQLite", "sqlite:"+db, dir, batch); err != nil {
-			return err
-		}
-	}
-	if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" && benchDBs["postgres"] {
-		dsn, drop, err := freshPostgres(ctx, admin)
-		if err != nil {
-			return err
-		}
-		defer drop()
-		if err := assetLatency(ctx, "PostgreSQL", dsn, dir, batch); err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachFreshDB(ctx, filepath.Join(dir, "assets-latency.db"), func(name, dsn string) error {
+		return assetLatency(ctx, name, dsn, dir, batch)
+	})
 }
 
 // assetLatency runs one instance's asset watch and notify worker, as the

@@ -165,20 +165,11 @@ func runIn(rows, bigMB, batch, runs int, dir, only string) error {
 		}
 	}
 	if only == "" || only == "reads" {
-		if benchDBs["sqlite"] {
-			if err := runReads(ctx, "SQLite", "sqlite:"+filepath.Join(dir, "reads.db"), file, batch, runs); err != nil {
-				return err
-			}
-		}
-		if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" && benchDBs["postgres"] {
-			dsn, drop, err := freshPostgres(ctx, admin)
-			if err != nil {
-				return err
-			}
-			defer drop()
-			if err := runReads(ctx, "PostgreSQL", dsn, file, batch, runs); err != nil {
-				return err
-			}
+		err := eachFreshDB(ctx, filepath.Join(dir, "reads.db"), func(name, dsn string) error {
+			return runReads(ctx, name, dsn, file, batch, runs)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -459,6 +450,29 @@ func pgCopy(ctx context.Context, dsn, file string, rows int) (timing, error) {
 
 // removeDB removes an SQLite database left by an earlier run in the same
 // directory, with its WAL.
+// eachFreshDB calls fn with each -dbs database, empty: SQLite at
+// sqlitePath (removed first), then a new PostgreSQL database (when
+// TIFEEDS_TEST_POSTGRES is set), dropped once fn returned.
+func eachFreshDB(ctx context.Context, sqlitePath string, fn func(name, dsn string) error) error {
+	if benchDBs["sqlite"] {
+		if err := removeDB(sqlitePath); err != nil {
+			return err
+		}
+		if err := fn("SQLite", "sqlite:"+sqlitePath); err != nil {
+			return err
+		}
+	}
+	if admin := os.Getenv("TIFEEDS_TEST_POSTGRES"); admin != "" && benchDBs["postgres"] {
+		dsn, drop, err := freshPostgres(ctx, admin)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		return fn("PostgreSQL", dsn)
+	}
+	return nil
+}
+
 func removeDB(path string) error {
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
