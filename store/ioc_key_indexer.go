@@ -11,8 +11,9 @@ import (
 // quiet for a tick. Under constant writes it keeps pace: while more than
 // KeepUnder IoCs changed since the tables' stamp, it takes chunks for up
 // to Budget of each tick; with fewer, a chunk once they have lagged for
-// MaxLag. A keyed page reads the IoCs changed since from iocs and sorts
-// them, which costs about a millisecond per 5,000 of them: with the tables
+// MaxLag. The value keys, which only a search reads, come after the order
+// and tag keys, in what the budget leaves of a tick. A keyed page reads
+// the IoCs changed since from iocs and sorts them, which costs about a millisecond per 5,000 of them: with the tables
 // a whole ingest run behind (500,000 IoCs at 10,000,000), first pages took
 // 0.1-0.6 s that way and 1-13 s by the plain query (docs/benchmarks.md,
 // "Growth curve").
@@ -33,9 +34,10 @@ type KeyIndexer struct {
 	// Clock measures the budget (time.Now when nil).
 	Clock func() time.Time
 
-	lastStamp   int64
-	behindSince time.Time
-	cleaned     KeyPositions
+	lastStamp         int64
+	behindSince       time.Time
+	valuesBehindSince time.Time
+	cleaned           KeyPositions
 	// The cleaner's pass: the IoCs' version (ioc_stats) when it began at
 	// the start of every key table, and the tables it has been through
 	// since. Once through all, it rests until the version moves: no key
@@ -79,22 +81,25 @@ func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
 	if clock == nil {
 		clock = time.Now
 	}
-	var keysStamp, stamp, version int64
-	if err := k.Store.reader().QueryRowContext(ctx, `SELECT k.stamp, st.stamp, st.version FROM ioc_keys_state k, ioc_stats st
-WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version); err != nil {
+	var keysStamp, stamp, version, valueID, lastID int64
+	if err := k.Store.reader().QueryRowContext(ctx, `SELECT k.stamp, st.stamp, st.version, k.value_id,
+	(SELECT coalesce(max(id), 0) FROM iocs) FROM ioc_keys_state k, ioc_stats st
+WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &lastID); err != nil {
 		return fmt.Errorf("store: unable to read the indicator keys' state: %w", err)
 	}
 	quiet := stamp == k.lastStamp
 	k.lastStamp = stamp
+	start := clock()
+	// The order and tag keys first: every page reads them. Catch up until
+	// caught up when quiet, for the budget while constant writes outrun
+	// them by more than keepUnder, one chunk once they have lagged for
+	// maxLag.
 	if keysStamp >= stamp {
 		k.behindSince = time.Time{}
 	} else {
 		if k.behindSince.IsZero() {
 			k.behindSince = now
 		}
-		// How long this tick catches up: until caught up when quiet, for
-		// the budget while constant writes outrun the tables by more than
-		// keepUnder, one chunk once they have lagged for maxLag.
 		spend := time.Duration(-1)
 		switch {
 		case quiet:
@@ -112,8 +117,44 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version); err != nil {
 			}
 		}
 		if spend >= 0 {
-			if err := k.catchUp(ctx, chunk, clock, spend, now); err != nil {
+			caught, err := catchUp(ctx, k.Store.CatchUpOrderKeys, chunk, clock, start, spend)
+			if err != nil {
 				return err
+			}
+			if caught {
+				k.behindSince = time.Time{}
+			} else {
+				k.behindSince = now
+			}
+		}
+	}
+	// Then the value keys, which only a search reads: until caught up when
+	// quiet, for what is left of the budget while they lag by more than
+	// keepUnder new IoCs, one chunk once they have lagged for maxLag.
+	if valueID >= lastID {
+		k.valuesBehindSince = time.Time{}
+	} else {
+		if k.valuesBehindSince.IsZero() {
+			k.valuesBehindSince = now
+		}
+		spend := time.Duration(-1)
+		switch {
+		case quiet:
+			spend = math.MaxInt64
+		case lastID-valueID > int64(keepUnder) && clock().Sub(start) < budget:
+			spend = budget
+		case now.Sub(k.valuesBehindSince) >= maxLag:
+			spend = 0
+		}
+		if spend >= 0 {
+			caught, err := catchUp(ctx, k.Store.CatchUpValueKeys, chunk, clock, start, spend)
+			if err != nil {
+				return err
+			}
+			if caught {
+				k.valuesBehindSince = time.Time{}
+			} else {
+				k.valuesBehindSince = now
 			}
 		}
 	}
@@ -123,22 +164,16 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version); err != nil {
 	return k.clean(ctx, version, chunk)
 }
 
-// catchUp takes chunks until the tables are caught up or budget has passed
-// (at least one chunk).
-func (k *KeyIndexer) catchUp(ctx context.Context, chunk int, clock func() time.Time, budget time.Duration, now time.Time) error {
-	start := clock()
+// catchUp takes chunks of one key table's work until it is caught up or
+// budget has passed since start (at least one chunk).
+func catchUp(ctx context.Context, chunkOf func(context.Context, int) (bool, error), chunk int,
+	clock func() time.Time, start time.Time, budget time.Duration) (caught bool, err error) {
 	for {
-		caught, err := k.Store.CatchUpKeys(ctx, chunk)
-		if err != nil {
-			return err
-		}
-		if caught {
-			k.behindSince = time.Time{}
-			return nil
+		if caught, err = chunkOf(ctx, chunk); err != nil || caught {
+			return caught, err
 		}
 		if clock().Sub(start) >= budget {
-			k.behindSince = now
-			return nil
+			return false, nil
 		}
 	}
 }

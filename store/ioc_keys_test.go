@@ -204,6 +204,155 @@ func TestKeyIndexerKeepsPace(t *testing.T) {
 	})
 }
 
+// The value keys are complete by id: a re-sighting costs them nothing, and
+// a search finds every IoC whose value matches once, before the indexer
+// made its key, part way and after.
+func TestValueKeysFollowNewIoCs(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feedA, feedB := newFeed(t, s, "a"), newFeed(t, s, "b")
+		var old []ioc.Indicator
+		for i := range 10 {
+			old = append(old, dom(fmt.Sprintf("old%d.example", i), "src", 10))
+		}
+		apply(t, s, store.Batch{FeedID: feedA, Now: t0, Retention: 10 * day, Indicators: old})
+		for caught := false; !caught; {
+			var err error
+			if caught, err = s.CatchUpKeys(ctx, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}
+		valueKeys := func() int { return countRows(t, s, "ioc_value_keys") }
+		if n := valueKeys(); n != 10 {
+			t.Fatalf("%d value keys after catching up, want 10", n)
+		}
+		// B re-sights five of A's IoCs and brings five new ones.
+		var second []ioc.Indicator
+		for i := range 5 {
+			second = append(second, dom(fmt.Sprintf("old%d.example", i), "src", 50), dom(fmt.Sprintf("new%d.example", i), "src", 50))
+		}
+		apply(t, s, store.Batch{FeedID: feedB, Now: t0.Add(time.Hour), Retention: 10 * day, Indicators: second})
+		search := func(when string) {
+			t.Helper()
+			for _, c := range []struct {
+				search string
+				want   int
+			}{{"old", 10}, {"new", 5}, {"3.ex", 2}, {"w4", 1}} {
+				page, err := s.IoCs(ctx, store.IoCFilter{Search: c.search}, store.IoCOrder{}, 100, "")
+				if err != nil {
+					t.Fatalf("%s: search %q: %v", when, c.search, err)
+				}
+				seen := map[string]bool{}
+				for _, i := range page.IoCs {
+					if seen[i.Value] || !strings.Contains(i.Value, c.search) {
+						t.Errorf("%s: search %q answered %q twice or not matching", when, c.search, i.Value)
+					}
+					seen[i.Value] = true
+				}
+				if len(seen) != c.want || page.Total != c.want {
+					t.Errorf("%s: search %q found %d (total %d), want %d", when, c.search, len(seen), page.Total, c.want)
+				}
+			}
+		}
+		search("before the indexer")
+		for caught := false; !caught; {
+			var err error
+			if caught, err = s.CatchUpOrderKeys(ctx, 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := valueKeys(); n != 10 {
+			t.Fatalf("%d value keys after the order keys caught up, want the 10 of before", n)
+		}
+		search("order keys caught up, value keys not")
+		caught, err := s.CatchUpValueKeys(ctx, 2)
+		if err != nil || caught {
+			t.Fatalf("a chunk of 2 of 5 new IoCs: caught %v, %v", caught, err)
+		}
+		if n := valueKeys(); n != 12 {
+			t.Fatalf("%d value keys after a chunk of 2, want 12", n)
+		}
+		search("value keys part way")
+		for !caught {
+			if caught, err = s.CatchUpValueKeys(ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := valueKeys(); n != 15 {
+			t.Fatalf("%d value keys after catching up, want 15", n)
+		}
+		search("caught up")
+
+		// A re-sighting of every IoC leaves the value keys nothing to do.
+		apply(t, s, store.Batch{FeedID: feedA, Now: t0.Add(2 * time.Hour), Retention: 10 * day, Indicators: append(old, second...)})
+		before := countRows(t, s, "ioc_keys_state WHERE value_id = (SELECT max(id) FROM iocs)")
+		if caught, err = s.CatchUpValueKeys(ctx, 1000); err != nil || !caught || before != 1 {
+			t.Fatalf("value keys after a re-sighting: complete before %v, caught %v, %v; want complete with nothing to do", before == 1, caught, err)
+		}
+		search("after a re-sighting")
+	})
+}
+
+// The indexer makes the value keys after the order and tag keys, in what
+// its budget leaves of a tick: while the order keys lag, the value keys
+// wait; with budget left, they keep pace too; a quiet tick completes both.
+func TestKeyIndexerMakesValueKeysAfterOrderKeys(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "f")
+		n := 0
+		batch := func() {
+			var inds []ioc.Indicator
+			for i := range 3 {
+				inds = append(inds, dom(fmt.Sprintf("v%d-%d.example", n, i), "src", 50, "t"))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: 10 * day, Indicators: inds})
+			n++
+		}
+		ordersBehind := func() int {
+			return countRows(t, s, "iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)")
+		}
+		valuesBehind := func() int {
+			return countRows(t, s, "iocs WHERE id > (SELECT value_id FROM ioc_keys_state)")
+		}
+		// Each reading of the clock is 100 ms later: a tick has time for
+		// a few chunks of 2.
+		var clockNow time.Time
+		clock := func() time.Time { clockNow = clockNow.Add(100 * time.Millisecond); return clockNow }
+		k := &store.KeyIndexer{Store: s, Chunk: 2, MaxLag: time.Hour, KeepUnder: 5, Budget: 500 * time.Millisecond, Clock: clock}
+		tick := ticker(t, k)
+		for range 10 {
+			batch()
+			tick()
+			if b := valuesBehind(); b > 5+3 {
+				t.Fatalf("%d new IoCs without a value key after a tick with budget left, want at most KeepUnder and a batch (8)", b)
+			}
+		}
+		// A chunk takes a whole second: the order keys take the budget
+		// and fall behind by a new IoC a tick; the value keys wait.
+		k.Clock = func() time.Time { clockNow = clockNow.Add(time.Second); return clockNow }
+		waited := false
+		for range 8 {
+			ordersBefore, valuesBefore := ordersBehind(), valuesBehind()
+			batch()
+			tick()
+			if ordersBefore > 5 {
+				waited = true
+				if got := valuesBehind(); got != valuesBefore+3 {
+					t.Fatalf("value keys moved from %d to %d behind while the order keys took the budget", valuesBefore, got)
+				}
+			}
+		}
+		if !waited {
+			t.Fatal("the order keys never lagged by more than KeepUnder: the test does not starve the value keys")
+		}
+		tick()
+		tick()
+		if o, v := ordersBehind(), valuesBehind(); o != 0 || v != 0 {
+			t.Fatalf("after a quiet tick %d IoCs behind the order keys and %d without a value key, want none", o, v)
+		}
+	})
+}
+
 // The cleaner rests once it has been through every key table with nothing
 // changed meanwhile, and goes again when the IoCs change.
 func TestKeyCleanerRestsUntilAChange(t *testing.T) {

@@ -27,31 +27,29 @@ func (s *Store) searchOp() string {
 // lookups by id; a dense search stops early in the page's order instead.
 //
 // Values are found through a trigram index (the key indexer's
-// ioc_value_keys: pg_trgm on PostgreSQL, FTS5 on SQLite) for the IoCs
-// changed up to its stamp; those changed since are scanned, through
-// iocs_changed_idx. A value never changes, so a key holds while its IoC is
-// there: the join drops the keys of IoCs gone, and UNION an IoC that
-// changed since and has its key too.
+// ioc_value_keys: pg_trgm on PostgreSQL, FTS5 on SQLite) for the IoCs up
+// to its value_id; those after are scanned, a range of iocs' primary key.
+// A value never changes, so a key holds while its IoC is there: the join
+// drops the keys of IoCs gone.
 func (s *Store) searchMatches(ctx context.Context, search string, limit int) (ids []int64, sparse bool, err error) {
-	stamp, err := s.keysStamp(ctx)
+	valueID, err := s.valueKeysID(ctx)
 	if err != nil {
 		return nil, false, err
 	}
 	op, pattern := s.searchOp(), "%"+likeEscape(search)+"%"
-	// The values: through the keys up to stamp, and those changed since.
+	// The values: through the keys up to valueID, and those after.
 	values := `SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE x.value ILIKE ? ESCAPE '\'
-UNION SELECT id FROM iocs WHERE changed_at > ? AND value ILIKE ? ESCAPE '\'`
-	args := []any{pattern, stamp, pattern}
+UNION SELECT id FROM iocs WHERE id > ? AND value ILIKE ? ESCAPE '\'`
+	args := []any{pattern, valueID, pattern}
 	if s.Dialect == SQLite {
 		// FTS5 reads its trigrams for a plain LIKE of three characters or
 		// more: with ESCAPE, or shorter, it tests every row of its table
 		// (0.3-0.5 s at 1,000,000), slower than LIKE over iocs (0.1 s).
 		// Without a wildcard in search nothing needs escaping (a
 		// backslash is plain without ESCAPE). CROSS JOIN: the index
-		// leads. INDEXED BY: without statistics SQLite walked the table
-		// for the few IoCs changed since.
+		// leads.
 		values = `SELECT x.rowid FROM ioc_value_keys x CROSS JOIN iocs ON iocs.id = x.rowid WHERE x.value LIKE ?
-UNION SELECT id FROM iocs INDEXED BY iocs_changed_idx WHERE changed_at > ? AND value LIKE ? ESCAPE '\'`
+UNION SELECT id FROM iocs WHERE id > ? AND value LIKE ? ESCAPE '\'`
 		args[0] = "%" + search + "%"
 		if strings.ContainsAny(search, "%_") || utf8.RuneCountInString(search) < 3 {
 			values, args = `SELECT id FROM iocs WHERE value LIKE ? ESCAPE '\'`, []any{pattern}
@@ -69,4 +67,13 @@ LIMIT ?`, append(args, string(ioc.Rule), pattern, limit+1)...).Scan(ctx, &ids)
 	}
 	slices.Sort(ids)
 	return ids, true, nil
+}
+
+// valueKeysID reads the id up to which every IoC has its value key.
+func (s *Store) valueKeysID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.reader().QueryRowContext(ctx, "SELECT value_id FROM ioc_keys_state WHERE id = 1").Scan(&id); err != nil {
+		return 0, fmt.Errorf("store: unable to read the value keys' state: %w", err)
+	}
+	return id, nil
 }

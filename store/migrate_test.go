@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun/migrate"
 
@@ -80,5 +81,68 @@ func TestOrderKeysMigrationGoesBothWays(t *testing.T) {
 		if err != nil || len(page.IoCs) != 1 || page.IoCs[0].Value != "b.example" {
 			t.Errorf("tag y after the migrations: %+v, %v", page, err)
 		}
+	})
+}
+
+// Migration 20270111000100 makes the value keys complete by id: going up, an
+// IoC changed since the keys' stamp (a new one, or an old one re-sighted)
+// may lack its value key, so value_id starts below the first of them; going
+// down, the stamp goes back before the first IoC after value_id. Each way
+// every IoC ends with one value key once the indexer has caught up.
+func TestValueKeysByIDMigrationGoesBothWays(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feedA, feedB := newFeed(t, s, "a"), newFeed(t, s, "b")
+		apply(t, s, store.Batch{FeedID: feedA, Now: t0, Retention: day, Indicators: []ioc.Indicator{
+			dom("a.example", "s", 10), dom("b.example", "s", 20), dom("c.example", "s", 30)}})
+		catchUp := func() {
+			t.Helper()
+			for caught := false; !caught; {
+				var err error
+				if caught, err = s.CatchUpKeys(ctx, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if k, n := countRows(t, s, "ioc_value_keys"), countRows(t, s, "iocs"); k != n {
+				t.Fatalf("%d value keys for %d IoCs after catching up", k, n)
+			}
+		}
+		catchUp()
+		m := migrate.NewMigrator(s.DB, migrations.Migrations)
+		all := migrations.Migrations.Sorted()
+		i := slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == "20270111000100" })
+		if i < 0 {
+			t.Fatal("no migration 20270111000100")
+		}
+		mig := &all[i]
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		// Before the upgrade: b re-sighted and d new, their keys not made.
+		apply(t, s, store.Batch{FeedID: feedB, Now: t0.Add(time.Hour), Retention: day, Indicators: []ioc.Indicator{
+			dom("b.example", "s", 50), dom("d.example", "s", 50)}})
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if n := countRows(t, s, "ioc_keys_state WHERE value_id = (SELECT id FROM iocs WHERE value = 'b.example') - 1"); n != 1 {
+			t.Error("value_id after going up is not just below the first IoC changed since the stamp")
+		}
+		catchUp()
+
+		// A new IoC without its value key, then down: the stamp goes back.
+		apply(t, s, store.Batch{FeedID: feedB, Now: t0.Add(2 * time.Hour), Retention: day, Indicators: []ioc.Indicator{dom("e.example", "s", 50)}})
+		if _, err := s.CatchUpOrderKeys(ctx, 100); err != nil {
+			t.Fatal(err)
+		}
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if n := countRows(t, s, "ioc_keys_state WHERE stamp < (SELECT changed_at FROM iocs WHERE value = 'e.example')"); n != 1 {
+			t.Error("the stamp after going down is not below the IoC without a value key")
+		}
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		catchUp()
 	})
 }
