@@ -60,6 +60,9 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 	MaxRSS  int64   `json:"max_rss"` // bytes: the child's VmHWM (peakRSS), else the parent's rusage of it
 	CPU     float64 `json:"-"`       // user + system seconds of the child
+	// Indexer is how long the child's key indexer (keyIndexerEnv) ticked,
+	// in seconds: what it took of the run's writer.
+	Indexer float64 `json:"indexer,omitempty"`
 }
 
 // timing is a baseline's wall and CPU time; CPU is 0 when it ran in
@@ -448,8 +451,6 @@ func pgCopy(ctx context.Context, dsn, file string, rows int) (timing, error) {
 	return timing{Wall: secs}, nil
 }
 
-// removeDB removes an SQLite database left by an earlier run in the same
-// directory, with its WAL.
 // eachFreshDB calls fn with each -dbs database, empty: SQLite at
 // sqlitePath (removed first), then a new PostgreSQL database (when
 // TIFEEDS_TEST_POSTGRES is set), dropped once fn returned.
@@ -473,6 +474,8 @@ func eachFreshDB(ctx context.Context, sqlitePath string, fn func(name, dsn strin
 	return nil
 }
 
+// removeDB removes an SQLite database left by an earlier run in the same
+// directory, with its WAL.
 func removeDB(path string) error {
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -587,10 +590,11 @@ func child(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	stopIndexer := func() time.Duration { return 0 }
 	if os.Getenv(keyIndexerEnv) != "" {
-		stop := runKeyIndexer(ctx, st)
-		defer stop()
+		stopIndexer = runKeyIndexer(ctx, st)
 	}
+	defer func() { stopIndexer() }()
 	start := time.Now()
 	lines, err := tsv.Read(ctx, io.Reader(f), sink)
 	if err != nil {
@@ -600,6 +604,8 @@ func child(args []string) error {
 		return err
 	}
 	secs := time.Since(start).Seconds()
+	indexer := stopIndexer().Seconds()
+	stopIndexer = func() time.Duration { return 0 }
 	stats := sink.Stats()
 	if stats.Rejected > 0 {
 		return fmt.Errorf("%d rows rejected, first: %+v", stats.Rejected, stats.Rejections)
@@ -611,5 +617,5 @@ func child(args []string) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(os.Stdout).Encode(result{Lines: lines, Stored: stats.Stored, Seconds: secs, MaxRSS: hwm})
+	return json.NewEncoder(os.Stdout).Encode(result{Lines: lines, Stored: stats.Stored, Seconds: secs, MaxRSS: hwm, Indexer: indexer})
 }

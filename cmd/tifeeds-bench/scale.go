@@ -182,8 +182,8 @@ func (in *scaleIngest) ingest(rows int, why string) (result, error) {
 	}
 	in.last = rate
 	in.peakRSS = max(in.peakRSS, r.MaxRSS)
-	fmt.Printf("  run %3d %-22s %8d IoCs in %6.1f s: %8.0f IoCs/s, %.2f of the first run; peak RSS %6.1f MB\n",
-		in.n, why, r.Stored, r.Seconds, rate, rate/in.first, mb(r.MaxRSS))
+	fmt.Printf("  run %3d %-22s %8d IoCs in %6.1f s: %8.0f IoCs/s, %.2f of the first run; key indexer %4.1f s; peak RSS %6.1f MB\n",
+		in.n, why, r.Stored, r.Seconds, rate, rate/in.first, r.Indexer, mb(r.MaxRSS))
 	return r, nil
 }
 
@@ -249,12 +249,14 @@ func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, run
 }
 
 // runKeyIndexer ticks a key indexer on st every second, as the runner
-// does, until stop.
-func runKeyIndexer(ctx context.Context, st *store.Store) (stop func()) {
+// does, until stop, which returns how long its ticks took in all: the
+// share of an ingest run's writer it had.
+func runKeyIndexer(ctx context.Context, st *store.Store) (stop func() time.Duration) {
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+	done := make(chan time.Duration, 1)
 	go func() {
-		defer close(done)
+		var busy time.Duration
+		defer func() { done <- busy }()
 		k := &store.KeyIndexer{Store: st}
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
@@ -263,13 +265,15 @@ func runKeyIndexer(ctx context.Context, st *store.Store) (stop func()) {
 			case <-ctx.Done():
 				return
 			case now := <-tick.C:
+				start := time.Now()
 				if err := k.Tick(ctx, now); err != nil && ctx.Err() == nil {
 					fmt.Fprintf(os.Stderr, "key indexer: %v\n", err)
 				}
+				busy += time.Since(start)
 			}
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func() time.Duration { cancel(); return <-done }
 }
 
 // scaleCount returns the IoCs the store at dsn holds and the next
@@ -311,7 +315,7 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	// this process they starved each other past SQLite's busy timeout).
 	// Each ingest run runs its own (keyIndexerEnv).
 	stopIndexer := runKeyIndexer(ctx, st)
-	defer stopIndexer()
+	defer func() { stopIndexer() }()
 	measurePages := func(when string, busy func() bool) error {
 		fmt.Printf("%s, %s:\n", b.name, when)
 		missed, err := b.pagesWhile(ctx, busy)
