@@ -61,7 +61,8 @@ type result struct {
 	MaxRSS  int64   `json:"max_rss"` // bytes: the child's VmHWM (peakRSS), else the parent's rusage of it
 	CPU     float64 `json:"-"`       // user + system seconds of the child
 	// Indexer is how long the child's key indexer (keyIndexerEnv) ticked,
-	// in seconds: what it took of the run's writer.
+	// in seconds: on SQLite what it took of the run's writer, and its
+	// waits for it.
 	Indexer float64 `json:"indexer,omitempty"`
 }
 

@@ -182,7 +182,7 @@ func (in *scaleIngest) ingest(rows int, why string) (result, error) {
 	}
 	in.last = rate
 	in.peakRSS = max(in.peakRSS, r.MaxRSS)
-	fmt.Printf("  run %3d %-22s %8d IoCs in %6.1f s: %8.0f IoCs/s, %.2f of the first run; key indexer %4.1f s; peak RSS %6.1f MB\n",
+	fmt.Printf("  run %3d %-22s %8d IoCs in %6.1f s: %8.0f IoCs/s, %.2f of the first run; key indexer ticks %4.1f s; peak RSS %6.1f MB\n",
 		in.n, why, r.Stored, r.Seconds, rate, rate/in.first, r.Indexer, mb(r.MaxRSS))
 	return r, nil
 }
@@ -249,8 +249,8 @@ func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, run
 }
 
 // runKeyIndexer ticks a key indexer on st every second, as the runner
-// does, until stop, which returns how long its ticks took in all: the
-// share of an ingest run's writer it had.
+// does, until stop, which returns how long its ticks took in all: on
+// SQLite what it had of an ingest run's writer, and its waits for it.
 func runKeyIndexer(ctx context.Context, st *store.Store) (stop func() time.Duration) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan time.Duration, 1)
