@@ -8,7 +8,7 @@ import (
 )
 
 // KeyIndexer keeps the key tables. It catches up when the IoCs have been
-// quiet for a tick that left the writers time to change some. Under constant writes it keeps pace: while more than
+// quiet for a tick in which it left the writers the store. Under constant writes it keeps pace: while more than
 // KeepUnder IoCs changed since the tables' stamp, it takes chunks for up
 // to Budget of each tick; with fewer, a chunk once they have lagged for
 // MaxLag. The value keys, which only a search reads, come after the order
@@ -35,8 +35,8 @@ type KeyIndexer struct {
 	Clock func() time.Time
 
 	lastStamp int64
-	// workedUntil is when the last tick's work ended, in ticks' time.
-	workedUntil       time.Time
+	// tookChunks says whether the last tick caught up some keys.
+	tookChunks        bool
 	behindSince       time.Time
 	valuesBehindSince time.Time
 	// What an IoC cost the last chunk of order and tag keys, and of value
@@ -62,10 +62,6 @@ const DefaultKeyLag = 30 * time.Second
 // constant writes before the indexer takes chunks every tick: a keyed page
 // sorts that many in a few milliseconds.
 const DefaultKeepUnder = 20_000
-
-// quietGap is how long the writers must have had the store to themselves
-// without changing an IoC for a tick to count as quiet.
-const quietGap = 500 * time.Millisecond
 
 // DefaultKeyBudget is how long a tick under constant writes may catch up:
 // half of the runner's one-second tick.
@@ -96,16 +92,16 @@ func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
 WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &lastID); err != nil {
 		return fmt.Errorf("store: unable to read the indicator keys' state: %w", err)
 	}
-	// Quiet: no IoC changed since the last tick, although the writers had
-	// half a tick at least to change some. On SQLite the batches wait for
-	// the writer while a chunk holds it: a tick after one that held it
-	// to its end saw no change because none could commit, took that for
+	// Quiet: no IoC changed since the last tick, and that tick left the
+	// writers the store (it took no chunk). On SQLite the batches wait for
+	// the writer while a chunk holds it: a tick after one that held it to
+	// its end saw no change because none could commit, took that for
 	// quiet and caught up without a budget, which again left them none
 	// (the indexer had 23.5 s of a 27.7 s run at 10,000,000 IoCs).
-	quiet := stamp == k.lastStamp && now.Sub(k.workedUntil) >= quietGap
+	quiet := stamp == k.lastStamp && !k.tookChunks
+	k.tookChunks = false
 	k.lastStamp = stamp
 	start := clock()
-	defer func() { k.workedUntil = now.Add(clock().Sub(start)) }()
 	// The order and tag keys first: every page reads them. Catch up until
 	// caught up when quiet, for the budget while constant writes outrun
 	// them by more than keepUnder, one chunk once they have lagged for
@@ -133,6 +129,7 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 			}
 		}
 		if spend >= 0 {
+			k.tookChunks = true
 			caught, err := catchUp(ctx, k.Store.CatchUpOrderKeys, chunk, clock, start, start, spend, &k.orderKeyCost)
 			if err != nil {
 				return err
@@ -164,6 +161,7 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 			spend = 0
 		}
 		if spend >= 0 {
+			k.tookChunks = true
 			caught, err := catchUp(ctx, k.Store.CatchUpValueKeys, chunk, clock, start, valuesStart, spend, &k.valueKeyCost)
 			if err != nil {
 				return err

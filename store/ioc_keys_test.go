@@ -148,6 +148,12 @@ func TestKeyIndexerWaitsForQuiet(t *testing.T) {
 		if got := scoreKeys(t, s); got != 5 {
 			t.Fatalf("%d keys after a minute of writes, want 5 (one chunk)", got)
 		}
+		// That chunk was the last tick's: the writers had no time since,
+		// so this tick is not quiet yet; the next is.
+		tick()
+		if got := scoreKeys(t, s); got != 5 {
+			t.Fatalf("%d keys after a tick that followed a chunk, want 5: it took that for quiet", got)
+		}
 		tick()
 		if got := scoreKeys(t, s); got != 3*62 {
 			t.Fatalf("%d keys after a quiet tick, want %d", got, 3*62)
