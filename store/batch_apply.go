@@ -310,6 +310,15 @@ func (ap *batchApply) write(ctx context.Context) error {
 			return err
 		}
 	}
+	// Whatever the batch wrote: rewriting a stored IoC's aggregate drops
+	// the tags of its sightings expired since, even when nothing else moved.
+	d, err := ap.overviewDelta()
+	if err != nil {
+		return err
+	}
+	if err := d.flush(ctx, w.exec); err != nil {
+		return err
+	}
 	if len(ap.pb.fresh) > 0 || len(ap.upserts) > 0 || ap.res.Removed > 0 || len(ap.dead) > 0 {
 		added := int64(-len(ap.dead))
 		for _, a := range ap.pb.fresh {
@@ -363,4 +372,73 @@ func finishBatch(ctx context.Context, w batchWriter, b Batch, res BatchResult) e
 		}
 	}
 	return nil
+}
+
+// overviewDelta is what the batch changed of the overview counts, from what
+// it knows without another read: its new IoCs count for their type, tags,
+// expiry day and the feed; a stored IoC it touched counted for its row as
+// read (iocTags, iocExpires) and the feeds of its sightings, and counts now,
+// unless dead, for its aggregate and the feeds of the sightings left.
+func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
+	d := newOverviewDelta()
+	feedID := ap.b.FeedID
+	for _, a := range ap.pb.fresh {
+		if a.id != 0 {
+			d.addIoC(string(a.kind), a.tagJSON, a.tags, a.expires, 1)
+			d.feeds[feedID]++
+		}
+	}
+	if len(ap.stored) == 0 {
+		return d, nil
+	}
+	live := make(map[int64]*aggregate, len(ap.live))
+	for _, a := range ap.live {
+		live[a.id] = a
+	}
+	type iocFeed struct{ ioc, feed int64 }
+	before, after := map[iocFeed]bool{}, map[iocFeed]bool{}
+	counted := make(map[int64]bool, len(ap.oldOrder))
+	cache := map[string]tagSet{}
+	for i := range ap.stored {
+		st := &ap.stored[i]
+		if !counted[st.iocID] {
+			counted[st.iocID] = true
+			old, err := storedTags(cache, st.iocTags)
+			if err != nil {
+				return nil, err
+			}
+			a := live[st.iocID]
+			// A re-sighting mostly keeps its IoC's tags and expiry day.
+			if a == nil || old.json != a.tagJSON || st.iocExpires/dayMicros != a.expires/dayMicros {
+				d.addIoC(string(st.kind), old.json, old.tags, st.iocExpires, -1)
+				if a != nil {
+					d.addIoC(string(a.kind), a.tagJSON, a.tags, a.expires, 1)
+				}
+			}
+		}
+		if st.feedID == 0 {
+			continue
+		}
+		k := iocFeed{st.iocID, st.feedID}
+		before[k] = true
+		if live[st.iocID] != nil && !(st.feedID == feedID && ap.isRevoked[sightKey{st.valKey, st.source}]) {
+			after[k] = true
+		}
+	}
+	for i := range ap.upserts {
+		if p := &ap.upserts[i]; !p.fresh && live[p.iocID] != nil {
+			after[iocFeed{p.iocID, feedID}] = true
+		}
+	}
+	for k := range before {
+		if !after[k] {
+			d.feeds[k.feed]--
+		}
+	}
+	for k := range after {
+		if !before[k] {
+			d.feeds[k.feed]++
+		}
+	}
+	return d, nil
 }
