@@ -3,16 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
-	"time"
 )
-
-// SetOverviewCost sets what the cached overview cost to read, which bounds
-// how stale it may be served.
-func SetOverviewCost(s *Store, d time.Duration) {
-	s.overview.mu.Lock()
-	defer s.overview.mu.Unlock()
-	s.overview.cost = d
-}
 
 // OverviewCounts is every key of the overview's counts: by type, by feed,
 // by tag and by UTC day of expiry (unixDay), not only the top tags or the

@@ -163,6 +163,51 @@ func TestOverviewCountsFollowEveryWriter(t *testing.T) {
 	})
 }
 
+// The overview reads the kept counts: the top tags, and the week's expiry
+// by day from today.
+func TestOverviewReadsKeptCounts(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		a := newFeed(t, s, "TSV_a")
+		var inds []ioc.Indicator
+		// Tag i on i+1 IoCs, expiring on day i%9 from t0's day.
+		for i := range store.OverviewTopTags + 2 {
+			for j := range i + 1 {
+				ind := dom(fmt.Sprintf("d%d-%d.example", i, j), "s1", 10, fmt.Sprintf("tag%02d", i))
+				ind.ValidUntil = t0.Add(time.Duration(i%9) * day)
+				if i%9 == 0 {
+					ind.ValidUntil = t0.Add(time.Hour)
+				}
+				inds = append(inds, ind)
+			}
+		}
+		// Expired an hour before t0, not swept yet: today still counts it.
+		unswept := dom("unswept.example", "s1", 10)
+		unswept.ValidUntil = t0.Add(-time.Hour)
+		apply(t, s, store.Batch{FeedID: a, Now: t0.Add(-2 * time.Hour), Retention: day, Indicators: append(inds, unswept)})
+		o, err := s.ComputeOverview(ctx, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(o.TopTags) != store.OverviewTopTags || o.TopTags[0] != (store.TagCount{Tag: "tag11", Count: 12}) ||
+			o.TopTags[store.OverviewTopTags-1] != (store.TagCount{Tag: "tag02", Count: 3}) {
+			t.Errorf("top tags %+v", o.TopTags)
+		}
+		// Days 0..6: tags i with i%9 == day, i < 12: day 0 has tag00 (1),
+		// tag09 (10) and unswept.example; day 1 tag01 (2) and tag10 (11);
+		// day 2 tag02 (3) and tag11 (12); then one tag each.
+		want := []int64{12, 13, 15, 4, 5, 6, 7}
+		for i, d := range o.Expiring {
+			if d.Expiring != want[i] {
+				t.Errorf("expiring on day %d: %d, want %d", i, d.Expiring, want[i])
+			}
+		}
+		if o.Total != 79 || len(o.ByFeed) != 1 || o.ByFeed[0].Count != 79 {
+			t.Errorf("total %d, by feed %+v, want 79", o.Total, o.ByFeed)
+		}
+	})
+}
+
 // Migration 20270110000100 fills the counts from the IoCs already stored,
 // and goes down and up again.
 func TestOverviewCountsMigrationFills(t *testing.T) {
