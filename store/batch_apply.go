@@ -378,7 +378,10 @@ func finishBatch(ctx context.Context, w batchWriter, b Batch, res BatchResult) e
 // it knows without another read: its new IoCs count for their type, tags,
 // expiry day and the feed; a stored IoC it touched counted for its row as
 // read (iocTags, iocExpires) and the feeds of its sightings, and counts now,
-// unless dead, for its aggregate and the feeds of the sightings left.
+// unless dead, for its aggregate and the feeds of the sightings left. A
+// batch writes its own feed's sightings only (an inline sighting that
+// becomes a row keeps its feed), so of a live IoC's feeds only the batch's
+// can come or go.
 func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
 	d := newOverviewDelta()
 	feedID := ap.b.FeedID
@@ -391,53 +394,61 @@ func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
 	if len(ap.stored) == 0 {
 		return d, nil
 	}
-	live := make(map[int64]*aggregate, len(ap.live))
-	for _, a := range ap.live {
-		live[a.id] = a
-	}
-	type iocFeed struct{ ioc, feed int64 }
-	before, after := map[iocFeed]bool{}, map[iocFeed]bool{}
-	counted := make(map[int64]bool, len(ap.oldOrder))
+	const (
+		counted    = 1 << iota
+		feedBefore // a sighting of the batch's feed before the batch
+		feedAfter  // and after it
+	)
+	state := make(map[int64]uint8, len(ap.oldOrder))
+	var deadFeeds map[[2]int64]bool // (IoC, feed) of the dead IoCs
 	cache := map[string]tagSet{}
 	for i := range ap.stored {
 		st := &ap.stored[i]
-		if !counted[st.iocID] {
-			counted[st.iocID] = true
+		a := ap.old[st.valKey]
+		f := state[st.iocID]
+		if f&counted == 0 {
+			f |= counted
 			old, err := storedTags(cache, st.iocTags)
 			if err != nil {
 				return nil, err
 			}
-			a := live[st.iocID]
 			// A re-sighting mostly keeps its IoC's tags and expiry day.
-			if a == nil || old.json != a.tagJSON || st.iocExpires/dayMicros != a.expires/dayMicros {
+			if !a.live || old.json != a.tagJSON || st.iocExpires/dayMicros != a.expires/dayMicros {
 				d.addIoC(string(st.kind), old.json, old.tags, st.iocExpires, -1)
-				if a != nil {
+				if a.live {
 					d.addIoC(string(a.kind), a.tagJSON, a.tags, a.expires, 1)
 				}
 			}
 		}
-		if st.feedID == 0 {
-			continue
+		switch {
+		case st.feedID == 0:
+		case !a.live:
+			if deadFeeds == nil {
+				deadFeeds = map[[2]int64]bool{}
+			}
+			deadFeeds[[2]int64{st.iocID, st.feedID}] = true
+		case st.feedID == feedID:
+			f |= feedBefore
+			if !ap.isRevoked[sightKey{st.valKey, st.source}] {
+				f |= feedAfter
+			}
 		}
-		k := iocFeed{st.iocID, st.feedID}
-		before[k] = true
-		if live[st.iocID] != nil && !(st.feedID == feedID && ap.isRevoked[sightKey{st.valKey, st.source}]) {
-			after[k] = true
-		}
+		state[st.iocID] = f
+	}
+	for k := range deadFeeds {
+		d.feeds[k[1]]--
 	}
 	for i := range ap.upserts {
-		if p := &ap.upserts[i]; !p.fresh && live[p.iocID] != nil {
-			after[iocFeed{p.iocID, feedID}] = true
+		if p := &ap.upserts[i]; !p.fresh {
+			state[p.iocID] |= feedAfter
 		}
 	}
-	for k := range before {
-		if !after[k] {
-			d.feeds[k.feed]--
-		}
-	}
-	for k := range after {
-		if !before[k] {
-			d.feeds[k.feed]++
+	for _, f := range state {
+		switch f & (feedBefore | feedAfter) {
+		case feedBefore:
+			d.feeds[feedID]--
+		case feedAfter:
+			d.feeds[feedID]++
 		}
 	}
 	return d, nil
