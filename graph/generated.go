@@ -3952,8 +3952,8 @@ type FeedHealthWatch {
 `, BuiltIn: false},
 	{Name: "../schema/overview.graphqls", Input: `extend type Query {
   """
-  The figures of the dashboard's Overview page. They are read again when the
-  indicators changed, at most once a minute while they keep changing.
+  The figures of the dashboard's Overview page. They are read again whenever
+  the indicators changed: counts kept as they change, a few small reads.
   """
   overview: Overview!
 }
@@ -3977,7 +3977,10 @@ type Overview {
   days: [OverviewDay!]!
   "The 10 most frequent tags, most first; malware families are among them (feeds store them as tags)."
   topTags: [TagCount!]!
-  "The next 7 UTC days, today first: how many indicators expire on each (today: from now on)."
+  """
+  The next 7 UTC days, today first: how many indicators expire on each (today:
+  those still stored, with the ones expired since the sweeper's last pass).
+  """
   expiring: [ExpiringDay!]!
   "Every feed with its state, by name."
   feeds: [FeedHealth!]! @hasScope(scope: ROOT)

@@ -181,17 +181,23 @@ func (s *Store) deleteIoCs(ctx context.Context, ids []int64) (int64, error) {
 	}
 	var deleted int64
 	err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM ioc_texts WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
-			return err
-		}
-		r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids))
+		err := s.keepCounts(ctx, tx, ids, func() error {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM ioc_texts WHERE ioc_id IN (?)", bun.In(ids)); err != nil {
+				return err
+			}
+			r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids))
+			if err != nil {
+				return err
+			}
+			deleted, _ = r.RowsAffected()
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		deleted, _ = r.RowsAffected()
 		if err := dropGoneOrderKeys(ctx, tx, ids); err != nil {
 			return err
 		}

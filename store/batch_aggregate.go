@@ -48,6 +48,10 @@ type storedSighting struct {
 	// inline says the sighting is kept in its IoC's row, not in
 	// sighting_rows: the IoC's only one (see aggregate.feedID).
 	inline bool
+	// iocTags (JSON) and iocExpires are its IoC's row as stored, what the
+	// IoC counted for in the overview before the batch.
+	iocTags    string
+	iocExpires int64
 }
 
 // aggregate is the summary of an IoC's live sightings.

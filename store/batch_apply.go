@@ -310,6 +310,15 @@ func (ap *batchApply) write(ctx context.Context) error {
 			return err
 		}
 	}
+	// Whatever the batch wrote: rewriting a stored IoC's aggregate drops
+	// the tags of its sightings expired since, even when nothing else moved.
+	d, err := ap.overviewDelta()
+	if err != nil {
+		return err
+	}
+	if err := d.flush(ctx, w.exec); err != nil {
+		return err
+	}
 	if len(ap.pb.fresh) > 0 || len(ap.upserts) > 0 || ap.res.Removed > 0 || len(ap.dead) > 0 {
 		added := int64(-len(ap.dead))
 		for _, a := range ap.pb.fresh {
@@ -363,4 +372,84 @@ func finishBatch(ctx context.Context, w batchWriter, b Batch, res BatchResult) e
 		}
 	}
 	return nil
+}
+
+// overviewDelta is what the batch changed of the overview counts, from what
+// it knows without another read: its new IoCs count for their type, tags,
+// expiry day and the feed; a stored IoC it touched counted for its row as
+// read (iocTags, iocExpires) and the feeds of its sightings, and counts now,
+// unless dead, for its aggregate and the feeds of the sightings left. A
+// batch writes its own feed's sightings only (an inline sighting that
+// becomes a row keeps its feed), so of a live IoC's feeds only the batch's
+// can come or go.
+func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
+	d := newOverviewDelta()
+	feedID := ap.b.FeedID
+	for _, a := range ap.pb.fresh {
+		if a.id != 0 {
+			d.addIoC(string(a.kind), a.tagJSON, a.tags, a.expires, 1)
+			d.feeds[feedID]++
+		}
+	}
+	if len(ap.stored) == 0 {
+		return d, nil
+	}
+	const (
+		counted    = 1 << iota
+		feedBefore // a sighting of the batch's feed before the batch
+		feedAfter  // and after it
+	)
+	state := make(map[int64]uint8, len(ap.oldOrder))
+	var deadFeeds map[[2]int64]bool // (IoC, feed) of the dead IoCs
+	cache := map[string]tagSet{}
+	for i := range ap.stored {
+		st := &ap.stored[i]
+		a := ap.old[st.valKey]
+		f := state[st.iocID]
+		if f&counted == 0 {
+			f |= counted
+			old, err := storedTags(cache, st.iocTags)
+			if err != nil {
+				return nil, err
+			}
+			// A re-sighting mostly keeps its IoC's tags and expiry day.
+			if !a.live || old.json != a.tagJSON || st.iocExpires/dayMicros != a.expires/dayMicros {
+				d.addIoC(string(st.kind), old.json, old.tags, st.iocExpires, -1)
+				if a.live {
+					d.addIoC(string(a.kind), a.tagJSON, a.tags, a.expires, 1)
+				}
+			}
+		}
+		switch {
+		case st.feedID == 0:
+		case !a.live:
+			if deadFeeds == nil {
+				deadFeeds = map[[2]int64]bool{}
+			}
+			deadFeeds[[2]int64{st.iocID, st.feedID}] = true
+		case st.feedID == feedID:
+			f |= feedBefore
+			if !ap.isRevoked[sightKey{st.valKey, st.source}] {
+				f |= feedAfter
+			}
+		}
+		state[st.iocID] = f
+	}
+	for k := range deadFeeds {
+		d.feeds[k[1]]--
+	}
+	for i := range ap.upserts {
+		if p := &ap.upserts[i]; !p.fresh {
+			state[p.iocID] |= feedAfter
+		}
+	}
+	for _, f := range state {
+		switch f & (feedBefore | feedAfter) {
+		case feedBefore:
+			d.feeds[feedID]--
+		case feedAfter:
+			d.feeds[feedID]++
+		}
+	}
+	return d, nil
 }

@@ -205,14 +205,16 @@ func (w *pgWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string) ([
 	// Two plain index lookups rather than one join: the planner, without
 	// fresh statistics during a large ingestion, tends to hash-join the
 	// whole sightings table. An IoC's inline sighting comes with it.
-	byID := map[int64]valKey{}
+	byID := map[int64]storedSighting{} // an IoC's row, without a sighting
 	var ids []int64
 	var out []storedSighting
 	for kind, values := range keys {
 		// The tags only of an inline sighting: the others' are not used,
-		// and decoding them cost a JSON parse per re-sighted IoC.
+		// and decoding them cost a JSON parse per re-sighted IoC. The
+		// IoC's own come as text, for the overview counts, which decode
+		// each distinct set once (storedTags).
 		rows, err := w.tx.Query(ctx, `SELECT id, value, feed_id, source, score,
-	CASE WHEN feed_id IS NOT NULL THEN tags END, first_seen, last_seen, expires_at
+	CASE WHEN feed_id IS NOT NULL THEN tags END, first_seen, last_seen, expires_at, tags::text
 FROM iocs WHERE type = $1 AND value = ANY(CAST($2 AS TEXT[]) COLLATE "C")`, string(kind), values)
 		if err != nil {
 			return nil, err
@@ -221,16 +223,17 @@ FROM iocs WHERE type = $1 AND value = ANY(CAST($2 AS TEXT[]) COLLATE "C")`, stri
 			st := storedSighting{valKey: valKey{kind: kind}}
 			var feedID *int64
 			var source *string
-			if err := rows.Scan(&st.iocID, &st.value, &feedID, &source, &st.score, &st.tags, &st.first, &st.last, &st.expires); err != nil {
+			if err := rows.Scan(&st.iocID, &st.value, &feedID, &source, &st.score, &st.tags, &st.first, &st.last, &st.expires, &st.iocTags); err != nil {
 				rows.Close()
 				return nil, err
 			}
+			st.iocExpires = st.expires
 			if feedID != nil {
 				st.feedID, st.source, st.inline = *feedID, *source, true
 				out = append(out, st)
 				continue
 			}
-			byID[st.iocID] = st.valKey
+			byID[st.iocID] = storedSighting{valKey: st.valKey, iocID: st.iocID, iocTags: st.iocTags, iocExpires: st.iocExpires}
 			ids = append(ids, st.iocID)
 		}
 		rows.Close()
@@ -253,7 +256,8 @@ FROM sighting_rows WHERE ioc_id = ANY($1)`, ids)
 		if err := rows.Scan(&st.iocID, &st.feedID, &st.source, &st.score, &st.tags, &st.first, &st.last, &st.expires); err != nil {
 			return nil, err
 		}
-		st.valKey = byID[st.iocID]
+		ioc := byID[st.iocID]
+		st.valKey, st.iocTags, st.iocExpires = ioc.valKey, ioc.iocTags, ioc.iocExpires
 		has[st.iocID] = true
 		out = append(out, st)
 	}
@@ -262,7 +266,7 @@ FROM sighting_rows WHERE ioc_id = ANY($1)`, ids)
 	}
 	for _, id := range ids {
 		if !has[id] {
-			out = append(out, storedSighting{valKey: byID[id], iocID: id})
+			out = append(out, byID[id])
 		}
 	}
 	return out, nil

@@ -1,16 +1,86 @@
 package store
 
 import (
+	"context"
 	"database/sql"
-	"time"
 )
 
-// SetOverviewCost sets what the cached overview cost to read, which bounds
-// how stale it may be served.
-func SetOverviewCost(s *Store, d time.Duration) {
-	s.overview.mu.Lock()
-	defer s.overview.mu.Unlock()
-	s.overview.cost = d
+// OverviewCounts is every key of the overview's counts: by type, by feed,
+// by tag and by UTC day of expiry (unixDay), not only the top tags or the
+// week the overview shows.
+type OverviewCounts struct {
+	Types map[string]int64
+	Feeds map[int64]int64
+	Tags  map[string]int64
+	Days  map[int64]int64
+}
+
+// KeptOverviewCounts reads the counts the writers keep, rows fallen to 0
+// included (there should be none).
+func KeptOverviewCounts(ctx context.Context, s *Store) (OverviewCounts, error) {
+	return readOverviewCounts(ctx, s, [4]string{
+		"SELECT type, n FROM ioc_count_types",
+		"SELECT feed_id, n FROM ioc_count_feeds",
+		"SELECT tag, n FROM ioc_count_tags",
+		"SELECT day, n FROM ioc_count_expiry",
+	})
+}
+
+// RecountOverview counts the same from the IoCs and their sightings, with
+// the scans ComputeOverview ran before the writers kept the counts: the
+// oracle the kept counts must equal after every write.
+func RecountOverview(ctx context.Context, s *Store) (OverviewCounts, error) {
+	tags := `SELECT j.value, count(*) FROM iocs, json_each(iocs.tags) j GROUP BY 1`
+	if s.Dialect == Postgres {
+		tags = `SELECT t, count(*) FROM iocs, jsonb_array_elements_text(iocs.tags) t GROUP BY 1`
+	}
+	return readOverviewCounts(ctx, s, [4]string{
+		"SELECT type, count(*) FROM iocs GROUP BY type",
+		`SELECT feed_id, sum(n) FROM (
+	SELECT feed_id, count(*) AS n FROM iocs WHERE feed_id IS NOT NULL GROUP BY feed_id
+	UNION ALL SELECT feed_id, count(DISTINCT ioc_id) FROM sighting_rows GROUP BY feed_id) AS c
+GROUP BY feed_id`,
+		tags,
+		"SELECT expires_at / 86400000000, count(*) FROM iocs GROUP BY 1",
+	})
+}
+
+func readOverviewCounts(ctx context.Context, s *Store, queries [4]string) (OverviewCounts, error) {
+	c := OverviewCounts{Types: map[string]int64{}, Feeds: map[int64]int64{}, Tags: map[string]int64{}, Days: map[int64]int64{}}
+	db := s.readDB()
+	err := scanRows(ctx, db, queries[0], func(r *sql.Rows) error {
+		var k string
+		var n int64
+		err := r.Scan(&k, &n)
+		c.Types[k] = n
+		return err
+	})
+	if err == nil {
+		err = scanRows(ctx, db, queries[1], func(r *sql.Rows) error {
+			var k, n int64
+			err := r.Scan(&k, &n)
+			c.Feeds[k] = n
+			return err
+		})
+	}
+	if err == nil {
+		err = scanRows(ctx, db, queries[2], func(r *sql.Rows) error {
+			var k string
+			var n int64
+			err := r.Scan(&k, &n)
+			c.Tags[k] = n
+			return err
+		})
+	}
+	if err == nil {
+		err = scanRows(ctx, db, queries[3], func(r *sql.Rows) error {
+			var k, n int64
+			err := r.Scan(&k, &n)
+			c.Days[k] = n
+			return err
+		})
+	}
+	return c, err
 }
 
 // RecentKeysMax lets tests take the plain path of keyed pages.

@@ -66,7 +66,8 @@ func (s *Store) lockedTx(ctx context.Context, lockID int64, fn func(ctx context.
 }
 
 // dropOrphans deletes those of ids left without a sighting and recomputes
-// the others; it returns how many IoCs it deleted. An IoC with an inline
+// the others; it returns how many IoCs it deleted. Its callers delete the
+// sightings before it, and both under keepCounts. An IoC with an inline
 // sighting is never an orphan: deleteInline removes it with its sighting.
 func (s *Store) dropOrphans(ctx context.Context, tx bun.Tx, ids []int64) (int64, error) {
 	if len(ids) == 0 {
@@ -111,7 +112,7 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In
 // for none): each goes with its sighting. They are read in expiry order, a
 // range of iocs_feed_idx. found is how many it found, deleted how many of
 // them it deleted.
-func deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond string, limit int, args ...any) (found int, deleted int64, err error) {
+func (s *Store) deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond string, limit int, args ...any) (found int, deleted int64, err error) {
 	q := tx.NewSelect().Table("iocs").Column("id").Where("feed_id = ?", feedID)
 	if cond != "" {
 		q = q.Where(cond, args...)
@@ -123,12 +124,16 @@ func deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond string, lim
 	if len(ids) == 0 {
 		return 0, 0, nil
 	}
-	r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?) AND feed_id = ?", bun.In(ids), feedID)
-	if err != nil {
-		return len(ids), 0, err
-	}
-	if deleted, _ = r.RowsAffected(); deleted == 0 {
-		return len(ids), 0, nil
+	err = s.keepCounts(ctx, tx, ids, func() error {
+		r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?) AND feed_id = ?", bun.In(ids), feedID)
+		if err != nil {
+			return err
+		}
+		deleted, _ = r.RowsAffected()
+		return nil
+	})
+	if err != nil || deleted == 0 {
+		return len(ids), deleted, err
 	}
 	if err := dropGoneOrderKeys(ctx, tx, ids); err != nil {
 		return len(ids), deleted, err
@@ -164,7 +169,7 @@ func (s *Store) deleteFeedSightings(ctx context.Context, feedID int64, batchSize
 			}
 			if len(ids) == 0 {
 				// Then the IoCs whose one sighting is the feed's.
-				found, n, err := deleteInline(ctx, tx, feedID, "", batchSize)
+				found, n, err := s.deleteInline(ctx, tx, feedID, "", batchSize)
 				sightings += n
 				removedIoCs += n
 				done = found == 0
@@ -172,15 +177,17 @@ func (s *Store) deleteFeedSightings(ctx context.Context, feedID int64, batchSize
 			}
 			slices.Sort(ids)
 			ids = slices.Compact(ids)
-			r, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids))
-			if err != nil {
+			return s.keepCounts(ctx, tx, ids, func() error {
+				r, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE feed_id = ? AND ioc_id IN (?)", feedID, bun.In(ids))
+				if err != nil {
+					return err
+				}
+				c, _ := r.RowsAffected()
+				sightings += c
+				n, err := s.dropOrphans(ctx, tx, ids)
+				removedIoCs += n
 				return err
-			}
-			c, _ := r.RowsAffected()
-			sightings += c
-			n, err := s.dropOrphans(ctx, tx, ids)
-			removedIoCs += n
-			return err
+			})
 		})
 		if err != nil {
 			return sightings, removedIoCs, fmt.Errorf("store: unable to delete the sightings of feed %d: %w", feedID, err)
@@ -221,7 +228,7 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 				if len(ids) < batchSize {
 					// The rows are done: then the IoCs whose one sighting
 					// is the feed's and expired, which go with it.
-					found, d, err := deleteInline(ctx, tx, feedID, "expires_at <= ?", batchSize-len(ids), nowUS)
+					found, d, err := s.deleteInline(ctx, tx, feedID, "expires_at <= ?", batchSize-len(ids), nowUS)
 					sightings += d
 					iocs += d
 					n = found
@@ -237,16 +244,18 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 				ids = slices.Compact(ids)
 				// By key: "+" keeps the planner off the (feed, expiry)
 				// range, which holds every expired sighting of the feed.
-				r, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?) AND feed_id = ? AND +expires_at <= ?",
-					bun.In(ids), feedID, nowUS)
-				if err != nil {
+				return s.keepCounts(ctx, tx, ids, func() error {
+					r, err := tx.ExecContext(ctx, "DELETE FROM sighting_rows WHERE ioc_id IN (?) AND feed_id = ? AND +expires_at <= ?",
+						bun.In(ids), feedID, nowUS)
+					if err != nil {
+						return err
+					}
+					c, _ := r.RowsAffected()
+					sightings += c
+					d, err := s.dropOrphans(ctx, tx, ids)
+					iocs += d
 					return err
-				}
-				c, _ := r.RowsAffected()
-				sightings += c
-				d, err := s.dropOrphans(ctx, tx, ids)
-				iocs += d
-				return err
+				})
 			})
 			if err != nil {
 				return sightings, iocs, fmt.Errorf("store: unable to sweep the expired sightings of feed %d: %w", feedID, err)
@@ -334,7 +343,7 @@ func (s *Store) ExpireUnseen(ctx context.Context, feedID int64, source string, s
 			}
 			if len(ids) < maintenanceBatch {
 				// Then the IoCs whose one sighting it is, which go with it.
-				found, d, err := deleteInline(ctx, tx, feedID, "source = ? AND last_seen < ?", maintenanceBatch-len(ids), source, sinceUS)
+				found, d, err := s.deleteInline(ctx, tx, feedID, "source = ? AND last_seen < ?", maintenanceBatch-len(ids), source, sinceUS)
 				removed += d
 				n = found
 				if err != nil {
@@ -345,15 +354,17 @@ func (s *Store) ExpireUnseen(ctx context.Context, feedID int64, source string, s
 			if len(ids) == 0 {
 				return nil
 			}
-			r, err := tx.ExecContext(ctx, `DELETE FROM sighting_rows WHERE feed_id = ? AND source = ? AND last_seen < ? AND ioc_id IN (?)`,
-				feedID, source, sinceUS, bun.In(ids))
-			if err != nil {
+			return s.keepCounts(ctx, tx, ids, func() error {
+				r, err := tx.ExecContext(ctx, `DELETE FROM sighting_rows WHERE feed_id = ? AND source = ? AND last_seen < ? AND ioc_id IN (?)`,
+					feedID, source, sinceUS, bun.In(ids))
+				if err != nil {
+					return err
+				}
+				c, _ := r.RowsAffected()
+				removed += c
+				_, err = s.dropOrphans(ctx, tx, ids)
 				return err
-			}
-			c, _ := r.RowsAffected()
-			removed += c
-			_, err = s.dropOrphans(ctx, tx, ids)
-			return err
+			})
 		})
 		if err != nil {
 			return removed, fmt.Errorf("store: unable to expire what feed %d's list %q no longer holds: %w", feedID, source, err)

@@ -133,6 +133,11 @@ func (b *readBench) setUp(ctx context.Context) error {
 		", changed_at = (SELECT stamp FROM ioc_stats WHERE id = 1) WHERE id % 100 = 3"); err != nil {
 		return err
 	}
+	// And like a writer, the overview's count of the tag it added.
+	if _, err := b.st.DB.ExecContext(ctx, `INSERT INTO ioc_count_tags (tag, n) SELECT ?, count(*) FROM iocs WHERE id % 100 = 3 HAVING count(*) > 0
+ON CONFLICT (tag) DO UPDATE SET n = excluded.n`, rareTag); err != nil {
+		return err
+	}
 	return nil
 }
 

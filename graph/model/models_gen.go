@@ -388,7 +388,8 @@ type Overview struct {
 	Days []*OverviewDay `json:"days"`
 	// The 10 most frequent tags, most first; malware families are among them (feeds store them as tags).
 	TopTags []*TagCount `json:"topTags"`
-	// The next 7 UTC days, today first: how many indicators expire on each (today: from now on).
+	// The next 7 UTC days, today first: how many indicators expire on each (today:
+	// those still stored, with the ones expired since the sweeper's last pass).
 	Expiring []*ExpiringDay `json:"expiring"`
 	// Every feed with its state, by name.
 	Feeds []*FeedHealth `json:"feeds"`
