@@ -8,15 +8,16 @@ import (
 )
 
 // KeyIndexer keeps the key tables. It catches up when the IoCs have been
-// quiet for a tick in which it left the writers the store. Under constant writes it keeps pace: while more than
-// KeepUnder IoCs changed since the tables' stamp, it takes chunks for up
-// to Budget of each tick; with fewer, a chunk once they have lagged for
-// MaxLag. The value keys, which only a search reads, come after the order
-// and tag keys, in what the budget leaves of a tick. A keyed page reads
-// the IoCs changed since from iocs and sorts them, which costs about a millisecond per 5,000 of them: with the tables
-// a whole ingest run behind (500,000 IoCs at 10,000,000), first pages took
-// 0.1-0.6 s that way and 1-13 s by the plain query (docs/benchmarks.md,
-// "Growth curve").
+// quiet for a tick in which it left the writers the store. Under constant
+// writes it keeps pace: while more than KeepUnder IoCs changed since the
+// tables' stamp, it takes chunks for up to Budget of each tick; with
+// fewer, a chunk once they have lagged for MaxLag. The value keys, which
+// only a search reads, come after the order and tag keys, in what the
+// budget leaves of a tick and half a budget at least. A keyed page reads
+// the IoCs changed since from iocs and sorts them, which costs about a
+// millisecond per 5,000 of them: with the tables a whole ingest run behind
+// (500,000 IoCs at 10,000,000), first pages took 0.1-0.6 s that way and
+// 1-13 s by the plain query (docs/benchmarks.md, "Growth curve").
 type KeyIndexer struct {
 	Store *Store
 	// Chunk is DefaultKeyChunk when zero.
@@ -63,8 +64,9 @@ const DefaultKeyLag = 30 * time.Second
 // sorts that many in a few milliseconds.
 const DefaultKeepUnder = 20_000
 
-// DefaultKeyBudget is how long a tick under constant writes may catch up:
-// half of the runner's one-second tick.
+// DefaultKeyBudget is how long a tick under constant writes may catch up
+// the order and tag keys: half of the runner's one-second tick (the value
+// keys may take half of it again).
 const DefaultKeyBudget = 500 * time.Millisecond
 
 // Tick does the indexer's work of one tick at now: call it every second or
@@ -142,8 +144,14 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 		}
 	}
 	// Then the value keys, which only a search reads: until caught up when
-	// quiet, for what is left of the budget while they lag by more than
-	// keepUnder new IoCs, one chunk once they have lagged for maxLag.
+	// quiet; while they lag by more than keepUnder new IoCs, for what is
+	// left of the budget and half the budget at least; one chunk once they
+	// have lagged for maxLag. A search scans the values of the IoCs after
+	// them (1.2 s for 7,000,000 at 10,000,000): with nothing but what the
+	// order keys left, a long ingest at 10,000,000 left them a run behind
+	// after each run. So a tick may take one and a half budgets, and does
+	// when both lag: at 10,000,000 on SQLite the order keys alone took
+	// half of the writer.
 	if valueID >= lastID {
 		k.valuesBehindSince = time.Time{}
 	} else {
@@ -155,14 +163,14 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 		switch {
 		case quiet:
 			spend = math.MaxInt64
-		case lastID-valueID > int64(keepUnder) && valuesStart.Sub(start) < budget:
-			spend = budget
+		case lastID-valueID > int64(keepUnder):
+			spend = max(budget-valuesStart.Sub(start), budget/2)
 		case now.Sub(k.valuesBehindSince) >= maxLag:
 			spend = 0
 		}
 		if spend >= 0 {
 			k.tookChunks = true
-			caught, err := catchUp(ctx, k.Store.CatchUpValueKeys, chunk, clock, start, valuesStart, spend, &k.valueKeyCost)
+			caught, err := catchUp(ctx, k.Store.CatchUpValueKeys, chunk, clock, valuesStart, valuesStart, spend, &k.valueKeyCost)
 			if err != nil {
 				return err
 			}

@@ -306,8 +306,9 @@ func TestValueKeysFollowNewIoCs(t *testing.T) {
 }
 
 // The indexer makes the value keys after the order and tag keys, in what
-// its budget leaves of a tick: while the order keys lag, the value keys
-// wait; with budget left, they keep pace too; a quiet tick completes both.
+// its budget leaves of a tick and half a budget at least: with budget
+// left, they keep pace; while the order keys take the budget, they still
+// move; a quiet tick completes both.
 func TestKeyIndexerMakesValueKeysAfterOrderKeys(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		feed := newFeed(t, s, "f")
@@ -340,22 +341,23 @@ func TestKeyIndexerMakesValueKeysAfterOrderKeys(t *testing.T) {
 			}
 		}
 		// A chunk takes a whole second: the order keys take the budget
-		// and fall behind by a new IoC a tick; the value keys wait.
+		// and fall behind; the value keys still get half a budget, a
+		// chunk a tick (of one IoC once they know what one costs).
 		k.Clock = func() time.Time { clockNow = clockNow.Add(time.Second); return clockNow }
-		waited := false
+		busy := false
 		for range 8 {
 			ordersBefore, valuesBefore := ordersBehind(), valuesBehind()
 			batch()
 			tick()
-			if ordersBefore > 5 {
-				waited = true
-				if got := valuesBehind(); got != valuesBefore+3 {
-					t.Fatalf("value keys moved from %d to %d behind while the order keys took the budget", valuesBefore, got)
+			if ordersBefore > 5 && valuesBefore > 5 {
+				busy = true
+				if got := valuesBehind(); got >= valuesBefore+3 {
+					t.Fatalf("value keys went from %d to %d behind while the order keys took the budget, want some made", valuesBefore, got)
 				}
 			}
 		}
-		if !waited {
-			t.Fatal("the order keys never lagged by more than KeepUnder: the test does not starve the value keys")
+		if !busy {
+			t.Fatal("the order and value keys never both lagged by more than KeepUnder: the test does not share the budget")
 		}
 		// No IoC changed since the last tick, but that tick held the
 		// writer to its end: the writers had no time to change one. Not
