@@ -97,3 +97,6 @@ func ReadDB(s *Store) *sql.DB { return s.readDB() }
 
 // SparseKeys lets tests take the walk of keyed pages with few IoCs.
 var SparseKeys = &sparseKeys
+
+// IoCWriteLockID is the PostgreSQL advisory lock the IoC writers take.
+const IoCWriteLockID = iocWriteLockID

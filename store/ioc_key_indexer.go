@@ -103,7 +103,7 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 	quiet := stamp == k.lastStamp && !k.tookChunks
 	k.tookChunks = false
 	k.lastStamp = stamp
-	start := clock()
+	var ordersHeld time.Duration
 	// The order and tag keys first: every page reads them. Catch up until
 	// caught up when quiet, for the budget while constant writes outrun
 	// them by more than keepUnder, one chunk once they have lagged for
@@ -132,10 +132,11 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 		}
 		if spend >= 0 {
 			k.tookChunks = true
-			caught, err := catchUp(ctx, k.Store.CatchUpOrderKeys, chunk, clock, start, start, spend, &k.orderKeyCost)
+			caught, held, err := catchUp(ctx, k.Store.catchUpOrderKeys, chunk, clock, spend, &k.orderKeyCost)
 			if err != nil {
 				return err
 			}
+			ordersHeld = held
 			if caught {
 				k.behindSince = time.Time{}
 			} else {
@@ -158,19 +159,18 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 		if k.valuesBehindSince.IsZero() {
 			k.valuesBehindSince = now
 		}
-		valuesStart := clock()
 		spend := time.Duration(-1)
 		switch {
 		case quiet:
 			spend = math.MaxInt64
 		case lastID-valueID > int64(keepUnder):
-			spend = max(budget-valuesStart.Sub(start), budget/2)
+			spend = max(budget-ordersHeld, budget/2)
 		case now.Sub(k.valuesBehindSince) >= maxLag:
 			spend = 0
 		}
 		if spend >= 0 {
 			k.tookChunks = true
-			caught, err := catchUp(ctx, k.Store.CatchUpValueKeys, chunk, clock, valuesStart, valuesStart, spend, &k.valueKeyCost)
+			caught, _, err := catchUp(ctx, k.Store.catchUpValueKeys, chunk, clock, spend, &k.valueKeyCost)
 			if err != nil {
 				return err
 			}
@@ -188,29 +188,31 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 }
 
 // catchUp takes chunks of one kind of keys' work (chunkOf) until they are
-// caught up or budget has passed since start (at least one chunk). A chunk
-// is sized to end within what is left of the budget at the cost per IoC
-// the kind's last chunks took (perIoC, kept up to date): whole chunks of
-// 50,000 IoCs took 0.5-0.9 s at 10,000,000 on SQLite, so a tick that
-// started one with little budget left held the writer for most of a
-// second, and the indexer had 57 % of an ingest run's writer instead of
-// half.
-func catchUp(ctx context.Context, chunkOf func(context.Context, int) (bool, error), chunk int,
-	clock func() time.Time, start, began time.Time, budget time.Duration, perIoC *time.Duration) (caught bool, err error) {
+// caught up or they have held the store for budget (at least one chunk),
+// and says how long they held it. A chunk is sized to end within what is
+// left of the budget at the cost per IoC the kind's last chunks took
+// (perIoC, kept up to date): whole chunks of 50,000 IoCs took 0.5-0.9 s at
+// 10,000,000 on SQLite, so a tick that started one with little budget left
+// held the writer for most of a second. Only the time a chunk holds the
+// store counts, not its wait for SQLite's writer: counted, the waits for
+// the batches took most of the budget, and the order keys fell a run
+// behind by the end of each at 10,000,000.
+func catchUp(ctx context.Context, chunkOf func(context.Context, int, func() time.Time) (bool, time.Duration, error),
+	chunk int, clock func() time.Time, budget time.Duration, perIoC *time.Duration) (caught bool, held time.Duration, err error) {
 	for {
 		size := chunk
-		if left := budget - began.Sub(start); budget > 0 && *perIoC > 0 && left < time.Duration(chunk)**perIoC {
+		if left := budget - held; budget > 0 && *perIoC > 0 && left < time.Duration(chunk)**perIoC {
 			size = max(int(left / *perIoC), chunk/minChunkShare, 1)
 		}
-		if caught, err = chunkOf(ctx, size); err != nil || caught {
-			return caught, err
+		caught, took, err := chunkOf(ctx, size, clock)
+		held += took
+		if err != nil || caught {
+			return caught, held, err
 		}
-		end := clock()
-		*perIoC = end.Sub(began) / time.Duration(size)
-		if end.Sub(start) >= budget {
-			return false, nil
+		*perIoC = took / time.Duration(size)
+		if held >= budget {
+			return false, held, nil
 		}
-		began = end
 	}
 }
 

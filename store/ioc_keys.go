@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -90,11 +91,25 @@ func (s *Store) CatchUpKeys(ctx context.Context, maxRows int) (caught bool, err 
 // since their stamp, up to about maxRows IoCs, in one transaction; caught
 // says whether they are complete up to the latest change.
 func (s *Store) CatchUpOrderKeys(ctx context.Context, maxRows int) (caught bool, err error) {
+	caught, _, err = s.catchUpOrderKeys(ctx, maxRows, time.Now)
+	return caught, err
+}
+
+// catchUpOrderKeys is CatchUpOrderKeys, and says how long, by clock, its
+// transaction held the store (from its first statement to its commit).
+func (s *Store) catchUpOrderKeys(ctx context.Context, maxRows int, clock func() time.Time) (caught bool, held time.Duration, err error) {
 	latest, err := s.committedStamp(ctx)
 	if err != nil {
-		return false, fmt.Errorf("store: unable to read the change stamp: %w", err)
+		return false, 0, fmt.Errorf("store: unable to read the change stamp: %w", err)
 	}
+	var began time.Time
+	defer func() {
+		if !began.IsZero() {
+			held = clock().Sub(began)
+		}
+	}()
 	err = s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		began = clock()
 		caught = false
 		var from int64
 		if err := tx.QueryRowContext(ctx, "SELECT stamp FROM ioc_keys_state WHERE id = 1").Scan(&from); err != nil {
@@ -171,9 +186,9 @@ ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != n
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("store: unable to add the keys of changed indicators: %w", err)
+		return false, 0, fmt.Errorf("store: unable to add the keys of changed indicators: %w", err)
 	}
-	return caught, nil
+	return caught, 0, nil
 }
 
 // CatchUpValueKeys adds the value keys of the IoCs after ioc_keys_state's
@@ -189,11 +204,25 @@ ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != n
 // keys, which every page reads, come first, and a search reads the values
 // of the IoCs after value_id from iocs, a range of its primary key.
 func (s *Store) CatchUpValueKeys(ctx context.Context, maxRows int) (caught bool, err error) {
+	caught, _, err = s.catchUpValueKeys(ctx, maxRows, time.Now)
+	return caught, err
+}
+
+// catchUpValueKeys is CatchUpValueKeys, and says how long, by clock, its
+// transaction held the store.
+func (s *Store) catchUpValueKeys(ctx context.Context, maxRows int, clock func() time.Time) (caught bool, held time.Duration, err error) {
 	latest, err := s.committedID(ctx)
 	if err != nil {
-		return false, fmt.Errorf("store: unable to read the highest indicator id: %w", err)
+		return false, 0, fmt.Errorf("store: unable to read the highest indicator id: %w", err)
 	}
+	var began time.Time
+	defer func() {
+		if !began.IsZero() {
+			held = clock().Sub(began)
+		}
+	}()
 	err = s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		began = clock()
 		var from int64
 		if err := tx.QueryRowContext(ctx, "SELECT value_id FROM ioc_keys_state WHERE id = 1").Scan(&from); err != nil {
 			return err
@@ -231,9 +260,9 @@ AND NOT EXISTS (SELECT 1 FROM ioc_value_keys k WHERE k.rowid = iocs.id)`
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("store: unable to add the value keys of new indicators: %w", err)
+		return false, 0, fmt.Errorf("store: unable to add the value keys of new indicators: %w", err)
 	}
-	return caught, nil
+	return caught, 0, nil
 }
 
 // committedID returns the highest IoC id, read under the IoC write lock:

@@ -378,6 +378,48 @@ func TestKeyIndexerMakesValueKeysAfterOrderKeys(t *testing.T) {
 	})
 }
 
+// Only the time a chunk holds the store counts against the indexer's
+// budget, not its wait for the IoC writer: a tick whose first chunk waited
+// behind a batch longer than the whole budget still catches up what the
+// budget allows.
+func TestKeyIndexerBudgetsHoldingNotWaiting(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		var inds []ioc.Indicator
+		for i := range 40 {
+			inds = append(inds, dom(fmt.Sprintf("w%d.example", i), "src", 50, "t"))
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day, Indicators: inds})
+		// A writer holds the store for longer than the budget: SQLite's
+		// one writing connection, PostgreSQL's IoC write lock.
+		tx, err := s.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold := "UPDATE ioc_stats SET version = version WHERE id = 1"
+		if s.Dialect == store.Postgres {
+			hold = fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", store.IoCWriteLockID)
+		}
+		if _, err := tx.ExecContext(ctx, hold); err != nil {
+			t.Fatal(err)
+		}
+		const budget = 2 * time.Second
+		released := make(chan struct{})
+		go func() {
+			time.Sleep(budget + budget/4)
+			tx.Rollback()
+			close(released)
+		}()
+		k := &store.KeyIndexer{Store: s, Chunk: 5, MaxLag: time.Hour, KeepUnder: 1, Budget: budget}
+		ticker(t, k)()
+		<-released
+		if n := countRows(t, s, "iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)"); n != 0 {
+			t.Errorf("%d IoCs behind the order keys after a tick that waited for the writer, want none: the wait counted against the budget", n)
+		}
+	})
+}
+
 // The cleaner rests once it has been through every key table with nothing
 // changed meanwhile, and goes again when the IoCs change.
 func TestKeyCleanerRestsUntilAChange(t *testing.T) {
