@@ -8,7 +8,7 @@ import (
 )
 
 // KeyIndexer keeps the key tables. It catches up when the IoCs have been
-// quiet for a tick in which it left the writers the store. Under constant
+// quiet for a tick, until they change. Under constant
 // writes it keeps pace: while more than KeepUnder IoCs changed since the
 // tables' stamp, it takes chunks for up to Budget of each tick; with
 // fewer, a chunk once they have lagged for MaxLag. The value keys, which
@@ -35,9 +35,7 @@ type KeyIndexer struct {
 	// Clock measures the budget (time.Now when nil).
 	Clock func() time.Time
 
-	lastStamp int64
-	// tookChunks says whether the last tick caught up some keys.
-	tookChunks        bool
+	lastStamp         int64
 	behindSince       time.Time
 	valuesBehindSince time.Time
 	// What an IoC cost the last chunk of order and tag keys, and of value
@@ -94,14 +92,20 @@ func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
 WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &lastID); err != nil {
 		return fmt.Errorf("store: unable to read the indicator keys' state: %w", err)
 	}
-	// Quiet: no IoC changed since the last tick, and that tick left the
-	// writers the store (it took no chunk). On SQLite the batches wait for
-	// the writer while a chunk holds it: a tick after one that held it to
-	// its end saw no change because none could commit, took that for
-	// quiet and caught up without a budget, which again left them none
-	// (the indexer had 23.5 s of a 27.7 s run at 10,000,000 IoCs).
-	quiet := stamp == k.lastStamp && !k.tookChunks
-	k.tookChunks = false
+	// Quiet: no IoC changed since the last tick. A quiet catch-up goes on
+	// while none does: on SQLite the batches wait for the writer while a
+	// chunk holds it, and a tick that began just before a waiting batch
+	// committed took the writes for over and caught up without a budget,
+	// a chunk between each batch (the indexer had 23.5 s of a 27.7 s run
+	// at 10,000,000 IoCs). It stops at the first change.
+	quiet := stamp == k.lastStamp
+	moved := func(ctx context.Context) (bool, error) {
+		now, err := k.Store.iocStamp(ctx)
+		return now != stamp, err
+	}
+	if !quiet {
+		moved = nil
+	}
 	k.lastStamp = stamp
 	var ordersHeld time.Duration
 	// The order and tag keys first: every page reads them. Catch up until
@@ -131,8 +135,7 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 			}
 		}
 		if spend >= 0 {
-			k.tookChunks = true
-			caught, held, err := catchUp(ctx, k.Store.catchUpOrderKeys, chunk, clock, spend, &k.orderKeyCost)
+			caught, held, err := catchUp(ctx, k.Store.catchUpOrderKeys, chunk, clock, spend, moved, &k.orderKeyCost)
 			if err != nil {
 				return err
 			}
@@ -169,8 +172,7 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 			spend = 0
 		}
 		if spend >= 0 {
-			k.tookChunks = true
-			caught, _, err := catchUp(ctx, k.Store.catchUpValueKeys, chunk, clock, spend, &k.valueKeyCost)
+			caught, _, err := catchUp(ctx, k.Store.catchUpValueKeys, chunk, clock, spend, moved, &k.valueKeyCost)
 			if err != nil {
 				return err
 			}
@@ -188,8 +190,8 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 }
 
 // catchUp takes chunks of one kind of keys' work (chunkOf) until they are
-// caught up or they have held the store for budget (at least one chunk),
-// and says how long they held it. A chunk is sized to end within what is
+// caught up, they have held the store for budget, or moved says an IoC
+// changed (at least one chunk), and says how long they held it. A chunk is sized to end within what is
 // left of the budget at the cost per IoC the kind's last chunks took
 // (perIoC, kept up to date): whole chunks of 50,000 IoCs took 0.5-0.9 s at
 // 10,000,000 on SQLite, so a tick that started one with little budget left
@@ -198,7 +200,8 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 // the batches took most of the budget, and the order keys fell a run
 // behind by the end of each at 10,000,000.
 func catchUp(ctx context.Context, chunkOf func(context.Context, int, func() time.Time) (bool, time.Duration, error),
-	chunk int, clock func() time.Time, budget time.Duration, perIoC *time.Duration) (caught bool, held time.Duration, err error) {
+	chunk int, clock func() time.Time, budget time.Duration, moved func(context.Context) (bool, error),
+	perIoC *time.Duration) (caught bool, held time.Duration, err error) {
 	for {
 		size := chunk
 		if left := budget - held; budget > 0 && *perIoC > 0 && left < time.Duration(chunk)**perIoC {
@@ -212,6 +215,11 @@ func catchUp(ctx context.Context, chunkOf func(context.Context, int, func() time
 		*perIoC = took / time.Duration(size)
 		if held >= budget {
 			return false, held, nil
+		}
+		if moved != nil {
+			if stop, err := moved(ctx); err != nil || stop {
+				return false, held, err
+			}
 		}
 	}
 }

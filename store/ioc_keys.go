@@ -427,3 +427,12 @@ func dropGoneOrderKeys(ctx context.Context, tx bun.Tx, ids []int64) error {
 	}
 	return nil
 }
+
+// iocStamp reads the last change stamp handed out (ioc_stats, one row).
+func (s *Store) iocStamp(ctx context.Context) (int64, error) {
+	var stamp int64
+	if err := s.reader().QueryRowContext(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&stamp); err != nil {
+		return 0, fmt.Errorf("store: unable to read the change stamp: %w", err)
+	}
+	return stamp, nil
+}

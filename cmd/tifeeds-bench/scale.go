@@ -328,6 +328,14 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	// The server restarted on the built database: the key tables are as
 	// the indexer kept them through the runs (a service's, running beside
 	// them).
+	var ordersBehind, valuesBehind int
+	if err := st.DB.QueryRowContext(ctx, `SELECT
+	(SELECT count(*) FROM iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)),
+	(SELECT count(*) FROM iocs WHERE id > (SELECT value_id FROM ioc_keys_state))`).Scan(&ordersBehind, &valuesBehind); err != nil {
+		return err
+	}
+	fmt.Printf("%s: the last run left %d IoCs changed since the order and tag keys, %d without a value key\n",
+		b.name, ordersBehind, valuesBehind)
 	if err := measurePages("right after a restart (the key indexer running beside, as in the service)", nil); err != nil {
 		return err
 	}
