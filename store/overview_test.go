@@ -128,3 +128,25 @@ func TestOverviewCacheFollowsIoCStats(t *testing.T) {
 		}
 	})
 }
+
+// The overview reads beside a write transaction, as every read does: its
+// snapshot transaction must not take SQLite's write lock (it did, and
+// waited for a key indexer's chunk).
+func TestOverviewReadsBesideAWriter(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		tx, err := s.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, "UPDATE ioc_stats SET version = version WHERE id = 1"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if _, err := s.ComputeOverview(ctx, time.Now()); err != nil {
+			t.Fatalf("the overview while a writer holds the store: %v", err)
+		}
+	})
+}
