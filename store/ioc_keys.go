@@ -102,14 +102,7 @@ func (s *Store) catchUpOrderKeys(ctx context.Context, maxRows int, clock func() 
 	if err != nil {
 		return false, 0, fmt.Errorf("store: unable to read the change stamp: %w", err)
 	}
-	var began time.Time
-	defer func() {
-		if !began.IsZero() {
-			held = clock().Sub(began)
-		}
-	}()
-	err = s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		began = clock()
+	held, err = s.heldKeysTx(ctx, clock, func(ctx context.Context, tx bun.Tx) error {
 		caught = false
 		var from int64
 		if err := tx.QueryRowContext(ctx, "SELECT stamp FROM ioc_keys_state WHERE id = 1").Scan(&from); err != nil {
@@ -186,9 +179,9 @@ ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != n
 		return err
 	})
 	if err != nil {
-		return false, 0, fmt.Errorf("store: unable to add the keys of changed indicators: %w", err)
+		return false, held, fmt.Errorf("store: unable to add the keys of changed indicators: %w", err)
 	}
-	return caught, 0, nil
+	return caught, held, nil
 }
 
 // CatchUpValueKeys adds the value keys of the IoCs after ioc_keys_state's
@@ -215,14 +208,7 @@ func (s *Store) catchUpValueKeys(ctx context.Context, maxRows int, clock func() 
 	if err != nil {
 		return false, 0, fmt.Errorf("store: unable to read the highest indicator id: %w", err)
 	}
-	var began time.Time
-	defer func() {
-		if !began.IsZero() {
-			held = clock().Sub(began)
-		}
-	}()
-	err = s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		began = clock()
+	held, err = s.heldKeysTx(ctx, clock, func(ctx context.Context, tx bun.Tx) error {
 		var from int64
 		if err := tx.QueryRowContext(ctx, "SELECT value_id FROM ioc_keys_state WHERE id = 1").Scan(&from); err != nil {
 			return err
@@ -260,9 +246,9 @@ AND NOT EXISTS (SELECT 1 FROM ioc_value_keys k WHERE k.rowid = iocs.id)`
 		return err
 	})
 	if err != nil {
-		return false, 0, fmt.Errorf("store: unable to add the value keys of new indicators: %w", err)
+		return false, held, fmt.Errorf("store: unable to add the value keys of new indicators: %w", err)
 	}
-	return caught, 0, nil
+	return caught, held, nil
 }
 
 // committedID returns the highest IoC id, read under the IoC write lock:
@@ -289,6 +275,21 @@ func (s *Store) committedStamp(ctx context.Context) (int64, error) {
 // keyIndexerLockID is the PostgreSQL advisory lock the key indexers of
 // the instances take turns with; the IoC writers do not wait for it.
 const keyIndexerLockID = 0x7466656564730011
+
+// heldKeysTx runs fn in keysTx and says how long, by clock, the
+// transaction held the store: from fn's start (the lock taken) to the
+// commit, not its wait for the lock.
+func (s *Store) heldKeysTx(ctx context.Context, clock func() time.Time, fn func(ctx context.Context, tx bun.Tx) error) (held time.Duration, err error) {
+	var began time.Time
+	err = s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		began = clock()
+		return fn(ctx, tx)
+	})
+	if !began.IsZero() {
+		held = clock().Sub(began)
+	}
+	return held, err
+}
 
 // keysTx runs fn in a transaction that writes the key tables: on SQLite
 // the one write transaction; on PostgreSQL one that holds the key
