@@ -226,7 +226,8 @@ ON CONFLICT (day) DO UPDATE SET expired = ioc_expiry_days.expired + excluded.exp
 	return nil
 }
 
-// scanRows runs a read on db and calls each for every row.
+// scanRows runs a read on db (a pool or a transaction; bun's take "?"
+// placeholders) and calls each for every row.
 func scanRows(ctx context.Context, db interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }, query string, each func(*sql.Rows) error, args ...any) error {

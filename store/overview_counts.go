@@ -68,7 +68,7 @@ func (d *overviewDelta) countStored(ctx context.Context, tx bun.Tx, dialect Dial
 	if len(ids) == 0 {
 		return nil
 	}
-	err := scanTx(ctx, tx, `SELECT type, expires_at / ?, coalesce(feed_id, 0), count(*) FROM iocs WHERE id IN (?) GROUP BY 1, 2, 3`,
+	err := scanRows(ctx, tx, `SELECT type, expires_at / ?, coalesce(feed_id, 0), count(*) FROM iocs WHERE id IN (?) GROUP BY 1, 2, 3`,
 		func(r *sql.Rows) error {
 			var kind string
 			var day, feedID, n int64
@@ -89,7 +89,7 @@ func (d *overviewDelta) countStored(ctx context.Context, tx bun.Tx, dialect Dial
 	if dialect == Postgres {
 		tags = `SELECT t, count(*) FROM iocs, jsonb_array_elements_text(iocs.tags) t WHERE iocs.id IN (?) GROUP BY 1`
 	}
-	err = scanTx(ctx, tx, tags, func(r *sql.Rows) error {
+	err = scanRows(ctx, tx, tags, func(r *sql.Rows) error {
 		var tag string
 		var n int64
 		err := r.Scan(&tag, &n)
@@ -99,7 +99,7 @@ func (d *overviewDelta) countStored(ctx context.Context, tx bun.Tx, dialect Dial
 	if err != nil {
 		return err
 	}
-	return scanTx(ctx, tx, `SELECT feed_id, count(DISTINCT ioc_id) FROM sighting_rows WHERE ioc_id IN (?) GROUP BY feed_id`,
+	return scanRows(ctx, tx, `SELECT feed_id, count(DISTINCT ioc_id) FROM sighting_rows WHERE ioc_id IN (?) GROUP BY feed_id`,
 		func(r *sql.Rows) error {
 			var feedID, n int64
 			err := r.Scan(&feedID, &n)
@@ -197,22 +197,6 @@ func rawExec(tx bun.Tx) func(ctx context.Context, query string, args ...any) (in
 		}
 		return r.RowsAffected()
 	}
-}
-
-// scanTx runs a read in tx (bun's "?" placeholders) and calls each for
-// every row.
-func scanTx(ctx context.Context, tx bun.Tx, query string, each func(*sql.Rows) error, args ...any) error {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // storedTags decodes an IoC's stored tags (JSON as either database writes
