@@ -254,22 +254,24 @@ AND NOT EXISTS (SELECT 1 FROM ioc_value_keys k WHERE k.rowid = iocs.id)`
 // committedID returns the highest IoC id, read under the IoC write lock:
 // every IoC with an id up to it is committed (or gone).
 func (s *Store) committedID(ctx context.Context) (int64, error) {
-	var id int64
-	err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		return tx.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM iocs").Scan(&id)
-	})
-	return id, err
+	return s.committed(ctx, "SELECT coalesce(max(id), 0) FROM iocs")
 }
 
 // committedStamp returns the last change stamp handed out, read under the
 // IoC write lock: every transaction that drew a stamp up to it has
 // committed.
 func (s *Store) committedStamp(ctx context.Context) (int64, error) {
-	var stamp int64
+	return s.committed(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1")
+}
+
+// committed reads the one number query selects under the IoC write lock,
+// which every writer that draws a change stamp or an IoC id holds.
+func (s *Store) committed(ctx context.Context, query string) (int64, error) {
+	var n int64
 	err := s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		return tx.QueryRowContext(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&stamp)
+		return tx.QueryRowContext(ctx, query).Scan(&n)
 	})
-	return stamp, err
+	return n, err
 }
 
 // keyIndexerLockID is the PostgreSQL advisory lock the key indexers of
@@ -431,9 +433,15 @@ func dropGoneOrderKeys(ctx context.Context, tx bun.Tx, ids []int64) error {
 
 // iocStamp reads the last change stamp handed out (ioc_stats, one row).
 func (s *Store) iocStamp(ctx context.Context) (int64, error) {
-	var stamp int64
-	if err := s.reader().QueryRowContext(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1").Scan(&stamp); err != nil {
-		return 0, fmt.Errorf("store: unable to read the change stamp: %w", err)
+	return s.readNumber(ctx, "SELECT stamp FROM ioc_stats WHERE id = 1", "the change stamp")
+}
+
+// readNumber reads the one number query selects, on the read pool; what
+// names it in the error.
+func (s *Store) readNumber(ctx context.Context, query, what string) (int64, error) {
+	var n int64
+	if err := s.reader().QueryRowContext(ctx, query).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: unable to read %s: %w", what, err)
 	}
-	return stamp, nil
+	return n, nil
 }

@@ -304,11 +304,7 @@ func (s *Store) keyArms(f IoCFilter, stamp int64, keys *iocKeys) (keyed, recent 
 
 // keysStamp reads how far the key tables are complete.
 func (s *Store) keysStamp(ctx context.Context) (int64, error) {
-	var stamp int64
-	if err := s.reader().QueryRowContext(ctx, "SELECT stamp FROM ioc_keys_state WHERE id = 1").Scan(&stamp); err != nil {
-		return 0, fmt.Errorf("store: unable to read the indicator keys' state: %w", err)
-	}
-	return stamp, nil
+	return s.readNumber(ctx, "SELECT stamp FROM ioc_keys_state WHERE id = 1", "the indicator keys' state")
 }
 
 // pageByKeys reads limit IoCs of f in order o after the cursor, each arm

@@ -71,9 +71,5 @@ LIMIT ?`, append(args, string(ioc.Rule), pattern, limit+1)...).Scan(ctx, &ids)
 
 // valueKeysID reads the id up to which every IoC has its value key.
 func (s *Store) valueKeysID(ctx context.Context) (int64, error) {
-	var id int64
-	if err := s.reader().QueryRowContext(ctx, "SELECT value_id FROM ioc_keys_state WHERE id = 1").Scan(&id); err != nil {
-		return 0, fmt.Errorf("store: unable to read the value keys' state: %w", err)
-	}
-	return id, nil
+	return s.readNumber(ctx, "SELECT value_id FROM ioc_keys_state WHERE id = 1", "the value keys' state")
 }
