@@ -35,13 +35,10 @@ type KeyIndexer struct {
 	// Clock measures the budget (time.Now when nil).
 	Clock func() time.Time
 
-	lastStamp         int64
-	behindSince       time.Time
-	valuesBehindSince time.Time
-	// What an IoC cost the last chunk of order and tag keys, and of value
-	// keys: catchUp sizes chunks with them.
-	orderKeyCost, valueKeyCost time.Duration
-	cleaned                    KeyPositions
+	lastStamp int64
+	// The two kinds of work: the order and tag keys, and the value keys.
+	orders, values keyWork
+	cleaned        KeyPositions
 	// The cleaner's pass: the IoCs' version (ioc_stats) when it began at
 	// the start of every key table, and the tables it has been through
 	// since. Once through all, it rests until the version moves: no key
@@ -113,16 +110,13 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 	// them by more than keepUnder, one chunk once they have lagged for
 	// maxLag.
 	if keysStamp >= stamp {
-		k.behindSince = time.Time{}
+		k.orders.caughtUp()
 	} else {
-		if k.behindSince.IsZero() {
-			k.behindSince = now
-		}
 		spend := time.Duration(-1)
-		switch {
+		switch lagged := k.orders.behind(now); {
 		case quiet:
 			spend = math.MaxInt64
-		case now.Sub(k.behindSince) >= maxLag:
+		case lagged >= maxLag:
 			spend = 0
 		}
 		if !quiet {
@@ -134,17 +128,9 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 				spend = budget
 			}
 		}
-		if spend >= 0 {
-			caught, held, err := catchUp(ctx, k.Store.catchUpOrderKeys, chunk, clock, spend, moved, &k.orderKeyCost)
-			if err != nil {
-				return err
-			}
-			ordersHeld = held
-			if caught {
-				k.behindSince = time.Time{}
-			} else {
-				k.behindSince = now
-			}
+		var err error
+		if ordersHeld, err = k.orders.take(ctx, now, spend, k.Store.catchUpOrderKeys, chunk, clock, moved); err != nil {
+			return err
 		}
 	}
 	// Then the value keys, which only a search reads: until caught up when
@@ -157,30 +143,19 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 	// when both lag: at 10,000,000 on SQLite the order keys alone took
 	// half of the writer.
 	if valueID >= lastID {
-		k.valuesBehindSince = time.Time{}
+		k.values.caughtUp()
 	} else {
-		if k.valuesBehindSince.IsZero() {
-			k.valuesBehindSince = now
-		}
 		spend := time.Duration(-1)
-		switch {
+		switch lagged := k.values.behind(now); {
 		case quiet:
 			spend = math.MaxInt64
 		case lastID-valueID > int64(keepUnder):
 			spend = max(budget-ordersHeld, budget/2)
-		case now.Sub(k.valuesBehindSince) >= maxLag:
+		case lagged >= maxLag:
 			spend = 0
 		}
-		if spend >= 0 {
-			caught, _, err := catchUp(ctx, k.Store.catchUpValueKeys, chunk, clock, spend, moved, &k.valueKeyCost)
-			if err != nil {
-				return err
-			}
-			if caught {
-				k.valuesBehindSince = time.Time{}
-			} else {
-				k.valuesBehindSince = now
-			}
+		if _, err := k.values.take(ctx, now, spend, k.Store.catchUpValueKeys, chunk, clock, moved); err != nil {
+			return err
 		}
 	}
 	if !quiet {
@@ -189,16 +164,58 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 	return k.clean(ctx, version, chunk)
 }
 
+// keyWork is the indexer's account of one kind of its work: since when
+// it has been behind, and what an IoC cost its last chunk (catchUp sizes
+// chunks with it).
+type keyWork struct {
+	behindSince time.Time
+	perIoC      time.Duration
+}
+
+// behind notes that the work is behind at now and says for how long it
+// has been.
+func (w *keyWork) behind(now time.Time) time.Duration {
+	if w.behindSince.IsZero() {
+		w.behindSince = now
+	}
+	return now.Sub(w.behindSince)
+}
+
+// caughtUp notes that the work is done.
+func (w *keyWork) caughtUp() { w.behindSince = time.Time{} }
+
+// take catches up with chunkOf for spend (nothing when it is negative; see
+// catchUp) and says how long it held the store. Still behind after, the
+// work counts its lag from now: it took what it could.
+func (w *keyWork) take(ctx context.Context, now time.Time, spend time.Duration,
+	chunkOf func(context.Context, int, func() time.Time) (bool, time.Duration, error),
+	chunk int, clock func() time.Time, moved func(context.Context) (bool, error)) (time.Duration, error) {
+	if spend < 0 {
+		return 0, nil
+	}
+	caught, held, err := catchUp(ctx, chunkOf, chunk, clock, spend, moved, &w.perIoC)
+	if err != nil {
+		return held, err
+	}
+	if caught {
+		w.caughtUp()
+	} else {
+		w.behindSince = now
+	}
+	return held, nil
+}
+
 // catchUp takes chunks of one kind of keys' work (chunkOf) until they are
 // caught up, they have held the store for budget, or moved says an IoC
-// changed (at least one chunk), and says how long they held it. A chunk is sized to end within what is
-// left of the budget at the cost per IoC the kind's last chunks took
-// (perIoC, kept up to date): whole chunks of 50,000 IoCs took 0.5-0.9 s at
-// 10,000,000 on SQLite, so a tick that started one with little budget left
-// held the writer for most of a second. Only the time a chunk holds the
-// store counts, not its wait for SQLite's writer: counted, the waits for
-// the batches took most of the budget, and the order keys fell a run
-// behind by the end of each at 10,000,000.
+// changed (at least one chunk), and says how long they held it. A chunk
+// is sized to end within what is left of the budget at the cost per IoC
+// the kind's last chunks took (perIoC, kept up to date): whole chunks of
+// 50,000 IoCs took 0.5-0.9 s at 10,000,000 on SQLite, so a tick that
+// started one with little budget left held the writer for most of a
+// second. Only the time a chunk holds the store counts, not its wait for
+// SQLite's writer: counted, the waits for the batches took most of the
+// budget, and the order keys fell a run behind by the end of each at
+// 10,000,000.
 func catchUp(ctx context.Context, chunkOf func(context.Context, int, func() time.Time) (bool, time.Duration, error),
 	chunk int, clock func() time.Time, budget time.Duration, moved func(context.Context) (bool, error),
 	perIoC *time.Duration) (caught bool, held time.Duration, err error) {
