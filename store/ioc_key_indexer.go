@@ -27,10 +27,12 @@ type KeyIndexer struct {
 	// KeepUnder is DefaultKeepUnder when zero.
 	KeepUnder int
 	// Budget is how long a tick under constant writes may spend catching
-	// up: DefaultKeyBudget when zero. On SQLite the chunks and the batches
-	// share the one writer, so a budget of half the tick leaves ingestion
-	// half of it at least; on PostgreSQL they write beside each other, and
-	// the budget bounds the indexer to half a core.
+	// up the order and tag keys, the value keys half of it more while
+	// they lag too: DefaultKeyBudget when zero. On SQLite the chunks and
+	// the batches share the one writer, so a budget of half the tick
+	// leaves ingestion a quarter of it at least (half while the value keys
+	// keep pace); on PostgreSQL they write beside each other, and the
+	// budget bounds the indexer to three quarters of a core.
 	Budget time.Duration
 	// Clock measures the budget (time.Now when nil).
 	Clock func() time.Time
