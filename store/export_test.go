@@ -30,10 +30,8 @@ func KeptOverviewCounts(ctx context.Context, s *Store) (OverviewCounts, error) {
 // the scans ComputeOverview ran before the writers kept the counts: the
 // oracle the kept counts must equal after every write.
 func RecountOverview(ctx context.Context, s *Store) (OverviewCounts, error) {
-	tags := `SELECT j.value, count(*) FROM iocs, json_each(iocs.tags) j GROUP BY 1`
-	if s.Dialect == Postgres {
-		tags = `SELECT t, count(*) FROM iocs, jsonb_array_elements_text(iocs.tags) t GROUP BY 1`
-	}
+	iocTags, tag := tagRows(s.Dialect)
+	tags := `SELECT ` + tag + `, count(*) FROM ` + iocTags + ` GROUP BY 1`
 	return readOverviewCounts(ctx, s, [4]string{
 		"SELECT type, count(*) FROM iocs GROUP BY type",
 		`SELECT feed_id, sum(n) FROM (

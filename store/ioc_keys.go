@@ -161,17 +161,15 @@ SELECT `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND ch
 				return err
 			}
 		}
-		tags := `SELECT j.value, iocs.id, iocs.changed_at FROM iocs, json_each(iocs.tags) j
-WHERE j.type = 'text' AND iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY 1, 2`
+		// Sorted in the byte order of the key.
+		iocTags, tag := tagRows(s.Dialect)
+		byKey := "1, 2"
 		if s.Dialect == Postgres {
-			// Tags are a JSON array of strings, or NULL (or a JSON null,
-			// which CASE makes NULL: no elements rather than an error).
-			// Sorted in the byte order of the key.
-			tags = `SELECT t, iocs.id, iocs.changed_at FROM iocs,
-	jsonb_array_elements_text(CASE jsonb_typeof(iocs.tags) WHEN 'array' THEN iocs.tags END) t
-WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY t COLLATE "C", iocs.id`
+			byKey = tag + ` COLLATE "C", iocs.id`
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_tag_keys (tag, id, stamp) `+tags+`
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_tag_keys (tag, id, stamp)
+SELECT `+tag+`, iocs.id, iocs.changed_at FROM `+iocTags+`
+WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY `+byKey+`
 ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 			return err
 		}
@@ -385,6 +383,18 @@ WHERE (%[2]s) > (%[3]s) ORDER BY %[2]s LIMIT ?) c ORDER BY %[4]s LIMIT 1`, table
 AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.%[5]s AND %[4]s)`, table, key, marks, holds, id),
 		append(slices.Clone(after), last...)...)
 	return err
+}
+
+// tagRows returns, in dialect d, a FROM clause that joins each IoC (iocs) to its tags, a
+// row a tag, and the tag's column. Tags are a JSON array of strings, or
+// NULL, or a JSON null (what bun writes for a nil slice), which has none:
+// SQLite's json_each yields a row of NULL for it, PostgreSQL's
+// jsonb_array_elements_text fails on it.
+func tagRows(d Dialect) (from, tag string) {
+	if d == Postgres {
+		return `iocs CROSS JOIN jsonb_array_elements_text(CASE jsonb_typeof(iocs.tags) WHEN 'array' THEN iocs.tags END) t`, "t"
+	}
+	return `iocs JOIN json_each(iocs.tags) j ON j.type = 'text'`, "j.value"
 }
 
 // valueKeyID is the column of ioc_value_keys that holds the IoC's id: on

@@ -85,11 +85,8 @@ func (d *overviewDelta) countStored(ctx context.Context, tx bun.Tx, dialect Dial
 	if err != nil {
 		return err
 	}
-	tags := `SELECT j.value, count(*) FROM iocs, json_each(iocs.tags) j WHERE iocs.id IN (?) GROUP BY 1`
-	if dialect == Postgres {
-		tags = `SELECT t, count(*) FROM iocs, jsonb_array_elements_text(iocs.tags) t WHERE iocs.id IN (?) GROUP BY 1`
-	}
-	err = scanRows(ctx, tx, tags, func(r *sql.Rows) error {
+	iocTags, tag := tagRows(dialect)
+	err = scanRows(ctx, tx, `SELECT `+tag+`, count(*) FROM `+iocTags+` WHERE iocs.id IN (?) GROUP BY 1`, func(r *sql.Rows) error {
 		var tag string
 		var n int64
 		err := r.Scan(&tag, &n)

@@ -251,3 +251,40 @@ func TestOverviewCountsMigrationFills(t *testing.T) {
 		}
 	})
 }
+
+// An IoC whose tags are a JSON null (what bun writes for a nil slice) has
+// no tags, to the counts as to the tag keys: neither the migration's fill
+// nor a writer that counts it (here the removal of its feed) fails on it.
+func TestCountsTakeAJSONNullForNoTags(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: []ioc.Indicator{
+			dom("n.example", "s", 10), dom("t.example", "s", 10, "x")}})
+		if _, err := s.DB.ExecContext(ctx, "UPDATE iocs SET tags = 'null' WHERE value = 'n.example'"); err != nil {
+			t.Fatal(err)
+		}
+		m := migrate.NewMigrator(s.DB, migrations.Migrations)
+		all := migrations.Migrations.Sorted()
+		mig := &all[slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == "20270110000100" })]
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatalf("filling the counts with an IoC whose tags are a JSON null: %v", err)
+		}
+		if kept, err := store.KeptOverviewCounts(ctx, s); err != nil || !reflect.DeepEqual(kept.Tags, map[string]int64{"x": 1}) {
+			t.Fatalf("tag counts after the fill: %v, %v; want x once", kept.Tags, err)
+		}
+		if _, err := s.DeleteFeedSightings(ctx, feed); err != nil {
+			t.Fatalf("removing the feed of an IoC whose tags are a JSON null: %v", err)
+		}
+		kept, err := store.KeptOverviewCounts(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kept.Types) != 0 || len(kept.Tags) != 0 || len(kept.Days) != 0 {
+			t.Errorf("counts after the only IoC went: %+v, want none", kept)
+		}
+	})
+}

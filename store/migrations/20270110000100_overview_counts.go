@@ -17,9 +17,13 @@ func init() {
 		// count falls to 0 loses its row. They are filled here from the
 		// stored IoCs: a one-time scan at the upgrade, about as long as
 		// one recount of the overview was (docs/decisions.md).
-		tags := `SELECT j.value, count(*) FROM iocs, json_each(iocs.tags) j GROUP BY 1`
+		// Tags as store.tagRows reads them: a JSON null has none (SQLite's
+		// json_each yields a NULL tag for it, PostgreSQL's
+		// jsonb_array_elements_text fails on it).
+		tags := `SELECT j.value, count(*) FROM iocs JOIN json_each(iocs.tags) j ON j.type = 'text' GROUP BY 1`
 		if db.Dialect().Name() == dialect.PG {
-			tags = `SELECT t, count(*) FROM iocs, jsonb_array_elements_text(iocs.tags) t GROUP BY 1`
+			tags = `SELECT t, count(*) FROM iocs
+	CROSS JOIN jsonb_array_elements_text(CASE jsonb_typeof(iocs.tags) WHEN 'array' THEN iocs.tags END) t GROUP BY 1`
 		}
 		return exec(ctx, db,
 			`CREATE TABLE ioc_count_types (
