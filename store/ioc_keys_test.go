@@ -162,18 +162,9 @@ func TestKeyIndexerWaitsForQuiet(t *testing.T) {
 func TestKeyIndexerKeepsPace(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		feed := newFeed(t, s, "f")
-		n := 0
-		batch := func() {
-			var inds []ioc.Indicator
-			for i := range 3 {
-				inds = append(inds, dom(fmt.Sprintf("p%d-%d.example", n, i), "src", 50, "t"))
-			}
-			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: 10 * day, Indicators: inds})
-			n++
-		}
-		behind := func() int {
-			return countRows(t, s, "iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)")
-		}
+		writes := newKeyWrites(t, s, feed, "p")
+		batch := func() { writes.batch(3) }
+		behind := writes.ordersBehind
 		// Each chunk takes 100 ms by this clock: five fit in the budget.
 		var clockNow time.Time
 		clock := func() time.Time { clockNow = clockNow.Add(100 * time.Millisecond); return clockNow }
@@ -306,21 +297,9 @@ func TestValueKeysFollowNewIoCs(t *testing.T) {
 func TestKeyIndexerMakesValueKeysAfterOrderKeys(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		feed := newFeed(t, s, "f")
-		n := 0
-		batch := func() {
-			var inds []ioc.Indicator
-			for i := range 3 {
-				inds = append(inds, dom(fmt.Sprintf("v%d-%d.example", n, i), "src", 50, "t"))
-			}
-			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: 10 * day, Indicators: inds})
-			n++
-		}
-		ordersBehind := func() int {
-			return countRows(t, s, "iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)")
-		}
-		valuesBehind := func() int {
-			return countRows(t, s, "iocs WHERE id > (SELECT value_id FROM ioc_keys_state)")
-		}
+		writes := newKeyWrites(t, s, feed, "v")
+		batch := func() { writes.batch(3) }
+		ordersBehind, valuesBehind := writes.ordersBehind, writes.valuesBehind
 		// Each reading of the clock is 100 ms later: a tick has time for
 		// a few chunks of 2.
 		var clockNow time.Time
@@ -368,18 +347,9 @@ func TestKeyIndexerMakesValueKeysAfterOrderKeys(t *testing.T) {
 func TestQuietCatchUpStopsAtAWrite(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		feed := newFeed(t, s, "f")
-		n := 0
-		batch := func(size int) {
-			var inds []ioc.Indicator
-			for i := range size {
-				inds = append(inds, dom(fmt.Sprintf("q%d-%d.example", n, i), "src", 50, "t"))
-			}
-			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: 10 * day, Indicators: inds})
-			n++
-		}
-		behind := func() int {
-			return countRows(t, s, "iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)")
-		}
+		writes := newKeyWrites(t, s, feed, "q")
+		batch := writes.batch
+		behind := writes.ordersBehind
 		batch(40)
 		// The clock's second reading comes once the first chunk has
 		// committed: a batch goes in then, as one waiting for the writer.
@@ -411,12 +381,8 @@ func TestQuietCatchUpStopsAtAWrite(t *testing.T) {
 func TestKeyIndexerBudgetsHoldingNotWaiting(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		feed := newFeed(t, s, "f")
-		var inds []ioc.Indicator
-		for i := range 40 {
-			inds = append(inds, dom(fmt.Sprintf("w%d.example", i), "src", 50, "t"))
-		}
-		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day, Indicators: inds})
+		writes := newKeyWrites(t, s, newFeed(t, s, "f"), "w")
+		writes.batch(40)
 		// A writer holds the store for longer than the budget: SQLite's
 		// one writing connection, PostgreSQL's IoC write lock.
 		tx, err := s.DB.BeginTx(ctx, nil)
@@ -440,7 +406,7 @@ func TestKeyIndexerBudgetsHoldingNotWaiting(t *testing.T) {
 		k := &store.KeyIndexer{Store: s, Chunk: 5, MaxLag: time.Hour, KeepUnder: 1, Budget: budget}
 		ticker(t, k)()
 		<-released
-		if n := countRows(t, s, "iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)"); n != 0 {
+		if n := writes.ordersBehind(); n != 0 {
 			t.Errorf("%d IoCs behind the order keys after a tick that waited for the writer, want none: the wait counted against the budget", n)
 		}
 	})
@@ -766,6 +732,41 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 
 // ticker returns a function that runs k's next tick, a second after the
 // one before.
+// keyWrites writes batches of new IoCs to a feed, a minute apart, and
+// counts what the key tables lag behind them.
+type keyWrites struct {
+	t      *testing.T
+	s      *store.Store
+	feed   int64
+	prefix string
+	n      int
+}
+
+func newKeyWrites(t *testing.T, s *store.Store, feed int64, prefix string) *keyWrites {
+	return &keyWrites{t: t, s: s, feed: feed, prefix: prefix}
+}
+
+// batch writes size new IoCs in one batch.
+func (w *keyWrites) batch(size int) {
+	w.t.Helper()
+	var inds []ioc.Indicator
+	for i := range size {
+		inds = append(inds, dom(fmt.Sprintf("%s%d-%d.example", w.prefix, w.n, i), "src", 50, "t"))
+	}
+	apply(w.t, w.s, store.Batch{FeedID: w.feed, Now: t0.Add(time.Duration(w.n) * time.Minute), Retention: 10 * day, Indicators: inds})
+	w.n++
+}
+
+// ordersBehind counts the IoCs changed since the order and tag keys.
+func (w *keyWrites) ordersBehind() int {
+	return countRows(w.t, w.s, "iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)")
+}
+
+// valuesBehind counts the IoCs without a value key.
+func (w *keyWrites) valuesBehind() int {
+	return countRows(w.t, w.s, "iocs WHERE id > (SELECT value_id FROM ioc_keys_state)")
+}
+
 func ticker(t *testing.T, k *store.KeyIndexer) func() {
 	now := time.Now()
 	return func() {
