@@ -213,12 +213,7 @@ func TestValueKeysFollowNewIoCs(t *testing.T) {
 			old = append(old, dom(fmt.Sprintf("old%d.example", i), "src", 10))
 		}
 		apply(t, s, store.Batch{FeedID: feedA, Now: t0, Retention: 10 * day, Indicators: old})
-		for caught := false; !caught; {
-			var err error
-			if caught, err = s.CatchUpKeys(ctx, 1000); err != nil {
-				t.Fatal(err)
-			}
-		}
+		catchUpAll(t, s.CatchUpKeys, 1000)
 		valueKeys := func() int { return countRows(t, s, "ioc_value_keys") }
 		if n := valueKeys(); n != 10 {
 			t.Fatalf("%d value keys after catching up, want 10", n)
@@ -252,12 +247,7 @@ func TestValueKeysFollowNewIoCs(t *testing.T) {
 			}
 		}
 		search("before the indexer")
-		for caught := false; !caught; {
-			var err error
-			if caught, err = s.CatchUpOrderKeys(ctx, 3); err != nil {
-				t.Fatal(err)
-			}
-		}
+		catchUpAll(t, s.CatchUpOrderKeys, 3)
 		if n := valueKeys(); n != 10 {
 			t.Fatalf("%d value keys after the order keys caught up, want the 10 of before", n)
 		}
@@ -732,6 +722,18 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 
 // ticker returns a function that runs k's next tick, a second after the
 // one before.
+// catchUpAll takes chunks of maxRows IoCs with catchUp (a store's
+// CatchUpKeys, CatchUpOrderKeys or CatchUpValueKeys) until it is caught up.
+func catchUpAll(t *testing.T, catchUp func(context.Context, int) (bool, error), maxRows int) {
+	t.Helper()
+	for caught := false; !caught; {
+		var err error
+		if caught, err = catchUp(context.Background(), maxRows); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // keyWrites writes batches of new IoCs to a feed, a minute apart, and
 // counts what the key tables lag behind them.
 type keyWrites struct {
@@ -798,12 +800,7 @@ func TestDeletedIoCsTakeTheirOrderKeys(t *testing.T) {
 		apply(t, s, store.Batch{FeedID: long, Now: t0, Retention: 30 * day, Indicators: []ioc.Indicator{
 			{Kind: ioc.IP, Value: "203.0.113.9", Source: "src", Score: 50}}})
 		catchUp := func() {
-			for caught := false; !caught; {
-				var err error
-				if caught, err = s.CatchUpKeys(ctx, 1000); err != nil {
-					t.Fatal(err)
-				}
-			}
+			catchUpAll(t, s.CatchUpKeys, 1000)
 		}
 		catchUp()
 		gone := func() int {

@@ -33,34 +33,18 @@ func TestKeyedPagesWalkTheKeysOnPostgres(t *testing.T) {
 		}
 		apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(b) * time.Minute), Retention: 10 * day, Indicators: inds})
 	}
-	for caught := false; !caught; {
-		var err error
-		if caught, err = s.CatchUpKeys(ctx, 50_000); err != nil {
-			t.Fatal(err)
-		}
-	}
+	catchUpAll(t, s.CatchUpKeys, 50_000)
 	if _, err := s.DB.ExecContext(ctx, "ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
 
 	// The page's statements as the store sends them, its plan settings
 	// included, replayed under EXPLAIN.
-	var (
-		mu   sync.Mutex
-		sent []string
-	)
-	s.DB.AddQueryHook(queryRecorder(func(q string) {
-		mu.Lock()
-		defer mu.Unlock()
-		sent = append(sent, q)
-	}))
+	sent := recordStatements(s)
 	if _, err := s.IoCs(ctx, store.IoCFilter{}, store.IoCOrder{Field: store.IoCOrderScore}, 100, ""); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	pageSent := sent
-	sent = nil
-	mu.Unlock()
+	pageSent := sent()
 	var settings, page string
 	for _, q := range pageSent {
 		switch {
@@ -106,6 +90,27 @@ func TestKeyedPagesWalkTheKeysOnPostgres(t *testing.T) {
 	}
 }
 
+// recordStatements records the statements s sends from now on; the
+// function it returns takes those recorded since the last call.
+func recordStatements(s *store.Store) func() []string {
+	var (
+		mu   sync.Mutex
+		sent []string
+	)
+	s.DB.AddQueryHook(queryRecorder(func(q string) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, q)
+	}))
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		taken := sent
+		sent = nil
+		return taken
+	}
+}
+
 // queryRecorder is a bun query hook that hands each statement to record.
 type queryRecorder func(query string)
 
@@ -135,24 +140,11 @@ func TestManyKeysCountThroughTheKeys(t *testing.T) {
 		inds = append(inds, dom(fmt.Sprintf("s%d.example", i), "src", 10))
 	}
 	apply(t, s, store.Batch{FeedID: short, Now: t0, Retention: day, Indicators: inds})
-	for caught := false; !caught; {
-		var err error
-		if caught, err = s.CatchUpKeys(ctx, 1000); err != nil {
-			t.Fatal(err)
-		}
-	}
+	catchUpAll(t, s.CatchUpKeys, 1000)
 	savedSparse := *store.SparseKeys
 	*store.SparseKeys, s.IoCCountCap = 5, 10
 	defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, 0 }()
-	var (
-		mu   sync.Mutex
-		sent []string
-	)
-	s.DB.AddQueryHook(queryRecorder(func(q string) {
-		mu.Lock()
-		defer mu.Unlock()
-		sent = append(sent, q)
-	}))
+	recorded := recordStatements(s)
 	before := t0.Add(2 * day)
 	page, err := s.IoCs(ctx, store.IoCFilter{ExpiresBefore: &before}, store.IoCOrder{}, 5, "")
 	if err != nil {
@@ -161,8 +153,7 @@ func TestManyKeysCountThroughTheKeys(t *testing.T) {
 	if page.Total != 10 || !page.TotalCapped {
 		t.Errorf("total %d, capped %v; want 10 (the cap) and capped: 12 match", page.Total, page.TotalCapped)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	sent := recorded()
 	counted := false
 	for _, q := range sent {
 		if strings.Contains(q, "count(*)") && strings.Contains(q, `"ioc_expires_keys" AS x`) {

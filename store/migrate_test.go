@@ -97,12 +97,7 @@ func TestValueKeysByIDMigrationGoesBothWays(t *testing.T) {
 			dom("a.example", "s", 10), dom("b.example", "s", 20), dom("c.example", "s", 30)}})
 		catchUp := func() {
 			t.Helper()
-			for caught := false; !caught; {
-				var err error
-				if caught, err = s.CatchUpKeys(ctx, 100); err != nil {
-					t.Fatal(err)
-				}
-			}
+			catchUpAll(t, s.CatchUpKeys, 100)
 			if k, n := countRows(t, s, "ioc_value_keys"), countRows(t, s, "iocs"); k != n {
 				t.Fatalf("%d value keys for %d IoCs after catching up", k, n)
 			}
