@@ -2,15 +2,11 @@ package store_test
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun/migrate"
-
 	"github.com/tifeeds/tifeeds/store"
-	"github.com/tifeeds/tifeeds/store/migrations"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
@@ -23,13 +19,7 @@ func TestMFAMigrationGoesBothWays(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := migrate.NewMigrator(s.DB, migrations.Migrations)
-		all := migrations.Migrations.Sorted()
-		i := slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == "20270104000100" })
-		if i < 0 {
-			t.Fatal("no migration 20270104000100")
-		}
-		mig := &all[i]
+		m, mig := migration(t, s, "20270104000100")
 		if err := mig.Down(ctx, m, mig); err != nil {
 			t.Fatal(err)
 		}

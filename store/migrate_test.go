@@ -26,13 +26,7 @@ func TestOrderKeysMigrationGoesBothWays(t *testing.T) {
 		if _, err := s.CatchUpKeys(ctx, 100); err != nil {
 			t.Fatal(err)
 		}
-		m := migrate.NewMigrator(s.DB, migrations.Migrations)
-		all := migrations.Migrations.Sorted()
-		i := slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == "20261228000100" })
-		if i < 0 {
-			t.Fatal("no migration 20261228000100")
-		}
-		mig := &all[i]
+		m, mig := migration(t, s, "20261228000100")
 		indexes := func() []string {
 			query := "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'iocs' AND name NOT LIKE 'sqlite_autoindex_%' ORDER BY 1"
 			if s.Dialect == store.Postgres {
@@ -103,13 +97,7 @@ func TestValueKeysByIDMigrationGoesBothWays(t *testing.T) {
 			}
 		}
 		catchUp()
-		m := migrate.NewMigrator(s.DB, migrations.Migrations)
-		all := migrations.Migrations.Sorted()
-		i := slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == "20270111000100" })
-		if i < 0 {
-			t.Fatal("no migration 20270111000100")
-		}
-		mig := &all[i]
+		m, mig := migration(t, s, "20270111000100")
 		if err := mig.Down(ctx, m, mig); err != nil {
 			t.Fatal(err)
 		}
@@ -140,4 +128,16 @@ func TestValueKeysByIDMigrationGoesBothWays(t *testing.T) {
 		}
 		catchUp()
 	})
+}
+
+// migration returns a migrator of s and its migration named name, to run
+// that one's Down and Up.
+func migration(t *testing.T, s *store.Store, name string) (*migrate.Migrator, *migrate.Migration) {
+	t.Helper()
+	all := migrations.Migrations.Sorted()
+	i := slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == name })
+	if i < 0 {
+		t.Fatalf("no migration %s", name)
+	}
+	return migrate.NewMigrator(s.DB, migrations.Migrations), &all[i]
 }

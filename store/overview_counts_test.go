@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun/migrate"
-
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
-	"github.com/tifeeds/tifeeds/store/migrations"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
@@ -223,13 +220,7 @@ func TestOverviewCountsMigrationFills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := migrate.NewMigrator(s.DB, migrations.Migrations)
-		all := migrations.Migrations.Sorted()
-		i := slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == "20270110000100" })
-		if i < 0 {
-			t.Fatal("no migration 20270110000100")
-		}
-		mig := &all[i]
+		m, mig := migration(t, s, "20270110000100")
 		if err := mig.Down(ctx, m, mig); err != nil {
 			t.Fatal(err)
 		}
@@ -264,9 +255,7 @@ func TestCountsTakeAJSONNullForNoTags(t *testing.T) {
 		if _, err := s.DB.ExecContext(ctx, "UPDATE iocs SET tags = 'null' WHERE value = 'n.example'"); err != nil {
 			t.Fatal(err)
 		}
-		m := migrate.NewMigrator(s.DB, migrations.Migrations)
-		all := migrations.Migrations.Sorted()
-		mig := &all[slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == "20270110000100" })]
+		m, mig := migration(t, s, "20270110000100")
 		if err := mig.Down(ctx, m, mig); err != nil {
 			t.Fatal(err)
 		}

@@ -3,16 +3,12 @@ package store_test
 import (
 	"context"
 	"database/sql"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun/migrate"
-
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
-	"github.com/tifeeds/tifeeds/store/migrations"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
@@ -120,13 +116,7 @@ func TestRuleOwnersMigrationGoesBothWays(t *testing.T) {
 		if _, err := s.DB.ExecContext(ctx, "UPDATE feeds SET allow_rule_actions = TRUE WHERE id = ?", a); err != nil {
 			t.Fatal(err)
 		}
-		m := migrate.NewMigrator(s.DB, migrations.Migrations)
-		all := migrations.Migrations.Sorted()
-		i := slices.IndexFunc(all, func(m migrate.Migration) bool { return m.Name == "20261230000100" })
-		if i < 0 {
-			t.Fatal("no migration 20261230000100")
-		}
-		mig := &all[i]
+		m, mig := migration(t, s, "20261230000100")
 		if err := mig.Down(ctx, m, mig); err != nil {
 			t.Fatal(err)
 		}
