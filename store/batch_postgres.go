@@ -390,15 +390,9 @@ func (w *pgWriter) deleteIoCs(ctx context.Context, ids []int64) error {
 	if _, err := w.tx.Exec(ctx, "DELETE FROM sighting_rows WHERE ioc_id = ANY($1)", ids); err != nil {
 		return err
 	}
-	if _, err := w.tx.Exec(ctx, "DELETE FROM iocs WHERE id = ANY($1)", ids); err != nil {
-		return err
-	}
-	for _, k := range orderKeys { // as dropGoneOrderKeys
-		if _, err := w.tx.Exec(ctx, fmt.Sprintf(dropOrderKeysSQL, k.table, "= ANY($1)"), ids); err != nil {
-			return fmt.Errorf("store: unable to delete the keys of deleted indicators: %w", err)
-		}
-	}
-	return nil
+	// PostgreSQL keeps no order keys: its indexes on iocs serve the orders.
+	_, err := w.tx.Exec(ctx, "DELETE FROM iocs WHERE id = ANY($1)", ids)
+	return err
 }
 
 func (w *pgWriter) ruleTexts(ctx context.Context, feedID int64, ids []int64) (map[int64]ruleText, string, error) {

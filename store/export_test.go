@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+
+	"github.com/uptrace/bun"
 )
 
 // OverviewCounts is every key of the overview's counts: by type, by feed,
@@ -92,6 +94,10 @@ var DenseKind = &denseKind
 
 // ReadDB is the pool s reads from outside transactions.
 func ReadDB(s *Store) *sql.DB { return s.readDB() }
+
+// Reader is the store's read pool through bun (the writers' pool on
+// PostgreSQL).
+func Reader(s *Store) *bun.DB { return s.reader() }
 
 // SparseKeys lets tests take the walk of keyed pages with few IoCs.
 var SparseKeys = &sparseKeys

@@ -19,10 +19,11 @@ import (
 // PostgreSQL 0.7-1.0 s per 1,000,000 new IoCs), while the key indexer adds
 // a quiet moment's changes in bulk, in key order. They are:
 //
-//   - ioc_score_keys, ioc_first_seen_keys, ioc_last_seen_keys and
-//     ioc_expires_keys (key, id): the SCORE, FIRST_SEEN, LAST_SEEN and
+//   - on SQLite, ioc_score_keys, ioc_first_seen_keys, ioc_last_seen_keys
+//     and ioc_expires_keys (key, id): the SCORE, FIRST_SEEN, LAST_SEEN and
 //     EXPIRATION_DATE orders, and the ranges of minScore and the expiry
-//     filters (orderKeys);
+//     filters (orderKeyTables); PostgreSQL reads those through indexes on
+//     iocs (Store.orderKeys);
 //   - ioc_tag_keys (tag, id): the tag filter;
 //   - ioc_value_keys (a trigram index of the values: pg_trgm's GIN on
 //     PostgreSQL, an FTS5 table on SQLite): the search.
@@ -46,23 +47,37 @@ type orderKey struct {
 	table string
 }
 
-// orderKeyTables is how many orders have keys.
-const orderKeyTables = 4
+// orderKeyCount is how many orders have keys on SQLite.
+const orderKeyCount = 4
 
-// orderKeys are the orders with keys: every integer-valued column of iocs
-// that a page is ordered by. Each has a table of its own, so that
-// PostgreSQL has statistics of each order's keys (see migration
-// 20261228000100).
-var orderKeys = [orderKeyTables]orderKey{
+// orderKeyTables are the orders with keys on SQLite: every integer-valued
+// column of iocs that a page is ordered by. Each has a table of its own, so
+// that PostgreSQL had statistics of each order's keys while it kept them
+// (see migration 20261228000100).
+var orderKeyTables = [orderKeyCount]orderKey{
 	{IoCOrderScore, "ioc_score_keys"},
 	{IoCOrderFirstSeen, "ioc_first_seen_keys"},
 	{IoCOrderLastSeen, "ioc_last_seen_keys"},
 	{IoCOrderExpiresAt, "ioc_expires_keys"},
 }
 
+// orderKeys returns the orders whose keys the key indexer keeps: on
+// SQLite those of orderKeyTables, on PostgreSQL none. PostgreSQL reads
+// the orders through indexes on iocs (migration 20270112000100): there the
+// key tables cost about 20 µs of a core per changed IoC, against an ingest
+// that takes both cores, and fell behind for good under constant writes,
+// while an index costs its writer a B-tree insert (docs/decisions.md,
+// "PostgreSQL: the orders on indexes again").
+func (s *Store) orderKeys() []orderKey {
+	if s.Dialect == Postgres {
+		return nil
+	}
+	return orderKeyTables[:]
+}
+
 // orderKeyOf returns the order keys of field, if it has some.
-func orderKeyOf(field IoCOrderField) (orderKey, bool) {
-	for _, k := range orderKeys {
+func (s *Store) orderKeyOf(field IoCOrderField) (orderKey, bool) {
+	for _, k := range s.orderKeys() {
 		if k.field == field {
 			return k, true
 		}
@@ -149,7 +164,7 @@ func (s *Store) catchUpOrderKeys(ctx context.Context, maxRows int, clock func() 
 		// PostgreSQL walked the whole table instead (1 s a chunk).
 		// The new keys go in in key order: mostly appends at the end of
 		// each table.
-		for _, k := range orderKeys {
+		for _, k := range s.orderKeys() {
 			if _, err := tx.ExecContext(ctx, `WITH chunk AS MATERIALIZED (SELECT id FROM iocs
 	WHERE changed_at > ? AND changed_at <= ? AND id <= (SELECT max(id) FROM `+k.table+`))
 DELETE FROM `+k.table+` WHERE id IN (SELECT id FROM chunk)`, from, to); err != nil {
@@ -301,9 +316,9 @@ func (s *Store) keysTx(ctx context.Context, fn func(ctx context.Context, tx bun.
 // KeyPositions is where CleanKeys stopped in each key table: the last key
 // it looked at (zero: the start).
 type KeyPositions struct {
-	// Orders are the positions in the order keys' tables, as orderKeys
-	// lists them.
-	Orders  [orderKeyTables]KeyPosition
+	// Orders are the positions in the order keys' tables, as
+	// orderKeyTables lists them.
+	Orders  [orderKeyCount]KeyPosition
 	Tag     string
 	TagID   int64
 	ValueID int64
@@ -313,7 +328,7 @@ type KeyPositions struct {
 type KeyPosition struct{ Key, ID int64 }
 
 // keyTables is how many key tables KeyPositions walks.
-const keyTables = orderKeyTables + 2
+const keyTables = orderKeyCount + 2
 
 // starts says, for each key table (the orders', the tags', the values'),
 // whether p is at its start: where CleanKeys puts a table's position once
@@ -323,8 +338,8 @@ func (p KeyPositions) starts() [keyTables]bool {
 	for i, o := range p.Orders {
 		out[i] = o == KeyPosition{}
 	}
-	out[orderKeyTables] = p.Tag == "" && p.TagID == 0
-	out[orderKeyTables+1] = p.ValueID == 0
+	out[orderKeyCount] = p.Tag == "" && p.TagID == 0
+	out[orderKeyCount+1] = p.ValueID == 0
 	return out
 }
 
@@ -346,7 +361,7 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 				return err
 			}
 		}
-		for i, k := range orderKeys {
+		for i, k := range s.orderKeys() {
 			if err := cleanKeyChunk(ctx, tx, k.table, "key, id", unchanged, chunk,
 				[]any{at.Orders[i].Key, at.Orders[i].ID}, &next.Orders[i].Key, &next.Orders[i].ID); err != nil {
 				return err
@@ -419,9 +434,9 @@ func found(err error) (bool, error) {
 const dropOrderKeysSQL = `DELETE FROM %[1]s WHERE id %[2]s
 AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = %[1]s.id)`
 
-// dropGoneOrderKeys deletes, in the transaction that deleted IoCs, the order
-// keys of those of ids that are gone (the others keep theirs). Left to the
-// cleaner, they cost every walk of their order a probe each until it
+// dropGoneOrderKeys deletes, in the transaction that deleted IoCs, the keys
+// of each of orders of those of ids that are gone (the others keep theirs).
+// Left to the cleaner, they cost every walk of their order a probe each until it
 // passed: after the sweeper expired 1,000,000 IoCs at 3,000,000, the first
 // EXPIRATION_DATE ASC page walked all their keys (0.7 s on SQLite) and an
 // expiresBefore page counted them (2.5 s), and the cleaner takes a chunk a
@@ -429,11 +444,11 @@ AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = %[1]s.id)`
 // id finds them. Tag and value keys are left to the cleaner: no index
 // finds them by id, and a gone IoC's tag or value key costs a probe only
 // when its tag or text is asked for.
-func dropGoneOrderKeys(ctx context.Context, tx bun.Tx, ids []int64) error {
+func dropGoneOrderKeys(ctx context.Context, tx bun.Tx, orders []orderKey, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	for _, k := range orderKeys {
+	for _, k := range orders {
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(dropOrderKeysSQL, k.table, "IN (?)"), bun.In(ids)); err != nil {
 			return fmt.Errorf("store: unable to delete the keys of deleted indicators: %w", err)
 		}

@@ -113,15 +113,14 @@ func (r keyRange) bounded() bool { return r.lo > math.MinInt64 || r.hi < math.Ma
 
 // keyRanges returns the ranges of order keys that f's conditions on
 // integer-valued columns select (minScore, the expiry bounds), each with
-// what it proves of f.
-func keyRanges(f IoCFilter) (ranges []keyRange, proves []func(*IoCFilter)) {
-	if f.MinScore != nil {
-		score, _ := orderKeyOf(IoCOrderScore)
+// what it proves of f: none where the orders have no keys (PostgreSQL's
+// indexes on iocs serve those conditions).
+func (s *Store) keyRanges(f IoCFilter) (ranges []keyRange, proves []func(*IoCFilter)) {
+	if score, ok := s.orderKeyOf(IoCOrderScore); ok && f.MinScore != nil {
 		ranges = append(ranges, keyRange{score, int64(*f.MinScore), math.MaxInt64})
 		proves = append(proves, func(f *IoCFilter) { f.MinScore = nil })
 	}
-	if f.ExpiresBefore != nil || f.ExpiresAfter != nil {
-		expires, _ := orderKeyOf(IoCOrderExpiresAt)
+	if expires, ok := s.orderKeyOf(IoCOrderExpiresAt); ok && (f.ExpiresBefore != nil || f.ExpiresAfter != nil) {
 		r := keyRange{expires, math.MinInt64, math.MaxInt64}
 		// Times are whole microseconds: < b is <= b-1, > a is >= a+1.
 		if f.ExpiresAfter != nil {
@@ -159,8 +158,9 @@ func orderKeysIn(r keyRange, ordered bool, proves func(*IoCFilter)) *iocKeys {
 
 // keysFor says how a page of f in order o reads through the key tables;
 // nil: it does not. An order with keys (SCORE, FIRST_SEEN, LAST_SEEN,
-// EXPIRATION_DATE) has them to walk. A tag, minScore or an expiry range
-// finds the IoCs through its keys unless another condition is the one
+// EXPIRATION_DATE on SQLite; on PostgreSQL indexes on iocs serve them) has
+// them to walk. A tag, and on SQLite minScore or an expiry range, finds
+// the IoCs through its keys unless another condition is the one
 // that finds them (a value, a prefix, a feed, a search); of several, the
 // one with the fewest keys. Nothing does while the key indexer lags far
 // behind (see recentKeysMax).
@@ -169,7 +169,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 		return nil, nil // a few IoCs, through the unique (type, value) index
 	}
 	plan := &keyPlan{}
-	walkKey, walks := orderKeyOf(o.Field)
+	walkKey, walks := s.orderKeyOf(o.Field)
 	if walks {
 		plan.walk = orderKeysIn(keyRange{walkKey, math.MinInt64, math.MaxInt64}, true, nil)
 	}
@@ -178,7 +178,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 		if f.Tag != "" {
 			finders = append(finders, tagKeys(f.Tag, o.Field == IoCOrderID))
 		}
-		ranges, proves := keyRanges(f)
+		ranges, proves := s.keyRanges(f)
 		for i, r := range ranges {
 			k := orderKeysIn(r, walks && r.order == walkKey, proves[i])
 			if k.ordered() {

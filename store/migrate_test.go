@@ -16,20 +16,22 @@ import (
 
 // Migration 20261228000100 goes down to the indexes on iocs and the score
 // keys, and up again to the order keys, on a store with IoCs; each way the
-// key tables start over, and pages answer after the indexer caught up.
+// key tables start over, and pages answer after the indexer caught up. On
+// PostgreSQL migration 20270112000100 goes down first, back to the order
+// keys' tables, and up last, to the orders' indexes on iocs.
 func TestOrderKeysMigrationGoesBothWays(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
+		pg := s.Dialect == store.Postgres
 		feed := newFeed(t, s, "f")
 		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: []ioc.Indicator{
 			dom("a.example", "s", 10, "x"), dom("b.example", "s", 90, "x", "y")}})
 		if _, err := s.CatchUpKeys(ctx, 100); err != nil {
 			t.Fatal(err)
 		}
-		m, mig := migration(t, s, "20261228000100")
 		indexes := func() []string {
 			query := "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'iocs' AND name NOT LIKE 'sqlite_autoindex_%' ORDER BY 1"
-			if s.Dialect == store.Postgres {
+			if pg {
 				query = "SELECT indexname FROM pg_indexes WHERE tablename = 'iocs' AND indexname NOT IN ('iocs_pkey', 'iocs_type_value_key') ORDER BY 1"
 			}
 			var names []string
@@ -38,12 +40,29 @@ func TestOrderKeysMigrationGoesBothWays(t *testing.T) {
 			}
 			return names
 		}
+		onlyKeys := []string{"iocs_changed_idx", "iocs_feed_idx"}
+		pgm, pgMig := migration(t, s, "20270112000100")
+		if pg {
+			if err := pgMig.Down(ctx, pgm, pgMig); err != nil {
+				t.Fatal(err)
+			}
+			if got := indexes(); !slices.Equal(got, onlyKeys) {
+				t.Errorf("indexes on iocs after 20270112000100 went down: %q, want %q", got, onlyKeys)
+			}
+			if n := countRows(t, s, "ioc_score_keys"); n != 0 {
+				t.Errorf("%d score keys after 20270112000100 went down, want none until an indexer runs", n)
+			}
+			if n := countRows(t, s, "ioc_keys_state WHERE stamp = 0"); n != 1 {
+				t.Error("the keys' stamp was not reset when 20270112000100 went down")
+			}
+		}
+		m, mig := migration(t, s, "20261228000100")
 		if err := mig.Down(ctx, m, mig); err != nil {
 			t.Fatal(err)
 		}
 		// iocs_feed_idx is a later migration's (20261229000100).
 		want := []string{"iocs_changed_idx", "iocs_expires_idx", "iocs_feed_idx", "iocs_first_seen_idx", "iocs_last_seen_idx"}
-		if s.Dialect == store.Postgres {
+		if pg {
 			want = append(want, "iocs_tags_idx")
 		}
 		if got := indexes(); !slices.Equal(got, want) {
@@ -59,21 +78,34 @@ func TestOrderKeysMigrationGoesBothWays(t *testing.T) {
 		if err := mig.Up(ctx, m, mig); err != nil {
 			t.Fatal(err)
 		}
-		if got := indexes(); !slices.Equal(got, []string{"iocs_changed_idx", "iocs_feed_idx"}) {
+		if got := indexes(); !slices.Equal(got, onlyKeys) {
 			t.Errorf("indexes on iocs after going up: %q", got)
 		}
 		if n := countRows(t, s, "ioc_keys_state WHERE stamp = 0"); n != 1 {
 			t.Error("the keys' stamp was not reset going up")
 		}
+		if pg {
+			if err := pgMig.Up(ctx, pgm, pgMig); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"iocs_changed_idx", "iocs_expires_idx", "iocs_feed_idx", "iocs_first_seen_idx", "iocs_last_seen_idx", "iocs_score_idx"}
+			if got := indexes(); !slices.Equal(got, want) {
+				t.Errorf("indexes on iocs after 20270112000100 went up: %q, want %q", got, want)
+			}
+		}
 		if _, err := s.CatchUpKeys(ctx, 100); err != nil {
 			t.Fatal(err)
 		}
-		if n := scoreKeys(t, s); n != 2 {
-			t.Errorf("%d score keys after catching up, want 2", n)
+		if n := orderKeyCount(t, s, ""); n != 4*2 && !pg {
+			t.Errorf("%d order keys after catching up, want 4 × 2", n)
 		}
 		page, err := s.IoCs(ctx, store.IoCFilter{Tag: "y"}, store.IoCOrder{Field: store.IoCOrderLastSeen, Desc: true}, 10, "")
 		if err != nil || len(page.IoCs) != 1 || page.IoCs[0].Value != "b.example" {
 			t.Errorf("tag y after the migrations: %+v, %v", page, err)
+		}
+		page, err = s.IoCs(ctx, store.IoCFilter{}, store.IoCOrder{Field: store.IoCOrderScore, Desc: true}, 10, "")
+		if err != nil || len(page.IoCs) != 2 || page.IoCs[0].Value != "b.example" || page.IoCs[1].Value != "a.example" {
+			t.Errorf("score order after the migrations: %+v, %v", page, err)
 		}
 	})
 }
