@@ -172,6 +172,9 @@ func (s *Store) ApplyPrepared(ctx context.Context, p *PreparedBatch) (BatchResul
 	if len(p.upserts) == 0 && len(p.revoked) == 0 && b.Cursor == nil {
 		return res, nil
 	}
+	if err := s.payKeyDebt(ctx); err != nil {
+		return res, err
+	}
 	apply := func(ctx context.Context, w batchWriter) error {
 		res = BatchResult{}
 		r, err := applyBatch(ctx, w, p)

@@ -104,3 +104,7 @@ var SparseKeys = &sparseKeys
 
 // IoCWriteLockID is the PostgreSQL advisory lock the IoC writers take.
 const IoCWriteLockID = iocWriteLockID
+
+// KeepKeys marks s's keys as kept by a KeyIndexer, as its first tick does,
+// without the tick's own work.
+func KeepKeys(s *Store) { s.keysKept.Store(true) }

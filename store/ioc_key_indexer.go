@@ -85,6 +85,7 @@ func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
 	if clock == nil {
 		clock = time.Now
 	}
+	k.Store.keysKept.Store(true) // the batches keep the keys' lag bounded
 	var keysStamp, stamp, version, valueID, lastID int64
 	if err := k.Store.reader().QueryRowContext(ctx, `SELECT k.stamp, st.stamp, st.version, k.value_id,
 	(SELECT coalesce(max(id), 0) FROM iocs) FROM ioc_keys_state k, ioc_stats st

@@ -912,3 +912,51 @@ func pagedIDs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder,
 	}
 	return got
 }
+
+// While a KeyIndexer keeps the keys, a batch first brings them back within
+// KeyLagLimit of the IoCs (payKeyDebt): the order and tag keys within that
+// many changes, the value keys within that many new IoCs. Without an
+// indexer the batches leave the keys alone.
+func TestWritersPayTheKeysDebt(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		const limit, perBatch = 10, 8
+		s.KeyLagLimit = limit
+		feed := newFeed(t, s, "f")
+		n := 0
+		batch := func() {
+			t.Helper()
+			var inds []ioc.Indicator
+			for range perBatch {
+				inds = append(inds, dom(fmt.Sprintf("d%03d.example", n), "src", 50, "t"))
+				n++
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Second), Retention: 10 * day, Indicators: inds})
+		}
+		lag := func() (changed, unvalued int) {
+			t.Helper()
+			if err := s.DB.QueryRowContext(context.Background(), `SELECT
+	(SELECT count(*) FROM iocs WHERE changed_at > k.stamp), (SELECT count(*) FROM iocs WHERE id > k.value_id)
+FROM ioc_keys_state k`).Scan(&changed, &unvalued); err != nil {
+				t.Fatal(err)
+			}
+			return changed, unvalued
+		}
+		for range 5 {
+			batch()
+		}
+		if changed, unvalued := lag(); changed < 5*perBatch || unvalued < 5*perBatch {
+			t.Fatalf("lag %d changes, %d values without an indexer; want the batches to leave the keys alone", changed, unvalued)
+		}
+		store.KeepKeys(s)
+		for range 6 {
+			batch()
+			if changed, unvalued := lag(); changed > limit+perBatch || unvalued > limit+perBatch {
+				t.Fatalf("after batch %d the keys lag by %d changes and %d values, want at most %d",
+					n/perBatch, changed, unvalued, limit+perBatch)
+			}
+		}
+		if k := tagKeys(t, s); k < n-limit-perBatch {
+			t.Errorf("%d tag keys for %d IoCs", k, n)
+		}
+	})
+}

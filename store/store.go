@@ -63,6 +63,14 @@ type Store struct {
 	tenantSQL     string
 	tenantCache   tenantCache
 
+	// KeyLagLimit is how far, in changed IoCs and in new IoCs without a
+	// value key, the key tables may lag before a batch pays the difference
+	// (DefaultKeyLagLimit when zero; see payKeyDebt).
+	KeyLagLimit int
+	// keysKept says a KeyIndexer keeps this store's key tables: the
+	// batches then keep their lag bounded.
+	keysKept atomic.Bool
+
 	// pgFreshStreak: the last PostgreSQL batch found none of its IoCs
 	// stored, so the next copies its IoCs without looking (pgWriter.insertNew).
 	pgFreshStreak atomic.Bool
