@@ -50,6 +50,27 @@ func (f IoCFilter) empty() bool {
 		f.Tag == "" && f.MinScore == nil && f.ExpiresBefore == nil && f.ExpiresAfter == nil
 }
 
+// indexedRange returns the column of iocs whose index alone finds the
+// IoCs of f on PostgreSQL (minScore, or the expiry bounds, and no other
+// condition); "" for any other filter, and on SQLite, where the order keys
+// serve those conditions.
+func (s *Store) indexedRange(f IoCFilter) string {
+	if s.Dialect != Postgres {
+		return ""
+	}
+	rest, col := f, ""
+	switch {
+	case f.MinScore != nil:
+		col, rest.MinScore = "iocs.score", nil
+	case f.ExpiresBefore != nil || f.ExpiresAfter != nil:
+		col, rest.ExpiresBefore, rest.ExpiresAfter = "iocs.expires_at", nil, nil
+	}
+	if col == "" || !rest.empty() {
+		return ""
+	}
+	return col
+}
+
 // IoCOrderField is a column IoCs can be ordered by; ties go by id.
 type IoCOrderField string
 
@@ -372,6 +393,15 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		limit := s.countCap()
 		// One more than the cap tells "more than" from "exactly".
 		capped := count.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
+		if col := s.indexedRange(f); col != "" {
+			// Counted in the index's order, the count walks the range's
+			// entries and stops at the cap. Unordered, PostgreSQL
+			// planned a sequential scan that stops at the cap's matches,
+			// expecting them spread over the table: IoCs with a short
+			// life are the newest, at the table's end, and expiresBefore
+			// +1d read 10,000,000 rows for them (0.6-3.3 s).
+			capped = capped.OrderExpr(col)
+		}
 		var total int
 		if err := s.reader().NewSelect().TableExpr("(?) AS matching", capped).ColumnExpr("count(*)").Scan(ctx, &total); err != nil {
 			return nil, fmt.Errorf("store: unable to count indicators: %w", err)
