@@ -17,7 +17,9 @@ import (
 // the IoCs changed since from iocs and sorts them, which costs about a
 // millisecond per 5,000 of them: with the tables a whole ingest run behind
 // (500,000 IoCs at 10,000,000), first pages took 0.1-0.6 s that way and
-// 1-13 s by the plain query (docs/benchmarks.md, "Growth curve").
+// 1-13 s by the plain query (docs/benchmarks.md, "Growth curve"). Once an
+// indexer has ticked on a store, the batches pay whatever lag is left past
+// Store.KeyLagLimit themselves (payKeyDebt).
 type KeyIndexer struct {
 	Store *Store
 	// Chunk is DefaultKeyChunk when zero.

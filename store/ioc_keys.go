@@ -429,11 +429,6 @@ func found(err error) (bool, error) {
 	return err == nil, err
 }
 
-// dropOrderKeysSQL deletes the order keys of the IoCs among a list of ids
-// that are gone ({ids} stands for the list in each dialect's form).
-const dropOrderKeysSQL = `DELETE FROM %[1]s WHERE id %[2]s
-AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = %[1]s.id)`
-
 // dropGoneOrderKeys deletes, in the transaction that deleted IoCs, the keys
 // of each of orders of those of ids that are gone (the others keep theirs).
 // Left to the cleaner, they cost every walk of their order a probe each until it
@@ -449,7 +444,8 @@ func dropGoneOrderKeys(ctx context.Context, tx bun.Tx, orders []orderKey, ids []
 		return nil
 	}
 	for _, k := range orders {
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(dropOrderKeysSQL, k.table, "IN (?)"), bun.In(ids)); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+k.table+` WHERE id IN (?)
+AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = `+k.table+`.id)`, bun.In(ids)); err != nil {
 			return fmt.Errorf("store: unable to delete the keys of deleted indicators: %w", err)
 		}
 	}

@@ -40,21 +40,28 @@ func TestOrderKeysMigrationGoesBothWays(t *testing.T) {
 			}
 			return names
 		}
+		// wentDown checks the store after migration name went down: the
+		// indexes on iocs it left, no score keys until an indexer runs,
+		// the keys' stamp back to 0.
+		wentDown := func(name string, want []string) {
+			t.Helper()
+			if got := indexes(); !slices.Equal(got, want) {
+				t.Errorf("indexes on iocs after %s went down: %q, want %q", name, got, want)
+			}
+			if n := countRows(t, s, "ioc_score_keys"); n != 0 {
+				t.Errorf("%d score keys after %s went down, want none until an indexer runs", n, name)
+			}
+			if n := countRows(t, s, "ioc_keys_state WHERE stamp = 0"); n != 1 {
+				t.Errorf("the keys' stamp was not reset when %s went down", name)
+			}
+		}
 		onlyKeys := []string{"iocs_changed_idx", "iocs_feed_idx"}
 		pgm, pgMig := migration(t, s, "20270112000100")
 		if pg {
 			if err := pgMig.Down(ctx, pgm, pgMig); err != nil {
 				t.Fatal(err)
 			}
-			if got := indexes(); !slices.Equal(got, onlyKeys) {
-				t.Errorf("indexes on iocs after 20270112000100 went down: %q, want %q", got, onlyKeys)
-			}
-			if n := countRows(t, s, "ioc_score_keys"); n != 0 {
-				t.Errorf("%d score keys after 20270112000100 went down, want none until an indexer runs", n)
-			}
-			if n := countRows(t, s, "ioc_keys_state WHERE stamp = 0"); n != 1 {
-				t.Error("the keys' stamp was not reset when 20270112000100 went down")
-			}
+			wentDown("20270112000100", onlyKeys)
 		}
 		m, mig := migration(t, s, "20261228000100")
 		if err := mig.Down(ctx, m, mig); err != nil {
@@ -65,15 +72,7 @@ func TestOrderKeysMigrationGoesBothWays(t *testing.T) {
 		if pg {
 			want = append(want, "iocs_tags_idx")
 		}
-		if got := indexes(); !slices.Equal(got, want) {
-			t.Errorf("indexes on iocs after going down: %q, want %q", got, want)
-		}
-		if n := countRows(t, s, "ioc_score_keys"); n != 0 {
-			t.Errorf("%d score keys after going down, want none until the indexer runs", n)
-		}
-		if n := countRows(t, s, "ioc_keys_state WHERE stamp = 0"); n != 1 {
-			t.Error("the keys' stamp was not reset going down")
-		}
+		wentDown("20261228000100", want)
 
 		if err := mig.Up(ctx, m, mig); err != nil {
 			t.Fatal(err)
