@@ -111,26 +111,47 @@ type keyRange struct {
 // bounded says whether the range leaves out some keys.
 func (r keyRange) bounded() bool { return r.lo > math.MinInt64 || r.hi < math.MaxInt64 }
 
-// keyRanges returns the ranges of order keys that f's conditions on
-// integer-valued columns select (minScore, the expiry bounds), each with
-// what it proves of f: none where the orders have no keys (PostgreSQL's
-// indexes on iocs serve those conditions).
-func (s *Store) keyRanges(f IoCFilter) (ranges []keyRange, proves []func(*IoCFilter)) {
-	if score, ok := s.orderKeyOf(IoCOrderScore); ok && f.MinScore != nil {
-		ranges = append(ranges, keyRange{score, int64(*f.MinScore), math.MaxInt64})
-		proves = append(proves, func(f *IoCFilter) { f.MinScore = nil })
+// rangeCondition is a condition of a filter on an integer-valued column
+// that IoCs are ordered by: the column (field) from lo to hi, both
+// included, and what it proves of the filter (drops the condition).
+type rangeCondition struct {
+	field  IoCOrderField
+	lo, hi int64
+	proves func(*IoCFilter)
+}
+
+// rangeConditions returns f's conditions on integer-valued columns:
+// minScore and the expiry bounds.
+func rangeConditions(f IoCFilter) []rangeCondition {
+	var conds []rangeCondition
+	if f.MinScore != nil {
+		conds = append(conds, rangeCondition{IoCOrderScore, int64(*f.MinScore), math.MaxInt64,
+			func(f *IoCFilter) { f.MinScore = nil }})
 	}
-	if expires, ok := s.orderKeyOf(IoCOrderExpiresAt); ok && (f.ExpiresBefore != nil || f.ExpiresAfter != nil) {
-		r := keyRange{expires, math.MinInt64, math.MaxInt64}
+	if f.ExpiresBefore != nil || f.ExpiresAfter != nil {
+		c := rangeCondition{IoCOrderExpiresAt, math.MinInt64, math.MaxInt64,
+			func(f *IoCFilter) { f.ExpiresBefore, f.ExpiresAfter = nil, nil }}
 		// Times are whole microseconds: < b is <= b-1, > a is >= a+1.
 		if f.ExpiresAfter != nil {
-			r.lo = micros(*f.ExpiresAfter) + 1
+			c.lo = micros(*f.ExpiresAfter) + 1
 		}
 		if f.ExpiresBefore != nil {
-			r.hi = micros(*f.ExpiresBefore) - 1
+			c.hi = micros(*f.ExpiresBefore) - 1
 		}
-		ranges = append(ranges, r)
-		proves = append(proves, func(f *IoCFilter) { f.ExpiresBefore, f.ExpiresAfter = nil, nil })
+		conds = append(conds, c)
+	}
+	return conds
+}
+
+// keyRanges returns the ranges of order keys that f's range conditions
+// select, each with what it proves of f: none where the orders have no
+// keys (PostgreSQL's indexes on iocs serve those conditions).
+func (s *Store) keyRanges(f IoCFilter) (ranges []keyRange, proves []func(*IoCFilter)) {
+	for _, c := range rangeConditions(f) {
+		if k, ok := s.orderKeyOf(c.field); ok {
+			ranges = append(ranges, keyRange{k, c.lo, c.hi})
+			proves = append(proves, c.proves)
+		}
 	}
 	return ranges, proves
 }

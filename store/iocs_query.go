@@ -51,24 +51,20 @@ func (f IoCFilter) empty() bool {
 }
 
 // indexedRange returns the column of iocs whose index alone finds the
-// IoCs of f on PostgreSQL (minScore, or the expiry bounds, and no other
-// condition); "" for any other filter, and on SQLite, where the order keys
-// serve those conditions.
+// IoCs of f on PostgreSQL (f's one condition is a range condition:
+// minScore, or the expiry bounds); "" for any other filter, and on SQLite,
+// where the order keys serve those conditions.
 func (s *Store) indexedRange(f IoCFilter) string {
-	if s.Dialect != Postgres {
+	conds := rangeConditions(f)
+	if s.Dialect != Postgres || len(conds) != 1 {
 		return ""
 	}
-	rest, col := f, ""
-	switch {
-	case f.MinScore != nil:
-		col, rest.MinScore = "iocs.score", nil
-	case f.ExpiresBefore != nil || f.ExpiresAfter != nil:
-		col, rest.ExpiresBefore, rest.ExpiresAfter = "iocs.expires_at", nil, nil
-	}
-	if col == "" || !rest.empty() {
+	rest := f
+	conds[0].proves(&rest)
+	if !rest.empty() {
 		return ""
 	}
-	return col
+	return "iocs." + string(conds[0].field)
 }
 
 // IoCOrderField is a column IoCs can be ordered by; ties go by id.
