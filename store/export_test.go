@@ -92,11 +92,8 @@ var RecentKeysShare = &recentKeysShare
 // DenseKind lets tests take pageByType's id-order path with few IoCs.
 var DenseKind = &denseKind
 
-// ReadDB is the pool s reads from outside transactions.
-func ReadDB(s *Store) *sql.DB { return s.readDB() }
-
-// Reader is the store's read pool through bun (the writers' pool on
-// PostgreSQL).
+// Reader is the pool s reads from outside transactions, through bun (the
+// writers' pool on PostgreSQL).
 func Reader(s *Store) *bun.DB { return s.reader() }
 
 // SparseKeys lets tests take the walk of keyed pages with few IoCs.

@@ -20,8 +20,8 @@ import (
 // TestOrderPagesWalkTheIndexesOnPostgres: on PostgreSQL a first page in
 // each order with an index on iocs (SCORE, FIRST_SEEN, LAST_SEEN,
 // EXPIRATION_DATE, both ways) walks that index and stops with the page,
-// nothing sorted, and a short expiry range is counted and read through
-// iocs_expires_idx. The orders' key tables, which the key indexer kept
+// nothing sorted, and the capped count of an expiry range whose matches
+// are the newest IoCs walks iocs_expires_idx. The orders' key tables, which the key indexer kept
 // behind the writers, never caught up under a constant ingest there
 // (docs/decisions.md, "PostgreSQL: the orders on indexes again").
 func TestOrderPagesWalkTheIndexesOnPostgres(t *testing.T) {

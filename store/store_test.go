@@ -81,7 +81,7 @@ func TestSQLiteCacheSizes(t *testing.T) {
 	if err := st.DB.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&writer); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.ReadDB(st).QueryRowContext(ctx, "PRAGMA cache_size").Scan(&reader); err != nil {
+	if err := store.Reader(st).QueryRowContext(ctx, "PRAGMA cache_size").Scan(&reader); err != nil {
 		t.Fatal(err)
 	}
 	// Negative: KiB.
