@@ -198,7 +198,7 @@ func (s *Store) deleteIoCs(ctx context.Context, ids []int64) (int64, error) {
 		if err != nil {
 			return err
 		}
-		if err := dropGoneOrderKeys(ctx, tx, s.orderKeys(), ids); err != nil {
+		if err := dropGoneKeys(ctx, tx, s.orderKeys(), ids); err != nil {
 			return err
 		}
 		exec := func(ctx context.Context, query string, args ...any) (int64, error) {

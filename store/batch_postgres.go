@@ -391,8 +391,15 @@ func (w *pgWriter) deleteIoCs(ctx context.Context, ids []int64) error {
 		return err
 	}
 	// PostgreSQL keeps no order keys: its indexes on iocs serve the orders.
-	_, err := w.tx.Exec(ctx, "DELETE FROM iocs WHERE id = ANY($1)", ids)
-	return err
+	if _, err := w.tx.Exec(ctx, "DELETE FROM iocs WHERE id = ANY($1)", ids); err != nil {
+		return err
+	}
+	for _, stmt := range recomputeZones("zone = ANY($1)") {
+		if _, err := w.tx.Exec(ctx, stmt, zonesOf(ids)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *pgWriter) ruleTexts(ctx context.Context, feedID int64, ids []int64) (map[int64]ruleText, string, error) {

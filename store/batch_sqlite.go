@@ -459,7 +459,7 @@ func (w *sqliteWriter) deleteIoCs(ctx context.Context, ids []int64) error {
 	if _, err := w.tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?)", bun.In(ids)); err != nil {
 		return err
 	}
-	return dropGoneOrderKeys(ctx, w.tx, orderKeyTables[:], ids)
+	return dropGoneKeys(ctx, w.tx, orderKeyTables[:], ids)
 }
 
 // inlineSource is the source of a's inline sighting, or NULL.

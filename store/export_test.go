@@ -110,3 +110,18 @@ func KeepKeys(s *Store) { s.keysKept.Store(true) }
 func KeysTx(s *Store, ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return s.keysTx(ctx, fn)
 }
+
+// ExpiryZone lets tests cut a few IoCs into expiry zones: set it before a
+// store's first IoC.
+var ExpiryZone = &expiryZone
+
+// ExpiryZoneRuns returns the runs of ids, each [lo, hi], that a first page
+// of f in id order (descending when desc) walks.
+func ExpiryZoneRuns(ctx context.Context, s *Store, f IoCFilter, desc bool) ([][2]int64, error) {
+	runs, err := s.expiryZoneRuns(ctx, f, desc, false, 0)
+	out := make([][2]int64, len(runs))
+	for i, r := range runs {
+		out[i] = [2]int64{r.lo, r.hi}
+	}
+	return out, err
+}

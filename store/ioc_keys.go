@@ -188,6 +188,9 @@ WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY `+byKey+`
 ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 			return err
 		}
+		if err := widenExpiryZones(ctx, tx, s.Dialect, from, to); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, "UPDATE ioc_keys_state SET stamp = ? WHERE id = 1", to)
 		return err
 	})
@@ -345,13 +348,16 @@ type KeyPositions struct {
 	Tag     string
 	TagID   int64
 	ValueID int64
+	// Zone is the next expiry zone to recompute.
+	Zone int64
 }
 
 // KeyPosition is a position in an order's keys.
 type KeyPosition struct{ Key, ID int64 }
 
-// keyTables is how many key tables KeyPositions walks.
-const keyTables = orderKeyCount + 2
+// keyTables is how many key tables KeyPositions walks: the orders', the
+// tags', the values' and the expiry zones.
+const keyTables = orderKeyCount + 3
 
 // starts says, for each key table (the orders', the tags', the values'),
 // whether p is at its start: where CleanKeys puts a table's position once
@@ -363,6 +369,7 @@ func (p KeyPositions) starts() [keyTables]bool {
 	}
 	out[orderKeyCount] = p.Tag == "" && p.TagID == 0
 	out[orderKeyCount+1] = p.ValueID == 0
+	out[orderKeyCount+2] = p.Zone == 0
 	return out
 }
 
@@ -370,7 +377,8 @@ func (p KeyPositions) starts() [keyTables]bool {
 // changed since) among the next chunk of each key table after at, in one
 // transaction, and returns where to go on: a table's start after its end.
 // A key of an IoC that changed but still has that value or tag goes too:
-// the indexer makes it again with the change.
+// the indexer makes it again with the change. It also recomputes the next
+// expiry zones (a re-sighting leaves the old expiry in its zone's span).
 func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyPositions, error) {
 	// An order or tag key holds while its IoC has not changed since it
 	// was made; a value key while its IoC is there (a value never changes).
@@ -394,7 +402,13 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID); err != nil {
 			return err
 		}
-		return cleanKeyChunk(ctx, tx, "ioc_value_keys", s.valueKeyID(), "true", chunk, []any{at.ValueID}, &next.ValueID)
+		if err := cleanKeyChunk(ctx, tx, "ioc_value_keys", s.valueKeyID(), "true", chunk, []any{at.ValueID}, &next.ValueID); err != nil {
+			return err
+		}
+		// A zone costs a walk of its ids: as many zones as make a chunk.
+		var err error
+		next.Zone, err = cleanExpiryZones(ctx, tx, at.Zone, max(chunk/int(expiryZone), 1))
+		return err
 	})
 	if err != nil {
 		return KeyPositions{}, fmt.Errorf("store: unable to clean the indicator keys: %w", err)
@@ -452,8 +466,9 @@ func found(err error) (bool, error) {
 	return err == nil, err
 }
 
-// dropGoneOrderKeys deletes, in the transaction that deleted IoCs, the keys
-// of each of orders of those of ids that are gone (the others keep theirs).
+// dropGoneKeys deletes, in the transaction that deleted IoCs, the keys
+// of each of orders of those of ids that are gone (the others keep theirs),
+// and narrows their expiry zones (narrowExpiryZones).
 // Left to the cleaner, they cost every walk of their order a probe each until it
 // passed: after the sweeper expired 1,000,000 IoCs at 3,000,000, the first
 // EXPIRATION_DATE ASC page walked all their keys (0.7 s on SQLite) and an
@@ -462,9 +477,12 @@ func found(err error) (bool, error) {
 // id finds them. Tag and value keys are left to the cleaner: no index
 // finds them by id, and a gone IoC's tag or value key costs a probe only
 // when its tag or text is asked for.
-func dropGoneOrderKeys(ctx context.Context, tx bun.Tx, orders []orderKey, ids []int64) error {
+func dropGoneKeys(ctx context.Context, tx bun.Tx, orders []orderKey, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
+	}
+	if err := narrowExpiryZones(ctx, tx, ids); err != nil {
+		return err
 	}
 	for _, k := range orders {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+k.table+` WHERE id IN (?)

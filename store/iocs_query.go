@@ -421,8 +421,17 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		// together).
 		keys = plan.walk
 	}
+	zoned := false
+	if keys == nil && o.Field == IoCOrderID && walksExpiryZones(f) {
+		rows, ok, err := s.pageInExpiryZones(ctx, f, o, after != "", cursorID, first+1)
+		if err != nil {
+			return nil, err
+		}
+		page.IoCs, zoned = rows, ok
+	}
 	var q *bun.SelectQuery
 	switch {
+	case zoned:
 	case keys != nil:
 		rows, err := s.pageByKeys(ctx, f, plan.stamp, keys, o, after != "", cursorValue, cursorID, first+1)
 		if err != nil {

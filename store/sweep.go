@@ -80,7 +80,7 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In
 	}
 	n, _ := r.RowsAffected()
 	if n > 0 {
-		if err := dropGoneOrderKeys(ctx, tx, s.orderKeys(), ids); err != nil {
+		if err := dropGoneKeys(ctx, tx, s.orderKeys(), ids); err != nil {
 			return n, err
 		}
 	}
@@ -135,7 +135,7 @@ func (s *Store) deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond 
 	if err != nil || deleted == 0 {
 		return len(ids), deleted, err
 	}
-	if err := dropGoneOrderKeys(ctx, tx, s.orderKeys(), ids); err != nil {
+	if err := dropGoneKeys(ctx, tx, s.orderKeys(), ids); err != nil {
 		return len(ids), deleted, err
 	}
 	return len(ids), deleted, bumpIoCStats(ctx, txExec(tx), -deleted)

@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/uptrace/bun"
+)
+
+// The expiry zones (ioc_expiry_zones, migration 20270113000100) cut the ids
+// into runs of expiryZone and keep, for each run that has IoCs, the
+// earliest and the latest expiry among them (lo, hi), as PostgreSQL's BRIN
+// indexes do for pages. A page of an expiry range in id order walks only
+// the zones whose span meets the range. Without them it walked the primary
+// key from the oldest IoC: IoCs with a short life are the newest, and at
+// 10,000,000 IoCs the first page of expiresBefore +1d read ten million rows
+// before its first match (2.7 s on PostgreSQL, 0.6-1.2 s on SQLite;
+// docs/benchmarks.md, "Expiry zones").
+//
+// A zone's span holds every IoC of the zone changed up to the key tables'
+// stamp (ioc_keys_state.stamp): the key indexer widens the zones with each
+// chunk it takes, in the chunk's transaction, and readers take the IoCs
+// changed since from iocs. A span only widens with changes; the sweep and
+// the other deleters narrow the zones of the IoCs they delete, and the
+// cleaner recomputes every zone in its passes (a re-sighting leaves the
+// old expiry in lo).
+
+// expiryZone is how many ids a zone covers: at 10,000,000 IoCs some 600
+// zones, read whole by a page in a fraction of a millisecond, and a zone
+// that meets a range without holding a match costs its walk at most.
+// A variable for the tests, which cut a few IoCs into zones; set before a
+// store's first IoC, and the migration's 16384 otherwise.
+var expiryZone int64 = 16384
+
+// widenExpiryZones widens the zones of the IoCs changed after from up to
+// to to hold their expiry.
+func widenExpiryZones(ctx context.Context, tx bun.Tx, d Dialect, from, to int64) error {
+	least, greatest := "min", "max"
+	if d == Postgres {
+		least, greatest = "least", "greatest"
+	}
+	_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO ioc_expiry_zones (zone, lo, hi)
+SELECT id / %[1]d, min(expires_at), max(expires_at) FROM iocs WHERE changed_at > ? AND changed_at <= ? GROUP BY id / %[1]d
+ON CONFLICT (zone) DO UPDATE SET lo = %[2]s(ioc_expiry_zones.lo, excluded.lo), hi = %[3]s(ioc_expiry_zones.hi, excluded.hi)`,
+		expiryZone, least, greatest), from, to)
+	if err != nil {
+		return fmt.Errorf("store: unable to widen the expiry zones: %w", err)
+	}
+	return nil
+}
+
+// zoneSpan returns the span of the zone of ioc_expiry_zones' row computed from
+// the IoCs in it: lo, then hi. expires_at + 0 keeps PostgreSQL from
+// finding the min and the max through iocs_expires_idx, walking the index
+// from its end until an IoC of the zone (minutes for all the zones at
+// 10,000,000 IoCs): the zone's range of the primary key is the walk.
+func zoneSpan() string {
+	return fmt.Sprintf(`lo = (SELECT min(expires_at + 0) FROM iocs WHERE %[1]s),
+hi = (SELECT max(expires_at + 0) FROM iocs WHERE %[1]s)`, inZone())
+}
+
+// zoneEmpty says, of ioc_expiry_zones' row, that its zone has no IoC.
+func zoneEmpty() string { return `NOT EXISTS (SELECT 1 FROM iocs WHERE ` + inZone() + `)` }
+
+// inZone says, of an IoC (iocs), that it is in the zone of
+// ioc_expiry_zones' row: a range of the primary key.
+func inZone() string {
+	return fmt.Sprintf("iocs.id >= ioc_expiry_zones.zone * %[1]d AND iocs.id < ioc_expiry_zones.zone * %[1]d + %[1]d", expiryZone)
+}
+
+// recomputeZones are the statements that make the spans of the zones
+// that in (a condition on zone) selects those of their IoCs now, and drop
+// the zones left without any. Each zone costs two walks of a range of the
+// primary key, expiryZone rows at most.
+func recomputeZones(in string) [2]string {
+	return [2]string{
+		`DELETE FROM ioc_expiry_zones WHERE ` + in + ` AND ` + zoneEmpty(),
+		`UPDATE ioc_expiry_zones SET ` + zoneSpan() + ` WHERE ` + in,
+	}
+}
+
+// recomputeExpiryZones recomputes zones (recomputeZones).
+func recomputeExpiryZones(ctx context.Context, tx bun.Tx, zones []int64) error {
+	if len(zones) == 0 {
+		return nil
+	}
+	for _, stmt := range recomputeZones("zone IN (?)") {
+		if _, err := tx.ExecContext(ctx, stmt, bun.In(zones)); err != nil {
+			return fmt.Errorf("store: unable to recompute expiry zones: %w", err)
+		}
+	}
+	return nil
+}
+
+// zonesOf returns the zones of ids, each once.
+func zonesOf(ids []int64) []int64 {
+	zones := make([]int64, 0, 4)
+	for _, id := range ids {
+		zones = append(zones, id/expiryZone)
+	}
+	slices.Sort(zones)
+	return slices.Compact(zones)
+}
+
+// narrowExpiryZones recomputes, in the transaction that deleted IoCs, the
+// zones of ids. Left to the cleaner, the zones of 1,000,000 swept IoCs
+// would each cost an expiry page a walk of its ids, for nothing, until it
+// passed.
+func narrowExpiryZones(ctx context.Context, tx bun.Tx, ids []int64) error {
+	return recomputeExpiryZones(ctx, tx, zonesOf(ids))
+}
+
+// cleanExpiryZones recomputes up to n zones from the zone from on, and
+// returns the zone to go on from: 0 past the last.
+func cleanExpiryZones(ctx context.Context, tx bun.Tx, from int64, n int) (next int64, err error) {
+	var zones []int64
+	if err := tx.NewRaw("SELECT zone FROM ioc_expiry_zones WHERE zone >= ? ORDER BY zone LIMIT ?", from, n).Scan(ctx, &zones); err != nil {
+		return 0, fmt.Errorf("store: unable to read the expiry zones: %w", err)
+	}
+	if len(zones) == 0 {
+		return 0, nil
+	}
+	return zones[len(zones)-1] + 1, recomputeExpiryZones(ctx, tx, zones)
+}
+
+// walksExpiryZones says whether a page of f in id order walks the expiry
+// zones: f has an expiry range, and no condition whose own index finds its
+// IoCs (a value, a prefix, a feed, a search).
+func walksExpiryZones(f IoCFilter) bool {
+	return (f.ExpiresBefore != nil || f.ExpiresAfter != nil) &&
+		f.Value == "" && f.ValuePrefix == "" && f.FeedID == 0 && f.Search == ""
+}
+
+// idRange is the ids from lo to hi, both included.
+type idRange struct{ lo, hi int64 }
+
+// pageInExpiryZones reads up to limit IoCs of f (walksExpiryZones) in id
+// order o after the cursor: each run of zones whose span meets f's expiry
+// range, in the page's direction, until the page is full, and the IoCs
+// changed since the zones' stamp. ok is false, and the page is left to the
+// plain query, while more have changed since than a keyed page sorts
+// (recentKeysMost).
+func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorID int64, limit int) (rows []IoC, ok bool, err error) {
+	stamp, err := s.keysStamp(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	most, err := s.recentKeysMost(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if recent, err := s.changedSince(ctx, stamp, most+1); err != nil || recent > most {
+		return nil, false, err
+	}
+	runs, err := s.expiryZoneRuns(ctx, f, o.Desc, after, cursorID)
+	if err != nil {
+		return nil, false, err
+	}
+	rows = []IoC{}
+	for _, r := range runs {
+		need := limit - len(rows)
+		if need <= 0 {
+			break
+		}
+		var part []IoC
+		q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&part), f)
+		q = orderPage(q.Where("iocs.id BETWEEN ? AND ?", r.lo, r.hi), "", "iocs.id", o, after, nil, cursorID, need)
+		if err := q.Scan(ctx); err != nil {
+			return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
+		}
+		rows = append(rows, part...)
+	}
+	// The IoCs changed since, which a zone may not hold yet: their ids
+	// sorted, then the page's rows read by id (as pageByKeys does).
+	recent := s.reader().NewSelect().Model((*IoC)(nil))
+	if s.Dialect == SQLite {
+		recent = recent.ModelTableExpr("iocs AS iocs INDEXED BY iocs_changed_idx")
+	}
+	recent, _, _ = s.applyIoCFilter(recent, f)
+	ids := orderPage(recent.ExcludeColumn("*").ColumnExpr("iocs.id").Where("iocs.changed_at > ?", stamp),
+		"", "iocs.id", o, after, nil, cursorID, limit)
+	var changed []IoC
+	if err := orderPage(s.reader().NewSelect().Model(&changed).Where("iocs.id IN (?)", ids), "", "iocs.id", o, false, nil, 0, limit).
+		Scan(ctx); err != nil {
+		return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
+	}
+	return mergeByID(rows, changed, o.Desc, limit), true, nil
+}
+
+// expiryZoneRuns returns the runs of consecutive zones whose span meets f's
+// expiry range, as id ranges in the page's direction, from the cursor's
+// zone on.
+func (s *Store) expiryZoneRuns(ctx context.Context, f IoCFilter, desc, after bool, cursorID int64) ([]idRange, error) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, c := range rangeConditions(f) {
+		if c.field == IoCOrderExpiresAt {
+			lo, hi = c.lo, c.hi
+		}
+	}
+	q := s.reader().NewSelect().Table("ioc_expiry_zones").Column("zone").Where("lo <= ? AND hi >= ?", hi, lo)
+	if after && desc {
+		q = q.Where("zone <= ?", cursorID/expiryZone)
+	} else if after {
+		q = q.Where("zone >= ?", cursorID/expiryZone)
+	}
+	var zones []int64
+	if err := q.OrderExpr("zone").Scan(ctx, &zones); err != nil {
+		return nil, fmt.Errorf("store: unable to read the expiry zones: %w", err)
+	}
+	var runs []idRange
+	for _, z := range zones {
+		if n := len(runs); n > 0 && runs[n-1].hi == z*expiryZone-1 {
+			runs[n-1].hi = (z+1)*expiryZone - 1
+			continue
+		}
+		runs = append(runs, idRange{z * expiryZone, (z+1)*expiryZone - 1})
+	}
+	if desc {
+		slices.Reverse(runs)
+	}
+	return runs, nil
+}
+
+// mergeByID merges two pages of IoCs in id order (descending when desc),
+// each in that order, into the first limit of both, an IoC in both once.
+func mergeByID(a, b []IoC, desc bool, limit int) []IoC {
+	out := make([]IoC, 0, min(len(a)+len(b), limit))
+	before := func(x, y int64) bool {
+		if desc {
+			return x > y
+		}
+		return x < y
+	}
+	for len(out) < limit && (len(a) > 0 || len(b) > 0) {
+		switch {
+		case len(b) == 0 || len(a) > 0 && before(a[0].ID, b[0].ID):
+			out, a = append(out, a[0]), a[1:]
+		case len(a) == 0 || before(b[0].ID, a[0].ID):
+			out, b = append(out, b[0]), b[1:]
+		default: // the same IoC
+			out, a, b = append(out, b[0]), a[1:], b[1:]
+		}
+	}
+	return out
+}

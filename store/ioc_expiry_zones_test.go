@@ -1,0 +1,169 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// An expiry zone's span holds the expiry of each of its IoCs changed up to
+// the keys' stamp, through catching up, re-sightings, a sweep, the
+// cleaner and the migration; a page of an expiry range in id order walks
+// only the zones that meet the range, and finds what the plain query
+// finds.
+func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
+	saved := *store.ExpiryZone
+	*store.ExpiryZone = 4
+	defer func() { *store.ExpiryZone = saved }()
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		// 24 IoCs kept ten days, then 8 for an hour: the newest.
+		batch := func(from, to int, now time.Time, retention time.Duration) {
+			var inds []ioc.Indicator
+			for i := from; i < to; i++ {
+				inds = append(inds, dom(fmt.Sprintf("z%02d.example", i), "src", 50))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: now, Retention: retention, Indicators: inds})
+		}
+		batch(0, 12, t0, 10*day)
+		batch(12, 24, t0.Add(time.Minute), 10*day)
+		batch(24, 32, t0.Add(2*time.Minute), time.Hour)
+		soon := t0.Add(day)
+		expiring := store.IoCFilter{ExpiresBefore: &soon}
+		checkZones(t, s, "before the indexer", expiring, 8)
+		catchUpAll(t, s.CatchUpKeys, 5)
+		if exact := zonesExact(t, s); !exact {
+			t.Error("zones made from new IoCs are not their spans")
+		}
+		checkZones(t, s, "caught up", expiring, 8)
+		runs, err := store.ExpiryZoneRuns(ctx, s, expiring, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The short-lived IoCs' ids, and the zones that hold them.
+		var short []int64
+		if err := store.Reader(s).NewRaw("SELECT id FROM iocs WHERE expires_at < ? ORDER BY id", soon.UnixMicro()).Scan(ctx, &short); err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := short[0]/4*4, short[len(short)-1]/4*4+3
+		if !slices.Equal(runs, [][2]int64{{lo, hi}}) {
+			t.Errorf("an expiresBefore +1d page walks %v, want only the zones of the short-lived IoCs, [%d %d]", runs, lo, hi)
+		}
+
+		// Re-sighted for ten days, the first four short-lived IoCs leave
+		// their old expiry in their zones' spans, until the cleaner.
+		batch(24, 28, t0.Add(3*time.Minute), 10*day)
+		checkZones(t, s, "re-sighted", expiring, 4)
+		catchUpAll(t, s.CatchUpKeys, 5)
+		checkZones(t, s, "re-sighted, caught up", expiring, 4)
+		if zonesExact(t, s) {
+			t.Error("zones exact after a re-sighting: the test moves no expiry")
+		}
+		at := store.KeyPositions{}
+		for range 20 {
+			if at, err = s.CleanKeys(ctx, at, 4); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !zonesExact(t, s) {
+			t.Error("zones not their spans after the cleaner's pass")
+		}
+		checkZones(t, s, "cleaned", expiring, 4)
+
+		// The sweep narrows the zones of what it deletes, in its own
+		// transactions: no zone is left for the swept IoCs.
+		if _, n, err := s.SweepExpired(ctx, t0.Add(2*time.Hour), 0); err != nil || n != 4 {
+			t.Fatalf("swept %d IoCs, %v; want the 4 short-lived", n, err)
+		}
+		if !zonesExact(t, s) {
+			t.Error("zones not their spans right after the sweep")
+		}
+		checkZones(t, s, "swept", expiring, 0)
+		if runs, err := store.ExpiryZoneRuns(ctx, s, expiring, false); err != nil || len(runs) != 0 {
+			t.Errorf("after the sweep an expiresBefore +1d page walks %v (%v), want no zone", runs, err)
+		}
+
+		// The migration makes the zones from the IoCs, of its own size.
+		m, mig := migration(t, s, "20270113000100")
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		*store.ExpiryZone = saved
+		defer func() { *store.ExpiryZone = 4 }()
+		if n := countRows(t, s, "ioc_expiry_zones"); n != 1 || !zonesExact(t, s) {
+			t.Errorf("%d zones after the migration, want 1 (28 IoCs), exact: %v", n, zonesExact(t, s))
+		}
+		batch(32, 36, t0.Add(4*time.Minute), time.Hour)
+		checkZones(t, s, "migrated, more short-lived IoCs", expiring, 4)
+		catchUpAll(t, s.CatchUpKeys, 5)
+		checkZones(t, s, "migrated, caught up", expiring, 4)
+	})
+}
+
+// checkZones checks that every IoC changed up to the keys' stamp is in its
+// zone's span, and that the pages of f (an expiry range) in id order, both
+// ways, are the IoCs that match it (want of them), in pages of 3.
+func checkZones(t *testing.T, s *store.Store, state string, f store.IoCFilter, want int) {
+	t.Helper()
+	ctx := context.Background()
+	if n := countRows(t, s, fmt.Sprintf(`iocs WHERE changed_at <= (SELECT stamp FROM ioc_keys_state) AND NOT EXISTS (
+	SELECT 1 FROM ioc_expiry_zones z WHERE z.zone = iocs.id / %d AND iocs.expires_at BETWEEN z.lo AND z.hi)`, *store.ExpiryZone)); n != 0 {
+		t.Errorf("%s: %d IoCs outside their zone's span", state, n)
+	}
+	var all []int64
+	if err := store.Reader(s).NewRaw("SELECT id FROM iocs WHERE expires_at < ? ORDER BY id", f.ExpiresBefore.UnixMicro()).Scan(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != want {
+		t.Fatalf("%s: %d IoCs expire before %s, want %d", state, len(all), f.ExpiresBefore, want)
+	}
+	for _, desc := range []bool{false, true} {
+		var got []int64
+		after := ""
+		for range 10 {
+			page, err := s.IoCs(ctx, f, store.IoCOrder{Desc: desc}, 3, after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.IoCs {
+				got = append(got, r.ID)
+			}
+			if !page.HasNextPage {
+				break
+			}
+			after = page.EndCursor
+		}
+		wantIDs := slices.Clone(all)
+		if desc {
+			slices.Reverse(wantIDs)
+		}
+		if !slices.Equal(got, wantIDs) {
+			t.Errorf("%s, desc %v: pages %v, want %v", state, desc, got, wantIDs)
+		}
+	}
+}
+
+// zonesExact says whether every zone's span is its IoCs' and every zone
+// with IoCs has one.
+func zonesExact(t *testing.T, s *store.Store) bool {
+	t.Helper()
+	type zoneRow struct{ Zone, Lo, Hi int64 }
+	var zones, spans []zoneRow
+	if err := store.Reader(s).NewRaw("SELECT zone, lo, hi FROM ioc_expiry_zones ORDER BY zone").Scan(context.Background(), &zones); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Reader(s).NewRaw(fmt.Sprintf("SELECT id / %[1]d AS zone, min(expires_at) AS lo, max(expires_at) AS hi FROM iocs GROUP BY id / %[1]d ORDER BY 1", *store.ExpiryZone)).Scan(context.Background(), &spans); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Equal(zones, spans)
+}
