@@ -28,23 +28,44 @@ import (
 //   - ioc_value_keys (a trigram index of the values: pg_trgm's GIN on
 //     PostgreSQL, an FTS5 table on SQLite): the search.
 //
-// A key's stamp is its IoC's change stamp (iocs.changed_at) when the key
-// was made, and the key holds while the IoC has not changed since: a
-// change always draws a stamp above every stamp handed out before
-// (iocs_changes.go). ioc_keys_state.stamp is how far the tables are
-// complete: every IoC whose change stamp is at most it has a key that
-// holds for each of its orders and each of its tags. Readers take the IoCs
-// changed since from iocs itself; keys that no longer hold (the IoC went
-// or changed) are skipped by readers and deleted by CleanKeys, and the
-// indexer replaces a changed IoC's order keys whole. The value keys are
-// complete by id instead (ioc_keys_state.value_id, CatchUpValueKeys): a
-// value key holds while its IoC is there.
+// A key holds while it is true of its IoC: an order key while the IoC's
+// column of the order equals it, a tag key while the IoC has the tag.
+// ioc_keys_state.stamp is how far the tables are complete: every IoC whose
+// change stamp (iocs.changed_at) is at most it has a key that holds for
+// each of its orders and each of its tags; a change always draws a stamp
+// above every stamp handed out before (iocs_changes.go). Readers take the
+// IoCs changed since from iocs itself, and skip keys that no longer hold
+// (the IoC went, or its column or tags moved), which CleanKeys deletes. A
+// change makes only the keys that moved anew: a feed's next poll re-sights
+// its IoCs, which moves their last_seen and expires_at, not their score,
+// first_seen or tags (holding while the stamps matched, every key of every
+// re-sighted IoC was made again, about 335 µs of SQLite's writer an IoC at
+// 14,000,000: docs/benchmarks.md, "Keys that hold while true"). A key's
+// stamp is its IoC's change stamp when it was made, which no reader needs.
+// The value keys are complete by id instead (ioc_keys_state.value_id,
+// CatchUpValueKeys): a value key holds while its IoC is there.
 
 // orderKey is an order whose keys the key indexer keeps: table holds them
 // as (key, id, stamp), key being the IoC's column of the order.
 type orderKey struct {
 	field IoCOrderField
 	table string
+}
+
+// holds is the condition on a key x of k's table and its IoC (iocs) that
+// the key holds: the IoC's column is the key.
+func (k orderKey) holds() string { return "iocs." + string(k.field) + " = x.key" }
+
+// tagHolds is the condition, in dialect d, on a tag key x and its IoC
+// (iocs) that the key holds: the IoC has the tag. jsonb_exists is
+// PostgreSQL's ? operator, which bun would take for a placeholder: it
+// counted 10,001 keys in 27 ms where @> took 34 (the stamp's equality,
+// 18).
+func tagHolds(d Dialect) string {
+	if d == Postgres {
+		return "jsonb_exists(iocs.tags, x.tag)"
+	}
+	return "EXISTS (SELECT 1 FROM json_each(iocs.tags) j WHERE j.value = x.tag)"
 }
 
 // orderKeyCount is how many orders have keys on SQLite.
@@ -152,26 +173,28 @@ func (s *Store) catchUpOrderKeys(ctx context.Context, maxRows int, clock func() 
 				return err
 			}
 		}
-		// The chunk's IoCs get their order keys anew: those they had are
-		// stale (made at a stamp up to from), and each would cost a walk
-		// of its order a probe until cleaned. A re-sighting moves
-		// last_seen and expires_at: after a feed re-sighted 1,000,000
-		// IoCs, the first LAST_SEEN ASC page walked the million stale
-		// keys (1.7 s on PostgreSQL). An IoC above the table's highest id
-		// has none to delete: new IoCs cost no probe (0.5 s a chunk on
-		// PostgreSQL). The chunk's ids are materialised first, so that
-		// they drive the probes: without statistics of a new table,
-		// PostgreSQL walked the whole table instead (1 s a chunk).
-		// The new keys go in in key order: mostly appends at the end of
-		// each table.
+		// The chunk's IoCs lose the order keys that no longer hold: each
+		// would cost a walk of its order a probe until cleaned. A
+		// re-sighting moves last_seen and expires_at: after a feed
+		// re-sighted 1,000,000 IoCs, the first LAST_SEEN ASC page walked
+		// the million stale keys (1.7 s on PostgreSQL). An IoC above the
+		// table's highest id has none: new IoCs cost no probe (0.5 s a
+		// chunk on PostgreSQL). The chunk's ids are materialised first,
+		// so that they drive the probes: without statistics of a new
+		// table, PostgreSQL walked the whole table instead (1 s a chunk).
+		// Then each gets the keys it lacks, in key order: mostly appends
+		// at the end of each table; a key that still holds is left as it
+		// is.
 		for _, k := range s.orderKeys() {
 			if _, err := tx.ExecContext(ctx, `WITH chunk AS MATERIALIZED (SELECT id FROM iocs
 	WHERE changed_at > ? AND changed_at <= ? AND id <= (SELECT max(id) FROM `+k.table+`))
-DELETE FROM `+k.table+` WHERE id IN (SELECT id FROM chunk)`, from, to); err != nil {
+DELETE FROM `+k.table+` AS x WHERE id IN (SELECT id FROM chunk)
+AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id AND `+k.holds()+`)`, from, to); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO `+k.table+` (key, id, stamp)
-SELECT `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY 1, 2`,
+SELECT `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY 1, 2
+ON CONFLICT (key, id) DO NOTHING`,
 				from, to); err != nil {
 				return err
 			}
@@ -185,7 +208,7 @@ SELECT `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND ch
 		if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_tag_keys (tag, id, stamp)
 SELECT `+tag+`, iocs.id, iocs.changed_at FROM `+iocTags+`
 WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY `+byKey+`
-ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
+ON CONFLICT (tag, id) DO NOTHING`, from, to); err != nil {
 			return err
 		}
 		if err := widenExpiryZones(ctx, tx, s.Dialect, from, to); err != nil {
@@ -373,16 +396,13 @@ func (p KeyPositions) starts() [keyTables]bool {
 	return out
 }
 
-// CleanKeys deletes the keys that no longer hold (their IoC went or
-// changed since) among the next chunk of each key table after at, in one
-// transaction, and returns where to go on: a table's start after its end.
-// A key of an IoC that changed but still has that value or tag goes too:
-// the indexer makes it again with the change. It also recomputes the next
+// CleanKeys deletes the keys that no longer hold (their IoC went, or its
+// column or tags moved) among the next chunk of each key table after at,
+// in one transaction, and returns where to go on: a table's start after
+// its end. It also recomputes the next
 // expiry zones (a re-sighting leaves the old expiry in its zone's span).
 func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyPositions, error) {
-	// An order or tag key holds while its IoC has not changed since it
-	// was made; a value key while its IoC is there (a value never changes).
-	const unchanged = "iocs.changed_at = x.stamp"
+	// A value key holds while its IoC is there (a value never changes).
 	var next KeyPositions
 	err := s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if s.Dialect == Postgres {
@@ -393,12 +413,12 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 			}
 		}
 		for i, k := range s.orderKeys() {
-			if err := cleanKeyChunk(ctx, tx, k.table, "key, id", unchanged, chunk,
+			if err := cleanKeyChunk(ctx, tx, k.table, "key, id", k.holds(), chunk,
 				[]any{at.Orders[i].Key, at.Orders[i].ID}, &next.Orders[i].Key, &next.Orders[i].ID); err != nil {
 				return err
 			}
 		}
-		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", unchanged, chunk,
+		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", tagHolds(s.Dialect), chunk,
 			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID); err != nil {
 			return err
 		}

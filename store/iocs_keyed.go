@@ -68,11 +68,11 @@ type keyPlan struct {
 var sparseKeys = 50_000
 
 // tagKeys reads the IoCs of tag through ioc_tag_keys, in id order when
-// byID.
-func tagKeys(tag string, byID bool) *iocKeys {
+// byID; d is the store's dialect.
+func tagKeys(d Dialect, tag string, byID bool) *iocKeys {
 	k := &iocKeys{
 		join: func(q *bun.SelectQuery) *bun.SelectQuery {
-			return joinKeys(q, "ioc_tag_keys").Where("x.tag = ?", tag)
+			return joinKeys(q, "ioc_tag_keys", tagHolds(d)).Where("x.tag = ?", tag)
 		},
 		proves:    func(f *IoCFilter) { f.Tag = "" },
 		countSQL:  "SELECT count(*) FROM (SELECT 1 FROM ioc_tag_keys WHERE tag = ? LIMIT ?) k",
@@ -84,22 +84,22 @@ func tagKeys(tag string, byID bool) *iocKeys {
 	return k
 }
 
-// joinKeys makes q read key table x joined to the IoCs whose keys hold (a
-// key holds while its stamp is its IoC's change stamp), x leading: each
-// key probes iocs by its id, so a walk of x in its order stops with the
-// page. SQLite's CROSS JOIN keeps its tables in that order. PostgreSQL's
-// may swap them, and did once every IoC row had a stamp of its own: the
-// planner then took a key's stamp equal to its IoC's for a one-in-a-million
-// coincidence, expected 104 of 1,000,000 keys to hold, and walked all of
-// iocs probing the keys before sorting (1.3-2.8 s a first page). A lateral
-// probe that the planner may not pull up (OFFSET 0) leaves it no such plan.
-func joinKeys(q *bun.SelectQuery, table string) *bun.SelectQuery {
+// joinKeys makes q read key table x joined to the IoCs whose keys hold
+// (holds, a condition on x and iocs), x leading: each key probes iocs by
+// its id, so a walk of x in its order stops with the page. SQLite's CROSS
+// JOIN keeps its tables in that order. PostgreSQL's may swap them, and did
+// while keys held by stamp: the planner took a key's stamp equal to its
+// IoC's for a one-in-a-million coincidence, expected 104 of 1,000,000 keys
+// to hold, and walked all of iocs probing the keys before sorting (1.3-2.8
+// s a first page). A lateral probe that the planner may not pull up
+// (OFFSET 0) leaves it no such plan.
+func joinKeys(q *bun.SelectQuery, table, holds string) *bun.SelectQuery {
 	if q.Dialect().Name() == dialect.PG {
-		return q.ModelTableExpr("? AS x CROSS JOIN LATERAL (SELECT * FROM iocs WHERE iocs.id = x.id AND iocs.changed_at = x.stamp OFFSET 0) AS iocs",
+		return q.ModelTableExpr("? AS x CROSS JOIN LATERAL (SELECT * FROM iocs WHERE iocs.id = x.id AND "+holds+" OFFSET 0) AS iocs",
 			bun.Ident(table))
 	}
 	return q.ModelTableExpr("? AS x CROSS JOIN iocs AS iocs", bun.Ident(table)).
-		Where("iocs.id = x.id AND iocs.changed_at = x.stamp")
+		Where("iocs.id = x.id AND " + holds)
 }
 
 // keyRange is the keys of one order from lo to hi, both included.
@@ -161,7 +161,7 @@ func (s *Store) keyRanges(f IoCFilter) (ranges []keyRange, proves []func(*IoCFil
 func orderKeysIn(r keyRange, ordered bool, proves func(*IoCFilter)) *iocKeys {
 	k := &iocKeys{
 		join: func(q *bun.SelectQuery) *bun.SelectQuery {
-			q = joinKeys(q, r.order.table)
+			q = joinKeys(q, r.order.table, r.order.holds())
 			if r.bounded() {
 				q = q.Where("x.key BETWEEN ? AND ?", r.lo, r.hi)
 			}
@@ -197,7 +197,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 	var finders []*iocKeys
 	if f.ValuePrefix == "" && f.FeedID == 0 && f.Search == "" {
 		if f.Tag != "" {
-			finders = append(finders, tagKeys(f.Tag, o.Field == IoCOrderID))
+			finders = append(finders, tagKeys(s.Dialect, f.Tag, o.Field == IoCOrderID))
 		}
 		ranges, proves := s.keyRanges(f)
 		for i, r := range ranges {
@@ -368,8 +368,9 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *
 // PostgreSQL in a read-only transaction that pins its plan to what a keyed
 // read is, index walks of key ranges, each key probing iocs, stopping
 // with the page or the count. The planner's estimates cannot see that: it
-// takes a key's stamp equal to its IoC's change stamp for a coincidence
-// (it guessed 19,573 of 1,000,000 keys hold). So it hashed both tables
+// took a key's stamp equal to its IoC's change stamp for a coincidence
+// (it guessed 19,573 of 1,000,000 keys hold), as it would a tag in the
+// IoC's tags, where nearly every key holds. So it hashed both tables
 // whole (530 ms for a count that stops at 10,001), mapped a whole
 // key range before reading the first key (a bitmap scan, 70 ms), planned
 // the walk in parallel (10-20 ms of starting workers for a walk of a
