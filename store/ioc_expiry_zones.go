@@ -158,6 +158,22 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 	if err != nil {
 		return nil, false, err
 	}
+	// The expiry conditions on expires_at + 0, which no index serves: the
+	// walk is the primary key's. PostgreSQL, its statistics not yet
+	// holding the IoCs just written, read the short-lived ones through
+	// iocs_expires_idx, all of them, to sort them by id.
+	rest := f
+	rest.ExpiresBefore, rest.ExpiresAfter = nil, nil
+	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
+		q, _, _ = s.applyIoCFilter(q, rest)
+		if f.ExpiresBefore != nil {
+			q = q.Where("iocs.expires_at + 0 < ?", micros(*f.ExpiresBefore))
+		}
+		if f.ExpiresAfter != nil {
+			q = q.Where("iocs.expires_at + 0 > ?", micros(*f.ExpiresAfter))
+		}
+		return q
+	}
 	rows = []IoC{}
 	for _, r := range runs {
 		need := limit - len(rows)
@@ -165,7 +181,7 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 			break
 		}
 		var part []IoC
-		q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&part), f)
+		q := filter(s.reader().NewSelect().Model(&part))
 		q = orderPage(q.Where("iocs.id BETWEEN ? AND ?", r.lo, r.hi), "", "iocs.id", o, after, nil, cursorID, need)
 		if err := q.Scan(ctx); err != nil {
 			return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
@@ -178,9 +194,7 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 	if s.Dialect == SQLite {
 		recent = recent.ModelTableExpr("iocs AS iocs INDEXED BY iocs_changed_idx")
 	}
-	recent, _, _ = s.applyIoCFilter(recent, f)
-	ids := orderPage(recent.ExcludeColumn("*").ColumnExpr("iocs.id").Where("iocs.changed_at > ?", stamp),
-		"", "iocs.id", o, after, nil, cursorID, limit)
+	ids := s.changedPage(filter(recent).Where("iocs.changed_at > ?", stamp), o, after, nil, cursorID, limit)
 	var changed []IoC
 	if err := orderPage(s.reader().NewSelect().Model(&changed).Where("iocs.id IN (?)", ids), "", "iocs.id", o, false, nil, 0, limit).
 		Scan(ctx); err != nil {

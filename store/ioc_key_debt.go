@@ -64,10 +64,13 @@ func (s *Store) payKeyDebt(ctx context.Context) error {
 // keysLag says how far the key tables lag, each up to limit+1: how many
 // IoCs changed since the order and tag keys' stamp (a range of
 // iocs_changed_idx), and how many ids follow the value keys' (PostgreSQL
-// skips some: an upper bound).
+// skips some: an upper bound). Counted in stamp order, so that PostgreSQL
+// walks the range of the index: not knowing the stamp when it plans, it
+// scanned iocs from its start for IoCs changed since, which are the
+// newest (2.3 s a batch at 10,000,000 IoCs).
 func (s *Store) keysLag(ctx context.Context, limit int64) (changed, unvalued int64, err error) {
 	if err := s.reader().QueryRowContext(ctx, `SELECT
-	(SELECT count(*) FROM (SELECT 1 FROM iocs WHERE changed_at > k.stamp LIMIT ?) c),
+	(SELECT count(*) FROM (SELECT 1 FROM iocs WHERE changed_at > k.stamp ORDER BY changed_at LIMIT ?) c),
 	(SELECT coalesce(max(id), 0) FROM iocs) - k.value_id
 FROM ioc_keys_state k WHERE k.id = 1`, limit+1).Scan(&changed, &unvalued); err != nil {
 		return 0, 0, fmt.Errorf("store: unable to read how far the indicator keys lag: %w", err)

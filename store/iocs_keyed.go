@@ -290,10 +290,10 @@ func (s *Store) recentKeysMost(ctx context.Context) (int, error) {
 }
 
 // changedSince counts the IoCs changed since stamp, up to limit (through
-// iocs_changed_idx: a range of it).
+// iocs_changed_idx: a range of it, walked in its order, see keysLag).
 func (s *Store) changedSince(ctx context.Context, stamp int64, limit int) (int, error) {
 	var n int
-	if err := s.reader().NewRaw("SELECT count(*) FROM (SELECT 1 FROM iocs WHERE changed_at > ? LIMIT ?) r",
+	if err := s.reader().NewRaw("SELECT count(*) FROM (SELECT 1 FROM iocs WHERE changed_at > ? ORDER BY changed_at LIMIT ?) r",
 		stamp, limit).Scan(ctx, &n); err != nil {
 		return 0, fmt.Errorf("store: unable to count the indicators changed since their keys: %w", err)
 	}
@@ -342,7 +342,7 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *
 	// reads the page's rows by id: sorted whole, the rows of 500,000 IoCs
 	// changed since cost SQLite 0.76 s of CPU for a LAST_SEEN DESC page,
 	// their ids and times 0.15 s.
-	ids := orderPage(recent.ExcludeColumn("*").ColumnExpr("iocs.id"), "iocs."+string(o.Field), "iocs.id", o, after, cursorValue, cursorID, limit)
+	ids := s.changedPage(recent, o, after, cursorValue, cursorID, limit)
 	recent = s.reader().NewSelect().Model((*IoC)(nil)).Where("iocs.id IN (?)", ids)
 	recent = orderPage(recent, "iocs."+string(o.Field), "iocs.id", o, false, nil, 0, limit)
 	dir := "ASC"
@@ -362,6 +362,25 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *
 		return nil, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
 	return rows, nil
+}
+
+// changedPage selects the ids of the first limit IoCs of recent (IoCs
+// changed since a stamp, filtered) in order o after the cursor. On
+// PostgreSQL they are found first, through iocs_changed_idx, and sorted
+// after: ordered as a whole, the planner walked the primary key from its
+// start checking each IoC's stamp, expecting the changed IoCs spread
+// through the table where they are the newest (2.6-4.0 s for a tag's
+// first page during an ingest at 10,000,000 IoCs). A subquery with an
+// OFFSET is not pulled up into the query that sorts it.
+func (s *Store) changedPage(recent *bun.SelectQuery, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) *bun.SelectQuery {
+	col := "iocs." + string(o.Field)
+	ids := recent.ExcludeColumn("*").ColumnExpr("iocs.id")
+	if s.Dialect != Postgres {
+		return orderPage(ids, col, "iocs.id", o, after, cursorValue, cursorID, limit)
+	}
+	ids = ids.ColumnExpr(col + " AS k")
+	changed := s.reader().NewSelect().TableExpr("(? OFFSET 0) AS r", ids).ColumnExpr("r.id")
+	return orderPage(changed, "r.k", "r.id", o, after, cursorValue, cursorID, limit)
 }
 
 // keyedRead runs read, a query through keys, on the read pool: on
