@@ -28,20 +28,21 @@ import (
 //   - ioc_value_keys (a trigram index of the values: pg_trgm's GIN on
 //     PostgreSQL, an FTS5 table on SQLite): the search.
 //
-// A key holds while it is true of its IoC: an order key while the IoC's
-// column of the order equals it, a tag key while the IoC has the tag.
+// An order key holds while the IoC's column of the order equals it; a
+// tag key while its stamp is the IoC's change stamp (tagHolds).
 // ioc_keys_state.stamp is how far the tables are complete: every IoC whose
 // change stamp (iocs.changed_at) is at most it has a key that holds for
 // each of its orders and each of its tags; a change always draws a stamp
 // above every stamp handed out before (iocs_changes.go). Readers take the
 // IoCs changed since from iocs itself, and skip keys that no longer hold
-// (the IoC went, or its column or tags moved), which CleanKeys deletes. A
-// change makes only the keys that moved anew: a feed's next poll re-sights
-// its IoCs, which moves their last_seen and expires_at, not their score,
-// first_seen or tags (holding while the stamps matched, every key of every
-// re-sighted IoC was made again, about 335 µs of SQLite's writer an IoC at
-// 14,000,000: docs/benchmarks.md, "Keys that hold while true"). A key's
-// stamp is its IoC's change stamp when it was made, which no reader needs.
+// (the IoC went, or changed: its column moved, or its tags' stamps), which
+// CleanKeys deletes. A change makes only the order keys that moved anew: a
+// feed's next poll re-sights its IoCs, which moves their last_seen and
+// expires_at, not their score or first_seen (holding while the stamps
+// matched, every order key of every re-sighted IoC was made again, about
+// 335 µs of SQLite's writer an IoC at 14,000,000: docs/benchmarks.md,
+// "Keys that hold while true"). An order key's stamp is its IoC's change
+// stamp when it was made, which no reader needs.
 // The value keys are complete by id instead (ioc_keys_state.value_id,
 // CatchUpValueKeys): a value key holds while its IoC is there.
 
@@ -56,17 +57,16 @@ type orderKey struct {
 // the key holds: the IoC's column is the key.
 func (k orderKey) holds() string { return "iocs." + string(k.field) + " = x.key" }
 
-// tagHolds is the condition, in dialect d, on a tag key x and its IoC
-// (iocs) that the key holds: the IoC has the tag. jsonb_exists is
-// PostgreSQL's ? operator, which bun would take for a placeholder: it
-// counted 10,001 keys in 27 ms where @> took 34 (the stamp's equality,
-// 18).
-func tagHolds(d Dialect) string {
-	if d == Postgres {
-		return "jsonb_exists(iocs.tags, x.tag)"
-	}
-	return "EXISTS (SELECT 1 FROM json_each(iocs.tags) j WHERE j.value = x.tag)"
-}
+// tagHolds is the condition on a tag key x and its IoC (iocs) that the
+// key holds: its stamp is still the IoC's change stamp, the IoC has not
+// changed since the key was made. Unlike the order keys, tag keys keep
+// that test, which SQLite answers from iocs_changed_idx without the IoC's
+// row: testing the tags themselves read each key's row, and a rare tag's
+// count of 10,001 keys took 30-58 ms at 10,000,000 IoCs where the stamps
+// took 5-27 (docs/decisions.md, "Keys that hold while true"). So a change
+// stamps an IoC's tag keys anew, in place (6.9 s of the shell's 47 for
+// 140,000 re-sighted IoCs on SQLite; left as they were, 2.4 s).
+func tagHolds() string { return "iocs.changed_at = x.stamp" }
 
 // orderKeyCount is how many orders have keys on SQLite.
 const orderKeyCount = 4
@@ -208,7 +208,7 @@ ON CONFLICT (key, id) DO NOTHING`,
 		if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_tag_keys (tag, id, stamp)
 SELECT `+tag+`, iocs.id, iocs.changed_at FROM `+iocTags+`
 WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY `+byKey+`
-ON CONFLICT (tag, id) DO NOTHING`, from, to); err != nil {
+ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 			return err
 		}
 		if err := widenExpiryZones(ctx, tx, s.Dialect, from, to); err != nil {
@@ -396,8 +396,8 @@ func (p KeyPositions) starts() [keyTables]bool {
 	return out
 }
 
-// CleanKeys deletes the keys that no longer hold (their IoC went, or its
-// column or tags moved) among the next chunk of each key table after at,
+// CleanKeys deletes the keys that no longer hold (their IoC went, its
+// column moved or, for a tag key, it changed) among the next chunk of each key table after at,
 // in one transaction, and returns where to go on: a table's start after
 // its end. It also recomputes the next
 // expiry zones (a re-sighting leaves the old expiry in its zone's span).
@@ -418,7 +418,7 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 				return err
 			}
 		}
-		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", tagHolds(s.Dialect), chunk,
+		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", tagHolds(), chunk,
 			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID); err != nil {
 			return err
 		}

@@ -72,7 +72,7 @@ var sparseKeys = 50_000
 func tagKeys(d Dialect, tag string, byID bool) *iocKeys {
 	k := &iocKeys{
 		join: func(q *bun.SelectQuery) *bun.SelectQuery {
-			return joinKeys(q, "ioc_tag_keys", tagHolds(d)).Where("x.tag = ?", tag)
+			return joinKeys(q, "ioc_tag_keys", tagHolds()).Where("x.tag = ?", tag)
 		},
 		proves:    func(f *IoCFilter) { f.Tag = "" },
 		countSQL:  "SELECT count(*) FROM (SELECT 1 FROM ioc_tag_keys WHERE tag = ? LIMIT ?) k",
