@@ -18,9 +18,7 @@ import (
 // only the zones that meet the range, and finds what the plain query
 // finds.
 func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
-	saved := *store.ExpiryZone
-	*store.ExpiryZone = 4
-	defer func() { *store.ExpiryZone = saved }()
+	saved := withExpiryZones(t, 4)
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		feed := newFeed(t, s, "f")
@@ -129,19 +127,8 @@ func checkZones(t *testing.T, s *store.Store, state string, f store.IoCFilter, w
 	}
 	for _, desc := range []bool{false, true} {
 		var got []int64
-		after := ""
-		for range 10 {
-			page, err := s.IoCs(ctx, f, store.IoCOrder{Desc: desc}, 3, after)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range page.IoCs {
-				got = append(got, r.ID)
-			}
-			if !page.HasNextPage {
-				break
-			}
-			after = page.EndCursor
+		for _, r := range pagedIoCs(t, s, f, store.IoCOrder{Desc: desc}, 3) {
+			got = append(got, r.ID)
 		}
 		wantIDs := slices.Clone(all)
 		if desc {
@@ -166,4 +153,31 @@ func zonesExact(t *testing.T, s *store.Store) bool {
 		t.Fatal(err)
 	}
 	return slices.Equal(zones, spans)
+}
+
+// withExpiryZones cuts the ids into expiry zones of n for the test, and
+// returns the size it replaced.
+func withExpiryZones(t *testing.T, n int64) (saved int64) {
+	saved = *store.ExpiryZone
+	*store.ExpiryZone = n
+	t.Cleanup(func() { *store.ExpiryZone = saved })
+	return saved
+}
+
+// pagedIoCs reads every page of f in order o, size IoCs a page.
+func pagedIoCs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int) []store.IoC {
+	t.Helper()
+	var all []store.IoC
+	after := ""
+	for {
+		page, err := s.IoCs(context.Background(), f, o, size, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page.IoCs...)
+		if !page.HasNextPage {
+			return all
+		}
+		after = page.EndCursor
+	}
 }

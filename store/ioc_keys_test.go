@@ -25,10 +25,7 @@ import (
 // with few IoCs to each key (read and sorted) and many (walked in the
 // page's order).
 func TestKeyedPagesFollowEveryChange(t *testing.T) {
-	// Zones of 8 ids: the expiry pages in id order walk several.
-	saved := *store.ExpiryZone
-	*store.ExpiryZone = 8
-	defer func() { *store.ExpiryZone = saved }()
+	withExpiryZones(t, 8) // the expiry pages in id order walk several zones
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		feedA, feedB, feedC := newFeed(t, s, "a"), newFeed(t, s, "b"), newFeed(t, s, "c")

@@ -35,19 +35,8 @@ func TestStreamIoCsInEveryPageOrder(t *testing.T) {
 				o := store.IoCOrder{Field: field, Desc: desc}
 				t.Run(fmt.Sprintf("%s desc=%v", field, desc), func(t *testing.T) {
 					var paged []string
-					after := ""
-					for {
-						p, err := s.IoCs(ctx, store.IoCFilter{}, o, 4, after)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for _, i := range p.IoCs {
-							paged = append(paged, i.Value)
-						}
-						if !p.HasNextPage {
-							break
-						}
-						after = p.EndCursor
+					for _, i := range pagedIoCs(t, s, store.IoCFilter{}, o, 4) {
+						paged = append(paged, i.Value)
 					}
 					var streamed []string
 					err := s.StreamIoCs(ctx, store.IoCFilter{}, o, store.StreamColumns{ValueOnly: true}, func(r *store.IoCRow) error {
