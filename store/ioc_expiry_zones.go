@@ -143,15 +143,8 @@ type idRange struct{ lo, hi int64 }
 // plain query, while more have changed since than a keyed page sorts
 // (recentKeysMost).
 func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorID int64, limit int) (rows []IoC, ok bool, err error) {
-	stamp, err := s.keysStamp(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	most, err := s.recentKeysMost(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	if recent, err := s.changedSince(ctx, stamp, most+1); err != nil || recent > most {
+	stamp, ok, err := s.keyedStamp(ctx)
+	if err != nil || !ok {
 		return nil, false, err
 	}
 	runs, err := s.expiryZoneRuns(ctx, f, o.Desc, after, cursorID)
@@ -188,16 +181,9 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 		}
 		rows = append(rows, part...)
 	}
-	// The IoCs changed since, which a zone may not hold yet: their ids
-	// sorted, then the page's rows read by id (as pageByKeys does).
-	recent := s.reader().NewSelect().Model((*IoC)(nil))
-	if s.Dialect == SQLite {
-		recent = recent.ModelTableExpr("iocs AS iocs INDEXED BY iocs_changed_idx")
-	}
-	ids := s.changedPage(filter(recent).Where("iocs.changed_at > ?", stamp), o, after, nil, cursorID, limit)
+	// The IoCs changed since, which a zone may not hold yet.
 	var changed []IoC
-	if err := orderPage(s.reader().NewSelect().Model(&changed).Where("iocs.id IN (?)", ids), "", "iocs.id", o, false, nil, 0, limit).
-		Scan(ctx); err != nil {
+	if err := s.changedRows(filter(s.changedIoCs(stamp)), o, after, nil, cursorID, limit).Scan(ctx, &changed); err != nil {
 		return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
 	return mergeByID(rows, changed, o.Desc, limit), true, nil

@@ -29,7 +29,7 @@ import (
 //     PostgreSQL, an FTS5 table on SQLite): the search.
 //
 // An order key holds while the IoC's column of the order equals it; a
-// tag key while its stamp is the IoC's change stamp (tagHolds).
+// tag key while its stamp is the IoC's change stamp (tagKeyHolds).
 // ioc_keys_state.stamp is how far the tables are complete: every IoC whose
 // change stamp (iocs.changed_at) is at most it has a key that holds for
 // each of its orders and each of its tags; a change always draws a stamp
@@ -57,7 +57,7 @@ type orderKey struct {
 // the key holds: the IoC's column is the key.
 func (k orderKey) holds() string { return "iocs." + string(k.field) + " = x.key" }
 
-// tagHolds is the condition on a tag key x and its IoC (iocs) that the
+// tagKeyHolds is the condition on a tag key x and its IoC (iocs) that the
 // key holds: its stamp is still the IoC's change stamp, the IoC has not
 // changed since the key was made. Unlike the order keys, tag keys keep
 // that test, which SQLite answers from iocs_changed_idx without the IoC's
@@ -66,7 +66,7 @@ func (k orderKey) holds() string { return "iocs." + string(k.field) + " = x.key"
 // took 5-27 (docs/decisions.md, "Keys that hold while true"). So a change
 // stamps an IoC's tag keys anew, in place (6.9 s of the shell's 47 for
 // 140,000 re-sighted IoCs on SQLite; left as they were, 2.4 s).
-func tagHolds() string { return "iocs.changed_at = x.stamp" }
+const tagKeyHolds = "iocs.changed_at = x.stamp"
 
 // orderKeyCount is how many orders have keys on SQLite.
 const orderKeyCount = 4
@@ -382,9 +382,9 @@ type KeyPosition struct{ Key, ID int64 }
 // tags', the values' and the expiry zones.
 const keyTables = orderKeyCount + 3
 
-// starts says, for each key table (the orders', the tags', the values'),
-// whether p is at its start: where CleanKeys puts a table's position once
-// past its end (or the table's empty).
+// starts says, for each key table (the orders', the tags', the values',
+// the expiry zones), whether p is at its start: where CleanKeys puts a
+// table's position once past its end (or the table's empty).
 func (p KeyPositions) starts() [keyTables]bool {
 	var out [keyTables]bool
 	for i, o := range p.Orders {
@@ -397,10 +397,10 @@ func (p KeyPositions) starts() [keyTables]bool {
 }
 
 // CleanKeys deletes the keys that no longer hold (their IoC went, its
-// column moved or, for a tag key, it changed) among the next chunk of each key table after at,
-// in one transaction, and returns where to go on: a table's start after
-// its end. It also recomputes the next
-// expiry zones (a re-sighting leaves the old expiry in its zone's span).
+// column moved or, for a tag key, it changed) among the next chunk of each
+// key table after at, in one transaction, and returns where to go on: a
+// table's start after its end. It also recomputes the next expiry zones
+// (a re-sighting leaves the old expiry in its zone's span).
 func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyPositions, error) {
 	// A value key holds while its IoC is there (a value never changes).
 	var next KeyPositions
@@ -418,7 +418,7 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 				return err
 			}
 		}
-		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", tagHolds(), chunk,
+		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", tagKeyHolds, chunk,
 			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID); err != nil {
 			return err
 		}

@@ -68,11 +68,11 @@ type keyPlan struct {
 var sparseKeys = 50_000
 
 // tagKeys reads the IoCs of tag through ioc_tag_keys, in id order when
-// byID; d is the store's dialect.
-func tagKeys(d Dialect, tag string, byID bool) *iocKeys {
+// byID.
+func tagKeys(tag string, byID bool) *iocKeys {
 	k := &iocKeys{
 		join: func(q *bun.SelectQuery) *bun.SelectQuery {
-			return joinKeys(q, "ioc_tag_keys", tagHolds()).Where("x.tag = ?", tag)
+			return joinKeys(q, "ioc_tag_keys", tagKeyHolds).Where("x.tag = ?", tag)
 		},
 		proves:    func(f *IoCFilter) { f.Tag = "" },
 		countSQL:  "SELECT count(*) FROM (SELECT 1 FROM ioc_tag_keys WHERE tag = ? LIMIT ?) k",
@@ -197,7 +197,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 	var finders []*iocKeys
 	if f.ValuePrefix == "" && f.FeedID == 0 && f.Search == "" {
 		if f.Tag != "" {
-			finders = append(finders, tagKeys(s.Dialect, f.Tag, o.Field == IoCOrderID))
+			finders = append(finders, tagKeys(f.Tag, o.Field == IoCOrderID))
 		}
 		ranges, proves := s.keyRanges(f)
 		for i, r := range ranges {
@@ -211,19 +211,11 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 	if plan.walk == nil && len(finders) == 0 {
 		return nil, nil
 	}
-	var err error
-	if plan.stamp, err = s.keysStamp(ctx); err != nil {
+	stamp, ok, err := s.keyedStamp(ctx)
+	if err != nil || !ok {
 		return nil, err
 	}
-	most, err := s.recentKeysMost(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if recent, err := s.changedSince(ctx, plan.stamp, most+1); err != nil {
-		return nil, err
-	} else if recent > most {
-		return nil, nil
-	}
+	plan.stamp = stamp
 	if plan.find, err = s.pickFinder(ctx, finders); err != nil {
 		return nil, err
 	}
@@ -313,14 +305,33 @@ func (s *Store) keyArms(f IoCFilter, stamp int64, keys *iocKeys) (keyed, recent 
 		keys.proves(&keyedFilter)
 	}
 	keyed, _, _ = s.applyIoCFilter(keys.join(s.reader().NewSelect().Model((*IoC)(nil))), keyedFilter)
-	recent = s.reader().NewSelect().Model((*IoC)(nil))
+	recent, _, _ = s.applyIoCFilter(s.changedIoCs(stamp), f)
+	return keyed.Where("iocs.changed_at <= ?", stamp), recent
+}
+
+// changedIoCs selects the IoCs changed since stamp, through
+// iocs_changed_idx: without statistics SQLite walked the whole table in id
+// order rather than the few rows changed since.
+func (s *Store) changedIoCs(stamp int64) *bun.SelectQuery {
+	q := s.reader().NewSelect().Model((*IoC)(nil))
 	if s.Dialect == SQLite {
-		// Without statistics SQLite walked the whole table in id order
-		// rather than the few rows changed since.
-		recent = recent.ModelTableExpr("iocs AS iocs INDEXED BY iocs_changed_idx")
+		q = q.ModelTableExpr("iocs AS iocs INDEXED BY iocs_changed_idx")
 	}
-	recent, _, _ = s.applyIoCFilter(recent, f)
-	return keyed.Where("iocs.changed_at <= ?", stamp), recent.Where("iocs.changed_at > ?", stamp)
+	return q.Where("iocs.changed_at > ?", stamp)
+}
+
+// keyedStamp reads the key tables' stamp for a keyed read; ok is false
+// while more IoCs changed since than such a read sorts (recentKeysMost).
+func (s *Store) keyedStamp(ctx context.Context) (stamp int64, ok bool, err error) {
+	if stamp, err = s.keysStamp(ctx); err != nil {
+		return 0, false, err
+	}
+	most, err := s.recentKeysMost(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	recent, err := s.changedSince(ctx, stamp, most+1)
+	return stamp, err == nil && recent <= most, err
 }
 
 // keysStamp reads how far the key tables are complete.
@@ -342,9 +353,7 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *
 	// reads the page's rows by id: sorted whole, the rows of 500,000 IoCs
 	// changed since cost SQLite 0.76 s of CPU for a LAST_SEEN DESC page,
 	// their ids and times 0.15 s.
-	ids := s.changedPage(recent, o, after, cursorValue, cursorID, limit)
-	recent = s.reader().NewSelect().Model((*IoC)(nil)).Where("iocs.id IN (?)", ids)
-	recent = orderPage(recent, "iocs."+string(o.Field), "iocs.id", o, false, nil, 0, limit)
+	recent = s.changedRows(recent, o, after, cursorValue, cursorID, limit)
 	dir := "ASC"
 	if o.Desc {
 		dir = "DESC"
@@ -362,6 +371,15 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *
 		return nil, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
 	return rows, nil
+}
+
+// changedRows selects the first limit IoCs of recent (IoCs changed since
+// a stamp, filtered) in order o after the cursor: their ids sorted
+// (changedPage), then their rows read by id.
+func (s *Store) changedRows(recent *bun.SelectQuery, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) *bun.SelectQuery {
+	ids := s.changedPage(recent, o, after, cursorValue, cursorID, limit)
+	rows := s.reader().NewSelect().Model((*IoC)(nil)).Where("iocs.id IN (?)", ids)
+	return orderPage(rows, "iocs."+string(o.Field), "iocs.id", o, false, nil, 0, limit)
 }
 
 // changedPage selects the ids of the first limit IoCs of recent (IoCs
