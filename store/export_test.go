@@ -125,3 +125,6 @@ func ExpiryZoneRuns(ctx context.Context, s *Store, f IoCFilter, desc bool) ([][2
 	}
 	return out, err
 }
+
+// ValueKeyForm is a value's trigram form in PostgreSQL's value keys.
+var ValueKeyForm = valueKeyForm

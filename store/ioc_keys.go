@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/tifeeds/tifeeds/store/migrations"
 )
 
 // The key tables serve reads as indexes on iocs would, but the writers do
@@ -271,14 +273,18 @@ func (s *Store) catchUpValueKeys(ctx context.Context, maxRows int, clock func() 
 		// for those an upgrade found changed since the stamp (migration
 		// 20270111000100): ON CONFLICT, or NOT EXISTS on an FTS5 table,
 		// which takes no ON CONFLICT (its rowid is the id).
+		// PostgreSQL keeps the value's trigram form (migration
+		// 20270114000100).
 		values := `INSERT INTO ioc_value_keys (id, value)
-SELECT id, value FROM iocs WHERE id > ? AND id <= ? ON CONFLICT (id) DO NOTHING`
+SELECT id, translate(value, ?, ?) FROM iocs WHERE id > ? AND id <= ? ON CONFLICT (id) DO NOTHING`
+		args := []any{migrations.ValueKeyPunctuation, migrations.ValueKeyLetters, from, to}
 		if s.Dialect == SQLite {
 			values = `INSERT INTO ioc_value_keys (rowid, value)
 SELECT id, value FROM iocs WHERE id > ? AND id <= ?
 AND NOT EXISTS (SELECT 1 FROM ioc_value_keys k WHERE k.rowid = iocs.id)`
+			args = args[2:]
 		}
-		if _, err := tx.ExecContext(ctx, values, from, to); err != nil {
+		if _, err := tx.ExecContext(ctx, values, args...); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "UPDATE ioc_keys_state SET value_id = ? WHERE id = 1", to)

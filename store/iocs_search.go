@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store/migrations"
 )
 
 // searchOp is the case-insensitive LIKE of the dialect (SQLite's LIKE
@@ -38,22 +39,34 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 	}
 	op, pattern := s.searchOp(), "%"+likeEscape(search)+"%"
 	// The values: through the keys up to valueID, and those after.
-	values := `SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE x.value ILIKE ? ESCAPE '\'
+	var values string
+	var args []any
+	switch {
+	case utf8.RuneCountInString(search) < 3:
+		// Shorter than a trigram, both trigram indexes test every key;
+		// the scan of iocs stops at the limit's match.
+		values, args = `SELECT id FROM iocs WHERE value `+op+` ? ESCAPE '\'`, []any{pattern}
+	case s.Dialect == Postgres:
+		// The keys hold the values' trigram form, where punctuation is
+		// letters: the form of search finds every IoC whose value
+		// contains it (the form is one character for one and leaves
+		// letters' case alone), and some whose value does not ("a-b" for
+		// "a_b"), which the IoC's own value tells apart. The form has no
+		// wildcard left to escape.
+		values = `SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE x.value ILIKE ? AND iocs.value ILIKE ? ESCAPE '\'
 UNION SELECT id FROM iocs WHERE id > ? AND value ILIKE ? ESCAPE '\'`
-	args := []any{pattern, valueID, pattern}
-	if s.Dialect == SQLite {
+		args = []any{"%" + valueKeyForm(search) + "%", pattern, valueID, pattern}
+	case strings.ContainsAny(search, "%_"):
 		// FTS5 reads its trigrams for a plain LIKE of three characters or
-		// more: with ESCAPE, or shorter, it tests every row of its table
-		// (0.3-0.5 s at 1,000,000), slower than LIKE over iocs (0.1 s).
+		// more: with ESCAPE it tests every row of its table (0.3-0.5 s at
+		// 1,000,000), slower than LIKE over iocs (0.1 s).
+		values, args = `SELECT id FROM iocs WHERE value LIKE ? ESCAPE '\'`, []any{pattern}
+	default:
 		// Without a wildcard in search nothing needs escaping (a
-		// backslash is plain without ESCAPE). CROSS JOIN: the index
-		// leads.
+		// backslash is plain without ESCAPE). CROSS JOIN: the index leads.
 		values = `SELECT x.rowid FROM ioc_value_keys x CROSS JOIN iocs ON iocs.id = x.rowid WHERE x.value LIKE ?
 UNION SELECT id FROM iocs WHERE id > ? AND value LIKE ? ESCAPE '\'`
-		args[0] = "%" + search + "%"
-		if strings.ContainsAny(search, "%_") || utf8.RuneCountInString(search) < 3 {
-			values, args = `SELECT id FROM iocs WHERE value LIKE ? ESCAPE '\'`, []any{pattern}
-		}
+		args = []any{"%" + search + "%", valueID, pattern}
 	}
 	// A rule is also found by its text (ioc_texts holds only rules').
 	err = s.reader().NewRaw(values+`
@@ -68,6 +81,20 @@ LIMIT ?`, append(args, string(ioc.Rule), pattern, limit+1)...).Scan(ctx, &ids)
 	slices.Sort(ids)
 	return ids, true, nil
 }
+
+// valueKeyForm is s in the trigram form of PostgreSQL's value keys
+// (migrations.ValueKeyPunctuation).
+func valueKeyForm(s string) string {
+	return valueKeyFormer.Replace(s)
+}
+
+var valueKeyFormer = func() *strings.Replacer {
+	var pairs []string
+	for i := range len(migrations.ValueKeyPunctuation) {
+		pairs = append(pairs, migrations.ValueKeyPunctuation[i:i+1], migrations.ValueKeyLetters[i:i+1])
+	}
+	return strings.NewReplacer(pairs...)
+}()
 
 // valueKeysID reads the id up to which every IoC has its value key.
 func (s *Store) valueKeysID(ctx context.Context) (int64, error) {

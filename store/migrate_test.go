@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
 
 	"github.com/tifeeds/tifeeds/ioc"
@@ -158,6 +159,104 @@ func TestValueKeysByIDMigrationGoesBothWays(t *testing.T) {
 			t.Fatal(err)
 		}
 		catchUp()
+	})
+}
+
+// Migration 20270114000100 gives PostgreSQL's value keys the values'
+// trigram form and goes back to the values; either way a key is kept for
+// every IoC there, and after going up a search finds by the form.
+func TestValueKeysTrigramFormMigrationGoesBothWays(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		if s.Dialect != store.Postgres {
+			t.Skip("SQLite's value keys are the values")
+		}
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: []ioc.Indicator{
+			dom("a-b.example", "s", 10), dom("c_d.example", "s", 20)}})
+		catchUpAll(t, s.CatchUpKeys, 100)
+		keys := func() []string {
+			t.Helper()
+			var values []string
+			if err := s.DB.NewRaw("SELECT value FROM ioc_value_keys ORDER BY id").Scan(ctx, &values); err != nil {
+				t.Fatal(err)
+			}
+			return values
+		}
+		forms := []string{"azbqexample", "czdqexample"}
+		if got := keys(); !slices.Equal(got, forms) {
+			t.Fatalf("value keys %q, want the forms %q", got, forms)
+		}
+		m, mig := migration(t, s, "20270114000100")
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(); !slices.Equal(got, []string{"a-b.example", "c_d.example"}) {
+			t.Errorf("value keys after going down: %q, want the values", got)
+		}
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(); !slices.Equal(got, forms) {
+			t.Errorf("value keys after going up: %q, want the forms %q", got, forms)
+		}
+		page, err := s.IoCs(ctx, store.IoCFilter{Search: "b.ex"}, store.IoCOrder{}, 10, "")
+		if err != nil || len(page.IoCs) != 1 || page.IoCs[0].Value != "a-b.example" {
+			t.Errorf("search b.ex after the migration: %+v, %v", page, err)
+		}
+	})
+}
+
+// Migration 20270114000200 has autovacuum come by after 2 % of the churning
+// tables changed, and goes back to the server's default.
+func TestPostgresVacuumSoonerMigrationGoesBothWays(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		if s.Dialect != store.Postgres {
+			t.Skip("SQLite has no autovacuum")
+		}
+		ctx := context.Background()
+		tables := []string{"ioc_tag_keys", "ioc_value_keys", "iocs", "sighting_rows"}
+		options := func() map[string][]string {
+			t.Helper()
+			var rows []struct {
+				Name    string
+				Options []string `bun:",array"`
+			}
+			if err := s.DB.NewRaw("SELECT relname AS name, coalesce(reloptions, '{}') AS options FROM pg_class WHERE relname IN (?) ORDER BY 1", bun.In(tables)).Scan(ctx, &rows); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]string{}
+			for _, r := range rows {
+				got[r.Name] = r.Options
+			}
+			return got
+		}
+		soon := []string{"autovacuum_vacuum_scale_factor=0.02", "autovacuum_analyze_scale_factor=0.02"}
+		for name, opts := range options() {
+			if !slices.Contains(opts, soon[0]) || !slices.Contains(opts, soon[1]) {
+				t.Errorf("%s's options %q lack %q", name, opts, soon)
+			}
+		}
+		if got := options(); len(got) != len(tables) || !slices.Contains(got["ioc_value_keys"], "parallel_workers=0") {
+			t.Errorf("options %q: want every churning table, and no parallel scan of the value keys", got)
+		}
+		m, mig := migration(t, s, "20270114000200")
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		for name, opts := range options() {
+			if slices.Contains(opts, soon[0]) || slices.Contains(opts, soon[1]) {
+				t.Errorf("%s's options %q after going down", name, opts)
+			}
+		}
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		for name, opts := range options() {
+			if !slices.Contains(opts, soon[0]) {
+				t.Errorf("%s's options %q after going up again", name, opts)
+			}
+		}
 	})
 }
 

@@ -1,0 +1,96 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/migrations"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// punctuatedURLs are values whose trigram forms collide: '-' and '_' are
+// both 'z', '.' is 'q', and case is folded.
+var punctuatedURLs = []string{
+	"http://a-b.example/p?x=1&y=%41",
+	"http://a_b.example/p?x=1&y=%41",
+	"http://aqb.example/P_Q",
+	`http://c.example/back\slash~(1)`,
+	"http://c.example/backzslash",
+}
+
+// A search finds exactly the IoCs whose value contains it, ignoring case,
+// whatever punctuation, wildcard or escape character it holds: before the
+// key indexer made the value keys, and after, when PostgreSQL's keys hold
+// the values' trigram form and tell "a-b" from "a_b" only by the IoC.
+func TestSearchTellsPunctuationApart(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "f")
+		var inds []ioc.Indicator
+		for _, v := range punctuatedURLs {
+			inds = append(inds, ioc.Indicator{Kind: ioc.URL, Value: v, Source: "s", Score: 10})
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
+		searches := []string{"a-b.", "A_B", "a.b", "aqb.", "b.example/p?x=1&y=%41", "%41", "p_q", "P-Q", `k\s`, "kzs", "~(1)", "example", "zzz", "x=1"}
+		check := func(when string) {
+			t.Helper()
+			for _, search := range searches {
+				var want []string
+				for _, v := range punctuatedURLs {
+					if strings.Contains(strings.ToLower(v), strings.ToLower(search)) {
+						want = append(want, v)
+					}
+				}
+				var got []string
+				for _, i := range pagedIoCs(t, s, store.IoCFilter{Search: search}, store.IoCOrder{}, 2) {
+					got = append(got, i.Value)
+				}
+				slices.Sort(got)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: search %q found %q, want %q", when, search, got, want)
+				}
+			}
+		}
+		check("before the value keys")
+		catchUpAll(t, s.CatchUpKeys, 100)
+		if n := countRows(t, s, "ioc_value_keys"); n != len(punctuatedURLs) {
+			t.Fatalf("%d value keys after catching up, want %d", n, len(punctuatedURLs))
+		}
+		check("after the value keys")
+	})
+}
+
+// The Go form of a search is the form PostgreSQL's translate gives the
+// values: for every ASCII character and some that are not.
+func TestValueKeyFormIsPostgreSQLs(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		if s.Dialect != store.Postgres {
+			t.Skip("SQLite's value keys are the values")
+		}
+		if len(migrations.ValueKeyPunctuation) != len(migrations.ValueKeyLetters) {
+			t.Fatalf("%d punctuation characters for %d letters", len(migrations.ValueKeyPunctuation), len(migrations.ValueKeyLetters))
+		}
+		var all strings.Builder
+		for c := rune(1); c < 128; c++ {
+			all.WriteRune(c)
+		}
+		all.WriteString("éÅ‐．／Ω")
+		var form string
+		if err := s.DB.NewRaw("SELECT translate(?, ?, ?)", all.String(), migrations.ValueKeyPunctuation, migrations.ValueKeyLetters).
+			Scan(context.Background(), &form); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.ValueKeyForm(all.String()); got != form {
+			t.Errorf("Go's form %q, PostgreSQL's %q", got, form)
+		}
+		for _, r := range form {
+			if r < 128 && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r < ' ' || r == 127) {
+				t.Errorf("the form keeps punctuation %q", r)
+			}
+		}
+	})
+}
