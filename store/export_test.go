@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -128,3 +129,13 @@ func ExpiryZoneRuns(ctx context.Context, s *Store, f IoCFilter, desc bool) ([][2
 
 // ValueKeyForm is a value's trigram form in PostgreSQL's value keys.
 var ValueKeyForm = valueKeyForm
+
+// IndexTrigrams returns the trigrams a search for form keeps in its index
+// condition on a sample of the value keys' forms (nil: all of them).
+func IndexTrigrams(sample []string, form string) []string {
+	var t *trigramSample
+	if sample != nil {
+		t = newTrigramSample(sample, time.Now())
+	}
+	return t.indexTrigrams(form)
+}

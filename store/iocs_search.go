@@ -53,9 +53,21 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 		// letters' case alone), and some whose value does not ("a-b" for
 		// "a_b"), which the IoC's own value tells apart. The form has no
 		// wildcard left to escape.
-		values = `SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE x.value ILIKE ? AND iocs.value ILIKE ? ESCAPE '\'
+		form := "%" + valueKeyForm(search) + "%"
+		keys, keyArgs := `x.value ILIKE ?`, []any{form}
+		if tris := s.searchTrigrams().indexTrigrams(valueKeyForm(search)); tris != nil {
+			// The index reads the chosen trigrams, each a pattern of its
+			// own; the form, in an expression no index serves, tests the
+			// key rows they find.
+			keys, keyArgs = strings.Repeat(`x.value ILIKE ? AND `, len(tris))+`(x.value || '') ILIKE ?`, nil
+			for _, tri := range tris {
+				keyArgs = append(keyArgs, "%"+tri+"%")
+			}
+			keyArgs = append(keyArgs, form)
+		}
+		values = `SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE ` + keys + ` AND iocs.value ILIKE ? ESCAPE '\'
 UNION SELECT id FROM iocs WHERE id > ? AND value ILIKE ? ESCAPE '\'`
-		args = []any{"%" + valueKeyForm(search) + "%", pattern, valueID, pattern}
+		args = append(keyArgs, pattern, valueID, pattern)
 	case strings.ContainsAny(search, "%_"):
 		// FTS5 reads its trigrams for a plain LIKE of three characters or
 		// more: with ESCAPE it tests every row of its table (0.3-0.5 s at

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,12 @@ func TestSearchTellsPunctuationApart(t *testing.T) {
 			t.Fatalf("%d value keys after catching up, want %d", n, len(punctuatedURLs))
 		}
 		check("after the value keys")
+		// On so small a sample every trigram is common: the searches
+		// leave out all they can.
+		if err := s.SampleTrigrams(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		check("with a sample of the value keys")
 	})
 }
 
@@ -93,4 +100,45 @@ func TestValueKeyFormIsPostgreSQLs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A search leaves the most common trigrams out of its index condition when
+// the others, together, find no more sampled values; and keeps them all
+// when leaving one out would find more, or when there is nothing to choose.
+func TestSearchChoosesItsTrigramsBySample(t *testing.T) {
+	var hosts []string
+	for i := range 1000 {
+		hosts = append(hosts, fmt.Sprintf("hostz%dqexamplezcom", i), fmt.Sprintf("%032x", i*7919))
+	}
+	kept := store.IndexTrigrams(hosts, "ostz4242")
+	if len(kept) < 3 || slices.Contains(kept, "ost") || slices.Contains(kept, "stz") {
+		t.Errorf("ostz4242 among host names keeps %q: want at least 3, without ost and stz", kept)
+	}
+	for _, tri := range kept {
+		if !strings.Contains("ostz4242", tri) {
+			t.Errorf("ostz4242 keeps %q, not one of its trigrams", tri)
+		}
+	}
+	// Without xab the other three would find the 200 yabcde values.
+	var mixed []string
+	for i := range 400 {
+		mixed = append(mixed, fmt.Sprintf("xab%d", i))
+	}
+	for i := range 200 {
+		mixed = append(mixed, fmt.Sprintf("yabcde%d", i))
+	}
+	for i := range 10 {
+		mixed = append(mixed, fmt.Sprintf("xabcde%d", i))
+	}
+	if kept := store.IndexTrigrams(mixed, "xabcde"); kept != nil {
+		t.Errorf("xabcde keeps %q, want all its trigrams", kept)
+	}
+	for _, c := range []struct {
+		sample []string
+		form   string
+	}{{nil, "ostz4242"}, {hosts, "ostz"}, {hosts, "hostzé4242"}, {hosts, "hostz4242"[:5]}} {
+		if kept := store.IndexTrigrams(c.sample, c.form); kept != nil {
+			t.Errorf("%q on a sample of %d keeps %q, want all its trigrams", c.form, len(c.sample), kept)
+		}
+	}
 }

@@ -75,6 +75,10 @@ type Store struct {
 	// stored, so the next copies its IoCs without looking (pgWriter.insertNew).
 	pgFreshStreak atomic.Bool
 
+	// trigrams is the sample of PostgreSQL's value keys searches choose
+	// their trigrams by (search_trigrams.go).
+	trigrams trigramSampler
+
 	// overview is Overview's last answer.
 	overview overviewCache
 }
@@ -347,6 +351,7 @@ func openPostgres(dsn string) (*Store, error) {
 // Close stops the checkpointer and releases the database connections.
 func (s *Store) Close() error {
 	s.stopKeyUses()
+	s.trigrams.stop()
 	if s.stopCheckpointer != nil {
 		s.stopCheckpointer()
 		s.stopCheckpointer = nil

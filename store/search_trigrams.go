@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// PostgreSQL's GIN index intersects the posting lists of every trigram of
+// a search, and its cost is the pages of the longest: "ost-4242" at
+// 10,000,000 IoCs read 1,300 pages (40 ms) for 224 matches, most of them
+// the lists of "ost" and "stz", which every "host-" name holds, although
+// the other four trigrams alone find the same 224 in 5 ms. The store keeps
+// a sample of the value keys and leaves out of a search's index condition
+// the most common trigrams whose absence adds no sampled value: the rest,
+// rare together, find nearly only matches.
+const (
+	// trigramSampleRows is the sample's size: at 10,000,000 IoCs one
+	// sampled value stands for about 330.
+	trigramSampleRows = 30_000
+	// trigramSampleAge is how long a sample serves before another is
+	// taken; a sample of a table smaller than the sample's size (a new
+	// store filling up) serves a minute.
+	trigramSampleAge, smallSampleAge = time.Hour, time.Minute
+	// commonTrigram is the share of sampled values above which a trigram
+	// is worth leaving out of the index condition.
+	commonTrigram = 0.02
+	// keptTrigrams is the fewest trigrams an index condition keeps.
+	keptTrigrams = 3
+)
+
+// trigramSample is the trigrams of a random sample of value keys: for each,
+// the sampled values that hold it, ascending.
+type trigramSample struct {
+	rows  int
+	posts map[string][]int32
+	taken time.Time
+}
+
+// trigramSampler holds the store's current sample and takes the next in
+// the background: a search never waits for one. Close stops it.
+type trigramSampler struct {
+	current atomic.Pointer[trigramSample]
+
+	mu     sync.Mutex
+	closed bool
+	cancel context.CancelFunc // of the sample being taken, nil when none
+	done   chan struct{}      // closed when that sample is taken or failed
+}
+
+// start takes a sample with take unless one is being taken.
+func (t *trigramSampler) start(take func(ctx context.Context) error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cancel != nil || t.closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	done := make(chan struct{})
+	t.cancel, t.done = cancel, done
+	go func() {
+		defer close(done)
+		err := take(ctx)
+		t.mu.Lock()
+		t.cancel = nil
+		t.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			slog.Warn("store: unable to sample the value keys' trigrams", "err", err)
+		}
+		cancel()
+	}()
+}
+
+// stop cancels the sample being taken and waits for it; none starts after.
+func (t *trigramSampler) stop() {
+	t.mu.Lock()
+	t.closed = true
+	cancel, done := t.cancel, t.done
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// newTrigramSample indexes the sampled value keys' forms.
+func newTrigramSample(forms []string, taken time.Time) *trigramSample {
+	t := &trigramSample{rows: len(forms), posts: map[string][]int32{}, taken: taken}
+	for row, form := range forms {
+		seen := map[string]bool{}
+		for _, tri := range trigrams(form) {
+			if !seen[tri] {
+				seen[tri] = true
+				t.posts[tri] = append(t.posts[tri], int32(row))
+			}
+		}
+	}
+	return t
+}
+
+// trigrams returns the trigrams pg_trgm makes of the letters and digits of
+// form, lowercased: those of each run of ASCII letters and digits (pg_trgm
+// breaks words at anything else; a form has no ASCII punctuation left).
+// Runs shorter than three make none.
+func trigrams(form string) []string {
+	lower := strings.ToLower(form)
+	var out []string
+	start := 0
+	for i := 0; i <= len(lower); i++ {
+		if i < len(lower) && isASCIIAlnum(lower[i]) {
+			continue
+		}
+		for j := start; j+3 <= i; j++ {
+			out = append(out, lower[j:j+3])
+		}
+		start = i + 1
+	}
+	return out
+}
+
+func isASCIIAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// indexTrigrams returns the trigrams of form that a search's index
+// condition keeps, or nil to keep them all (no sample, a form of other
+// characters, nothing worth leaving out). It leaves out the most common
+// first, while at least keptTrigrams remain and the sampled values that hold
+// all those kept are at most one more than hold every trigram of form.
+func (t *trigramSample) indexTrigrams(form string) []string {
+	if t == nil || t.rows == 0 {
+		return nil
+	}
+	for i := 0; i < len(form); i++ {
+		if !isASCIIAlnum(form[i]) {
+			return nil
+		}
+	}
+	kept := slices.Compact(slices.Sorted(slices.Values(trigrams(form))))
+	if len(kept) <= keptTrigrams {
+		return nil
+	}
+	// Most common first; ties by the trigram, so that a choice repeats.
+	slices.SortFunc(kept, func(a, b string) int {
+		if n := len(t.posts[b]) - len(t.posts[a]); n != 0 {
+			return n
+		}
+		return strings.Compare(a, b)
+	})
+	bound := t.holding(kept) + 1
+	dropped := false
+	for len(kept) > keptTrigrams && float64(len(t.posts[kept[0]])) >= commonTrigram*float64(t.rows) {
+		if t.holding(kept[1:]) > bound {
+			break
+		}
+		kept, dropped = kept[1:], true
+	}
+	if !dropped {
+		return nil
+	}
+	slices.Sort(kept)
+	return kept
+}
+
+// holding counts the sampled values that hold every one of tris.
+func (t *trigramSample) holding(tris []string) int {
+	lists := make([][]int32, 0, len(tris))
+	for _, tri := range tris {
+		lists = append(lists, t.posts[tri])
+	}
+	slices.SortFunc(lists, func(a, b []int32) int { return len(a) - len(b) })
+	n := 0
+	for _, row := range lists[0] {
+		all := true
+		for _, l := range lists[1:] {
+			if _, found := slices.BinarySearch(l, row); !found {
+				all = false
+				break
+			}
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// searchTrigrams returns the store's current sample (nil before the first)
+// and, when it is missing or old, starts taking the next.
+func (s *Store) searchTrigrams() *trigramSample {
+	current := s.trigrams.current.Load()
+	if current != nil && (time.Since(current.taken) < smallSampleAge ||
+		current.rows >= trigramSampleRows/2 && time.Since(current.taken) < trigramSampleAge) {
+		return current
+	}
+	s.trigrams.start(s.SampleTrigrams)
+	return current
+}
+
+// SampleTrigrams takes a sample of PostgreSQL's value keys for searches to
+// choose their trigrams by (see trigramSample): about trigramSampleRows of
+// them, from random pages (TABLESAMPLE SYSTEM, which reads only those).
+func (s *Store) SampleTrigrams(ctx context.Context) error {
+	if s.Dialect != Postgres {
+		return nil
+	}
+	var estimate float64
+	if err := s.reader().NewRaw("SELECT reltuples FROM pg_class WHERE relname = 'ioc_value_keys'").Scan(ctx, &estimate); err != nil {
+		return err
+	}
+	percent := 100.0
+	if estimate > 0 {
+		percent = min(100, 100*trigramSampleRows/estimate)
+	}
+	var forms []string
+	// LIMIT only bounds the memory: it would keep the table's first pages.
+	if err := s.reader().NewRaw("SELECT value FROM ioc_value_keys TABLESAMPLE SYSTEM (?) LIMIT ?", percent, 2*trigramSampleRows).
+		Scan(ctx, &forms); err != nil {
+		return err
+	}
+	s.trigrams.current.Store(newTrigramSample(forms, time.Now()))
+	return nil
+}
