@@ -139,3 +139,8 @@ func IndexTrigrams(sample []string, form string) []string {
 	}
 	return t.indexTrigrams(form)
 }
+
+// FeedIsDense says whether a page of the feed's IoCs probes each IoC.
+func FeedIsDense(ctx context.Context, s *Store, feedID int64) (bool, error) {
+	return s.feedIsDense(ctx, feedID)
+}

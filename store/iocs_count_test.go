@@ -76,6 +76,13 @@ func TestIoCsByFeedDenseAndSparse(t *testing.T) {
 		}
 		apply(t, s, store.Batch{FeedID: big, Now: t0, Retention: 10 * day, Indicators: all})
 		apply(t, s, store.Batch{FeedID: small, Now: t0, Retention: 10 * day, Indicators: few})
+		// Sized by the writers' kept counts: on SQLite the forms meet at
+		// sqrt(3 × 2 × 40) ≈ 15 IoCs, on PostgreSQL past the cap.
+		for feed, want := range map[int64]bool{big: true, small: s.Dialect == store.Postgres, 99999: false} {
+			if dense, err := store.FeedIsDense(ctx, s, feed); err != nil || dense != want {
+				t.Errorf("feed %d dense: %v, %v; want %v", feed, dense, err, want)
+			}
+		}
 		for name, c := range map[string]struct {
 			feed int64
 			want int
