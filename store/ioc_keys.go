@@ -276,15 +276,13 @@ func (s *Store) catchUpValueKeys(ctx context.Context, maxRows int, clock func() 
 		// PostgreSQL keeps the value's trigram form (migration
 		// 20270114000100).
 		values := `INSERT INTO ioc_value_keys (id, value)
-SELECT id, translate(value, ?, ?) FROM iocs WHERE id > ? AND id <= ? ON CONFLICT (id) DO NOTHING`
-		args := []any{migrations.ValueKeyPunctuation, migrations.ValueKeyLetters, from, to}
+SELECT id, ` + migrations.ValueKeyForm("value") + ` FROM iocs WHERE id > ? AND id <= ? ON CONFLICT (id) DO NOTHING`
 		if s.Dialect == SQLite {
 			values = `INSERT INTO ioc_value_keys (rowid, value)
 SELECT id, value FROM iocs WHERE id > ? AND id <= ?
 AND NOT EXISTS (SELECT 1 FROM ioc_value_keys k WHERE k.rowid = iocs.id)`
-			args = args[2:]
 		}
-		if _, err := tx.ExecContext(ctx, values, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, values, from, to); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "UPDATE ioc_keys_state SET value_id = ? WHERE id = 1", to)

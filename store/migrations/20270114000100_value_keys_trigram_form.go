@@ -2,16 +2,15 @@ package migrations
 
 import (
 	"context"
-	"strings"
+	"strconv"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 )
 
 // ValueKeyPunctuation and ValueKeyLetters make the form of a value in
-// PostgreSQL's value keys: translate(value, ValueKeyPunctuation,
-// ValueKeyLetters), each ASCII punctuation character (and the space) one
-// letter, everything else itself. pg_trgm keeps only letters and digits
+// PostgreSQL's value keys (ValueKeyForm): each ASCII punctuation character
+// (and the space) one letter, everything else itself. pg_trgm keeps only letters and digits
 // and breaks words at anything else, so that in the value itself
 // "ost-4242" was the trigrams of the words "ost" and "4242", each common
 // among ten million host names, URLs and addresses; in the form it is
@@ -28,7 +27,7 @@ func init() {
 		if db.Dialect().Name() != dialect.PG {
 			return nil // FTS5's trigrams keep punctuation (20261229000200)
 		}
-		return rebuildValueKeys(ctx, db, `SELECT id, translate(value, `+sqlString(ValueKeyPunctuation)+`, `+sqlString(ValueKeyLetters)+`) FROM ioc_value_keys`)
+		return rebuildValueKeys(ctx, db, `SELECT id, `+ValueKeyForm("value")+` FROM ioc_value_keys`)
 	}, func(ctx context.Context, db *bun.DB) error {
 		if db.Dialect().Name() != dialect.PG {
 			return nil
@@ -61,8 +60,16 @@ func rebuildValueKeys(ctx context.Context, db *bun.DB, rows string) error {
 		`ANALYZE ioc_value_keys`)
 }
 
-// sqlString is s as an SQL string literal (standard_conforming_strings:
-// a backslash is itself).
-func sqlString(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+// ValueKeyForm is the SQL expression of column's form: a replace() of each
+// character. translate() does the same in one call but took 3.7 µs a
+// value (it looks up every character in the list of 33), the writer's key
+// indexer 1.9 s of each 500,000 new IoCs; the replaces, each a byte
+// search, took 0.3 s.
+func ValueKeyForm(column string) string {
+	form := column
+	for i := range len(ValueKeyPunctuation) {
+		// chr(): no quote, backslash or placeholder ("?") to escape.
+		form = "replace(" + form + ", chr(" + strconv.Itoa(int(ValueKeyPunctuation[i])) + "), '" + ValueKeyLetters[i:i+1] + "')"
+	}
+	return form
 }
