@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -119,5 +120,50 @@ func TestIoCsByFeedDenseAndSparse(t *testing.T) {
 				})
 			}
 		}
+	})
+}
+
+// A range of order keys past the cap counts those whose IoC has not changed
+// since their key first: when they pass the cap, so does the total. That
+// short cut counts only a filter the range proves whole, and the count
+// through the rows follows when the unchanged keys fall short (re-sighted
+// IoCs keep their score keys, and those keys their old stamps).
+func TestOrderRangeCountsPastTheCap(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		s.IoCCountCap = 3
+		feedA, feedB := newFeed(t, s, "a"), newFeed(t, s, "b")
+		var inds []ioc.Indicator
+		for i := range 6 {
+			inds = append(inds, dom(fmt.Sprintf("d%d.example", i), "src", 90))
+		}
+		inds = append(inds, ioc.Indicator{Kind: ioc.URL, Value: "http://u.example/", Source: "src", Score: 90},
+			dom("low1.example", "src", 10), dom("low2.example", "src", 10))
+		apply(t, s, store.Batch{FeedID: feedA, Now: t0, Retention: 10 * day, Indicators: inds})
+		catchUpAll(t, s.CatchUpKeys, 100)
+		score := 90
+		check := func(when string) {
+			t.Helper()
+			for _, c := range []struct {
+				filter store.IoCFilter
+				total  int
+				capped bool
+			}{
+				{store.IoCFilter{MinScore: &score}, 3, true},
+				{store.IoCFilter{MinScore: &score, Types: []ioc.Kind{ioc.URL}}, 1, false},
+			} {
+				page, err := s.IoCs(ctx, c.filter, store.IoCOrder{}, 2, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if page.Total != c.total || page.TotalCapped != c.capped {
+					t.Errorf("%s: %d types: total %d capped %v, want %d %v", when, len(c.filter.Types), page.Total, page.TotalCapped, c.total, c.capped)
+				}
+			}
+		}
+		check("keys made")
+		apply(t, s, store.Batch{FeedID: feedB, Now: t0.Add(time.Hour), Retention: 10 * day, Indicators: inds[:6]})
+		catchUpAll(t, s.CatchUpKeys, 100)
+		check("six re-sighted")
 	})
 }

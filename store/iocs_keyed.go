@@ -25,6 +25,12 @@ type iocKeys struct {
 	// countArgs.
 	countSQL  string
 	countArgs []any
+	// unchangedSQL, for an order's keys, counts up to a LIMIT bound after
+	// countArgs and the keys' stamp those whose IoC has not changed since
+	// the key was made, which hold without a look at the IoC's row.
+	unchangedSQL string
+	// keys is how many keys countSQL counted (sparseKeys+1 at most).
+	keys int
 	// col and id are x's columns in the page's order when the key table's
 	// own order is the page's (col is empty in id order): the planner then
 	// walks the keys and stops with the page. Empty id: the keys found are
@@ -33,6 +39,15 @@ type iocKeys struct {
 	// sparse says the keys are few enough (sparseKeys) for a page to read
 	// them all and sort them.
 	sparse bool
+}
+
+// provesAll says whether a key that holds proves every condition of f.
+func (k *iocKeys) provesAll(f IoCFilter) bool {
+	if k.proves == nil {
+		return false
+	}
+	k.proves(&f)
+	return f.empty()
 }
 
 // ordered says whether the keys are in the page's order.
@@ -170,6 +185,8 @@ func orderKeysIn(r keyRange, ordered bool, proves func(*IoCFilter)) *iocKeys {
 		proves:    proves,
 		countSQL:  "SELECT count(*) FROM (SELECT 1 FROM " + r.order.table + " WHERE key BETWEEN ? AND ? LIMIT ?) k",
 		countArgs: []any{r.lo, r.hi},
+		unchangedSQL: "SELECT count(*) FROM (SELECT 1 FROM " + r.order.table + ` x WHERE x.key BETWEEN ? AND ? AND x.stamp <= ?
+AND EXISTS (SELECT 1 FROM iocs INDEXED BY iocs_changed_idx WHERE iocs.changed_at = x.stamp AND iocs.id = x.id) LIMIT ?) k`,
 	}
 	if ordered {
 		k.col, k.id = "x.key", "x.id"
@@ -219,12 +236,8 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 	if plan.find, err = s.pickFinder(ctx, finders); err != nil {
 		return nil, err
 	}
-	if len(finders) == 1 && finders[0].proves != nil {
-		rest := f
-		finders[0].proves(&rest)
-		if rest.empty() {
-			plan.count = finders[0]
-		}
+	if len(finders) == 1 && finders[0].provesAll(f) {
+		plan.count = finders[0]
 	}
 	return plan, nil
 }
@@ -241,6 +254,7 @@ func (s *Store) pickFinder(ctx context.Context, finders []*iocKeys) (*iocKeys, e
 		if err := s.reader().NewRaw(k.countSQL, append(k.countArgs, sparseKeys+1)...).Scan(ctx, &n); err != nil {
 			return nil, fmt.Errorf("store: unable to count the keys of a filter: %w", err)
 		}
+		k.keys = n
 		if k.ordered() {
 			ordered = k
 		}
@@ -435,6 +449,20 @@ SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL jit = off`
 // countByKeys counts the IoCs of f up to the count cap, through keys.
 func (s *Store) countByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *iocKeys) (total int, capped bool, err error) {
 	limit := s.countCap()
+	if keys.unchangedSQL != "" && keys.keys > limit && keys.provesAll(f) {
+		// An order key holds while its IoC's column equals it, which
+		// reads the IoC's row; one whose IoC has not changed since it
+		// was made holds for certain, which iocs_changed_idx answers.
+		// When those alone pass the cap, so does the count: minScore 90
+		// at 10,000,000 IoCs on SQLite, 36-54 ms through the rows.
+		var n int
+		if err := s.reader().NewRaw(keys.unchangedSQL, append(keys.countArgs, stamp, limit+1)...).Scan(ctx, &n); err != nil {
+			return 0, false, fmt.Errorf("store: unable to count indicators: %w", err)
+		}
+		if n > limit {
+			return limit, true, nil
+		}
+	}
 	keyed, recent := s.keyArms(f, stamp, keys)
 	one := func(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
