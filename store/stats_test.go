@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,5 +73,37 @@ func TestIoCStatsFollowEveryChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("feed deletion", true)
+	})
+}
+
+// On PostgreSQL the tables never analysed are analysed (their row count
+// known to the planner after), and an analysed table that has barely
+// changed is left alone; SQLite has nothing to analyse.
+func TestRefreshStatisticsAnalysesStaleTables(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		var inds []ioc.Indicator
+		for i := range 50 {
+			inds = append(inds, dom(fmt.Sprintf("d%d.example", i), "src", 10))
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
+		analysed, err := s.RefreshStatistics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Dialect == store.SQLite {
+			if analysed != nil {
+				t.Errorf("SQLite analysed %q", analysed)
+			}
+			return
+		}
+		if !slices.Contains(analysed, "iocs") {
+			t.Fatalf("analysed %q, want iocs among them", analysed)
+		}
+		var rows float64
+		if err := s.DB.NewRaw("SELECT reltuples FROM pg_class WHERE relname = 'iocs'").Scan(ctx, &rows); err != nil || rows != 50 {
+			t.Errorf("iocs' planned rows after the analysis: %v, %v; want 50", rows, err)
+		}
 	})
 }

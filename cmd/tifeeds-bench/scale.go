@@ -303,6 +303,10 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	}
 	b := &readBench{name: fmt.Sprintf("%s at %d", name, size), dsn: dsn, st: st, runs: runs}
 	defer b.close()
+	// As tifeeds serve does before its first request.
+	if _, err := st.RefreshStatistics(ctx); err != nil {
+		return err
+	}
 	if err := b.setUp(ctx); err != nil {
 		return err
 	}

@@ -209,6 +209,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	// Before the first request: its plans need the tables' statistics.
+	analyseStart := time.Now()
+	analysed, err := st.RefreshStatistics(ctx)
+	if err != nil {
+		return err
+	}
+	if len(analysed) > 0 {
+		log.Info("Analysed the tables whose statistics were stale", "tables", analysed, "took", time.Since(analyseStart).Round(time.Millisecond))
+	}
 
 	admin, err := st.EnsureAdmin(ctx,
 		envDefault("TIFEEDS_ADMIN_USER", "admin"),
