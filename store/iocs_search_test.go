@@ -136,7 +136,8 @@ func TestSearchChoosesItsTrigramsBySample(t *testing.T) {
 	for _, c := range []struct {
 		sample []string
 		form   string
-	}{{nil, "ostz4242"}, {hosts, "ostz"}, {hosts, "hostzé4242"}, {hosts, "hostz4242"[:5]}} {
+	}{{nil, "ostz4242"}, {hosts, "ostz"}, {hosts, "hostzé4242"}, {hosts, "hostz4242"[:5]},
+		{hosts, "hostz12345678qexamplezcomhostz87654321qexamplezcom"}} {
 		if kept := store.IndexTrigrams(c.sample, c.form); kept != nil {
 			t.Errorf("%q on a sample of %d keeps %q, want all its trigrams", c.form, len(c.sample), kept)
 		}
