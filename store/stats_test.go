@@ -76,9 +76,8 @@ func TestIoCStatsFollowEveryChange(t *testing.T) {
 	})
 }
 
-// On PostgreSQL the tables never analysed are analysed (their row count
-// known to the planner after), and an analysed table that has barely
-// changed is left alone; SQLite has nothing to analyse.
+// On PostgreSQL the tables never analysed are analysed: their row count is
+// known to the planner after. SQLite has nothing to analyse.
 func TestRefreshStatisticsAnalysesStaleTables(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
