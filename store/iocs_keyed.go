@@ -27,7 +27,8 @@ type iocKeys struct {
 	countArgs []any
 	// unchangedSQL, for an order's keys, counts up to a LIMIT bound after
 	// countArgs and the keys' stamp those whose IoC has not changed since
-	// the key was made, which hold without a look at the IoC's row.
+	// the key was made, which hold without a look at the IoC's row (only
+	// SQLite has order keys, hence its INDEXED BY).
 	unchangedSQL string
 	// keys is how many keys countSQL counted (sparseKeys+1 at most).
 	keys int
