@@ -144,3 +144,7 @@ func IndexTrigrams(sample []string, form string) []string {
 func FeedIsDense(ctx context.Context, s *Store, feedID int64) (bool, error) {
 	return s.feedIsDense(ctx, feedID)
 }
+
+// SampleTrigrams takes the sample of the value keys that searches choose
+// their trigrams by, as the first search would in the background.
+func SampleTrigrams(ctx context.Context, s *Store) error { return s.sampleTrigrams(ctx) }

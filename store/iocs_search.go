@@ -53,9 +53,9 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 		// letters' case alone), and some whose value does not ("a-b" for
 		// "a_b"), which the IoC's own value tells apart. The form has no
 		// wildcard left to escape.
-		form := "%" + valueKeyForm(search) + "%"
-		keys, keyArgs := `x.value ILIKE ?`, []any{form}
-		if tris := s.searchTrigrams().indexTrigrams(valueKeyForm(search)); tris != nil {
+		form := valueKeyForm(search)
+		keys, keyArgs := `x.value ILIKE ?`, []any{"%" + form + "%"}
+		if tris := s.searchTrigrams().indexTrigrams(form); tris != nil {
 			// The index reads the chosen trigrams, each a pattern of its
 			// own; the form, in an expression no index serves, tests the
 			// key rows they find.
@@ -63,7 +63,7 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 			for _, tri := range tris {
 				keyArgs = append(keyArgs, "%"+tri+"%")
 			}
-			keyArgs = append(keyArgs, form)
+			keyArgs = append(keyArgs, "%"+form+"%")
 		}
 		values = `SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE ` + keys + ` AND iocs.value ILIKE ? ESCAPE '\'
 UNION SELECT id FROM iocs WHERE id > ? AND value ILIKE ? ESCAPE '\'`

@@ -64,7 +64,7 @@ func TestSearchTellsPunctuationApart(t *testing.T) {
 		check("after the value keys")
 		// On so small a sample every trigram is common: the searches
 		// leave out all they can.
-		if err := s.SampleTrigrams(context.Background()); err != nil {
+		if err := store.SampleTrigrams(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
 		check("with a sample of the value keys")

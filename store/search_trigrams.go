@@ -205,14 +205,14 @@ func (s *Store) searchTrigrams() *trigramSample {
 		current.rows >= trigramSampleRows/2 && time.Since(current.taken) < trigramSampleAge) {
 		return current
 	}
-	s.trigrams.start(s.SampleTrigrams)
+	s.trigrams.start(s.sampleTrigrams)
 	return current
 }
 
-// SampleTrigrams takes a sample of PostgreSQL's value keys for searches to
+// sampleTrigrams takes a sample of PostgreSQL's value keys for searches to
 // choose their trigrams by (see trigramSample): about trigramSampleRows of
 // them, from random pages (TABLESAMPLE SYSTEM, which reads only those).
-func (s *Store) SampleTrigrams(ctx context.Context) error {
+func (s *Store) sampleTrigrams(ctx context.Context) error {
 	if s.Dialect != Postgres {
 		return nil
 	}
