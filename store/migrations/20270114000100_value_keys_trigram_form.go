@@ -45,8 +45,10 @@ func init() {
 // vacuum.
 func rebuildValueKeys(ctx context.Context, db *bun.DB, rows string) error {
 	return exec(ctx, db,
-		// The GIN index of ten million values builds in a fraction of the
-		// time with more than the default 64 MB; for this transaction only.
+		// The GIN build gathers its entries in this memory and writes a
+		// batch each time it fills: more than the default 64 MB for ten
+		// million values, for this transaction only (not measured
+		// against the default; 2 min 33 s at 11,000,000 keys with it).
 		`SET LOCAL maintenance_work_mem = '256MB'`,
 		// A search reads a few hundred keys through a bitmap: a parallel
 		// worker cost 15-20 ms to start and gained nothing.
