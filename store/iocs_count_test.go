@@ -12,18 +12,25 @@ import (
 )
 
 // A filtered count stops at the cap and says so; under the cap, and without
-// a filter, it is exact.
+// a filter, it is exact. A filter of one tag, one feed or types alone is
+// counted by the writers' kept counts: a later batch that retags an IoC,
+// a second feed's sightings and a kind named twice count as the IoCs do.
 func TestIoCsCountCap(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		s.IoCCountCap = 3
-		feed := newFeed(t, s, "capped")
+		feed, other := newFeed(t, s, "capped"), newFeed(t, s, "other")
 		var inds []ioc.Indicator
 		for i := range 5 {
 			inds = append(inds, dom(fmt.Sprintf("d%d.example", i), "src", 10*i, "common"))
 		}
 		inds[4].Tags = []string{"common", "rare"}
 		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day, Indicators: inds})
+		// The other feed sights d0 again, with its own tag, and a URL.
+		apply(t, s, store.Batch{FeedID: other, Now: t0.Add(time.Hour), Retention: 10 * day, Indicators: []ioc.Indicator{
+			dom("d0.example", "src", 5, "retagged"),
+			{Kind: ioc.URL, Value: "http://d9.example/x", Source: "src", Score: 1, Tags: []string{"retagged"}},
+		}})
 		score := 20
 		for name, c := range map[string]struct {
 			filter      store.IoCFilter
@@ -31,16 +38,21 @@ func TestIoCsCountCap(t *testing.T) {
 			capped      bool
 			pageEntries int
 		}{
-			"no filter":          {store.IoCFilter{}, 5, false, 2},
-			"tag over the cap":   {store.IoCFilter{Tag: "common"}, 3, true, 2},
-			"feed over the cap":  {store.IoCFilter{FeedID: feed}, 3, true, 2},
-			"type over the cap":  {store.IoCFilter{Types: []ioc.Kind{ioc.Domain}}, 3, true, 2},
-			"exactly the cap":    {store.IoCFilter{MinScore: &score}, 3, false, 2},
-			"under the cap":      {store.IoCFilter{Tag: "rare"}, 1, false, 1},
-			"nothing matches":    {store.IoCFilter{Search: "absent"}, 0, false, 0},
-			"search over cap":    {store.IoCFilter{Search: ".EXAMPLE"}, 3, true, 2},
-			"prefix, under cap":  {store.IoCFilter{ValuePrefix: "d1"}, 1, false, 1},
-			"first 0 still caps": {store.IoCFilter{Tag: "common"}, 3, true, 0},
+			"no filter":            {store.IoCFilter{}, 6, false, 2},
+			"tag of a later batch": {store.IoCFilter{Tag: "retagged"}, 2, false, 2},
+			"feed of re-sightings": {store.IoCFilter{FeedID: other}, 2, false, 2},
+			"kind named twice":     {store.IoCFilter{Types: []ioc.Kind{ioc.URL, ioc.URL}}, 1, false, 1},
+			"two kinds":            {store.IoCFilter{Types: []ioc.Kind{ioc.URL, ioc.Domain}}, 3, true, 2},
+			"tag and type":         {store.IoCFilter{Tag: "retagged", Types: []ioc.Kind{ioc.Domain}}, 1, false, 1},
+			"tag over the cap":     {store.IoCFilter{Tag: "common"}, 3, true, 2},
+			"feed over the cap":    {store.IoCFilter{FeedID: feed}, 3, true, 2},
+			"type over the cap":    {store.IoCFilter{Types: []ioc.Kind{ioc.Domain}}, 3, true, 2},
+			"exactly the cap":      {store.IoCFilter{MinScore: &score}, 3, false, 2},
+			"under the cap":        {store.IoCFilter{Tag: "rare"}, 1, false, 1},
+			"nothing matches":      {store.IoCFilter{Search: "absent"}, 0, false, 0},
+			"search over cap":      {store.IoCFilter{Search: ".EXAMPLE"}, 3, true, 2},
+			"prefix, under cap":    {store.IoCFilter{ValuePrefix: "d1"}, 1, false, 1},
+			"first 0 still caps":   {store.IoCFilter{Tag: "common"}, 3, true, 0},
 		} {
 			t.Run(name, func(t *testing.T) {
 				first := 2
