@@ -164,7 +164,7 @@ func (in *scaleIngest) ingest(rows int, why string) (result, error) {
 		return result{}, err
 	}
 	in.next += rows
-	env := []string{keyIndexerEnv + "=1"}
+	env := []string{keyIndexerEnv + "=1", rareTagEnv + "=1"}
 	if in.short {
 		env = append(env, retentionEnv+"="+shortRetention.String())
 	}
