@@ -49,12 +49,18 @@ func (s *Store) IoCStats(ctx context.Context) (IoCStats, error) {
 	return st, nil
 }
 
-// recountIoCs sets ioc_count to the exact count, so that a path that ever
-// missed a delta heals on the sweeper's next pass. It does not move the
-// version: no IoC changed.
-func (s *Store) recountIoCs(ctx context.Context) error {
+// healIoCCount sets ioc_count to the sum of the types' kept counts, so
+// that a path that ever missed a delta of the one heals on the sweeper's
+// next pass from the other, which the writers count apart in the same
+// transaction (overviewDelta). It does not move the version: no IoC
+// changed. It used to count iocs: at 10,000,000 IoCs on PostgreSQL a
+// 3-second scan every pass, holding ioc_stats' row (every writer waits
+// for it) and, for as long, a snapshot under which no scan may mark the
+// index entries of the IoCs just swept dead.
+func (s *Store) healIoCCount(ctx context.Context) error {
 	return s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.ExecContext(ctx, "UPDATE ioc_stats SET ioc_count = (SELECT count(*) FROM iocs) WHERE id = 1")
+		_, err := tx.ExecContext(ctx, "UPDATE ioc_stats SET ioc_count = (SELECT coalesce(sum(n), 0) FROM ioc_count_types) WHERE id = 1")
 		return err
 	})
 }
+

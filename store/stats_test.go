@@ -13,7 +13,8 @@ import (
 )
 
 // Every kind of change of iocs moves ioc_stats' version, and its count stays
-// the table's: ingestion, revocation, expiry and feed deletion.
+// the table's: ingestion, revocation, expiry and feed deletion; a count made
+// wrong by hand is healed by the next sweep.
 func TestIoCStatsFollowEveryChange(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -73,6 +74,15 @@ func TestIoCStatsFollowEveryChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("feed deletion", true)
+		// A count gone wrong (a write outside the store's writers) heals
+		// at the sweeper's next pass.
+		if _, err := s.DB.ExecContext(ctx, "UPDATE ioc_stats SET ioc_count = ioc_count + 7 WHERE id = 1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.SweepExpired(ctx, t0.Add(20*day), 0); err != nil {
+			t.Fatal(err)
+		}
+		check("a sweep after the count went wrong", false)
 	})
 }
 

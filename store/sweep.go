@@ -284,8 +284,8 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 	if err := s.recordExpired(ctx, now, iocs); err != nil {
 		return sightings, iocs, err
 	}
-	if err := s.recountIoCs(ctx); err != nil {
-		return sightings, iocs, fmt.Errorf("store: unable to re-count indicators: %w", err)
+	if err := s.healIoCCount(ctx); err != nil {
+		return sightings, iocs, fmt.Errorf("store: unable to heal the count of indicators: %w", err)
 	}
 	return sightings, iocs, nil
 }
