@@ -57,8 +57,10 @@ check-generated:
 		echo "generated GraphQL code is stale: run 'make generate' and commit" >&2; exit 1; \
 	fi; rm -rf "$$tmp"; echo "generated GraphQL code is up to date"
 
+# The benches' PostgreSQL has the shared_buffers of a dedicated server (a
+# quarter of the memory; scripts/with-postgres.sh), as a deployment would.
 bench:
-	scripts/with-postgres.sh $(GO) run ./cmd/tifeeds-bench
+	TIFEEDS_PG_SHARED_BUFFERS=quarter scripts/with-postgres.sh $(GO) run ./cmd/tifeeds-bench
 
 # The growth curve of issue 29: the databases built in SCALE_DIR (kept, so
 # that a larger size builds on a smaller one) and measured at each size of
@@ -67,7 +69,7 @@ SCALE ?= 1000000,3000000,10000000
 SCALE_DIR ?= /tmp/tifeeds-bench-scale
 bench-scale:
 	mkdir -p $(SCALE_DIR)
-	TIFEEDS_PG_DIR=$(SCALE_DIR)/pg scripts/with-postgres.sh $(GO) run ./cmd/tifeeds-bench \
+	TIFEEDS_PG_DIR=$(SCALE_DIR)/pg TIFEEDS_PG_SHARED_BUFFERS=quarter scripts/with-postgres.sh $(GO) run ./cmd/tifeeds-bench \
 		-scale $(SCALE) -scale-keep -dir $(SCALE_DIR) $(SCALE_FLAGS)
 
 lint:

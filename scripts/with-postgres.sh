@@ -5,6 +5,10 @@
 # started: the PostgreSQL tests must never be skipped silently.
 # With TIFEEDS_PG_DIR set, the cluster lives in that directory and is kept
 # when the command ends (make bench-scale's databases), stopped but not removed.
+# TIFEEDS_PG_SHARED_BUFFERS sets the server's shared_buffers: a PostgreSQL
+# size, or "quarter" for a quarter of the machine's memory (PostgreSQL's own
+# starting point for a dedicated server); unset, the default 128MB, which
+# the tests need and a database of millions of IoCs does not live with.
 set -euo pipefail
 
 pg_bindir() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
@@ -50,12 +54,19 @@ if [ ! -d "$dir/data" ]; then
   "${run_as[@]}" "$bindir/initdb" -D "$dir/data" -U tifeeds --auth=trust -E UTF8 --no-sync >/dev/null
 fi
 
+server_opts=
+case "${TIFEEDS_PG_SHARED_BUFFERS:-}" in
+  "") ;;
+  quarter) server_opts="-c shared_buffers=$(awk '/^MemTotal:/ {print int($2 / 4 / 1024)}' /proc/meminfo)MB" ;;
+  *) server_opts="-c shared_buffers=$TIFEEDS_PG_SHARED_BUFFERS" ;;
+esac
+
 started=
 for _ in 1 2 3 4 5; do
   port=$((20000 + RANDOM % 20000))
   # fsync off: the cluster is thrown away; durability would only slow tests.
   if "${run_as[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 $server_opts" \
       start >/dev/null; then
     started=1
     break
@@ -68,5 +79,5 @@ if [ -z "$started" ]; then
 fi
 
 export TIFEEDS_TEST_POSTGRES="postgres://tifeeds@127.0.0.1:$port/postgres?sslmode=disable"
-echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" >&2
+echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port${server_opts:+ ($server_opts)}" >&2
 "$@"
