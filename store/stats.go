@@ -63,4 +63,3 @@ func (s *Store) healIoCCount(ctx context.Context) error {
 		return err
 	})
 }
-
