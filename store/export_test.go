@@ -148,3 +148,6 @@ func FeedIsDense(ctx context.Context, s *Store, feedID int64) (bool, error) {
 // SampleTrigrams takes the sample of the value keys that searches choose
 // their trigrams by, as the first search would in the background.
 func SampleTrigrams(ctx context.Context, s *Store) error { return s.sampleTrigrams(ctx) }
+
+// HasTrigramSample says whether s holds a sample of the value keys.
+func HasTrigramSample(s *Store) bool { return s.trigrams.current.Load() != nil }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -142,4 +143,30 @@ func TestSearchChoosesItsTrigramsBySample(t *testing.T) {
 			t.Errorf("%q on a sample of %d keeps %q, want all its trigrams", c.form, len(c.sample), kept)
 		}
 	}
+}
+
+// StartSearchSample, which serve calls before its first request, takes the
+// sample searches choose their trigrams by in the background, on
+// PostgreSQL; SQLite has none to take.
+func TestStartSearchSampleTakesOne(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "f")
+		var inds []ioc.Indicator
+		for i := range 50 {
+			inds = append(inds, dom(fmt.Sprintf("host-%d.example", i), "src", 10))
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
+		catchUpAll(t, s.CatchUpValueKeys, 1000)
+		if store.HasTrigramSample(s) {
+			t.Fatal("a sample before any was started")
+		}
+		s.StartSearchSample()
+		deadline := time.Now().Add(10 * time.Second)
+		for !store.HasTrigramSample(s) && s.Dialect == store.Postgres && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got, want := store.HasTrigramSample(s), s.Dialect == store.Postgres; got != want {
+			t.Errorf("a sample after StartSearchSample: %v, want %v", got, want)
+		}
+	})
 }

@@ -209,6 +209,18 @@ func (s *Store) searchTrigrams() *trigramSample {
 	return current
 }
 
+// StartSearchSample starts taking, in the background, the sample of the
+// value keys that searches choose their trigrams by, which the first
+// search would otherwise start: tifeeds serve calls it before its first
+// request, so that a search right after a restart does not go without one
+// (at 10,000,000 IoCs the bench's search took 30 ms without a sample, 5 ms
+// with; the sample takes about 150 ms). Nothing on SQLite.
+func (s *Store) StartSearchSample() {
+	if s.Dialect == Postgres {
+		s.trigrams.start(s.sampleTrigrams)
+	}
+}
+
 // sampleTrigrams takes a sample of PostgreSQL's value keys for searches to
 // choose their trigrams by (see trigramSample): about trigramSampleRows of
 // them, from random pages (TABLESAMPLE SYSTEM, which reads only those).

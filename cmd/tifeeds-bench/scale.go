@@ -307,6 +307,7 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 	if _, err := st.RefreshStatistics(ctx); err != nil {
 		return err
 	}
+	st.StartSearchSample()
 	if err := b.setUp(ctx); err != nil {
 		return err
 	}

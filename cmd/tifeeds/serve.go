@@ -218,6 +218,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(analysed) > 0 {
 		log.Info("Analysed the tables whose statistics were stale", "tables", analysed, "took", time.Since(analyseStart).Round(time.Millisecond))
 	}
+	st.StartSearchSample()
 
 	admin, err := st.EnsureAdmin(ctx,
 		envDefault("TIFEEDS_ADMIN_USER", "admin"),
