@@ -21,19 +21,6 @@ import (
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
-// collect is a sink that keeps the indicators of one fetch.
-type collect struct {
-	source.SinkBase
-	inds []ioc.Indicator
-}
-
-func (c *collect) Indicator(_ context.Context, ind ioc.Indicator) error {
-	c.inds = append(c.inds, ind)
-	return nil
-}
-func (c *collect) Rejected(int64, string)                   {}
-func (c *collect) Checkpoint(context.Context, string) error { return nil }
-
 // etOpenRules fetches etopen's test archive through the vendor mirror.
 func etOpenRules(t *testing.T) []ioc.Indicator {
 	t.Helper()
@@ -53,13 +40,13 @@ func etOpenRules(t *testing.T) []ioc.Indicator {
 	}
 	srv := vendortest.New(t)
 	srv.Handle(vendortest.ETOpenHost, &vendortest.ETOpen{Archive: vendortest.TarGz(files)})
-	var c collect
+	var c sourcetest.Collector
 	src := &etopen.Source{}
 	src.Client = vendortest.MirrorClient(srv.URL)
 	if _, err := sourcetest.Fetch(context.Background(), src, source.Request{Cursor: "", Since: time.Time{}}, &c); err != nil {
 		t.Fatal(err)
 	}
-	return c.inds
+	return c.Indicators
 }
 
 // suricataCheck parses a rules file with suricata-update's rule parser

@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/tifeeds/tifeeds/ingest/source"
+	"github.com/tifeeds/tifeeds/ioc"
 )
 
 // Fetch runs src into sink and returns the cursor the next run would start
@@ -28,3 +29,19 @@ func (t *tracker) Checkpoint(ctx context.Context, cursor string) error {
 	t.last = cursor
 	return nil
 }
+
+// Collector is a sink that keeps the indicators handed to it and ignores
+// everything else.
+type Collector struct {
+	source.SinkBase
+	Indicators []ioc.Indicator
+}
+
+func (c *Collector) Indicator(_ context.Context, ind ioc.Indicator) error {
+	c.Indicators = append(c.Indicators, ind)
+	return nil
+}
+
+func (c *Collector) Rejected(int64, string) {}
+
+func (c *Collector) Checkpoint(context.Context, string) error { return nil }
