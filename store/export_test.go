@@ -142,7 +142,8 @@ func IndexTrigrams(sample []string, form string) []string {
 
 // FeedIsDense says whether a page of the feed's IoCs probes each IoC.
 func FeedIsDense(ctx context.Context, s *Store, feedID int64) (bool, error) {
-	return s.feedIsDense(ctx, feedID)
+	dense, _, err := s.feedIsDense(ctx, feedID)
+	return dense, err
 }
 
 // SampleTrigrams takes the sample of the value keys that searches choose

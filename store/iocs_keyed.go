@@ -25,19 +25,19 @@ type iocKeys struct {
 	// countArgs.
 	countSQL  string
 	countArgs []any
-	// keptSQL, when set, reads after countArgs the writers' kept count of
-	// the IoCs the condition selects: past sparseKeys the keys are not
+	// kept is the writers' kept count of the IoCs the condition selects,
+	// when there is one (0 otherwise): past sparseKeys the keys are not
 	// counted (a common tag's 50,001 keys: 4-9 ms of every page at
 	// 10,000,000 IoCs). Below, they are: keys outlive what they no longer
 	// hold until the cleaner's pass.
-	keptSQL string
+	kept int64
 	// unchangedSQL, for an order's keys, counts up to a LIMIT bound after
 	// countArgs and the keys' stamp those whose IoC has not changed since
 	// the key was made, which hold without a look at the IoC's row (only
 	// SQLite has order keys, hence its INDEXED BY).
 	unchangedSQL string
 	// keys is how many keys countSQL counted (sparseKeys+1 at most), or
-	// past sparseKeys the kept count (keptSQL).
+	// past sparseKeys the kept count.
 	keys int
 	// col and id are x's columns in the page's order when the key table's
 	// own order is the page's (col is empty in id order): the planner then
@@ -91,8 +91,8 @@ type keyPlan struct {
 var sparseKeys = 50_000
 
 // tagKeys reads the IoCs of tag through ioc_tag_keys, in id order when
-// byID.
-func tagKeys(tag string, byID bool) *iocKeys {
+// byID; kept is the writers' count of them.
+func tagKeys(tag string, kept int64, byID bool) *iocKeys {
 	k := &iocKeys{
 		join: func(q *bun.SelectQuery) *bun.SelectQuery {
 			return joinKeys(q, "ioc_tag_keys", tagKeyHolds).Where("x.tag = ?", tag)
@@ -100,7 +100,7 @@ func tagKeys(tag string, byID bool) *iocKeys {
 		proves:    func(f *IoCFilter) { f.Tag = "" },
 		countSQL:  "SELECT count(*) FROM (SELECT 1 FROM ioc_tag_keys WHERE tag = ? LIMIT ?) k",
 		countArgs: []any{tag},
-		keptSQL:   "SELECT coalesce((SELECT n FROM ioc_count_tags WHERE tag = ?), 0)",
+		kept:      kept,
 	}
 	if byID {
 		k.id = "x.id"
@@ -223,7 +223,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 	var finders []*iocKeys
 	if f.ValuePrefix == "" && f.FeedID == 0 && f.Search == "" {
 		if f.Tag != "" {
-			finders = append(finders, tagKeys(f.Tag, o.Field == IoCOrderID))
+			finders = append(finders, tagKeys(f.Tag, f.tagKept, o.Field == IoCOrderID))
 		}
 		ranges, proves := s.keyRanges(f)
 		for i, r := range ranges {
@@ -259,12 +259,7 @@ func (s *Store) pickFinder(ctx context.Context, finders []*iocKeys) (*iocKeys, e
 	var best, ordered *iocKeys
 	fewest := 0
 	for _, k := range finders {
-		var n int
-		if k.keptSQL != "" {
-			if err := s.reader().NewRaw(k.keptSQL, k.countArgs...).Scan(ctx, &n); err != nil {
-				return nil, fmt.Errorf("store: unable to read a kept count: %w", err)
-			}
-		}
+		n := int(k.kept)
 		if n <= sparseKeys {
 			if err := s.reader().NewRaw(k.countSQL, append(k.countArgs, sparseKeys+1)...).Scan(ctx, &n); err != nil {
 				return nil, fmt.Errorf("store: unable to count the keys of a filter: %w", err)

@@ -29,6 +29,9 @@ type IoCFilter struct {
 	Tag         string
 	// feedDense picks the EXISTS form of FeedID (sizeFeedFilter sets it).
 	feedDense bool
+	// feedKept and tagKept are the writers' kept counts of the IoCs of
+	// FeedID and of Tag (sizeFilter reads them).
+	feedKept, tagKept int64
 	// typesDense says more IoCs are of Types than the count cap (IoCs sets
 	// it after counting): on SQLite the page then walks the ids and tests
 	// the type, rather than reading every IoC of the kind through the
@@ -194,20 +197,30 @@ func likeEscape(s string) string {
 // overview's). Counting the feed's IoCs up to the meeting point read
 // 550,000 index entries at 10,000,000 IoCs on SQLite: 31-64 ms of every
 // page of a feed.
-func (s *Store) feedIsDense(ctx context.Context, feedID int64) (bool, error) {
+func (s *Store) feedIsDense(ctx context.Context, feedID int64) (dense bool, kept int64, err error) {
 	limit := int64(s.countCap()) + 1
 	if s.Dialect == SQLite {
 		st, err := s.IoCStats(ctx)
 		if err != nil {
-			return false, err
+			return false, 0, err
 		}
 		limit = int64(math.Sqrt(3 * float64(s.countCap()) * float64(st.Count)))
 	}
-	var n int64
-	if err := s.reader().QueryRowContext(ctx, `SELECT coalesce((SELECT n FROM ioc_count_feeds WHERE feed_id = ?), 0)`, feedID).Scan(&n); err != nil {
-		return false, fmt.Errorf("store: unable to size a filter: %w", err)
+	if kept, err = s.keptCount(ctx, "ioc_count_feeds", "feed_id", feedID); err != nil {
+		return false, 0, err
 	}
-	return n >= limit, nil
+	return kept >= limit, kept, nil
+}
+
+// keptCount reads the writers' kept count of the IoCs of one feed or one
+// tag (table ioc_count_feeds or ioc_count_tags, keyed by column): 0 when
+// it has none.
+func (s *Store) keptCount(ctx context.Context, table, column string, key any) (int64, error) {
+	var n int64
+	if err := s.reader().QueryRowContext(ctx, "SELECT coalesce((SELECT n FROM "+table+" WHERE "+column+" = ?), 0)", key).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: unable to read a kept count: %w", err)
+	}
+	return n, nil
 }
 
 // keptTotal is how many IoCs match f when f's one condition is a tag, a
@@ -216,43 +229,57 @@ func (s *Store) feedIsDense(ctx context.Context, feedID int64) (bool, error) {
 // row answers what counting the IoCs answered by reading up to the cap's
 // worth of them, and at 10,000,000 IoCs a tag's count probed 10,001 keys
 // and read every IoC changed since the keys (15-60 ms of each first page).
-// ok is false for any other filter.
+// A tag's and a feed's are those sizeFilter read. ok is false for any
+// other filter.
 func (s *Store) keptTotal(ctx context.Context, f IoCFilter) (n int64, ok bool, err error) {
 	rest := f
-	var query string
-	var arg any
 	switch {
 	case f.Tag != "":
-		rest.Tag = ""
-		query, arg = "SELECT coalesce((SELECT n FROM ioc_count_tags WHERE tag = ?), 0)", f.Tag
+		rest.Tag, n = "", f.tagKept
 	case f.FeedID != 0:
-		rest.FeedID = 0
-		query, arg = "SELECT coalesce((SELECT n FROM ioc_count_feeds WHERE feed_id = ?), 0)", f.FeedID
+		rest.FeedID, n = 0, f.feedKept
 	case len(f.Types) > 0:
 		rest.Types = nil
+	}
+	if f.empty() || !rest.empty() {
+		return 0, false, nil
+	}
+	if len(f.Types) > 0 {
 		kinds := make([]string, len(f.Types))
 		for i, k := range f.Types {
 			kinds[i] = string(k)
 		}
 		// IN counts a kind named twice once.
-		query, arg = "SELECT coalesce(sum(n), 0) FROM ioc_count_types WHERE type IN (?)", bun.In(kinds)
-	}
-	if query == "" || !rest.empty() {
-		return 0, false, nil
-	}
-	if err := s.reader().NewRaw(query, arg).Scan(ctx, &n); err != nil {
-		return 0, false, fmt.Errorf("store: unable to read a kept count: %w", err)
+		if err := s.reader().NewRaw("SELECT coalesce(sum(n), 0) FROM ioc_count_types WHERE type IN (?)", bun.In(kinds)).Scan(ctx, &n); err != nil {
+			return 0, false, fmt.Errorf("store: unable to read a kept count: %w", err)
+		}
 	}
 	return n, true, nil
 }
 
-// sizeFeedFilter picks the form of f's feed condition (feedIsDense).
+// sizeFeedFilter picks the form of f's feed condition (feedIsDense) and
+// keeps the feed's kept count.
 func (s *Store) sizeFeedFilter(ctx context.Context, f *IoCFilter) error {
 	if f.FeedID == 0 {
 		return nil
 	}
 	var err error
-	f.feedDense, err = s.feedIsDense(ctx, f.FeedID)
+	f.feedDense, f.feedKept, err = s.feedIsDense(ctx, f.FeedID)
+	return err
+}
+
+// sizeFilter reads what a page sizes f's conditions by: the feed's form
+// and kept count, and the tag's kept count when the tag's keys may find
+// the page (keysFor) or the tag is the filter's one condition.
+func (s *Store) sizeFilter(ctx context.Context, f *IoCFilter) error {
+	if err := s.sizeFeedFilter(ctx, f); err != nil {
+		return err
+	}
+	if f.Tag == "" || f.Value != "" || f.ValuePrefix != "" || f.FeedID != 0 || f.Search != "" {
+		return nil
+	}
+	var err error
+	f.tagKept, err = s.keptCount(ctx, "ioc_count_tags", "tag", f.Tag)
 	return err
 }
 
@@ -387,7 +414,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		}
 	}
 	page := &IoCPage{IoCs: []IoC{}}
-	if err := s.sizeFeedFilter(ctx, &f); err != nil {
+	if err := s.sizeFilter(ctx, &f); err != nil {
 		return nil, err
 	}
 	if f.Search != "" {
