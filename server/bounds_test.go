@@ -44,18 +44,18 @@ func rebind(t *testing.T, f *fixture, opts ...func(*server.Config)) (*fixture, *
 
 // TestRequestWorkIsCapped: a request whose statement cannot finish is
 // stopped at the per-request cap with a clear error, instead of holding a
-// connection: on SQLite the single connection is taken (as a long query
-// would), on PostgreSQL the table is locked so the statement itself waits.
+// connection: on SQLite every connection is taken (as long queries would),
+// on PostgreSQL the table is locked so the statement itself waits.
 func TestRequestWorkIsCapped(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		f, _ := boundedServer(t, st, func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond })
-		ctx := context.Background()
-		conn, err := st.DB.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
 		if st.Dialect == store.Postgres {
+			ctx := context.Background()
+			conn, err := st.DB.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
 			// Only iocs here: authentication reads tenants (a tenant user's
 			// tenant must exist), and the point is the resolver's statement.
 			if _, err := conn.ExecContext(ctx, "BEGIN; LOCK TABLE iocs IN ACCESS EXCLUSIVE MODE"); err != nil {
@@ -69,6 +69,8 @@ func TestRequestWorkIsCapped(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.ExecContext(ctx, "ROLLBACK")
+		} else {
+			defer storetest.HoldConnections(t, st)()
 		}
 		r := f.do("GET", "/connect/api/v1/tenants", "admin", adminKey, "", nil)
 		if r.status != http.StatusServiceUnavailable || errorCode(t, r.body) != "timeout" {

@@ -18,7 +18,7 @@ import (
 
 // TestWebsocketOperationsHaveTheRequestDeadline: a query sent over the
 // websocket is stopped at the request timeout, as over HTTP, while its
-// statement waits for the database (SQLite's one connection taken, or the
+// statement waits for the database (SQLite's connections taken, or the
 // PostgreSQL table locked); the socket stays usable afterwards.
 func TestWebsocketOperationsHaveTheRequestDeadline(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
@@ -46,26 +46,25 @@ func TestWebsocketOperationsHaveTheRequestDeadline(t *testing.T) {
 }
 
 // holdDatabase keeps statements from finishing until release is called
-// (once or more): on SQLite it takes the one connection, on PostgreSQL it
-// locks tables, so that the statements reading them wait.
+// (once or more): on SQLite it takes every connection of the store's pools,
+// on PostgreSQL it locks tables, so that the statements reading them wait.
 func holdDatabase(t *testing.T, st *store.Store, tables ...string) (release func()) {
 	t.Helper()
+	if st.Dialect != store.Postgres {
+		return storetest.HoldConnections(t, st)
+	}
 	ctx := context.Background()
 	conn, err := st.DB.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Dialect == store.Postgres {
-		if _, err := conn.ExecContext(ctx, "BEGIN; LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := conn.ExecContext(ctx, "BEGIN; LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			if st.Dialect == store.Postgres {
-				conn.ExecContext(ctx, "ROLLBACK")
-			}
+			conn.ExecContext(ctx, "ROLLBACK")
 			conn.Close()
 		})
 	}

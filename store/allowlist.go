@@ -35,7 +35,7 @@ var ErrAllowlistFull = errors.New("the allowlist is full")
 // AllowlistEntries returns every entry, oldest first.
 func (s *Store) AllowlistEntries(ctx context.Context) ([]AllowlistEntry, error) {
 	var out []AllowlistEntry
-	if err := s.DB.NewSelect().Model(&out).Order("id").Scan(ctx); err != nil {
+	if err := s.reader().NewSelect().Model(&out).Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: unable to read the allowlist: %w", err)
 	}
 	return out, nil
@@ -131,7 +131,7 @@ func (s *Store) deleteIoCsWalking(ctx context.Context, kinds []ioc.Kind, pattern
 			}
 		}
 		var rows []idValue
-		q := s.DB.NewSelect().Table("iocs").Column("id", "type", "value").
+		q := s.reader().NewSelect().Table("iocs").Column("id", "type", "value").
 			Where("type IN (?)", bun.In(kinds)).Where("id > ?", after).Order("id").Limit(purgePage)
 		if pattern != "" {
 			q = q.Where(`value LIKE ? ESCAPE '\'`, pattern)

@@ -96,7 +96,7 @@ func (s *Store) AuditEvents(ctx context.Context, f AuditFilter, first int, after
 	if err != nil {
 		return nil, false, err
 	}
-	q := f.apply(s.DB.NewSelect().Model(&events)).OrderExpr("id DESC").Limit(int64(first + 1))
+	q := f.apply(s.reader().NewSelect().Model(&events)).OrderExpr("id DESC").Limit(int64(first + 1))
 	if afterID > 0 {
 		q = q.Where("id < ?", afterID)
 	}

@@ -70,7 +70,7 @@ func (s *Store) FeedFacets(ctx context.Context, search string, f FeedFilter) (ma
 			valueExpr = "CASE WHEN ? THEN 'true' ELSE 'false' END"
 		}
 		var values []FacetValue
-		q := s.DB.NewSelect().TableExpr("feeds").
+		q := s.reader().NewSelect().TableExpr("feeds").
 			ColumnExpr(valueExpr+" AS value", bun.Ident(string(col))).ColumnExpr("COUNT(*) AS count").
 			GroupExpr("?", bun.Ident(string(col))).OrderExpr("?", bun.Ident(string(col)))
 		q = ApplyFeedFilter(q, search, f.withoutColumn(col))

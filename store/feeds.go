@@ -142,7 +142,7 @@ func (f *Feed) HasSecret() bool { return len(f.Secret) > 0 }
 // Feed returns the feed with the given id.
 func (s *Store) Feed(ctx context.Context, id int64) (*Feed, error) {
 	f := new(Feed)
-	if err := s.DB.NewSelect().Model(f).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := s.reader().NewSelect().Model(f).Where("id = ?", id).Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("store: feed %d: %w", id, ErrNotFound)
 		}
@@ -157,7 +157,7 @@ func (s *Store) FeedsByID(ctx context.Context, ids []int64) ([]Feed, error) {
 	if len(ids) == 0 {
 		return feeds, nil
 	}
-	if err := s.DB.NewSelect().Model(&feeds).Where("id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+	if err := s.reader().NewSelect().Model(&feeds).Where("id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: unable to read feeds: %w", err)
 	}
 	return feeds, nil
@@ -166,7 +166,7 @@ func (s *Store) FeedsByID(ctx context.Context, ids []int64) ([]Feed, error) {
 // EnabledFeeds lists the feeds that should be scheduled.
 func (s *Store) EnabledFeeds(ctx context.Context) ([]Feed, error) {
 	var feeds []Feed
-	if err := s.DB.NewSelect().Model(&feeds).Where("enabled").Order("id").Scan(ctx); err != nil {
+	if err := s.reader().NewSelect().Model(&feeds).Where("enabled").Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: unable to list enabled feeds: %w", err)
 	}
 	return feeds, nil

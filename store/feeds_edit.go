@@ -169,7 +169,7 @@ func (s *Store) insertBounded(ctx context.Context, f *Feed, lockID int64, max in
 // built-in and premium feeds that the service delivers are created once, by
 // whichever instance starts first.
 func (s *Store) EnsureFeed(ctx context.Context, f *Feed) (created bool, err error) {
-	n, err := s.DB.NewSelect().Model((*Feed)(nil)).Where("type = ? AND kind = ?", f.Type, f.Kind).Count(ctx)
+	n, err := s.reader().NewSelect().Model((*Feed)(nil)).Where("type = ? AND kind = ?", f.Type, f.Kind).Count(ctx)
 	if err != nil {
 		return false, fmt.Errorf("store: unable to look for the %s feed: %w", f.Kind, err)
 	}

@@ -125,7 +125,7 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 // Feeds returns one page of feeds and how many match in all.
 func (s *Store) Feeds(ctx context.Context, fq FeedQuery) ([]Feed, int, error) {
 	var feeds []Feed
-	q := ApplyFeedFilter(s.DB.NewSelect().Model(&feeds), fq.Search, fq.Filter)
+	q := ApplyFeedFilter(s.reader().NewSelect().Model(&feeds), fq.Search, fq.Filter)
 	dir := " ASC"
 	if fq.Desc {
 		dir = " DESC"

@@ -51,7 +51,7 @@ func (s *Store) MFAState(ctx context.Context, userID int64) (*MFAState, error) {
 		LastStep   int64  `bun:"mfa_last_step"`
 		Recoveries int    `bun:"recoveries"`
 	}
-	err := s.DB.NewSelect().Table("users").
+	err := s.reader().NewSelect().Table("users").
 		Column("id", "mfa_enabled", "mfa_secret", "mfa_pending_secret", "mfa_last_step").
 		ColumnExpr(`EXISTS (SELECT 1 FROM tenants WHERE tenants.id = users.tenant_id AND tenants.mfa_enabled) AS required`).
 		ColumnExpr(`(SELECT COUNT(*) FROM mfa_recovery_codes WHERE mfa_recovery_codes.user_id = users.id) AS recoveries`).
@@ -274,7 +274,7 @@ func (s *Store) CreateMFAChallenge(ctx context.Context, userID int64, enrol bool
 // it is unexpired and has attempts left; ErrBadCredentials otherwise.
 func (s *Store) LiveMFAChallenge(ctx context.Context, token string) (*MFAChallenge, *User, error) {
 	c := new(MFAChallenge)
-	err := s.DB.NewSelect().Model(c).
+	err := s.reader().NewSelect().Model(c).
 		Where("token_hash = ? AND expires_at > ? AND attempts < ?", hashToken(token), time.Now().UTC(), MaxMFAChallengeAttempts).
 		Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -168,7 +168,7 @@ func isForeignKeyViolation(err error) bool {
 // set, root's when tenantID is nil), oldest first.
 func (s *Store) Channels(ctx context.Context, tenantID *string, all bool) ([]NotifyChannel, error) {
 	var out []NotifyChannel
-	q := s.DB.NewSelect().Model(&out).Order("id")
+	q := s.reader().NewSelect().Model(&out).Order("id")
 	switch {
 	case all:
 	case tenantID == nil:
@@ -185,7 +185,7 @@ func (s *Store) Channels(ctx context.Context, tenantID *string, all bool) ([]Not
 // Channel returns channel id or ErrNotFound.
 func (s *Store) Channel(ctx context.Context, id int64) (*NotifyChannel, error) {
 	c := &NotifyChannel{}
-	if err := s.DB.NewSelect().Model(c).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := s.reader().NewSelect().Model(c).Where("id = ?", id).Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("store: channel %d: %w", id, ErrNotFound)
 		}
@@ -217,7 +217,7 @@ func (s *Store) DeleteChannel(ctx context.Context, id int64) error {
 // entry after (0: from the newest).
 func (s *Store) Deliveries(ctx context.Context, channelID int64, first int, after int64) ([]Delivery, error) {
 	var out []Delivery
-	q := s.DB.NewSelect().Model(&out).Where("channel_id = ?", channelID).OrderExpr("id DESC").Limit(int64(first))
+	q := s.reader().NewSelect().Model(&out).Where("channel_id = ?", channelID).OrderExpr("id DESC").Limit(int64(first))
 	if after > 0 {
 		q = q.Where("id < ?", after)
 	}
@@ -359,7 +359,7 @@ SELECT MIN(id) FROM (SELECT id FROM notify_deliveries WHERE channel_id = ? ORDER
 
 // OutboxLen counts the notifications waiting to be sent.
 func (s *Store) OutboxLen(ctx context.Context) (int64, error) {
-	return s.DB.NewSelect().Model((*OutboxItem)(nil)).Count(ctx)
+	return s.reader().NewSelect().Model((*OutboxItem)(nil)).Count(ctx)
 }
 
 // Feed health states.
@@ -384,7 +384,7 @@ type FeedHealth struct {
 // FeedHealths returns every feed's health row.
 func (s *Store) FeedHealths(ctx context.Context) ([]FeedHealth, error) {
 	var out []FeedHealth
-	if err := s.DB.NewSelect().Model(&out).Order("feed_id").Scan(ctx); err != nil {
+	if err := s.reader().NewSelect().Model(&out).Order("feed_id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: unable to read feed health: %w", err)
 	}
 	return out, nil

@@ -114,7 +114,7 @@ SELECT id FROM tenant_assets WHERE tenant_id = ? AND value IN (?))`, tenantID, b
 // asset after (0: from the first).
 func (s *Store) TenantAssets(ctx context.Context, tenantID string, first int, after int64) ([]TenantAsset, error) {
 	var out []TenantAsset
-	q := s.DB.NewSelect().Model(&out).Where("tenant_id = ?", tenantID).Order("id").Limit(int64(first))
+	q := s.reader().NewSelect().Model(&out).Where("tenant_id = ?", tenantID).Order("id").Limit(int64(first))
 	if after > 0 {
 		q = q.Where("id > ?", after)
 	}
@@ -126,7 +126,7 @@ func (s *Store) TenantAssets(ctx context.Context, tenantID string, first int, af
 
 // CountTenantAssets counts the tenant's assets.
 func (s *Store) CountTenantAssets(ctx context.Context, tenantID string) (int64, error) {
-	return s.DB.NewSelect().Model((*TenantAsset)(nil)).Where("tenant_id = ?", tenantID).Count(ctx)
+	return s.reader().NewSelect().Model((*TenantAsset)(nil)).Where("tenant_id = ?", tenantID).Count(ctx)
 }
 
 // EachTenantAsset calls fn with every asset of every tenant, by id, a page
@@ -135,7 +135,7 @@ func (s *Store) EachTenantAsset(ctx context.Context, fn func(*TenantAsset)) erro
 	var after int64
 	for {
 		var page []TenantAsset
-		if err := s.DB.NewSelect().Model(&page).Where("id > ?", after).Order("id").Limit(20000).Scan(ctx); err != nil {
+		if err := s.reader().NewSelect().Model(&page).Where("id > ?", after).Order("id").Limit(20000).Scan(ctx); err != nil {
 			return fmt.Errorf("store: unable to read assets: %w", err)
 		}
 		for i := range page {
@@ -158,7 +158,7 @@ type IoCRef struct {
 // ScanIoCs returns up to limit IoCs of the types, by id after after.
 func (s *Store) ScanIoCs(ctx context.Context, types []string, after int64, limit int) ([]IoCRef, error) {
 	var out []IoCRef
-	err := s.DB.NewSelect().Table("iocs").Column("id", "type", "value").
+	err := s.reader().NewSelect().Table("iocs").Column("id", "type", "value").
 		Where("type IN (?)", bun.In(types)).Where("id > ?", after).Order("id").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to read indicators: %w", err)
@@ -187,7 +187,7 @@ func (s *Store) LiveSightings(ctx context.Context, ids []int64, now time.Time) (
 		Tags      sql.NullString `bun:"tags"`
 		ExpiresAt int64          `bun:"expires_at"`
 	}
-	err := s.DB.NewRaw(`SELECT s.ioc_id, s.feed_id, f.name, s.score, s.tags, s.expires_at
+	err := s.reader().NewRaw(`SELECT s.ioc_id, s.feed_id, f.name, s.score, s.tags, s.expires_at
 FROM sightings s JOIN feeds f ON f.id = s.feed_id WHERE s.ioc_id IN (?) AND s.expires_at > ?`, bun.In(ids), micros(now)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to read sightings: %w", err)
@@ -417,7 +417,7 @@ func (s *Store) DrainAssetSightings(ctx context.Context, limit int, now time.Tim
 	// Most looks find nothing: a read, not a write transaction (on SQLite
 	// the write lock, which ingestion waits for).
 	var one []int64
-	if err := s.DB.NewRaw("SELECT id FROM asset_sightings_pending LIMIT 1").Scan(ctx, &one); err != nil {
+	if err := s.reader().NewRaw("SELECT id FROM asset_sightings_pending LIMIT 1").Scan(ctx, &one); err != nil {
 		return 0, nil, fmt.Errorf("store: unable to read asset sightings: %w", err)
 	}
 	if len(one) == 0 {
@@ -504,7 +504,7 @@ func (s *Store) DrainAssetSightings(ctx context.Context, limit int, now time.Tim
 
 // PendingAssetSightings counts the asset sightings waiting to be matched.
 func (s *Store) PendingAssetSightings(ctx context.Context) (int64, error) {
-	n, err := s.DB.NewSelect().Model((*PendingAssetSighting)(nil)).Count(ctx)
+	n, err := s.reader().NewSelect().Model((*PendingAssetSighting)(nil)).Count(ctx)
 	return int64(n), err
 }
 
@@ -512,7 +512,7 @@ func (s *Store) PendingAssetSightings(ctx context.Context) (int64, error) {
 // tenant's when nil), before the hit after (0: from the newest).
 func (s *Store) AssetHits(ctx context.Context, tenantID *string, first int, after int64) ([]AssetHit, error) {
 	var out []AssetHit
-	q := s.DB.NewSelect().Model(&out).OrderExpr("id DESC").Limit(int64(first))
+	q := s.reader().NewSelect().Model(&out).OrderExpr("id DESC").Limit(int64(first))
 	if tenantID != nil {
 		q = q.Where("tenant_id = ?", *tenantID)
 	}
@@ -530,7 +530,7 @@ func (s *Store) TenantAssetsByID(ctx context.Context, ids []int64) ([]TenantAsse
 	var out []TenantAsset
 	for start := 0; start < len(ids); start += assetChunk {
 		var page []TenantAsset
-		if err := s.DB.NewSelect().Model(&page).Where("id IN (?)", bun.In(ids[start:min(start+assetChunk, len(ids))])).Scan(ctx); err != nil {
+		if err := s.reader().NewSelect().Model(&page).Where("id IN (?)", bun.In(ids[start:min(start+assetChunk, len(ids))])).Scan(ctx); err != nil {
 			return nil, fmt.Errorf("store: unable to read assets: %w", err)
 		}
 		out = append(out, page...)

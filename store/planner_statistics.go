@@ -25,7 +25,7 @@ func (s *Store) RefreshStatistics(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	var stale []string
-	if err := s.DB.NewRaw(`SELECT relname FROM pg_stat_user_tables WHERE relname IN (?)
+	if err := s.reader().NewRaw(`SELECT relname FROM pg_stat_user_tables WHERE relname IN (?)
 AND (last_analyze IS NULL AND last_autoanalyze IS NULL OR n_mod_since_analyze > n_live_tup / 10)
 ORDER BY relname`, bun.In(plannedTables)).Scan(ctx, &stale); err != nil {
 		return nil, fmt.Errorf("store: unable to read the tables' statistics: %w", err)

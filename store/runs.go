@@ -163,7 +163,7 @@ func (s *Store) UpdateRunProgress(ctx context.Context, run *FeedRun) error {
 // instance, or runs a crash interrupted.
 func (s *Store) UnfinishedRuns(ctx context.Context) ([]FeedRun, error) {
 	var runs []FeedRun
-	if err := s.DB.NewSelect().Model(&runs).Where("ended_at IS NULL").Order("id").Scan(ctx); err != nil {
+	if err := s.reader().NewSelect().Model(&runs).Where("ended_at IS NULL").Order("id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: unable to list unfinished runs: %w", err)
 	}
 	return runs, nil
@@ -172,7 +172,7 @@ func (s *Store) UnfinishedRuns(ctx context.Context) ([]FeedRun, error) {
 // FeedRuns lists a feed's runs, newest first.
 func (s *Store) FeedRuns(ctx context.Context, feedID int64, limit int) ([]FeedRun, error) {
 	var runs []FeedRun
-	err := s.DB.NewSelect().Model(&runs).Where("feed_id = ?", feedID).
+	err := s.reader().NewSelect().Model(&runs).Where("feed_id = ?", feedID).
 		Order("started_at DESC", "id DESC").Limit(int64(limit)).Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to list the runs of feed %d: %w", feedID, err)
@@ -213,7 +213,7 @@ func (s *Store) PruneFeedRuns(ctx context.Context, cutoff time.Time, keep int) (
 // none of it.
 func (s *Store) AddedSince(ctx context.Context, feedID int64, since time.Time) (int64, error) {
 	var n sql.NullInt64
-	err := s.DB.NewSelect().Model((*FeedRun)(nil)).ColumnExpr("SUM(added)").
+	err := s.reader().NewSelect().Model((*FeedRun)(nil)).ColumnExpr("SUM(added)").
 		Where("feed_id = ? AND started_at >= ?", feedID, since.UTC()).Scan(ctx, &n)
 	if err != nil {
 		return 0, fmt.Errorf("store: unable to count what feed %d added: %w", feedID, err)

@@ -365,8 +365,22 @@ func (s *Store) Close() error {
 	return s.DB.Close()
 }
 
-// Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.DB.PingContext(ctx) }
+// Pools returns the store's connection pools: the writers' and, on SQLite,
+// the readers' and the exports'. A test that needs statements to wait (for
+// a request's deadline) takes every connection of each.
+func (s *Store) Pools() []*sql.DB {
+	pools := []*sql.DB{s.DB.DB}
+	for _, p := range []*bun.DB{s.reads, s.exports} {
+		if p != nil {
+			pools = append(pools, p.DB)
+		}
+	}
+	return pools
+}
+
+// Ping checks that the database answers: through the readers' pool, so
+// that a readiness probe is not failed while a write holds the writers'.
+func (s *Store) Ping(ctx context.Context) error { return s.readDB().PingContext(ctx) }
 
 // RunInTx runs fn in one transaction, committed when fn returns nil.
 func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {

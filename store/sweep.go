@@ -213,7 +213,7 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 	// ones': sweeping each feed sweeps them all, but for those of feeds
 	// that are gone (below).
 	var feeds []int64
-	if err := s.DB.NewRaw("SELECT id FROM feeds ORDER BY id").Scan(ctx, &feeds); err != nil {
+	if err := s.reader().NewRaw("SELECT id FROM feeds ORDER BY id").Scan(ctx, &feeds); err != nil {
 		return 0, 0, fmt.Errorf("store: unable to sweep expired sightings: %w", err)
 	}
 	for _, feedID := range feeds {
@@ -298,7 +298,7 @@ func (s *Store) goneFeeds(ctx context.Context) ([]int64, error) {
 	for _, table := range []string{"sighting_rows", "iocs"} {
 		var some []int64
 		// "feed_id >" keeps iocs to its partial feed index.
-		err := s.DB.NewRaw(`WITH RECURSIVE f (id) AS (
+		err := s.reader().NewRaw(`WITH RECURSIVE f (id) AS (
 	SELECT min(feed_id) FROM ? WHERE feed_id > 0
 	UNION ALL
 	SELECT (SELECT min(feed_id) FROM ? WHERE feed_id > f.id) FROM f WHERE f.id IS NOT NULL
@@ -318,7 +318,7 @@ SELECT id FROM f WHERE id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM feeds WHERE 
 func (s *Store) CountFeedIoCs(ctx context.Context, feedID int64) (int64, error) {
 	var n int64
 	// The two places apart: an IoC with an inline sighting has no row.
-	if err := s.DB.NewRaw(`SELECT (SELECT count(*) FROM iocs WHERE feed_id = ?)
+	if err := s.reader().NewRaw(`SELECT (SELECT count(*) FROM iocs WHERE feed_id = ?)
 	+ (SELECT count(DISTINCT ioc_id) FROM sighting_rows WHERE feed_id = ?)`, feedID, feedID).Scan(ctx, &n); err != nil {
 		return 0, fmt.Errorf("store: unable to count the indicators of feed %d: %w", feedID, err)
 	}

@@ -108,16 +108,16 @@ func loadMembers(ctx context.Context, db bun.IDB, groups []*TenantGroup) error {
 
 // TenantGroup returns the group with that id (tgrp_id) and its members.
 func (s *Store) TenantGroup(ctx context.Context, id string) (*TenantGroup, error) {
-	return groupIn(ctx, s.DB, id)
+	return groupIn(ctx, s.reader(), id)
 }
 
 // TenantGroups lists groups by creation, with their members.
 func (s *Store) TenantGroups(ctx context.Context, page Page) ([]*TenantGroup, error) {
 	out := []*TenantGroup{}
-	if err := page.apply(s.DB.NewSelect().Model(&out).OrderExpr("g.seq ASC")).Scan(ctx); err != nil {
+	if err := page.apply(s.reader().NewSelect().Model(&out).OrderExpr("g.seq ASC")).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: unable to list tenant groups: %w", err)
 	}
-	if err := loadMembers(ctx, s.DB, out); err != nil {
+	if err := loadMembers(ctx, s.reader(), out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -281,7 +281,7 @@ func (s *Store) readTenant(ctx context.Context, id string) (*Tenant, error) {
 		}
 		// One tenant counts its own users (users_tenant_idx) rather than
 		// joining the grouped count of every tenant's.
-		s.tenantSQL = s.DB.NewSelect().Model(new(Tenant)).
+		s.tenantSQL = s.reader().NewSelect().Model(new(Tenant)).
 			ColumnExpr("t.*").
 			ColumnExpr("COALESCE(g.name, '') AS group_name").
 			ColumnExpr("(SELECT COUNT(*) FROM users AS u WHERE u.tenant_id = t.id) AS user_num").
@@ -313,7 +313,7 @@ func (s *Store) Tenants(ctx context.Context, page Page) ([]*Tenant, error) {
 
 func (s *Store) listTenants(ctx context.Context, page Page, only *string) ([]*Tenant, error) {
 	out := []*Tenant{}
-	q := tenantQuery(s.DB, &out).OrderExpr("t.seq ASC")
+	q := tenantQuery(s.reader(), &out).OrderExpr("t.seq ASC")
 	if only != nil {
 		q = q.Where("t.id = ?", *only)
 	}
@@ -348,7 +348,7 @@ func (s *Store) TenantFor(ctx context.Context, u *User, id string) (*Tenant, err
 // TenantsOfGroup lists a group's tenants by creation.
 func (s *Store) TenantsOfGroup(ctx context.Context, groupID string) ([]*Tenant, error) {
 	out := []*Tenant{}
-	err := tenantQuery(s.DB, &out).Where("t.group_id = ?", groupID).OrderExpr("t.seq ASC").Scan(ctx)
+	err := tenantQuery(s.reader(), &out).Where("t.group_id = ?", groupID).OrderExpr("t.seq ASC").Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to list tenants of group %s: %w", groupID, err)
 	}

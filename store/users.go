@@ -117,7 +117,7 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, scope
 	if scope == ScopeTenant {
 		// A user of a tenant that does not exist could never sign in (see
 		// liveUser); refuse it here rather than create a dead account.
-		n, err := s.DB.NewSelect().Table("tenants").Where("id = ?", *tenantID).Count(ctx)
+		n, err := s.reader().NewSelect().Table("tenants").Where("id = ?", *tenantID).Count(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("store: unable to check tenant %q: %w", *tenantID, err)
 		}
@@ -145,7 +145,7 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, scope
 // UserByName returns the user with that username.
 func (s *Store) UserByName(ctx context.Context, username string) (*User, error) {
 	u := new(User)
-	err := s.DB.NewSelect().Model(u).Where("username = ?", username).Scan(ctx)
+	err := s.reader().NewSelect().Model(u).Where("username = ?", username).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -158,7 +158,7 @@ func (s *Store) UserByName(ctx context.Context, username string) (*User, error) 
 // UserByID returns the user with that id.
 func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 	u := new(User)
-	err := s.DB.NewSelect().Model(u).Where("id = ?", id).Scan(ctx)
+	err := s.reader().NewSelect().Model(u).Where("id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -170,7 +170,7 @@ func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 
 // CountUsers returns how many users exist.
 func (s *Store) CountUsers(ctx context.Context) (int64, error) {
-	n, err := s.DB.NewSelect().Model((*User)(nil)).Count(ctx)
+	n, err := s.reader().NewSelect().Model((*User)(nil)).Count(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: unable to count users: %w", err)
 	}
@@ -291,7 +291,7 @@ func keyPrefix(plain string) string {
 // APIKeys lists the user's keys, newest first.
 func (s *Store) APIKeys(ctx context.Context, userID int64) ([]APIKey, error) {
 	var keys []APIKey
-	err := s.DB.NewSelect().Model(&keys).Where("user_id = ?", userID).Order("id DESC").Scan(ctx)
+	err := s.reader().NewSelect().Model(&keys).Where("user_id = ?", userID).Order("id DESC").Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to list API keys of user %d: %w", userID, err)
 	}
@@ -328,7 +328,7 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, username, key string) (*
 		return nil, Credential{}, err
 	}
 	var keys []APIKey
-	err = s.DB.NewSelect().Model(&keys).
+	err = s.reader().NewSelect().Model(&keys).
 		Where("user_id = ? AND revoked_at IS NULL", u.ID).Scan(ctx)
 	if err != nil {
 		return nil, Credential{}, fmt.Errorf("store: unable to fetch API keys of %q: %w", username, err)
@@ -383,7 +383,7 @@ const liveUserCond = `?TableAlias.enabled AND (?TableAlias.scope = 'root' OR EXI
 // same to the caller.
 func (s *Store) liveUser(ctx context.Context, where string, args ...any) (*User, error) {
 	u := new(User)
-	err := s.DB.NewSelect().Model(u).Where(where, args...).Where(liveUserCond).Scan(ctx)
+	err := s.reader().NewSelect().Model(u).Where(where, args...).Where(liveUserCond).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrBadCredentials
 	}

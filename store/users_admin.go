@@ -62,7 +62,7 @@ func passwordRules(field, password string) error {
 // Users lists the users by username.
 func (s *Store) Users(ctx context.Context) ([]User, error) {
 	var users []User
-	if err := s.DB.NewSelect().Model(&users).Order("username").Limit(MaxListedUsers).Scan(ctx); err != nil {
+	if err := s.reader().NewSelect().Model(&users).Order("username").Limit(MaxListedUsers).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("store: unable to list users: %w", err)
 	}
 	return users, nil
@@ -264,7 +264,7 @@ func recordSignIn(ctx context.Context, tx bun.Tx, userID int64, at time.Time) er
 // APIKeyOwner returns the id of the key's user.
 func (s *Store) APIKeyOwner(ctx context.Context, keyID int64) (int64, error) {
 	var owner int64
-	err := s.DB.NewSelect().Model((*APIKey)(nil)).Column("user_id").Where("id = ?", keyID).Scan(ctx, &owner)
+	err := s.reader().NewSelect().Model((*APIKey)(nil)).Column("user_id").Where("id = ?", keyID).Scan(ctx, &owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ErrNotFound
 	}

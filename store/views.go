@@ -88,7 +88,7 @@ func (s *Store) SaveView(ctx context.Context, v *SavedView) error {
 // Views lists the user's views of a table: the default first, then by name.
 func (s *Store) Views(ctx context.Context, userID int64, table string) ([]SavedView, error) {
 	var views []SavedView
-	err := s.DB.NewSelect().Model(&views).
+	err := s.reader().NewSelect().Model(&views).
 		Where("user_id = ? AND table_name = ?", userID, table).
 		Order("is_default DESC", "name ASC").Scan(ctx)
 	if err != nil {
@@ -100,7 +100,7 @@ func (s *Store) Views(ctx context.Context, userID int64, table string) ([]SavedV
 // View returns one of the user's views.
 func (s *Store) View(ctx context.Context, userID, id int64) (*SavedView, error) {
 	v := new(SavedView)
-	err := s.DB.NewSelect().Model(v).Where("id = ? AND user_id = ?", id, userID).Scan(ctx)
+	err := s.reader().NewSelect().Model(v).Where("id = ? AND user_id = ?", id, userID).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -62,7 +62,7 @@ var ErrWarninglistsFull = errors.New("too many warninglists")
 // Warninglists returns every stored row by name; content only withContent.
 func (s *Store) Warninglists(ctx context.Context, withContent bool) ([]Warninglist, error) {
 	var out []Warninglist
-	q := s.DB.NewSelect().Model(&out).Order("name")
+	q := s.reader().NewSelect().Model(&out).Order("name")
 	if !withContent {
 		q = q.ExcludeColumn("content")
 	}
@@ -75,7 +75,7 @@ func (s *Store) Warninglists(ctx context.Context, withContent bool) ([]Warningli
 // Warninglist returns one row with its content; ErrNotFound when none.
 func (s *Store) Warninglist(ctx context.Context, name string) (*Warninglist, error) {
 	w := &Warninglist{}
-	err := s.DB.NewSelect().Model(w).Where("name = ?", name).Scan(ctx)
+	err := s.reader().NewSelect().Model(w).Where("name = ?", name).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -245,7 +245,7 @@ func (s *Store) MarkBuiltinWarninglistSweep(ctx context.Context, name string, sw
 // is pending.
 func (s *Store) PendingWarninglistRemovals(ctx context.Context) ([]string, error) {
 	var names []string
-	err := s.DB.NewSelect().Model((*Warninglist)(nil)).Column("name").Where("removal_pending = ?", true).
+	err := s.reader().NewSelect().Model((*Warninglist)(nil)).Column("name").Where("removal_pending = ?", true).
 		Order("name").Scan(ctx, &names)
 	if err != nil {
 		return nil, fmt.Errorf("store: unable to read the pending removals: %w", err)
@@ -257,7 +257,7 @@ func (s *Store) PendingWarninglistRemovals(ctx context.Context) ([]string, error
 // pending (false for a list without a row).
 func (s *Store) WarninglistRemovalPending(ctx context.Context, name string) (bool, error) {
 	var pending []bool
-	err := s.DB.NewSelect().Model((*Warninglist)(nil)).Column("removal_pending").Where("name = ?", name).Scan(ctx, &pending)
+	err := s.reader().NewSelect().Model((*Warninglist)(nil)).Column("removal_pending").Where("name = ?", name).Scan(ctx, &pending)
 	if err != nil {
 		return false, fmt.Errorf("store: unable to read warninglist %q: %w", name, err)
 	}

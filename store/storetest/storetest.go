@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -120,4 +121,34 @@ func MustExec(t testing.TB, s *store.Store, query string, args ...any) {
 	if _, err := s.DB.ExecContext(context.Background(), query, args...); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
+}
+
+// HoldConnections takes every connection of st's SQLite pools until release
+// (called once or more): the store's statements then wait for one, as
+// behind long queries. On PostgreSQL it takes nothing (lock tables there).
+func HoldConnections(t testing.TB, st *store.Store) (release func()) {
+	t.Helper()
+	var conns []*sql.Conn
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		})
+	}
+	if st.Dialect == store.Postgres {
+		return release
+	}
+	for _, pool := range st.Pools() {
+		for range pool.Stats().MaxOpenConnections {
+			c, err := pool.Conn(context.Background())
+			if err != nil {
+				release()
+				t.Fatalf("hold a connection: %v", err)
+			}
+			conns = append(conns, c)
+		}
+	}
+	return release
 }
