@@ -393,33 +393,40 @@ func generateFrom(path string, from, rows int, size int64) (int64, error) {
 }
 
 // sqliteImport times the sqlite3 CLI loading the file into a table with the
-// same unique index as iocs, with the store's journal settings.
+// same unique index as iocs, with the store's journal settings, in a new
+// database.
 func sqliteImport(ctx context.Context, dir, file string, rows int) (timing, error) {
+	db := filepath.Join(dir, "baseline.db")
+	if err := removeDB(db); err != nil {
+		return timing{}, err
+	}
+	return sqliteLoad(ctx, db, file, rows)
+}
+
+// sqliteLoad times the sqlite3 CLI adding the file's rows to the baseline
+// table of the database at path, created when missing.
+func sqliteLoad(ctx context.Context, path, file string, rows int) (timing, error) {
 	bin, err := exec.LookPath("sqlite3")
 	if err != nil {
 		return timing{}, errors.New("the sqlite3 command is needed for the baseline: apt-get install sqlite3")
 	}
 	script := `PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;
-CREATE TABLE iocs (type TEXT NOT NULL, value TEXT NOT NULL, source TEXT NOT NULL, score INTEGER NOT NULL, UNIQUE (type, value));
+CREATE TABLE IF NOT EXISTS iocs (type TEXT NOT NULL, value TEXT NOT NULL, source TEXT NOT NULL, score INTEGER NOT NULL, UNIQUE (type, value));
 .mode tabs
 .import ` + file + ` iocs
-SELECT count(*) FROM iocs;
+SELECT 'loaded ' || total_changes();
 `
-	db := filepath.Join(dir, "baseline.db")
-	if err := removeDB(db); err != nil {
-		return timing{}, err
-	}
-	cmd := exec.CommandContext(ctx, bin, db)
+	cmd := exec.CommandContext(ctx, bin, path)
 	cmd.Stdin = strings.NewReader(script)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	secs := time.Since(start).Seconds()
 	if err != nil {
-		return timing{}, fmt.Errorf("sqlite3 .import: %v: %s", err, out)
+		return timing{}, fmt.Errorf("sqlite3 .import: %v: %.500s", err, out)
 	}
-	if !strings.Contains(string(out), fmt.Sprint(rows)) {
-		return timing{}, fmt.Errorf("sqlite3 .import did not load %d rows: %s", rows, out)
+	if !strings.Contains(string(out), fmt.Sprintf("loaded %d\n", rows)) {
+		return timing{}, fmt.Errorf("sqlite3 .import did not load %d rows: %.500s", rows, out)
 	}
 	return timing{Wall: secs, CPU: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}, nil
 }
@@ -449,14 +456,14 @@ func freshPostgres(ctx context.Context, admin string) (string, func(), error) {
 }
 
 // pgCopy times COPY of the file into a table with the same unique index as
-// iocs.
+// iocs, created when missing.
 func pgCopy(ctx context.Context, dsn, file string, rows int) (timing, error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return timing{}, err
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE TABLE baseline (type TEXT NOT NULL, value TEXT COLLATE "C" NOT NULL,
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS baseline (type TEXT NOT NULL, value TEXT COLLATE "C" NOT NULL,
 	source TEXT NOT NULL, score INTEGER NOT NULL, UNIQUE (type, value))`); err != nil {
 		return timing{}, err
 	}

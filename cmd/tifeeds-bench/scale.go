@@ -33,7 +33,7 @@ var (
 	scaleSizes = flag.String("scale", "", `sizes in IoCs to build and measure at, ascending and comma-separated (e.g. "1000000,3000000,10000000"); set, it runs the growth curve alone`)
 	scaleRun   = flag.Int("scale-run", 500_000, "new IoCs of each ingest run building the database, and of the run measured during")
 	scaleSweep = flag.Int("scale-sweep", 1_000_000, "IoCs the sweeper expires at once at each size (at least -scale-run)")
-	scaleKeep  = flag.Bool("scale-keep", false, "keep the built databases (SQLite in -dir, PostgreSQL as "+scalePostgresDB+") for the next run, which starts from what they hold")
+	scaleKeep  = flag.Bool("scale-keep", false, "keep the built databases and their baselines (SQLite in -dir, PostgreSQL as "+scalePostgresDB+" and "+scalePostgresDB+"_baseline) for the next run, which starts from what they hold")
 )
 
 // scalePostgresDB is the PostgreSQL database -scale-keep keeps.
@@ -86,7 +86,7 @@ func runScale(ctx context.Context, dir string, batch, runs int) error {
 	fmt.Printf("Growth curve: sizes %v, ingest runs of %d, the sweeper expiring %d at once, %d interleaved runs of each read measurement\n\n",
 		sizes, *scaleRun, max(*scaleSweep, *scaleRun), runs)
 	if benchDBs["sqlite"] {
-		if err := scaleDB(ctx, "SQLite", "sqlite:"+filepath.Join(dir, "scale.db"), dir, sizes, batch, runs); err != nil {
+		if err := scaleDB(ctx, "SQLite", "sqlite:"+filepath.Join(dir, "scale.db"), "", dir, sizes, batch, runs); err != nil {
 			return err
 		}
 	}
@@ -98,34 +98,38 @@ func runScale(ctx context.Context, dir string, batch, runs int) error {
 		fmt.Println("PostgreSQL: skipped (TIFEEDS_TEST_POSTGRES is not set; run through make bench-scale)")
 		return nil
 	}
-	var dsn string
-	if *scaleKeep {
-		if dsn, err = keptPostgres(ctx, admin); err != nil {
-			return err
+	// The store and its baseline, each in a database of its own: the
+	// store's size is measured as its database's.
+	var dsns [2]string
+	for i, name := range []string{scalePostgresDB, scalePostgresDB + "_baseline"} {
+		if *scaleKeep {
+			if dsns[i], err = keptPostgres(ctx, admin, name); err != nil {
+				return err
+			}
+			continue
 		}
-	} else {
 		var drop func()
-		if dsn, drop, err = freshPostgres(ctx, admin); err != nil {
+		if dsns[i], drop, err = freshPostgres(ctx, admin); err != nil {
 			return err
 		}
 		defer drop()
 	}
-	return scaleDB(ctx, "PostgreSQL", dsn, dir, sizes, batch, runs)
+	return scaleDB(ctx, "PostgreSQL", dsns[0], dsns[1], dir, sizes, batch, runs)
 }
 
-// keptPostgres returns the DSN of scalePostgresDB, created when missing.
-func keptPostgres(ctx context.Context, admin string) (string, error) {
+// keptPostgres returns the DSN of database name, created when missing.
+func keptPostgres(ctx context.Context, admin, name string) (string, error) {
 	db, err := sql.Open("pgx", admin)
 	if err != nil {
 		return "", err
 	}
 	defer db.Close()
 	var exists bool
-	if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", scalePostgresDB).Scan(&exists); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
 		return "", err
 	}
 	if !exists {
-		if _, err := db.ExecContext(ctx, `CREATE DATABASE "`+scalePostgresDB+`"`); err != nil {
+		if _, err := db.ExecContext(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
 			return "", fmt.Errorf("create database: %w", err)
 		}
 	}
@@ -133,7 +137,7 @@ func keptPostgres(ctx context.Context, admin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u.Path = "/" + scalePostgresDB
+	u.Path = "/" + name
 	return u.String(), nil
 }
 
@@ -147,6 +151,7 @@ type scaleIngest struct {
 	n          int
 	peakRSS    int64
 	short      bool // the next run's IoCs have shortRetention
+	base       *baselineLoad
 	background chan scaleRunResult
 	busy       atomic.Bool
 }
@@ -156,10 +161,77 @@ type scaleRunResult struct {
 	end time.Time
 }
 
+// baselineLoad is the database's own load of each run's rows (sqlite3
+// .import, COPY) into a table of its own beside the store, with iocs'
+// unique index: it grows with the store, so that each run's rate has the
+// database's own at the same size beside it, and a slowdown with size is
+// told apart from the database's.
+type baselineLoad struct {
+	what        string
+	load        func(ctx context.Context, file string, rows int) (timing, error)
+	rows        int     // the table's rows
+	first, last float64 // rows/s
+}
+
+// newBaselineLoad returns the baseline of a store: on SQLite a database
+// file in dir, on PostgreSQL a table in the database at baseDSN, kept with
+// the store. fresh empties it first, for a store built from nothing.
+func newBaselineLoad(ctx context.Context, baseDSN, dir string, fresh bool) (*baselineLoad, error) {
+	if baseDSN == "" {
+		path := filepath.Join(dir, "scale-baseline.db")
+		if fresh || !*scaleKeep {
+			if err := removeDB(path); err != nil {
+				return nil, err
+			}
+		}
+		b := &baselineLoad{what: "sqlite3 .import", load: func(ctx context.Context, file string, rows int) (timing, error) {
+			return sqliteLoad(ctx, path, file, rows)
+		}}
+		if _, err := os.Stat(path); err == nil {
+			db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+			if err != nil {
+				return nil, err
+			}
+			defer db.Close()
+			if err := db.QueryRowContext(ctx, "SELECT count(*) FROM iocs").Scan(&b.rows); err != nil {
+				return nil, fmt.Errorf("the kept baseline %s: %w", path, err)
+			}
+		}
+		return b, nil
+	}
+	db, err := sql.Open("pgx", baseDSN)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if fresh {
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS baseline"); err != nil {
+			return nil, err
+		}
+	}
+	b := &baselineLoad{what: "COPY", load: func(ctx context.Context, file string, rows int) (timing, error) {
+		return pgCopy(ctx, baseDSN, file, rows)
+	}}
+	var exists bool
+	if err := db.QueryRowContext(ctx, "SELECT to_regclass('baseline') IS NOT NULL").Scan(&exists); err != nil || !exists {
+		return b, err
+	}
+	return b, db.QueryRowContext(ctx, "SELECT count(*) FROM baseline").Scan(&b.rows)
+}
+
 // ingest adds rows new IoCs through a child process and prints its rate
-// beside the first run's.
+// beside the first run's and beside the database's own load.
 func (in *scaleIngest) ingest(rows int, why string) (result, error) {
-	file := filepath.Join(in.dir, "scale-run.tsv")
+	r, err := in.child(rows)
+	if err != nil {
+		return r, err
+	}
+	return r, in.compare(r, why)
+}
+
+// child generates rows new IoCs and has an ingest child store them.
+func (in *scaleIngest) child(rows int) (result, error) {
+	file := in.runFile()
 	if _, err := generateFrom(file, in.next, rows, 0); err != nil {
 		return result{}, err
 	}
@@ -175,6 +247,23 @@ func (in *scaleIngest) ingest(rows int, why string) (result, error) {
 	if int(r.Stored) != rows {
 		return r, fmt.Errorf("ingest run stored %d of %d new IoCs", r.Stored, rows)
 	}
+	return r, nil
+}
+
+func (in *scaleIngest) runFile() string { return filepath.Join(in.dir, "scale-run.tsv") }
+
+// compare loads the run's rows into the baseline and prints both rates.
+func (in *scaleIngest) compare(r result, why string) error {
+	t, err := in.base.load(context.Background(), in.runFile(), int(r.Stored))
+	if err != nil {
+		return fmt.Errorf("%s of an ingest run's rows: %w", in.base.what, err)
+	}
+	in.base.rows += int(r.Stored)
+	baseRate := float64(r.Stored) / t.Wall
+	if in.base.first == 0 {
+		in.base.first = baseRate
+	}
+	in.base.last = baseRate
 	in.n++
 	rate := float64(r.Stored) / r.Seconds
 	if in.first == 0 {
@@ -184,18 +273,25 @@ func (in *scaleIngest) ingest(rows int, why string) (result, error) {
 	in.peakRSS = max(in.peakRSS, r.MaxRSS)
 	fmt.Printf("  run %3d %-22s %8d IoCs in %6.1f s: %8.0f IoCs/s, %.2f of the first run; key indexer ticks %4.1f s; peak RSS %6.1f MB\n",
 		in.n, why, r.Stored, r.Seconds, rate, rate/in.first, r.Indexer, mb(r.MaxRSS))
-	return r, nil
+	fmt.Printf("          %s of the same rows into a table of %d: %8.0f rows/s, %.2f of its first run\n",
+		in.base.what, in.base.rows, baseRate, baseRate/in.base.first)
+	return nil
 }
 
-// start runs ingest in the background; running says whether it still
-// does, wait returns its result.
+// start runs ingest in the background; running says whether its ingest
+// child still does (the baseline's load comes after, outside the reads
+// measured meanwhile), wait returns its result.
 func (in *scaleIngest) start(rows int, why string) {
 	in.background = make(chan scaleRunResult, 1)
 	in.busy.Store(true)
 	go func() {
-		_, err := in.ingest(rows, why)
+		r, err := in.child(rows)
 		in.busy.Store(false)
-		in.background <- scaleRunResult{err, time.Now()}
+		end := time.Now()
+		if err == nil {
+			err = in.compare(r, why)
+		}
+		in.background <- scaleRunResult{err, end}
 	}()
 }
 
@@ -207,20 +303,26 @@ func (in *scaleIngest) wait() (end time.Time, err error) {
 }
 
 // scaleDB builds one database size by size and measures it at each.
-func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, runs int) error {
+// baseDSN is the database of the baseline's table on PostgreSQL, "" on SQLite.
+func scaleDB(ctx context.Context, name, dsn, baseDSN, dir string, sizes []int, batch, runs int) error {
 	if !*scaleKeep {
 		if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
 			if err := removeDB(path); err != nil {
 				return err
 			}
 			defer removeDB(path)
+			defer removeDB(filepath.Join(dir, "scale-baseline.db"))
 		}
 	}
 	have, next, err := scaleCount(ctx, dsn)
 	if err != nil {
 		return err
 	}
-	in := &scaleIngest{dsn: dsn, dir: dir, batch: batch, next: next}
+	base, err := newBaselineLoad(ctx, baseDSN, dir, have == 0)
+	if err != nil {
+		return err
+	}
+	in := &scaleIngest{dsn: dsn, dir: dir, batch: batch, next: next, base: base}
 	fmt.Printf("%s growth curve, starting from %d IoCs\n", name, have)
 	sweep := max(*scaleSweep, *scaleRun)
 	for _, size := range sizes {
@@ -238,7 +340,8 @@ func scaleDB(ctx context.Context, name, dsn, dir string, sizes []int, batch, run
 			have += rows
 		}
 		if len(build) > 0 {
-			fmt.Printf("%s at %d: the run that crossed it %.0f IoCs/s, %.2f of the first run's\n", name, size, in.last, in.last/in.first)
+			fmt.Printf("%s at %d: the run that crossed it %.0f IoCs/s, %.2f of the first run's; %s of the same rows %.2f of its first run's (tifeeds against the database's own load: %.2f of the first run's)\n",
+				name, size, in.last, in.last/in.first, base.what, base.last/base.first, (in.last/base.last)/(in.first/base.first))
 		}
 		if err := scaleMeasure(ctx, name, dsn, size, in, sweep, runs); err != nil {
 			return fmt.Errorf("%s at %d IoCs: %w", name, size, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,39 @@ func TestGenerateFromDistinct(t *testing.T) {
 	}
 	if got := readLines(t, whole); !slices.Equal(got, lines) {
 		t.Error("three runs of 700 differ from generate's 2,100 rows")
+	}
+}
+
+// TestBaselineGrowsWithTheStore: the scale curve's SQLite baseline adds each
+// run's rows to the table it kept, counts them, and fails a load that did
+// not store every row (rows an earlier run had).
+func TestBaselineGrowsWithTheStore(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	b, err := newBaselineLoad(ctx, "", dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "run.tsv")
+	for _, from := range []int{0, 500} {
+		if _, err := generateFrom(file, from, 500, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.load(ctx, file, 500); err != nil {
+			t.Fatalf("load of rows %d-%d: %v", from, from+499, err)
+		}
+	}
+	if _, err := b.load(ctx, file, 500); err == nil {
+		t.Errorf("a second load of the same rows: %v, want an error", err)
+	}
+	*scaleKeep = true
+	defer func() { *scaleKeep = false }()
+	kept, err := newBaselineLoad(ctx, "", dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.rows != 1000 {
+		t.Errorf("the kept baseline holds %d rows, want 1000", kept.rows)
 	}
 }
 
