@@ -286,6 +286,15 @@ func (s *Store) recordAssetHits(ctx context.Context, tx bun.Tx, hits []AssetHit,
 	if err != nil {
 		return nil, err
 	}
+	// In the order of the hits' key: two instances recording overlapping
+	// hits lock their keys in one order, so that one waits for the other
+	// instead of each holding a key the other waits for (two racing drains
+	// of one test, each taking the others' leftovers, once ended in
+	// PostgreSQL's deadlock error).
+	hits = slices.SortedFunc(slices.Values(hits), func(a, b AssetHit) int {
+		return cmp.Or(cmp.Compare(a.AssetID, b.AssetID), cmp.Compare(a.IoCType, b.IoCType),
+			cmp.Compare(a.IoCValue, b.IoCValue), cmp.Compare(a.FeedID, b.FeedID))
+	})
 	var fresh []AssetHit
 	var outbox []OutboxItem
 	for _, h := range hits {
