@@ -240,6 +240,10 @@ func (in *scaleIngest) child(rows int) (result, error) {
 	if in.short {
 		env = append(env, retentionEnv+"="+shortRetention.String())
 	}
+	// Each timed load starts with no dirty pages left by the one before:
+	// the kernel's writeback of a baseline's 500,000 rows slowed the next
+	// ingest run.
+	syscall.Sync()
 	r, err := ingestChildInto(in.dsn, file, in.batch, env)
 	if err != nil {
 		return r, err
@@ -254,6 +258,7 @@ func (in *scaleIngest) runFile() string { return filepath.Join(in.dir, "scale-ru
 
 // compare loads the run's rows into the baseline and prints both rates.
 func (in *scaleIngest) compare(r result, why string) error {
+	syscall.Sync()
 	t, err := in.base.load(context.Background(), in.runFile(), int(r.Stored))
 	if err != nil {
 		return fmt.Errorf("%s of an ingest run's rows: %w", in.base.what, err)
