@@ -118,6 +118,17 @@ func TestBaselineGrowsWithTheStore(t *testing.T) {
 	if kept.rows != 1000 {
 		t.Errorf("the kept baseline holds %d rows, want 1000", kept.rows)
 	}
+	// A run of a kept store after its sweep writes again values the
+	// baseline holds: the baseline loads rows numbered on from its own.
+	in := &scaleIngest{dir: dir, base: kept}
+	for range 2 {
+		if err := in.compare(result{Stored: 300, Seconds: 1}, "after a sweep"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept.rows != 1600 {
+		t.Errorf("the baseline holds %d rows after two more runs, want 1600", kept.rows)
+	}
 }
 
 func readLines(t *testing.T, path string) []string {
