@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
@@ -410,4 +412,46 @@ func TestWebsocketOutlivesRequestBounds(t *testing.T) {
 			t.Fatalf("subscribe after ten request timeouts: %s", m.Payload)
 		}
 	}
+}
+
+// TestRequestsAnswerWhileAWriteIsHeld: a write transaction in progress (a
+// batch, a sweep, a key indexer's chunk waiting for another process) holds
+// SQLite's one writing connection; authenticated requests, whose
+// credentials are checked in the store on first use, and the readiness
+// probe read beside it and answer within the request timeout.
+func TestRequestsAnswerWhileAWriteIsHeld(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f, _ := boundedServer(t, st, func(c *server.Config) { c.RequestTimeout = 5 * time.Second })
+		ctx := context.Background()
+		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- st.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+				if _, err := tx.ExecContext(ctx, "UPDATE feeds SET enabled = enabled"); err != nil {
+					return err
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		defer func() {
+			close(release)
+			if err := <-done; err != nil {
+				t.Errorf("the held write: %v", err)
+			}
+		}()
+		// Neither key has been used on this server: both are checked in the
+		// store.
+		if r := f.do("GET", "/connect/api/v1/tenants", "admin", adminKey, "", nil); r.status != http.StatusOK {
+			t.Errorf("REST as the admin while a write is held: %d %s", r.status, r.body)
+		}
+		r := f.graphql("analyst", f.tenantKey, `{ me { username } iocs(first: 1) { totalCount } }`)
+		if r.status != http.StatusOK || !strings.Contains(string(r.body), `"analyst"`) || strings.Contains(string(r.body), `"errors"`) {
+			t.Errorf("GraphQL as a tenant user while a write is held: %d %.300s", r.status, r.body)
+		}
+		if r := f.do("GET", "/readyz", "", "", "", nil); r.status != http.StatusOK {
+			t.Errorf("readyz while a write is held: %d %s", r.status, r.body)
+		}
+	})
 }
