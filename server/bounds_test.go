@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/tifeeds/tifeeds/graph"
 	"github.com/tifeeds/tifeeds/server"
 	"github.com/tifeeds/tifeeds/store"
@@ -422,25 +420,7 @@ func TestWebsocketOutlivesRequestBounds(t *testing.T) {
 func TestRequestsAnswerWhileAWriteIsHeld(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
 		f, _ := boundedServer(t, st, func(c *server.Config) { c.RequestTimeout = 5 * time.Second })
-		ctx := context.Background()
-		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		go func() {
-			done <- st.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-				if _, err := tx.ExecContext(ctx, "UPDATE feeds SET enabled = enabled"); err != nil {
-					return err
-				}
-				close(held)
-				<-release
-				return nil
-			})
-		}()
-		<-held
-		defer func() {
-			close(release)
-			if err := <-done; err != nil {
-				t.Errorf("the held write: %v", err)
-			}
-		}()
+		defer storetest.HoldWrite(t, st, "UPDATE feeds SET enabled = enabled")()
 		// Neither key has been used on this server: both are checked in the
 		// store.
 		if r := f.do("GET", "/connect/api/v1/tenants", "admin", adminKey, "", nil); r.status != http.StatusOK {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
 )
@@ -39,24 +37,7 @@ func TestReadsAnswerWhileTheWriterIsHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		go func() {
-			done <- s.RunInTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-				if _, err := tx.ExecContext(ctx, "UPDATE users SET enabled = enabled WHERE id = ?", root.ID); err != nil {
-					return err
-				}
-				close(held)
-				<-release
-				return nil
-			})
-		}()
-		<-held
-		defer func() {
-			close(release)
-			if err := <-done; err != nil {
-				t.Errorf("the writer's transaction: %v", err)
-			}
-		}()
+		defer storetest.HoldWrite(t, s, "UPDATE users SET enabled = enabled WHERE id = ?", root.ID)()
 
 		// Each read gets long enough for any machine; one that queues for
 		// the writer waits until release, after every check.

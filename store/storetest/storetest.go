@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
 
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -151,4 +152,34 @@ func HoldConnections(t testing.TB, st *store.Store) (release func()) {
 		}
 	}
 	return release
+}
+
+// HoldWrite starts a write transaction on st that runs statement and then
+// waits, holding it (on SQLite, the one writing connection and the write
+// lock; on PostgreSQL, the rows it changed), until release, which ends it
+// and reports its error.
+func HoldWrite(t testing.TB, st *store.Store, statement string, args ...any) (release func()) {
+	t.Helper()
+	held, end, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- st.RunInTx(context.Background(), func(ctx context.Context, tx bun.Tx) error {
+			if _, err := tx.ExecContext(ctx, statement, args...); err != nil {
+				close(held)
+				return err
+			}
+			close(held)
+			<-end
+			return nil
+		})
+	}()
+	<-held
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(end)
+			if err := <-done; err != nil {
+				t.Errorf("the held write: %v", err)
+			}
+		})
+	}
 }
