@@ -83,6 +83,9 @@ test.describe.serial('a tenant-scoped session', () => {
 
   test('a link to a root-only page opens the start page after sign-in', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
+    // Signed out first: navigating away at once aborted the sign-out's
+    // request, and /groups opened in the session still alive.
+    await expect(page).toHaveURL(/\/login/);
     await page.goto(`${baseURL()}/groups`);
     await expect(page).toHaveURL(/\/login\?next=%2Fgroups/);
     await page.getByLabel('Username').fill(tenantUser);
