@@ -238,9 +238,16 @@ func (s *Server) loginBodyTimeout() time.Duration {
 	return loginBody
 }
 
+// signOutBound is how long a sign-out may take once its client has gone:
+// it finishes without the client, or the session it was asked to end would
+// stay alive.
+const signOutBound = 10 * time.Second
+
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		if err := s.endSession(r.Context(), c.Value); err != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), signOutBound)
+		defer cancel()
+		if err := s.endSession(ctx, c.Value); err != nil {
 			writeErr(w, r, err)
 			return
 		}

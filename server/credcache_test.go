@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,26 @@ func TestRevocationBeatsTheCredentialCache(t *testing.T) {
 		// The admin's other key stays good.
 		if r := f.do("GET", api+"/tenants", "admin", adminKey, "", nil); r.status != http.StatusOK {
 			t.Errorf("GET with another key: %d", r.status)
+		}
+	})
+}
+
+// A sign-out whose client goes away before the answer still ends the
+// session: the client saw nothing and would take the session for ended.
+func TestSignOutFinishesWithoutItsClient(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		f := newFixture(t, st)
+		cookie := f.login("admin", "admin-password")
+		gone, leave := context.WithCancel(context.Background())
+		leave()
+		req := httptest.NewRequestWithContext(gone, "POST", f.srv.URL+"/api/logout", nil)
+		req.Header.Set("Cookie", cookie)
+		req.Header.Set("Origin", f.srv.URL)
+		req.Header.Set("Content-Type", "application/json")
+		f.srv.Config.Handler.ServeHTTP(httptest.NewRecorder(), req)
+		withCookie := map[string]string{"Cookie": cookie, "Origin": f.srv.URL}
+		if r := f.do("GET", api+"/tenants", "", "", "", withCookie); r.status != http.StatusUnauthorized {
+			t.Errorf("GET with the session signed out by a client that left: %d, want 401", r.status)
 		}
 	})
 }
