@@ -152,3 +152,14 @@ func SampleTrigrams(ctx context.Context, s *Store) error { return s.sampleTrigra
 
 // HasTrigramSample says whether s holds a sample of the value keys.
 func HasTrigramSample(s *Store) bool { return s.trigrams.current.Load() != nil }
+
+// ResidentShare is the share of the file at name in the page cache (Linux).
+var ResidentShare = residentShare
+
+// SetMemoryAvailable has WarmCache see n bytes of memory available until
+// the test ends.
+func SetMemoryAvailable(t interface{ Cleanup(func()) }, n int64) {
+	was := memoryAvailable
+	memoryAvailable = func() (int64, error) { return n, nil }
+	t.Cleanup(func() { memoryAvailable = was })
+}

@@ -46,6 +46,9 @@ type Store struct {
 	// one of the connections pages and lookups need. nil for ":memory:".
 	exports *bun.DB
 
+	// path is the SQLite database file ("" for ":memory:" and PostgreSQL).
+	path string
+
 	// stopCheckpointer ends the SQLite WAL checkpointer; nil when there is
 	// none (PostgreSQL, ":memory:").
 	stopCheckpointer func()
@@ -133,6 +136,7 @@ func openSQLite(path string) (*Store, error) {
 	}
 	s := &Store{DB: bun.NewDB(sqldb, sqlitedialect.New()), Dialect: SQLite, tenantCache: newTenantCache()}
 	if path != ":memory:" {
+		s.path = path
 		s.stopCheckpointer = startCheckpointer(dsn)
 		// WAL lets readers run beside each other and the writer; on the
 		// one connection, 16 clients getting a tenant queued for it (and

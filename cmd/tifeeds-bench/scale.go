@@ -423,6 +423,7 @@ func scaleMeasure(ctx context.Context, name, dsn string, size int, in *scaleInge
 		return err
 	}
 	st.StartSearchSample()
+	go st.WarmCache(ctx)
 	if err := b.setUp(ctx); err != nil {
 		return err
 	}

@@ -73,6 +73,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For names the client, for login throttling (TIFEEDS_TRUSTED_PROXIES)")
 	auditDays := fs.Int("audit-retention-days", envInt("TIFEEDS_AUDIT_RETENTION_DAYS", 365),
 		"days the audit log keeps a record (TIFEEDS_AUDIT_RETENTION_DAYS)")
+	warmCacheEnv, err := strconv.ParseBool(envDefault("TIFEEDS_WARM_CACHE", "true"))
+	if err != nil {
+		return fmt.Errorf("TIFEEDS_WARM_CACHE: %w", err)
+	}
+	warmCache := fs.Bool("warm-cache", warmCacheEnv,
+		"read the SQLite database's pages that are not in memory at start, in the background (TIFEEDS_WARM_CACHE)")
 	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
 	allowPrivateEnv, err := envBool("TIFEEDS_FEED_ALLOW_PRIVATE")
 	if err != nil {
@@ -219,6 +225,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("Analysed the tables whose statistics were stale", "tables", analysed, "took", time.Since(analyseStart).Round(time.Millisecond))
 	}
 	st.StartSearchSample()
+	if *warmCache {
+		go warmDatabase(ctx, st, log)
+	}
 
 	admin, err := st.EnsureAdmin(ctx,
 		envDefault("TIFEEDS_ADMIN_USER", "admin"),
@@ -430,4 +439,20 @@ func parsePrefixes(list string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
+}
+
+// warmDatabase has the SQLite database's files read into the page cache
+// (Store.WarmCache), so that the first requests after the machine started
+// do not each wait for the disk, and says what it did.
+func warmDatabase(ctx context.Context, st *store.Store, log *slog.Logger) {
+	start := time.Now()
+	w, err := st.WarmCache(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		log.Warn("Unable to read the database into memory", "err", err)
+	case w.Skipped != "" && w.Size > 0:
+		log.Info("Left the database to be read into memory as requests need it", "reason", w.Skipped)
+	case w.Read > 0:
+		log.Info("Read the database into memory", "read_mb", w.Read>>20, "size_mb", w.Size>>20, "took", time.Since(start).Round(time.Millisecond))
+	}
 }

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// warmWindow is how much of a file warmFile asks the kernel about at once.
+const warmWindow = 64 << 20
+
+// warmFile reads the pages of the file at name that are not in the page
+// cache and returns how many bytes it read. A missing file is nothing to
+// read (the WAL between checkpoints).
+func warmFile(ctx context.Context, name string) (int64, error) {
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return 0, err
+	}
+	page := int64(os.Getpagesize())
+	buf := make([]byte, 1<<20)
+	resident := make([]byte, warmWindow/page)
+	var read int64
+	for off := int64(0); off < fi.Size(); off += warmWindow {
+		if err := ctx.Err(); err != nil {
+			return read, err
+		}
+		length := min(warmWindow, fi.Size()-off)
+		pages, err := residentPages(int(f.Fd()), off, length, page, resident)
+		if err != nil {
+			return read, err
+		}
+		// Each run of pages that are not resident, read at once.
+		for i := 0; i < len(pages); {
+			if pages[i]&1 != 0 {
+				i++
+				continue
+			}
+			j := i
+			for j < len(pages) && pages[j]&1 == 0 && int64(j-i)*page < int64(len(buf)) {
+				j++
+			}
+			n, err := f.ReadAt(buf[:min(int64(j-i)*page, length-int64(i)*page)], off+int64(i)*page)
+			read += int64(n)
+			if err != nil {
+				return read, err
+			}
+			i = j
+		}
+	}
+	return read, nil
+}
+
+// residentPages fills pages with which of the file's pages from off for
+// length are in the page cache (bit 0 set), by mincore(2) over a mapping.
+func residentPages(fd int, off, length, page int64, pages []byte) ([]byte, error) {
+	m, err := unix.Mmap(fd, off, int(length), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Munmap(m)
+	pages = pages[:(length+page-1)/page]
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)),
+		uintptr(unsafe.Pointer(&pages[0]))); errno != 0 {
+		return nil, errno
+	}
+	return pages, nil
+}
+
+// memoryAvailable is MemAvailable of /proc/meminfo, in bytes (a variable
+// for tests).
+var memoryAvailable = procMemoryAvailable
+
+func procMemoryAvailable() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	lines := bufio.NewScanner(f)
+	for lines.Scan() {
+		if rest, ok := strings.CutPrefix(lines.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/meminfo: %w", err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("/proc/meminfo has no MemAvailable")
+}
+
+// residentShare is the share of the file at name in the page cache.
+func residentShare(name string) (float64, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return 0, err
+	}
+	page := int64(os.Getpagesize())
+	buf := make([]byte, warmWindow/page)
+	var resident, pages int
+	for off := int64(0); off < fi.Size(); off += warmWindow {
+		in, err := residentPages(int(f.Fd()), off, min(warmWindow, fi.Size()-off), page, buf)
+		if err != nil {
+			return 0, err
+		}
+		for _, p := range in {
+			resident += int(p & 1)
+		}
+		pages += len(in)
+	}
+	return float64(resident) / float64(pages), nil
+}
