@@ -17,6 +17,17 @@ import (
 // warmWindow is how much of a file warmFile asks the kernel about at once.
 const warmWindow = 64 << 20
 
+// idleIO gives the calling thread the idle I/O class, whose reads the
+// kernel's scheduler (mq-deadline, bfq) serves when no other waits: the
+// warm-up's then keep out of the way of the first requests' own. It
+// reports whether the class was taken; the thread keeps it, so the caller
+// must be locked to a thread that ends with it.
+func idleIO() bool {
+	const whoProcess, classIdle, classShift = 1, 3, 13
+	_, _, errno := unix.Syscall(unix.SYS_IOPRIO_SET, whoProcess, 0, classIdle<<classShift)
+	return errno == 0
+}
+
 // warmFile reads the pages of the file at name that are not in the page
 // cache and returns how many bytes it read. A missing file is nothing to
 // read (the WAL between checkpoints).
