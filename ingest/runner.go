@@ -258,6 +258,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		return fmt.Errorf("ingest: unable to schedule the closing of orphaned runs: %w", err)
 	}
 	keys := &store.KeyIndexer{Store: r.st}
+	keys.Keep() // from the first batch, not from the first tick
 	_, err = r.sched.NewJob(gocron.DurationJob(r.opts.KeyIndexInterval), gocron.NewTask(func(ctx context.Context) {
 		if err := keys.Tick(ctx, r.opts.Now()); err != nil && ctx.Err() == nil {
 			r.log.Error("Unable to index the indicators' keys", "error", err)

@@ -557,3 +557,27 @@ WHERE k.stamp < s.stamp OR k.value_id < (SELECT max(id) FROM iocs)`) > 0 {
 		}
 	})
 }
+
+// The batches of a run keep the key tables within the store's lag limit
+// from the runner's start, before its key indexer first ticks: a run that
+// began with the service wrote 120,000 IoCs without keys in the second
+// before that tick, and pages fell back to plain queries.
+func TestRunsPayTheKeysDebtBeforeTheIndexerTicks(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		const limit, batch = 5, 3
+		st.KeyLagLimit = limit
+		h := newHarnessWith(t, st, tsv.Options{}, func(o *Options) { o.KeyIndexInterval = time.Hour })
+		srv := newTSVServer(t, ipRows(1, 40))
+		f := h.create(srv.URL+"/feed.tsv", nil)
+		h.r.Wait()
+		if run := h.lastRun(f.ID); run.Stored != 40 {
+			t.Fatalf("run = %+v", run)
+		}
+		changed := h.count(`SELECT count(*) FROM iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)`)
+		unvalued := h.count(`SELECT count(*) FROM iocs WHERE id > (SELECT value_id FROM ioc_keys_state)`)
+		if changed > limit+batch || unvalued > limit+batch {
+			t.Errorf("after a run of 40 IoCs in batches of %d the keys lag by %d changes and %d values, want at most %d",
+				batch, changed, unvalued, limit+batch)
+		}
+	})
+}

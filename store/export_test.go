@@ -103,10 +103,6 @@ var SparseKeys = &sparseKeys
 // IoCWriteLockID is the PostgreSQL advisory lock the IoC writers take.
 const IoCWriteLockID = iocWriteLockID
 
-// KeepKeys marks s's keys as kept by a KeyIndexer, as its first tick does,
-// without the tick's own work.
-func KeepKeys(s *Store) { s.keysKept.Store(true) }
-
 // KeysTx is the transaction the key indexer's chunks write in.
 func KeysTx(s *Store, ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return s.keysTx(ctx, fn)

@@ -373,6 +373,7 @@ func runKeyIndexer(ctx context.Context, st *store.Store) (stop func() time.Durat
 		var busy time.Duration
 		defer func() { done <- busy }()
 		k := &store.KeyIndexer{Store: st}
+		k.Keep() // as the service's runner does
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
