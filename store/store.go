@@ -48,6 +48,8 @@ type Store struct {
 
 	// path is the SQLite database file ("" for ":memory:" and PostgreSQL).
 	path string
+	// warmFiles are the database's files as WarmCache opened them.
+	warmFiles warmFiles
 
 	// stopCheckpointer ends the SQLite WAL checkpointer; nil when there is
 	// none (PostgreSQL, ":memory:").
@@ -366,7 +368,10 @@ func (s *Store) Close() error {
 	if s.exports != nil {
 		s.exports.Close()
 	}
-	return s.DB.Close()
+	err := s.DB.Close()
+	// After SQLite's connections (see warmFiles).
+	s.warmFiles.close()
+	return err
 }
 
 // Pools returns the store's connection pools: the writers' and, on SQLite,

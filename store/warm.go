@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
+	"sync"
 )
 
 // CacheWarmth is what WarmCache did.
@@ -54,7 +57,12 @@ func (s *Store) WarmCache(ctx context.Context) (CacheWarmth, error) {
 		runtime.LockOSThread()
 		idleIO()
 		for _, name := range files {
-			read, err := warmFile(ctx, name)
+			f, err := s.warmFiles.open(name)
+			if err != nil {
+				done <- fmt.Errorf("store: unable to read %s into memory: %w", name, err)
+				return
+			}
+			read, err := warmFile(ctx, f)
 			w.Read += read
 			if err != nil {
 				done <- fmt.Errorf("store: unable to read %s into memory: %w", name, err)
@@ -64,4 +72,52 @@ func (s *Store) WarmCache(ctx context.Context) (CacheWarmth, error) {
 		done <- nil
 	}()
 	return w, <-done
+}
+
+// warmFiles keeps the descriptors WarmCache reads the database's files
+// through open until the store's connections are closed: closing any
+// descriptor of a file drops every POSIX lock the process holds on it,
+// SQLite's SHARED lock on the database included. Another process closing
+// the database then takes itself for its last user, checkpoints and
+// deletes the WAL under this one's connections: the bench's database was
+// found malformed so, after a sqlite3 shell had read it beside a warm-up
+// that closed its descriptor (sqlite.org/howtocorrupt.html, 2.2).
+type warmFiles struct {
+	mu     sync.Mutex
+	files  map[string]*os.File
+	closed bool
+}
+
+// open returns the open descriptor of the file at name, nil when there is
+// no such file (the WAL between checkpoints).
+func (w *warmFiles) open(name string) (*os.File, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, errors.New("the store is closed")
+	}
+	if f, ok := w.files[name]; ok {
+		return f, nil
+	}
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if w.files == nil {
+		w.files = map[string]*os.File{}
+	}
+	w.files[name] = f
+	return f, nil
+}
+
+func (w *warmFiles) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	for _, f := range w.files {
+		f.Close()
+	}
+	w.files = nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -28,17 +27,13 @@ func idleIO() bool {
 	return errno == 0
 }
 
-// warmFile reads the pages of the file at name that are not in the page
-// cache and returns how many bytes it read. A missing file is nothing to
-// read (the WAL between checkpoints).
-func warmFile(ctx context.Context, name string) (int64, error) {
-	f, err := os.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
+// warmFile reads the pages of f that are not in the page cache and
+// returns how many bytes it read; a nil f is nothing to read. It must not
+// close f (see warmFiles).
+func warmFile(ctx context.Context, f *os.File) (int64, error) {
+	if f == nil {
 		return 0, nil
-	} else if err != nil {
-		return 0, err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || fi.Size() == 0 {
 		return 0, err
@@ -116,13 +111,8 @@ func procMemoryAvailable() (int64, error) {
 	return 0, errors.New("/proc/meminfo has no MemAvailable")
 }
 
-// residentShare is the share of the file at name in the page cache.
-func residentShare(name string) (float64, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
+// residentShare is the share of f in the page cache.
+func residentShare(f *os.File) (float64, error) {
 	fi, err := f.Stat()
 	if err != nil || fi.Size() == 0 {
 		return 0, err
@@ -141,4 +131,13 @@ func residentShare(name string) (float64, error) {
 		pages += len(in)
 	}
 	return float64(resident) / float64(pages), nil
+}
+
+// evict drops f's pages from the page cache (written first: dirty pages
+// stay), as a machine's start finds the file.
+func evict(f *os.File) error {
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }

@@ -5,6 +5,7 @@ package store_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,23 +14,6 @@ import (
 
 	"github.com/tifeeds/tifeeds/store"
 )
-
-// evict drops the file at name from the page cache (its pages clean once
-// synced), as a machine's start finds it.
-func evict(t *testing.T, name string) {
-	t.Helper()
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestWarmCacheReadsWhatIsNotInMemory(t *testing.T) {
 	ctx := context.Background()
@@ -48,8 +32,10 @@ INSERT INTO filler SELECT randomblob(4000) FROM n`); err != nil {
 	if _, err := st.DB.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		t.Fatal(err)
 	}
-	evict(t, path)
-	before, err := store.ResidentShare(path)
+	if err := store.Evict(st); err != nil {
+		t.Fatal(err)
+	}
+	before, err := store.ResidentShare(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +53,7 @@ INSERT INTO filler SELECT randomblob(4000) FROM n`); err != nil {
 	if w.Skipped != "" || w.Size < fi.Size() || w.Read < fi.Size()/2 || w.Read > w.Size {
 		t.Errorf("warmth %+v of a file of %d bytes, %.0f%% of it in memory before", w, fi.Size(), 100*before)
 	}
-	if after, err := store.ResidentShare(path); err != nil || after < 0.99 {
+	if after, err := store.ResidentShare(st); err != nil || after < 0.99 {
 		t.Errorf("%.0f%% of the file in memory after (%v)", 100*after, err)
 	}
 	// What is in memory is not read again.
@@ -89,7 +75,9 @@ func TestWarmCacheLeavesAFileLargerThanHalfTheMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.SetMemoryAvailable(t, 2*fi.Size()-1)
-	evict(t, path)
+	if err := store.Evict(st); err != nil {
+		t.Fatal(err)
+	}
 	if w, err := st.WarmCache(ctx); err != nil || w.Read != 0 || !strings.Contains(w.Skipped, "half the") {
 		t.Errorf("warmth %+v (%v), want it skipped", w, err)
 	}
@@ -101,4 +89,59 @@ func TestWarmCacheLeavesAFileLargerThanHalfTheMemory(t *testing.T) {
 	if w, err := memory.WarmCache(ctx); err != nil || w.Read != 0 || w.Skipped == "" {
 		t.Errorf("warmth of :memory: %+v (%v)", w, err)
 	}
+}
+
+// lockCheckEnv names the database whose SQLite SHARED lock the helper
+// process of TestWarmCacheKeepsSQLitesLocks looks for.
+const lockCheckEnv = "TIFEEDS_TEST_LOCK_CHECK"
+
+// WarmCache must not drop SQLite's locks: closing any descriptor of a file
+// drops every POSIX lock the process holds on it, SQLite's SHARED lock on
+// the database included, and another process closing the database then
+// takes itself for its last user, checkpoints and deletes the WAL under
+// this one's connections (sqlite.org/howtocorrupt.html, 2.2). The bench's
+// database was found malformed so, after a sqlite3 shell had read it.
+func TestWarmCacheKeepsSQLitesLocks(t *testing.T) {
+	ctx := context.Background()
+	if path := os.Getenv(lockCheckEnv); path != "" {
+		// The other process: is the byte range of SQLite's SHARED locks
+		// held by anyone?
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		const sharedFirst, sharedSize = 0x40000002, 510
+		lock := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: sharedFirst, Len: sharedSize}
+		if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lock); err != nil {
+			t.Fatal(err)
+		}
+		if lock.Type == unix.F_UNLCK {
+			t.Fatal("no process holds a SHARED lock on the database")
+		}
+		return
+	}
+	path := filepath.Join(t.TempDir(), "locks.db")
+	st, err := store.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var n int
+	if err := st.DB.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	held := func(when string) {
+		t.Helper()
+		other := exec.Command(os.Args[0], "-test.run=^TestWarmCacheKeepsSQLitesLocks$")
+		other.Env = append(os.Environ(), lockCheckEnv+"="+path)
+		if out, err := other.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", when, err, out)
+		}
+	}
+	held("before WarmCache")
+	if _, err := st.WarmCache(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held("after WarmCache")
 }
