@@ -15,14 +15,21 @@ import (
 	"github.com/tifeeds/tifeeds/store"
 )
 
-func TestWarmCacheReadsWhatIsNotInMemory(t *testing.T) {
-	ctx := context.Background()
+// openFile opens a store on a new SQLite file, closed when the test ends.
+func openFile(t *testing.T) (*store.Store, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "warm.db")
-	st, err := store.Open(ctx, "sqlite:"+path)
+	st, err := store.Open(context.Background(), "sqlite:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
+	return st, path
+}
+
+func TestWarmCacheReadsWhatIsNotInMemory(t *testing.T) {
+	ctx := context.Background()
+	st, path := openFile(t)
 	// A file of some megabytes: rows of 4 KB.
 	if _, err := st.DB.ExecContext(ctx, `CREATE TABLE filler (b BLOB);
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
@@ -64,12 +71,7 @@ INSERT INTO filler SELECT randomblob(4000) FROM n`); err != nil {
 
 func TestWarmCacheLeavesAFileLargerThanHalfTheMemory(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "warm.db")
-	st, err := store.Open(ctx, "sqlite:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, path := openFile(t)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -121,12 +123,7 @@ func TestWarmCacheKeepsSQLitesLocks(t *testing.T) {
 		}
 		return
 	}
-	path := filepath.Join(t.TempDir(), "locks.db")
-	st, err := store.Open(ctx, "sqlite:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, path := openFile(t)
 	var n int
 	if err := st.DB.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
 		t.Fatal(err)
