@@ -23,10 +23,12 @@ type CacheWarmth struct {
 // the operating system's page cache, so that the first requests after the
 // machine started do not wait for the disk: with the cache cold at
 // 10,000,000 IoCs, the first `minScore` page took 1.0 s and the first
-// VALUE ASC page 111 ms (14 and 0.7 ms once read). It reads with one
-// goroutine, in order, what is not resident (nothing after a restart of
-// the process alone) and nothing when the files are larger than half the
-// memory available, which they would push out of the cache in turn.
+// VALUE ASC page 111 ms (14 and 0.7 ms once read). It reads in file
+// order what is not resident (nothing after a restart of the process
+// alone), from one thread in the idle I/O class, resting after each read
+// as long as the read took, so that the first requests' own reads still
+// go first; and nothing when the files are larger than half the memory
+// available, which they would push out of the cache in turn.
 // PostgreSQL keeps its own buffers: pg_prewarm's autoprewarm restores
 // them (README, "PostgreSQL"). Nothing on PostgreSQL or ":memory:".
 func (s *Store) WarmCache(ctx context.Context) (CacheWarmth, error) {

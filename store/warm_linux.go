@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -65,7 +66,9 @@ func warmFile(ctx context.Context, f *os.File) (int64, error) {
 			began := time.Now()
 			n, err := f.ReadAt(buf[:min(int64(j-i)*page, length-int64(i)*page)], off+int64(i)*page)
 			read += int64(n)
-			if err != nil {
+			if errors.Is(err, io.EOF) {
+				return read, nil // the file shrank meanwhile (a checkpoint truncated the WAL)
+			} else if err != nil {
 				return read, err
 			}
 			// Half the disk's time at most: read at full speed beside the
