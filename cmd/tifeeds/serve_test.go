@@ -16,6 +16,15 @@ func TestFeedAllowPrivateEnvValidated(t *testing.T) {
 	}
 }
 
+func TestWarmCacheEnvValidated(t *testing.T) {
+	t.Setenv("TIFEEDS_WARM_CACHE", "sometimes")
+	var out, errOut bytes.Buffer
+	err := serve(context.Background(), nil, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "TIFEEDS_WARM_CACHE") {
+		t.Fatalf("serve with TIFEEDS_WARM_CACHE=sometimes: %v", err)
+	}
+}
+
 // A bad SMTP URL stops serve before it opens anything, and the error never
 // quotes the password the URL or the environment carries.
 func TestSMTPSettingsValidated(t *testing.T) {
