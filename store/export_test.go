@@ -149,26 +149,6 @@ func SampleTrigrams(ctx context.Context, s *Store) error { return s.sampleTrigra
 // HasTrigramSample says whether s holds a sample of the value keys.
 func HasTrigramSample(s *Store) bool { return s.trigrams.current.Load() != nil }
 
-// ResidentShare is the share of s's database file in the page cache
-// (Linux), read through WarmCache's descriptor, which stays open.
-func ResidentShare(s *Store) (float64, error) {
-	f, err := s.warmFiles.open(s.path)
-	if err != nil {
-		return 0, err
-	}
-	return residentShare(f)
-}
-
-// Evict drops s's database file from the page cache (Linux), through
-// WarmCache's descriptor.
-func Evict(s *Store) error {
-	f, err := s.warmFiles.open(s.path)
-	if err != nil {
-		return err
-	}
-	return evict(f)
-}
-
 // SetMemoryAvailable has WarmCache see n bytes of memory available until
 // the test ends.
 func SetMemoryAvailable(t interface{ Cleanup(func()) }, n int64) {

@@ -36,22 +36,11 @@ func warmFile(ctx context.Context, f *os.File) (int64, error) {
 	if f == nil {
 		return 0, nil
 	}
-	fi, err := f.Stat()
-	if err != nil || fi.Size() == 0 {
-		return 0, err
-	}
-	page := int64(os.Getpagesize())
 	buf := make([]byte, 1<<20)
-	resident := make([]byte, warmWindow/page)
 	var read int64
-	for off := int64(0); off < fi.Size(); off += warmWindow {
+	err := eachWindow(f, func(off, length, page int64, pages []byte) error {
 		if err := ctx.Err(); err != nil {
-			return read, err
-		}
-		length := min(warmWindow, fi.Size()-off)
-		pages, err := residentPages(int(f.Fd()), off, length, page, resident)
-		if err != nil {
-			return read, err
+			return err
 		}
 		// Each run of pages that are not resident, read at once.
 		for i := 0; i < len(pages); {
@@ -66,10 +55,8 @@ func warmFile(ctx context.Context, f *os.File) (int64, error) {
 			began := time.Now()
 			n, err := f.ReadAt(buf[:min(int64(j-i)*page, length-int64(i)*page)], off+int64(i)*page)
 			read += int64(n)
-			if errors.Is(err, io.EOF) {
-				return read, nil // the file shrank meanwhile (a checkpoint truncated the WAL)
-			} else if err != nil {
-				return read, err
+			if err != nil {
+				return err
 			}
 			// Half the disk's time at most: read at full speed beside the
 			// first requests, even in the idle class, the warm-up made
@@ -78,8 +65,35 @@ func warmFile(ctx context.Context, f *os.File) (int64, error) {
 			time.Sleep(time.Since(began))
 			i = j
 		}
+		return nil
+	})
+	if errors.Is(err, io.EOF) {
+		return read, nil // the file shrank meanwhile (a checkpoint truncated the WAL)
 	}
-	return read, nil
+	return read, err
+}
+
+// eachWindow calls fn with each warmWindow of f from its start, its offset
+// and length, the page size and which of its pages are in the page cache
+// (bit 0 set), until fn fails.
+func eachWindow(f *os.File, fn func(off, length, page int64, pages []byte) error) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	page := int64(os.Getpagesize())
+	resident := make([]byte, warmWindow/page)
+	for off := int64(0); off < fi.Size(); off += warmWindow {
+		length := min(warmWindow, fi.Size()-off)
+		pages, err := residentPages(int(f.Fd()), off, length, page, resident)
+		if err != nil {
+			return err
+		}
+		if err := fn(off, length, page, pages); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // residentPages fills pages with which of the file's pages from off for
@@ -119,35 +133,4 @@ func procMemoryAvailable() (int64, error) {
 		}
 	}
 	return 0, errors.New("/proc/meminfo has no MemAvailable")
-}
-
-// residentShare is the share of f in the page cache.
-func residentShare(f *os.File) (float64, error) {
-	fi, err := f.Stat()
-	if err != nil || fi.Size() == 0 {
-		return 0, err
-	}
-	page := int64(os.Getpagesize())
-	buf := make([]byte, warmWindow/page)
-	var resident, pages int
-	for off := int64(0); off < fi.Size(); off += warmWindow {
-		in, err := residentPages(int(f.Fd()), off, min(warmWindow, fi.Size()-off), page, buf)
-		if err != nil {
-			return 0, err
-		}
-		for _, p := range in {
-			resident += int(p & 1)
-		}
-		pages += len(in)
-	}
-	return float64(resident) / float64(pages), nil
-}
-
-// evict drops f's pages from the page cache (written first: dirty pages
-// stay), as a machine's start finds the file.
-func evict(f *os.File) error {
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }

@@ -15,9 +15,3 @@ func warmFile(context.Context, *os.File) (int64, error) { return 0, nil }
 var memoryAvailable = func() (int64, error) {
 	return 0, errors.New("the memory available is known on Linux only")
 }
-
-func residentShare(*os.File) (float64, error) {
-	return 0, errors.New("residency is known on Linux only")
-}
-
-func evict(*os.File) error { return errors.New("eviction is done on Linux only") }
