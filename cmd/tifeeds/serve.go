@@ -73,20 +73,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For names the client, for login throttling (TIFEEDS_TRUSTED_PROXIES)")
 	auditDays := fs.Int("audit-retention-days", envInt("TIFEEDS_AUDIT_RETENTION_DAYS", 365),
 		"days the audit log keeps a record (TIFEEDS_AUDIT_RETENTION_DAYS)")
-	warmCacheEnv, err := strconv.ParseBool(envDefault("TIFEEDS_WARM_CACHE", "true"))
+	warmCacheEnv, err := envBool("TIFEEDS_WARM_CACHE", true)
 	if err != nil {
-		return fmt.Errorf("TIFEEDS_WARM_CACHE: %w", err)
+		return err
 	}
 	warmCache := fs.Bool("warm-cache", warmCacheEnv,
 		"read the SQLite database's pages that are not in memory at start, in the background (TIFEEDS_WARM_CACHE)")
 	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
-	allowPrivateEnv, err := envBool("TIFEEDS_FEED_ALLOW_PRIVATE")
+	allowPrivateEnv, err := envBool("TIFEEDS_FEED_ALLOW_PRIVATE", false)
 	if err != nil {
 		return err
 	}
 	allowPrivate := fs.Bool("feed-allow-private", allowPrivateEnv,
 		"let feeds fetch from loopback, private, link-local and other internal addresses, refused by default (TIFEEDS_FEED_ALLOW_PRIVATE)")
-	cookieSecure, err := envBool("TIFEEDS_COOKIE_SECURE")
+	cookieSecure, err := envBool("TIFEEDS_COOKIE_SECURE", false)
 	if err != nil {
 		return err
 	}
@@ -324,11 +324,11 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// envBool reads a boolean environment variable; unset or empty is false.
-func envBool(name string) (bool, error) {
+// envBool reads a boolean environment variable; unset or empty is def.
+func envBool(name string, def bool) (bool, error) {
 	v := envDefault(name, "")
 	if v == "" {
-		return false, nil
+		return def, nil
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {

@@ -7,21 +7,17 @@ import (
 	"testing"
 )
 
-func TestFeedAllowPrivateEnvValidated(t *testing.T) {
-	t.Setenv("TIFEEDS_FEED_ALLOW_PRIVATE", "maybe")
-	var out, errOut bytes.Buffer
-	err := serve(context.Background(), nil, &out, &errOut)
-	if err == nil || !strings.Contains(err.Error(), "TIFEEDS_FEED_ALLOW_PRIVATE") {
-		t.Fatalf("serve with TIFEEDS_FEED_ALLOW_PRIVATE=maybe: %v", err)
-	}
-}
-
-func TestWarmCacheEnvValidated(t *testing.T) {
-	t.Setenv("TIFEEDS_WARM_CACHE", "sometimes")
-	var out, errOut bytes.Buffer
-	err := serve(context.Background(), nil, &out, &errOut)
-	if err == nil || !strings.Contains(err.Error(), "TIFEEDS_WARM_CACHE") {
-		t.Fatalf("serve with TIFEEDS_WARM_CACHE=sometimes: %v", err)
+// A boolean setting that is neither true nor false stops serve, naming it.
+func TestBooleanEnvValidated(t *testing.T) {
+	for name, value := range map[string]string{"TIFEEDS_FEED_ALLOW_PRIVATE": "maybe", "TIFEEDS_WARM_CACHE": "sometimes"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			var out, errOut bytes.Buffer
+			err := serve(context.Background(), nil, &out, &errOut)
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Fatalf("serve with %s=%s: %v", name, value, err)
+			}
+		})
 	}
 }
 
