@@ -45,6 +45,9 @@ import (
 // 335 µs of SQLite's writer an IoC at 14,000,000: docs/benchmarks.md,
 // "Keys that hold while true"). An order key's stamp is its IoC's change
 // stamp when it was made, which no reader needs.
+// ioc_order_key_rows keeps how many keys each order's table holds, moved
+// in the transaction of every insert and delete (moveKeyRows): a count of
+// a range of keys less those that may not hold (heldKeysPast).
 // The value keys are complete by id instead (ioc_keys_state.value_id,
 // CatchUpValueKeys): a value key holds while its IoC is there.
 
@@ -188,16 +191,21 @@ func (s *Store) catchUpOrderKeys(ctx context.Context, maxRows int, clock func() 
 		// at the end of each table; a key that still holds is left as it
 		// is.
 		for _, k := range s.orderKeys() {
-			if _, err := tx.ExecContext(ctx, `WITH chunk AS MATERIALIZED (SELECT id FROM iocs
+			gone, err := tx.ExecContext(ctx, `WITH chunk AS MATERIALIZED (SELECT id FROM iocs
 	WHERE changed_at > ? AND changed_at <= ? AND id <= (SELECT max(id) FROM `+k.table+`))
 DELETE FROM `+k.table+` AS x WHERE id IN (SELECT id FROM chunk)
-AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id AND `+k.holds()+`)`, from, to); err != nil {
+AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id AND `+k.holds()+`)`, from, to)
+			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO `+k.table+` (key, id, stamp)
+			made, err := tx.ExecContext(ctx, `INSERT INTO `+k.table+` (key, id, stamp)
 SELECT `+string(k.field)+`, id, changed_at FROM iocs WHERE changed_at > ? AND changed_at <= ? ORDER BY 1, 2
 ON CONFLICT (key, id) DO NOTHING`,
-				from, to); err != nil {
+				from, to)
+			if err != nil {
+				return err
+			}
+			if err := moveKeyRows(ctx, tx, k, made, gone); err != nil {
 				return err
 			}
 		}
@@ -417,16 +425,20 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 			}
 		}
 		for i, k := range s.orderKeys() {
-			if err := cleanKeyChunk(ctx, tx, k.table, "key, id", k.holds(), chunk,
-				[]any{at.Orders[i].Key, at.Orders[i].ID}, &next.Orders[i].Key, &next.Orders[i].ID); err != nil {
+			gone, err := cleanKeyChunk(ctx, tx, k.table, "key, id", k.holds(), chunk,
+				[]any{at.Orders[i].Key, at.Orders[i].ID}, &next.Orders[i].Key, &next.Orders[i].ID)
+			if err != nil {
+				return err
+			}
+			if err := moveKeyRows(ctx, tx, k, nil, gone); err != nil {
 				return err
 			}
 		}
-		if err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", tagKeyHolds, chunk,
+		if _, err := cleanKeyChunk(ctx, tx, "ioc_tag_keys", "tag, id", tagKeyHolds, chunk,
 			[]any{at.Tag, at.TagID}, &next.Tag, &next.TagID); err != nil {
 			return err
 		}
-		if err := cleanKeyChunk(ctx, tx, "ioc_value_keys", s.valueKeyID(), "true", chunk, []any{at.ValueID}, &next.ValueID); err != nil {
+		if _, err := cleanKeyChunk(ctx, tx, "ioc_value_keys", s.valueKeyID(), "true", chunk, []any{at.ValueID}, &next.ValueID); err != nil {
 			return err
 		}
 		// A zone costs a walk of its ids: as many zones as make a chunk.
@@ -444,8 +456,9 @@ func (s *Store) CleanKeys(ctx context.Context, at KeyPositions, chunk int) (KeyP
 // condition on the key x and its IoC iocs, fails) among the chunk of keys
 // (columns key, its primary key, whose last is the IoC's id) after the key
 // after, and scans the chunk's last key into last: left as it was past the
-// table's end.
-func cleanKeyChunk(ctx context.Context, tx bun.Tx, table, key, holds string, chunk int, after []any, last ...any) error {
+// table's end. It returns the DELETE's result (nil when the chunk was
+// empty).
+func cleanKeyChunk(ctx context.Context, tx bun.Tx, table, key, holds string, chunk int, after []any, last ...any) (sql.Result, error) {
 	marks := placeholders(len(after))
 	desc := strings.ReplaceAll(key, ",", " DESC,") + " DESC"
 	id := strings.TrimSpace(key[strings.LastIndexByte(key, ',')+1:])
@@ -453,12 +466,35 @@ func cleanKeyChunk(ctx context.Context, tx bun.Tx, table, key, holds string, chu
 WHERE (%[2]s) > (%[3]s) ORDER BY %[2]s LIMIT ?) c ORDER BY %[4]s LIMIT 1`, table, key, marks, desc),
 		append(slices.Clone(after), chunk)...).Scan(last...)
 	if more, err := found(err); err != nil || !more {
-		return err
+		return nil, err
 	}
-	_, err = tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %[1]s AS x WHERE (%[2]s) > (%[3]s) AND (%[2]s) <= (%[3]s)
+	return tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %[1]s AS x WHERE (%[2]s) > (%[3]s) AND (%[2]s) <= (%[3]s)
 AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.%[5]s AND %[4]s)`, table, key, marks, holds, id),
 		append(slices.Clone(after), last...)...)
+}
+
+// moveKeyRows moves the kept count of k's keys (ioc_order_key_rows) by
+// the rows that made inserted and gone deleted (either nil: none), in
+// their transaction.
+func moveKeyRows(ctx context.Context, tx bun.Tx, k orderKey, made, gone sql.Result) error {
+	added, err := rowsAffected(made)
+	if err != nil {
+		return err
+	}
+	deleted, err := rowsAffected(gone)
+	if err != nil || added == deleted {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "UPDATE ioc_order_key_rows SET rows = rows + ? WHERE name = ?", added-deleted, k.table)
 	return err
+}
+
+// rowsAffected is res's RowsAffected, 0 for no result.
+func rowsAffected(res sql.Result) (int64, error) {
+	if res == nil {
+		return 0, nil
+	}
+	return res.RowsAffected()
 }
 
 // tagRows returns, in dialect d, a FROM clause that joins each IoC (iocs) to its tags, a
@@ -509,8 +545,12 @@ func dropGoneKeys(ctx context.Context, tx bun.Tx, orders []orderKey, ids []int64
 		return err
 	}
 	for _, k := range orders {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+k.table+` WHERE id IN (?)
-AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = `+k.table+`.id)`, bun.In(ids)); err != nil {
+		gone, err := tx.ExecContext(ctx, `DELETE FROM `+k.table+` WHERE id IN (?)
+AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = `+k.table+`.id)`, bun.In(ids))
+		if err == nil {
+			err = moveKeyRows(ctx, tx, k, nil, gone)
+		}
+		if err != nil {
 			return fmt.Errorf("store: unable to delete the keys of deleted indicators: %w", err)
 		}
 	}

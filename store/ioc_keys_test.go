@@ -535,6 +535,21 @@ func orderKeyTables(s *store.Store) map[string]string {
 		"ioc_last_seen_keys": "last_seen", "ioc_expires_keys": "expires_at"}
 }
 
+// checkKeptKeyRows compares each order's kept count of its keys
+// (ioc_order_key_rows), which the range counts trust, with its table.
+func checkKeptKeyRows(t *testing.T, s *store.Store, state string) {
+	t.Helper()
+	for table := range orderKeyTables(s) {
+		var kept int
+		if err := s.DB.QueryRowContext(context.Background(), "SELECT rows FROM ioc_order_key_rows WHERE name = ?", table).Scan(&kept); err != nil {
+			t.Fatal(err)
+		}
+		if n := countRows(t, s, table); n != kept {
+			t.Errorf("%s: %s holds %d keys, its kept count says %d", state, table, n, kept)
+		}
+	}
+}
+
 // orderKeyCount counts the rows of every order's keys, each table followed
 // by rest (an alias, joins, a condition).
 func orderKeyCount(t *testing.T, s *store.Store, rest string) int {
@@ -769,6 +784,7 @@ func checkKeyedPages(t *testing.T, s *store.Store, state string) {
 func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) {
 	t.Helper()
 	ctx := context.Background()
+	checkKeptKeyRows(t, s, state)
 	all := allIoCRows(t, s)
 	countCap := store.DefaultIoCCountCap
 	if dense {
@@ -916,18 +932,21 @@ func TestDeletedIoCsTakeTheirOrderKeys(t *testing.T) {
 		if n := gone(); n != 0 {
 			t.Errorf("%d order keys of swept IoCs left", n)
 		}
+		checkKeptKeyRows(t, s, "swept")
 		if _, err := s.DeleteFeedSightings(ctx, other); err != nil {
 			t.Fatal(err)
 		}
 		if n := gone(); n != 0 {
 			t.Errorf("%d order keys of the IoCs of a deleted feed left", n)
 		}
+		checkKeptKeyRows(t, s, "a feed deleted")
 		if n, err := s.DeleteIoCsMatching(ctx, ioc.IP, "", func(v string) bool { return v == "203.0.113.9" }); err != nil || n != 1 {
 			t.Fatalf("the allowlist's removal deleted %d IoCs, %v; want 1", n, err)
 		}
 		if n := gone(); n != 0 {
 			t.Errorf("%d order keys of an allowlisted IoC left", n)
 		}
+		checkKeptKeyRows(t, s, "allowlisted")
 		// s00 changed (its short sighting went): its keys are stale, not
 		// gone, until the indexer makes them anew; the others hold.
 		catchUp()

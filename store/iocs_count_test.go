@@ -179,3 +179,65 @@ func TestOrderRangeCountsPastTheCap(t *testing.T) {
 		check("six re-sighted")
 	})
 }
+
+// A range of order keys past the cap also passes it when its keys less
+// those that may no longer hold do: every key but one for each IoC not
+// changed since the keys' stamp. Keys whose IoC moved out of the range
+// (re-sighted for longer) count as stale until the indexer drops them, so
+// a range at the cap stays exact, and the count believes the kept counts
+// of keys only while they make sense.
+func TestOrderRangeCountsBoundTheStaleKeys(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		s.IoCCountCap = 3
+		short, long := newFeed(t, s, "short"), newFeed(t, s, "long")
+		var soon, later []ioc.Indicator
+		for i := range 5 {
+			soon = append(soon, dom(fmt.Sprintf("soon%d.example", i), "src", 50))
+			later = append(later, dom(fmt.Sprintf("later%d.example", i), "src", 50))
+		}
+		apply(t, s, store.Batch{FeedID: short, Now: t0, Retention: day, Indicators: soon})
+		apply(t, s, store.Batch{FeedID: long, Now: t0, Retention: 30 * day, Indicators: later})
+		catchUpAll(t, s.CatchUpKeys, 100)
+		before := t0.Add(2 * day)
+		count := func(state string, total int, capped bool) {
+			t.Helper()
+			page, err := s.IoCs(ctx, store.IoCFilter{ExpiresBefore: &before}, store.IoCOrder{}, 2, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if page.Total != total || page.TotalCapped != capped {
+				t.Errorf("%s: total %d capped %v, want %d %v", state, page.Total, page.TotalCapped, total, capped)
+			}
+		}
+		count("five expiring", 3, true)
+
+		// Two of the five now expire in 30 days: three left, their old
+		// expiry keys still there.
+		apply(t, s, store.Batch{FeedID: long, Now: t0, Retention: 30 * day, Indicators: soon[:2]})
+		count("two re-sighted for longer", 3, false)
+		if s.Dialect == store.SQLite {
+			moveKeptRows := func(n int) {
+				t.Helper()
+				if _, err := s.DB.ExecContext(ctx, "UPDATE ioc_order_key_rows SET rows = rows + ? WHERE name = 'ioc_expires_keys'", n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Kept as two keys fewer, the two stale keys look like keys that
+			// hold: the count takes the kept counts' word.
+			moveKeptRows(-2)
+			count("two stale keys not kept", 3, true)
+			// Counts that cannot be (fewer keys than IoCs that have one)
+			// or more stale keys than the bound reads: the IoCs tell.
+			moveKeptRows(-1_000)
+			count("kept counts too low", 3, false)
+			moveKeptRows(1_000 + 2 + 1_000_000)
+			count("more stale keys than the bound reads", 3, false)
+			moveKeptRows(-1_000_000)
+		}
+		catchUpAll(t, s.CatchUpKeys, 100)
+		count("caught up", 3, false)
+		apply(t, s, store.Batch{FeedID: short, Now: t0, Retention: day, Indicators: []ioc.Indicator{dom("soon5.example", "src", 50)}})
+		count("a fourth expiring, not yet keyed", 3, true)
+	})
+}

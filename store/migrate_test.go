@@ -262,6 +262,34 @@ func TestPostgresVacuumSoonerMigrationGoesBothWays(t *testing.T) {
 
 // migration returns a migrator of s and its migration named name, to run
 // that one's Down and Up.
+// Migration 20270115000100 counts each order's keys on a store that has
+// them, and takes the counts away going down.
+func TestOrderKeyRowsMigrationCountsTheKeys(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		if s.Dialect == store.Postgres {
+			t.Skip("PostgreSQL keeps no order keys")
+		}
+		ctx := context.Background()
+		apply(t, s, store.Batch{FeedID: newFeed(t, s, "f"), Now: t0, Retention: day, Indicators: []ioc.Indicator{
+			dom("a.example", "s", 10), dom("b.example", "s", 90), dom("c.example", "s", 50)}})
+		catchUpAll(t, s.CatchUpKeys, 100)
+		m, mig := migration(t, s, "20270115000100")
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if n := countRows(t, s, "sqlite_master WHERE name = 'ioc_order_key_rows'"); n != 0 {
+			t.Error("the kept counts of keys are still there after going down")
+		}
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if n := countRows(t, s, "ioc_order_key_rows WHERE rows = 3"); n != 4 {
+			t.Errorf("%d orders' kept counts say 3 keys after going up, want 4", n)
+		}
+		checkKeptKeyRows(t, s, "after going up")
+	})
+}
+
 func migration(t *testing.T, s *store.Store, name string) (*migrate.Migrator, *migrate.Migration) {
 	t.Helper()
 	all := migrations.Migrations.Sorted()
