@@ -125,7 +125,10 @@ func (s *Store) deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond 
 		return 0, 0, nil
 	}
 	err = s.keepCounts(ctx, tx, ids, func() error {
-		r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?) AND feed_id = ?", bun.In(ids), feedID)
+		// By id: "+" keeps SQLite, without statistics, off the feed's
+		// range of iocs_feed_idx, which it walked whole for each chunk
+		// (53 ms a chunk of 5,000 at 1,000,000 IoCs, 13 by id).
+		r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?) AND +feed_id = ?", bun.In(ids), feedID)
 		if err != nil {
 			return err
 		}
