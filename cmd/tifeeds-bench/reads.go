@@ -131,8 +131,11 @@ func (b *readBench) setUp(ctx context.Context) error {
 }
 
 // catchUp runs the key indexer until the key tables hold every IoC, as it
-// does in the first quiet seconds after a run, then refreshes the
-// planner's statistics.
+// does in the first quiet seconds after a run, then, on PostgreSQL,
+// refreshes the planner's statistics as autovacuum soon does. SQLite's
+// are left as the service leaves them, never gathered: an ANALYZE here
+// measured plans that no store had (every first prefix page after a
+// restart at 1,000,000 IoCs, before this ANALYZE, read the whole index).
 func (b *readBench) catchUp(ctx context.Context) error {
 	start := time.Now()
 	for caught := false; !caught; {
@@ -146,8 +149,6 @@ func (b *readBench) catchUp(ctx context.Context) error {
 		if _, err := b.st.DB.ExecContext(ctx, "VACUUM ANALYZE"); err != nil {
 			return err
 		}
-	} else if _, err := b.st.DB.ExecContext(ctx, "ANALYZE"); err != nil {
-		return err
 	}
 	return nil
 }
