@@ -625,7 +625,7 @@ func child(args []string) error {
 	}
 	stopIndexer := func() time.Duration { return 0 }
 	if os.Getenv(keyIndexerEnv) != "" {
-		stopIndexer = runKeyIndexer(ctx, st)
+		stopIndexer = runKeyIndexer(ctx, st, nil)
 	}
 	defer func() { stopIndexer() }()
 	start := time.Now()
