@@ -7,6 +7,11 @@ import (
 	"github.com/uptrace/bun/dialect"
 )
 
+// orderKeyTables are the order keys' tables this migration makes
+// (store/ioc_keys.go, orderKeyTables); PostgreSQL gives them up for indexes
+// on iocs in 20270112000100, SQLite keeps them.
+var orderKeyTables = []string{"ioc_score_keys", "ioc_first_seen_keys", "ioc_last_seen_keys", "ioc_expires_keys"}
+
 func init() {
 	Migrations.MustRegister(func(ctx context.Context, db *bun.DB) error {
 		pg := db.Dialect().Name() == dialect.PG
@@ -32,7 +37,7 @@ func init() {
 		// and walked the table (docs/decisions.md, "Order keys"). stamp is
 		// the IoC's changed_at when the key was made; by id, the indexer
 		// finds the keys of an IoC that changed, to make them anew.
-		for _, table := range []string{"ioc_score_keys", "ioc_first_seen_keys", "ioc_last_seen_keys", "ioc_expires_keys"} {
+		for _, table := range orderKeyTables {
 			stmts = append(stmts, `CREATE TABLE `+table+` (
 	key BIGINT NOT NULL,
 	id BIGINT NOT NULL,

@@ -7,10 +7,6 @@ import (
 	"github.com/uptrace/bun/dialect"
 )
 
-// postgresOrderKeyTables are the order keys' tables (20261228000100) that
-// PostgreSQL gives up for indexes on iocs.
-var postgresOrderKeyTables = []string{"ioc_score_keys", "ioc_first_seen_keys", "ioc_last_seen_keys", "ioc_expires_keys"}
-
 func init() {
 	Migrations.MustRegister(func(ctx context.Context, db *bun.DB) error {
 		if db.Dialect().Name() != dialect.PG {
@@ -31,7 +27,7 @@ func init() {
 			`CREATE INDEX iocs_last_seen_idx ON iocs (last_seen, id)`,
 			`CREATE INDEX iocs_expires_idx ON iocs (expires_at, id)`,
 		}
-		for _, table := range postgresOrderKeyTables {
+		for _, table := range orderKeyTables {
 			stmts = append(stmts, `DROP TABLE `+table)
 		}
 		return exec(ctx, db, stmts...)
@@ -45,7 +41,7 @@ func init() {
 			`DROP INDEX iocs_last_seen_idx`,
 			`DROP INDEX iocs_expires_idx`,
 		}
-		for _, table := range postgresOrderKeyTables {
+		for _, table := range orderKeyTables {
 			stmts = append(stmts, `CREATE TABLE `+table+` (
 	key BIGINT NOT NULL,
 	id BIGINT NOT NULL,

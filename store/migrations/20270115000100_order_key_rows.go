@@ -7,14 +7,10 @@ import (
 	"github.com/uptrace/bun/dialect"
 )
 
-// sqliteOrderKeyTables are SQLite's order keys' tables (store/ioc_keys.go,
-// orderKeyTables); PostgreSQL has none since migration 20270112000100.
-var sqliteOrderKeyTables = []string{"ioc_score_keys", "ioc_first_seen_keys", "ioc_last_seen_keys", "ioc_expires_keys"}
-
 func init() {
 	Migrations.MustRegister(func(ctx context.Context, db *bun.DB) error {
 		if db.Dialect().Name() == dialect.PG {
-			return nil
+			return nil // no order keys since 20270112000100
 		}
 		// How many keys each order's table holds, kept by whoever adds or
 		// deletes them in the same transaction: with the IoCs' kept count
@@ -26,7 +22,7 @@ func init() {
 	name TEXT NOT NULL PRIMARY KEY,
 	rows BIGINT NOT NULL
 ) WITHOUT ROWID`}
-		for _, table := range sqliteOrderKeyTables {
+		for _, table := range orderKeyTables {
 			stmts = append(stmts, `INSERT INTO ioc_order_key_rows (name, rows) SELECT '`+table+`', count(*) FROM `+table)
 		}
 		return exec(ctx, db, stmts...)
