@@ -510,19 +510,19 @@ func (s *Store) countByKeys(ctx context.Context, f IoCFilter, stamp int64, keys 
 
 // staleKeysMost is the most keys of an order's table that may no longer
 // hold for heldKeysPast to count past them.
-var staleKeysMost = 50_000
+const staleKeysMost = 50_000
 
 // heldKeysPast says whether more than limit keys of keys' range hold (each
 // is an IoC of the range, counted once whether changed since stamp or
 // not), from a count of the range's keys and a bound of those that do not
 // hold: all the table's keys (ioc_order_key_rows) but those that certainly
 // hold, one for each IoC not changed since stamp (all the IoCs, ioc_stats,
-// but those changed since). It reads no IoC: the count it replaces probed
-// iocs_changed_idx once per key, 10,000 random reads for minScore 90
-// (15-30 ms at 10,000,000 IoCs with the file in memory, 0.36-1.0 s of a
-// first call after a machine's start). false when it cannot tell: more
-// stale keys than staleKeysMost, or a bound below zero (the kept counts
-// disagree: the count through the IoCs follows).
+// but those changed since). It reads no IoC, where the count through
+// unchangedSQL probes iocs_changed_idx once per key, 10,000 random reads
+// for minScore 90 (15-30 ms at 10,000,000 IoCs with the file in memory,
+// 0.36-1.0 s of a first call after a machine's start). false when it
+// cannot tell: more stale keys than staleKeysMost, or a bound below zero
+// (the kept counts disagree); the count through the IoCs follows.
 func (s *Store) heldKeysPast(ctx context.Context, keys *iocKeys, stamp int64, limit int) (bool, error) {
 	var stale sql.NullInt64
 	var inRange int64
