@@ -38,9 +38,8 @@ type iocKeys struct {
 	unchangedSQL string
 	// heldSQL, for an order's keys, reads a bound of the keys of the
 	// order's table that no longer hold and counts the keys of the range
-	// up to a LIMIT past it (heldKeysPast).
-	heldSQL  string
-	heldArgs []any
+	// (countArgs) up to a LIMIT past it (heldKeysPast).
+	heldSQL string
 	// keys is how many keys countSQL counted (sparseKeys+1 at most), or
 	// past sparseKeys the kept count.
 	keys int
@@ -207,7 +206,6 @@ AND EXISTS (SELECT 1 FROM iocs INDEXED BY iocs_changed_idx WHERE iocs.changed_at
 	WHERE r.name = '` + r.order.table + `' AND st.id = 1)
 SELECT (SELECT n FROM stale), (SELECT count(*) FROM (SELECT 1 FROM ` + r.order.table + ` WHERE key BETWEEN ? AND ?
 	LIMIT ? + (SELECT min(max(coalesce(n, 0), 0), ?) FROM stale)))`,
-		heldArgs: []any{r.lo, r.hi},
 	}
 	if ordered {
 		k.col, k.id = "x.key", "x.id"
@@ -472,6 +470,9 @@ SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL jit = off`
 // countByKeys counts the IoCs of f up to the count cap, through keys.
 func (s *Store) countByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *iocKeys) (total int, capped bool, err error) {
 	limit := s.countCap()
+	// An order's keys past the cap that prove the whole filter (the two
+	// statements are made together, orderKeysIn) may pass it without the
+	// count through the rows.
 	if keys.heldSQL != "" && keys.keys > limit && keys.provesAll(f) {
 		past, err := s.heldKeysPast(ctx, keys, stamp, limit)
 		if err != nil {
@@ -480,8 +481,6 @@ func (s *Store) countByKeys(ctx context.Context, f IoCFilter, stamp int64, keys 
 		if past {
 			return limit, true, nil
 		}
-	}
-	if keys.unchangedSQL != "" && keys.keys > limit && keys.provesAll(f) {
 		// An order key holds while its IoC's column equals it, which
 		// reads the IoC's row; one whose IoC has not changed since it
 		// was made holds for certain, which iocs_changed_idx answers.
@@ -526,7 +525,7 @@ const staleKeysMost = 50_000
 func (s *Store) heldKeysPast(ctx context.Context, keys *iocKeys, stamp int64, limit int) (bool, error) {
 	var stale sql.NullInt64
 	var inRange int64
-	args := append([]any{staleKeysMost, stamp, staleKeysMost + 1}, keys.heldArgs...)
+	args := append([]any{staleKeysMost, stamp, staleKeysMost + 1}, keys.countArgs...)
 	if err := s.reader().QueryRowContext(ctx, keys.heldSQL, append(args, limit+1, staleKeysMost)...).Scan(&stale, &inRange); err != nil {
 		return false, fmt.Errorf("store: unable to count indicators: %w", err)
 	}
