@@ -156,3 +156,7 @@ func SetMemoryAvailable(t interface{ Cleanup(func()) }, n int64) {
 	memoryAvailable = func() (int64, error) { return n, nil }
 	t.Cleanup(func() { memoryAvailable = was })
 }
+
+// KeyedStamp is keyedStamp: the key tables' stamp, and whether a keyed
+// read sorts the IoCs changed since rather than falling back.
+func KeyedStamp(ctx context.Context, s *Store) (int64, bool, error) { return s.keyedStamp(ctx) }

@@ -181,9 +181,19 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 		}
 		rows = append(rows, part...)
 	}
-	// The IoCs changed since, which a zone may not hold yet.
+	// The IoCs changed since, which a zone may not hold yet; when the
+	// zones filled the page, only those before its last id (checked on
+	// iocs_changed_idx's entries, as pageByKeys does).
+	recent := filter(s.changedIoCs(stamp))
+	if len(rows) == limit {
+		beyond := "<"
+		if o.Desc {
+			beyond = ">"
+		}
+		recent = recent.Where("iocs.id "+beyond+" ?", rows[limit-1].ID)
+	}
 	var changed []IoC
-	if err := s.changedRows(filter(s.changedIoCs(stamp)), o, after, nil, cursorID, limit).Scan(ctx, &changed); err != nil {
+	if err := s.changedRows(recent, o, after, nil, cursorID, limit).Scan(ctx, &changed); err != nil {
 		return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
 	return mergeByID(rows, changed, o.Desc, limit), true, nil

@@ -108,6 +108,33 @@ func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
 	})
 }
 
+// A page of an expiry range in id order that the zones fill still meets
+// the IoCs changed since the keys on either side of its last: old IoCs
+// that a re-sighting brought into the range (before it, ascending) and
+// new ones (after it, descending).
+func TestExpiryZonePagesMeetIoCsChangedSince(t *testing.T) {
+	withExpiryZones(t, 4)
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "f")
+		batch := func(from, to int, now time.Time, retention time.Duration) {
+			var inds []ioc.Indicator
+			for i := from; i < to; i++ {
+				inds = append(inds, dom(fmt.Sprintf("z%02d.example", i), "src", 50))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: now, Retention: retention, Indicators: inds})
+		}
+		batch(0, 24, t0, 10*day)
+		batch(24, 32, t0.Add(time.Minute), time.Hour)
+		catchUpAll(t, s.CatchUpKeys, 100)
+		soon := t0.Add(day)
+		expiring := store.IoCFilter{ExpiresBefore: &soon}
+		checkZones(t, s, "caught up", expiring, 8)
+		batch(0, 4, t0.Add(2*time.Minute), time.Hour)
+		batch(32, 36, t0.Add(3*time.Minute), time.Hour)
+		checkZones(t, s, "changed since on both sides", expiring, 16)
+	})
+}
+
 // checkZones checks that every IoC changed up to the keys' stamp is in its
 // zone's span, and that the pages of f (an expiry range) in id order, both
 // ways, are the IoCs that match it (want of them), in pages of 3.

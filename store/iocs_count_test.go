@@ -241,3 +241,42 @@ func TestOrderRangeCountsBoundTheStaleKeys(t *testing.T) {
 		count("a fourth expiring, not yet keyed", 3, true)
 	})
 }
+
+// keyedStamp counts the IoCs changed since the keys once per stamp and
+// version of the IoCs: a write that takes them past what a keyed page
+// sorts ends keyed reads at once, and a catch-up brings them back.
+func TestKeyedReadsFollowTheChangedCount(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		saved, savedShare := *store.RecentKeysMax, *store.RecentKeysShare
+		*store.RecentKeysMax, *store.RecentKeysShare = 5, 1<<40
+		t.Cleanup(func() { *store.RecentKeysMax, *store.RecentKeysShare = saved, savedShare })
+		feed := newFeed(t, s, "f")
+		n := 0
+		write := func(count int) {
+			t.Helper()
+			var inds []ioc.Indicator
+			for range count {
+				inds = append(inds, dom(fmt.Sprintf("k%03d.example", n), "src", 50, "t"))
+				n++
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Second), Retention: 10 * day, Indicators: inds})
+		}
+		keyed := func(want bool, state string) {
+			t.Helper()
+			for range 2 { // the second answered from the count kept
+				if _, ok, err := store.KeyedStamp(ctx, s); err != nil || ok != want {
+					t.Fatalf("%s: keyed %v (%v), want %v", state, ok, err, want)
+				}
+			}
+		}
+		write(3)
+		keyed(true, "3 changed since the keys")
+		write(3)
+		keyed(false, "6 changed since the keys")
+		catchUpAll(t, s.CatchUpKeys, 100)
+		keyed(true, "caught up")
+		write(6)
+		keyed(false, "6 changed since the caught-up keys")
+	})
+}

@@ -76,6 +76,10 @@ type Store struct {
 	// batches then keep their lag bounded.
 	keysKept atomic.Bool
 
+	// changedCount is keyedStamp's last count of the IoCs changed since
+	// the keys' stamp.
+	changedCount atomic.Pointer[changedCount]
+
 	// pgFreshStreak: the last PostgreSQL batch found none of its IoCs
 	// stored, so the next copies its IoCs without looking (pgWriter.insertNew).
 	pgFreshStreak atomic.Bool
