@@ -48,8 +48,9 @@ type storedSighting struct {
 	// inline says the sighting is kept in its IoC's row, not in
 	// sighting_rows: the IoC's only one (see aggregate.feedID).
 	inline bool
-	// iocTags (JSON) and iocExpires are its IoC's row as stored, what the
-	// IoC counted for in the overview before the batch.
+	// iocScore, iocTags (JSON) and iocExpires are its IoC's row as stored,
+	// what the IoC counted for in the kept counts before the batch.
+	iocScore   int
 	iocTags    string
 	iocExpires int64
 }

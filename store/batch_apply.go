@@ -387,7 +387,7 @@ func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
 	feedID := ap.b.FeedID
 	for _, a := range ap.pb.fresh {
 		if a.id != 0 {
-			d.addIoC(string(a.kind), a.tagJSON, a.tags, a.expires, 1)
+			d.addIoC(string(a.kind), a.score, a.tagJSON, a.tags, a.expires, 1)
 			d.feeds[feedID]++
 		}
 	}
@@ -412,11 +412,11 @@ func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
 			if err != nil {
 				return nil, err
 			}
-			// A re-sighting mostly keeps its IoC's tags and expiry day.
-			if !a.live || old.json != a.tagJSON || st.iocExpires/dayMicros != a.expires/dayMicros {
-				d.addIoC(string(st.kind), old.json, old.tags, st.iocExpires, -1)
+			// A re-sighting mostly keeps its IoC's score, tags and expiry day.
+			if !a.live || st.iocScore != a.score || old.json != a.tagJSON || st.iocExpires/dayMicros != a.expires/dayMicros {
+				d.addIoC(string(st.kind), st.iocScore, old.json, old.tags, st.iocExpires, -1)
 				if a.live {
-					d.addIoC(string(a.kind), a.tagJSON, a.tags, a.expires, 1)
+					d.addIoC(string(a.kind), a.score, a.tagJSON, a.tags, a.expires, 1)
 				}
 			}
 		}

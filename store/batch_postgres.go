@@ -227,13 +227,13 @@ FROM iocs WHERE type = $1 AND value = ANY(CAST($2 AS TEXT[]) COLLATE "C")`, stri
 				rows.Close()
 				return nil, err
 			}
-			st.iocExpires = st.expires
+			st.iocScore, st.iocExpires = st.score, st.expires
 			if feedID != nil {
 				st.feedID, st.source, st.inline = *feedID, *source, true
 				out = append(out, st)
 				continue
 			}
-			byID[st.iocID] = storedSighting{valKey: st.valKey, iocID: st.iocID, iocTags: st.iocTags, iocExpires: st.iocExpires}
+			byID[st.iocID] = storedSighting{valKey: st.valKey, iocID: st.iocID, iocScore: st.iocScore, iocTags: st.iocTags, iocExpires: st.iocExpires}
 			ids = append(ids, st.iocID)
 		}
 		rows.Close()
@@ -257,7 +257,7 @@ FROM sighting_rows WHERE ioc_id = ANY($1)`, ids)
 			return nil, err
 		}
 		ioc := byID[st.iocID]
-		st.valKey, st.iocTags, st.iocExpires = ioc.valKey, ioc.iocTags, ioc.iocExpires
+		st.valKey, st.iocScore, st.iocTags, st.iocExpires = ioc.valKey, ioc.iocScore, ioc.iocTags, ioc.iocExpires
 		has[st.iocID] = true
 		out = append(out, st)
 	}

@@ -305,7 +305,7 @@ func (w *sqliteWriter) sightings(ctx context.Context, keys map[ioc.Kind][]string
 			q := `SELECT i.id, i.value, i.first_seen, coalesce(i.feed_id, s.feed_id), coalesce(i.source, s.source),
 	CASE WHEN i.feed_id IS NULL THEN s.score ELSE i.score END, CASE WHEN i.feed_id IS NULL THEN s.tags ELSE i.tags END,
 	CASE WHEN i.feed_id IS NULL THEN s.first_seen ELSE i.first_seen END, CASE WHEN i.feed_id IS NULL THEN s.last_seen ELSE i.last_seen END,
-	CASE WHEN i.feed_id IS NULL THEN s.expires_at ELSE i.expires_at END, i.feed_id IS NOT NULL, i.tags, i.expires_at
+	CASE WHEN i.feed_id IS NULL THEN s.expires_at ELSE i.expires_at END, i.feed_id IS NOT NULL, i.score, i.tags, i.expires_at
 FROM iocs i LEFT JOIN sighting_rows s ON s.ioc_id = i.id WHERE i.type = ? AND i.value IN (` + placeholders(len(chunk)) + `)`
 			args := make([]any, 0, len(chunk)+1)
 			args = append(args, string(kind))
@@ -324,7 +324,7 @@ FROM iocs i LEFT JOIN sighting_rows s ON s.ioc_id = i.id WHERE i.type = ? AND i.
 					source, tags        sql.NullString
 					first, last, expire sql.NullInt64
 				)
-				if err := rows.Scan(&st.iocID, &st.value, &iocFirst, &feedID, &source, &score, &tags, &first, &last, &expire, &st.inline, &st.iocTags, &st.iocExpires); err != nil {
+				if err := rows.Scan(&st.iocID, &st.value, &iocFirst, &feedID, &source, &score, &tags, &first, &last, &expire, &st.inline, &st.iocScore, &st.iocTags, &st.iocExpires); err != nil {
 					rows.Close()
 					return nil, err
 				}

@@ -10,22 +10,24 @@ import (
 
 // OverviewCounts is every key of the overview's counts: by type, by feed,
 // by tag and by UTC day of expiry (unixDay), not only the top tags or the
-// week the overview shows.
+// week the overview shows; and the IoCs per score, kept beside them.
 type OverviewCounts struct {
-	Types map[string]int64
-	Feeds map[int64]int64
-	Tags  map[string]int64
-	Days  map[int64]int64
+	Types  map[string]int64
+	Feeds  map[int64]int64
+	Tags   map[string]int64
+	Days   map[int64]int64
+	Scores map[int64]int64
 }
 
 // KeptOverviewCounts reads the counts the writers keep, rows fallen to 0
 // included (there should be none).
 func KeptOverviewCounts(ctx context.Context, s *Store) (OverviewCounts, error) {
-	return readOverviewCounts(ctx, s, [4]string{
+	return readOverviewCounts(ctx, s, [5]string{
 		"SELECT type, n FROM ioc_count_types",
 		"SELECT feed_id, n FROM ioc_count_feeds",
 		"SELECT tag, n FROM ioc_count_tags",
 		"SELECT day, n FROM ioc_count_expiry",
+		"SELECT score, n FROM ioc_count_scores",
 	})
 }
 
@@ -35,7 +37,7 @@ func KeptOverviewCounts(ctx context.Context, s *Store) (OverviewCounts, error) {
 func RecountOverview(ctx context.Context, s *Store) (OverviewCounts, error) {
 	iocTags, tag := tagRows(s.Dialect)
 	tags := `SELECT ` + tag + `, count(*) FROM ` + iocTags + ` GROUP BY 1`
-	return readOverviewCounts(ctx, s, [4]string{
+	return readOverviewCounts(ctx, s, [5]string{
 		"SELECT type, count(*) FROM iocs GROUP BY type",
 		`SELECT feed_id, sum(n) FROM (
 	SELECT feed_id, count(*) AS n FROM iocs WHERE feed_id IS NOT NULL GROUP BY feed_id
@@ -43,11 +45,13 @@ func RecountOverview(ctx context.Context, s *Store) (OverviewCounts, error) {
 GROUP BY feed_id`,
 		tags,
 		"SELECT expires_at / 86400000000, count(*) FROM iocs GROUP BY 1",
+		"SELECT score, count(*) FROM iocs GROUP BY 1",
 	})
 }
 
-func readOverviewCounts(ctx context.Context, s *Store, queries [4]string) (OverviewCounts, error) {
-	c := OverviewCounts{Types: map[string]int64{}, Feeds: map[int64]int64{}, Tags: map[string]int64{}, Days: map[int64]int64{}}
+func readOverviewCounts(ctx context.Context, s *Store, queries [5]string) (OverviewCounts, error) {
+	c := OverviewCounts{Types: map[string]int64{}, Feeds: map[int64]int64{}, Tags: map[string]int64{}, Days: map[int64]int64{},
+		Scores: map[int64]int64{}}
 	db := s.readDB()
 	err := scanRows(ctx, db, queries[0], func(r *sql.Rows) error {
 		var k string
@@ -78,6 +82,14 @@ func readOverviewCounts(ctx context.Context, s *Store, queries [4]string) (Overv
 			var k, n int64
 			err := r.Scan(&k, &n)
 			c.Days[k] = n
+			return err
+		})
+	}
+	if err == nil {
+		err = scanRows(ctx, db, queries[4], func(r *sql.Rows) error {
+			var k, n int64
+			err := r.Scan(&k, &n)
+			c.Scores[k] = n
 			return err
 		})
 	}

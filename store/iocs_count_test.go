@@ -280,3 +280,38 @@ func TestKeyedReadsFollowTheChangedCount(t *testing.T) {
 		keyed(false, "6 changed since the caught-up keys")
 	})
 }
+
+// A minScore page alone is counted from the IoCs kept per score, not
+// through the score keys or index: the count follows the kept rows (shown
+// by skewing them), capped as any count is.
+func TestMinScoreCountsFromTheKeptScores(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		s.IoCCountCap = 10
+		var inds []ioc.Indicator
+		for i := range 12 {
+			inds = append(inds, dom(fmt.Sprintf("s%02d.example", i), "src", 80+i))
+		}
+		apply(t, s, store.Batch{FeedID: newFeed(t, s, "f"), Now: t0, Retention: 10 * day, Indicators: inds})
+		total := func(min int) (int, bool) {
+			t.Helper()
+			page, err := s.IoCs(ctx, store.IoCFilter{MinScore: &min}, store.IoCOrder{}, 5, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return page.Total, page.TotalCapped
+		}
+		if n, capped := total(85); n != 7 || capped {
+			t.Fatalf("minScore 85: total %d (capped %v), want 7", n, capped)
+		}
+		if n, capped := total(80); n != 10 || !capped {
+			t.Fatalf("minScore 80: total %d (capped %v), want the cap, 10", n, capped)
+		}
+		if _, err := s.DB.ExecContext(ctx, "UPDATE ioc_count_scores SET n = n + 2 WHERE score = 90"); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := total(85); n != 9 {
+			t.Errorf("minScore 85 with score 90's kept count 2 higher: total %d, want 9 (the kept counts)", n)
+		}
+	})
+}

@@ -238,6 +238,9 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 		ranges, proves := s.keyRanges(f)
 		for i, r := range ranges {
 			k := orderKeysIn(r, walks && r.order == walkKey, proves[i])
+			if r.order.field == IoCOrderScore {
+				k.kept = f.scoreKept // minScore's range
+			}
 			if k.ordered() {
 				plan.walk = k // the order's own keys, within the range
 			}

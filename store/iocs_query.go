@@ -29,9 +29,10 @@ type IoCFilter struct {
 	Tag         string
 	// feedDense picks the EXISTS form of FeedID (sizeFeedFilter sets it).
 	feedDense bool
-	// feedKept and tagKept are the writers' kept counts of the IoCs of
-	// FeedID and of Tag (sizeFilter reads them).
-	feedKept, tagKept int64
+	// feedKept, tagKept and scoreKept are the writers' kept counts of the
+	// IoCs of FeedID, of Tag and of MinScore and above (sizeFilter reads
+	// them).
+	feedKept, tagKept, scoreKept int64
 	// typesDense says more IoCs are of Types than the count cap (IoCs sets
 	// it after counting): on SQLite the page then walks the ids and tests
 	// the type, rather than reading every IoC of the kind through the
@@ -238,6 +239,8 @@ func (s *Store) keptTotal(ctx context.Context, f IoCFilter) (n int64, ok bool, e
 		rest.Tag, n = "", f.tagKept
 	case f.FeedID != 0:
 		rest.FeedID, n = 0, f.feedKept
+	case f.MinScore != nil:
+		rest.MinScore, n = nil, f.scoreKept
 	case len(f.Types) > 0:
 		rest.Types = nil
 	}
@@ -269,18 +272,28 @@ func (s *Store) sizeFeedFilter(ctx context.Context, f *IoCFilter) error {
 }
 
 // sizeFilter reads what a page sizes f's conditions by: the feed's form
-// and kept count, and the tag's kept count when the tag's keys may find
-// the page (keysFor) or the tag is the filter's one condition.
+// and kept count, and the tag's and the score range's kept counts when
+// their keys may find the page (keysFor) or the condition is the filter's
+// one.
 func (s *Store) sizeFilter(ctx context.Context, f *IoCFilter) error {
 	if err := s.sizeFeedFilter(ctx, f); err != nil {
 		return err
 	}
-	if f.Tag == "" || f.Value != "" || f.ValuePrefix != "" || f.FeedID != 0 || f.Search != "" {
+	if f.Value != "" || f.ValuePrefix != "" || f.FeedID != 0 || f.Search != "" {
 		return nil
 	}
 	var err error
-	f.tagKept, err = s.keptCount(ctx, "ioc_count_tags", "tag", f.Tag)
-	return err
+	if f.Tag != "" {
+		if f.tagKept, err = s.keptCount(ctx, "ioc_count_tags", "tag", f.Tag); err != nil {
+			return err
+		}
+	}
+	if f.MinScore != nil {
+		if err := s.reader().NewRaw("SELECT coalesce(sum(n), 0) FROM ioc_count_scores WHERE score >= ?", *f.MinScore).Scan(ctx, &f.scoreKept); err != nil {
+			return fmt.Errorf("store: unable to read a kept count: %w", err)
+		}
+	}
+	return nil
 }
 
 func (s *Store) countCap() int {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -298,4 +299,27 @@ func migration(t *testing.T, s *store.Store, name string) (*migrate.Migrator, *m
 		t.Fatalf("no migration %s", name)
 	}
 	return migrate.NewMigrator(s.DB, migrations.Migrations), &all[i]
+}
+
+// The score counts' migration counts the stored IoCs per score.
+func TestScoreCountsMigrationCountsTheIoCs(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		apply(t, s, store.Batch{FeedID: newFeed(t, s, "f"), Now: t0, Retention: day, Indicators: []ioc.Indicator{
+			dom("a.example", "s", 10), dom("b.example", "s", 90), dom("c.example", "s", 90)}})
+		m, mig := migration(t, s, "20270116000100")
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		kept, err := store.KeptOverviewCounts(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[int64]int64{10: 1, 90: 2}; !maps.Equal(kept.Scores, want) {
+			t.Errorf("IoCs per score after the migration: %v, want %v", kept.Scores, want)
+		}
+	})
 }

@@ -18,13 +18,15 @@ import (
 const dayMicros = 86_400_000_000
 
 // overviewDelta is a change of the kept overview counts (ioc_count_types,
-// _feeds, _tags, _expiry), gathered over a transaction's writes and written
+// _feeds, _tags, _expiry) and of the IoCs per score (ioc_count_scores, which
+// minScore pages count by), gathered over a transaction's writes and written
 // at their end by flush. A writer adds what an IoC counts for after its
 // change and subtracts what it counted for before.
 type overviewDelta struct {
-	types map[string]int64
-	feeds map[int64]int64
-	days  map[int64]int64
+	types  map[string]int64
+	feeds  map[int64]int64
+	days   map[int64]int64
+	scores map[int64]int64
 	// tagSets counts tag sets by their JSON (jsonTags of the sorted tags),
 	// each expanded into its tags once at flush: most IoCs of a batch share
 	// a feed's few tag sets.
@@ -42,13 +44,14 @@ type tagSet struct {
 
 func newOverviewDelta() *overviewDelta {
 	return &overviewDelta{types: map[string]int64{}, feeds: map[int64]int64{}, days: map[int64]int64{},
-		tagSets: map[string]*tagSet{}, tags: map[string]int64{}}
+		scores: map[int64]int64{}, tagSets: map[string]*tagSet{}, tags: map[string]int64{}}
 }
 
-// addIoC adds sign times an IoC of kind, tagged tags (tagJSON their JSON as
-// jsonTags writes it), that expires at expires.
-func (d *overviewDelta) addIoC(kind, tagJSON string, tags []string, expires, sign int64) {
+// addIoC adds sign times an IoC of kind and score, tagged tags (tagJSON
+// their JSON as jsonTags writes it), that expires at expires.
+func (d *overviewDelta) addIoC(kind string, score int, tagJSON string, tags []string, expires, sign int64) {
 	d.types[kind] += sign
+	d.scores[int64(score)] += sign
 	d.days[expires/dayMicros] += sign
 	if len(tags) == 0 {
 		return
@@ -68,14 +71,15 @@ func (d *overviewDelta) countStored(ctx context.Context, tx bun.Tx, dialect Dial
 	if len(ids) == 0 {
 		return nil
 	}
-	err := scanRows(ctx, tx, `SELECT type, expires_at / ?, coalesce(feed_id, 0), count(*) FROM iocs WHERE id IN (?) GROUP BY 1, 2, 3`,
+	err := scanRows(ctx, tx, `SELECT type, score, expires_at / ?, coalesce(feed_id, 0), count(*) FROM iocs WHERE id IN (?) GROUP BY 1, 2, 3, 4`,
 		func(r *sql.Rows) error {
 			var kind string
-			var day, feedID, n int64
-			if err := r.Scan(&kind, &day, &feedID, &n); err != nil {
+			var score, day, feedID, n int64
+			if err := r.Scan(&kind, &score, &day, &feedID, &n); err != nil {
 				return err
 			}
 			d.types[kind] += sign * n
+			d.scores[score] += sign * n
 			d.days[day] += sign * n
 			if feedID != 0 {
 				d.feeds[feedID] += sign * n
@@ -144,6 +148,9 @@ func (d *overviewDelta) flush(ctx context.Context, exec func(ctx context.Context
 		return err
 	}
 	if err := flushCounts(ctx, exec, "ioc_count_tags", "tag", d.tags); err != nil {
+		return err
+	}
+	if err := flushCounts(ctx, exec, "ioc_count_scores", "score", d.scores); err != nil {
 		return err
 	}
 	return flushCounts(ctx, exec, "ioc_count_expiry", "day", d.days)

@@ -68,6 +68,7 @@ func countsDiff(kept, recount store.OverviewCounts) string {
 	diff("feed", str(kept.Feeds), str(recount.Feeds))
 	diff("tag", kept.Tags, recount.Tags)
 	diff("day", str(kept.Days), str(recount.Days))
+	diff("score", str(kept.Scores), str(recount.Scores))
 	return b.String()
 }
 
@@ -105,6 +106,12 @@ func TestOverviewCountsFollowEveryWriter(t *testing.T) {
 		apply(t, s, store.Batch{FeedID: a, Now: t0.Add(2 * time.Hour), Retention: 10 * day, Indicators: []ioc.Indicator{
 			dom("y.example", "s1", 10, "dridex"), until(dom("v.example", "s1", 30, "v"), t0.Add(2*day))}})
 		counts = checkOverviewCounts(t, s, "re-sightings with other tags", counts)
+
+		// A re-sighting that moves the score alone: the inline IP's
+		// tags and expiry day stay.
+		apply(t, s, store.Batch{FeedID: a, Now: t0.Add(2*time.Hour + time.Minute), Retention: 10 * day, Indicators: []ioc.Indicator{
+			{Kind: ioc.IP, Value: "192.0.2.2", Source: "s1", Score: 90}}})
+		counts = checkOverviewCounts(t, s, "a re-sighting with another score", counts)
 
 		// Revocations: x keeps b's sighting, the IP loses its only one.
 		apply(t, s, store.Batch{FeedID: a, Now: t0.Add(3 * time.Hour), Retention: 10 * day, Indicators: []ioc.Indicator{
