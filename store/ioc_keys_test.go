@@ -1068,6 +1068,26 @@ FROM ioc_keys_state k`).Scan(&changed, &unvalued); err != nil {
 	})
 }
 
+// SQLite's batches keep the keys within 20,000 changes by default (its
+// pages in the orders of its own keys read every IoC changed since them),
+// PostgreSQL's within DefaultKeyLagLimit.
+func TestSQLiteBatchesKeepTheKeysCloserByDefault(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	feed := newFeed(t, s, "f")
+	(&store.KeyIndexer{Store: s}).Keep()
+	const perBatch = 15_000
+	for b := range 3 {
+		inds := make([]ioc.Indicator, perBatch)
+		for i := range inds {
+			inds[i] = dom(fmt.Sprintf("d%d-%d.example", b, i), "src", 50, "t")
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(b) * time.Minute), Retention: 10 * day, Indicators: inds})
+	}
+	if changed := countRows(t, s, "iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)"); changed > 20_000+perBatch {
+		t.Errorf("after 45,000 new IoCs the keys lag by %d changes, want at most %d", changed, 20_000+perBatch)
+	}
+}
+
 // On SQLite a key chunk's transaction keeps its temporary storage
 // (statement journals, sorts) in files, and the writing connection goes
 // back to memory for the batches after it: in memory, a chunk that made

@@ -70,7 +70,8 @@ type Store struct {
 
 	// KeyLagLimit is how far, in changed IoCs and in new IoCs without a
 	// value key, the key tables may lag before a batch pays the difference
-	// (DefaultKeyLagLimit when zero; see payKeyDebt).
+	// (when zero, DefaultKeyLagLimit on PostgreSQL, 20,000 on SQLite; see
+	// payKeyDebt).
 	KeyLagLimit int
 	// keysKept says a KeyIndexer keeps this store's key tables: the
 	// batches then keep their lag bounded.
