@@ -23,13 +23,7 @@ func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
 		ctx := context.Background()
 		feed := newFeed(t, s, "f")
 		// 24 IoCs kept ten days, then 8 for an hour: the newest.
-		batch := func(from, to int, now time.Time, retention time.Duration) {
-			var inds []ioc.Indicator
-			for i := from; i < to; i++ {
-				inds = append(inds, dom(fmt.Sprintf("z%02d.example", i), "src", 50))
-			}
-			apply(t, s, store.Batch{FeedID: feed, Now: now, Retention: retention, Indicators: inds})
-		}
+		batch := zoneBatches(t, s, feed)
 		batch(0, 12, t0, 10*day)
 		batch(12, 24, t0.Add(time.Minute), 10*day)
 		batch(24, 32, t0.Add(2*time.Minute), time.Hour)
@@ -116,13 +110,7 @@ func TestExpiryZonePagesMeetIoCsChangedSince(t *testing.T) {
 	withExpiryZones(t, 4)
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		feed := newFeed(t, s, "f")
-		batch := func(from, to int, now time.Time, retention time.Duration) {
-			var inds []ioc.Indicator
-			for i := from; i < to; i++ {
-				inds = append(inds, dom(fmt.Sprintf("z%02d.example", i), "src", 50))
-			}
-			apply(t, s, store.Batch{FeedID: feed, Now: now, Retention: retention, Indicators: inds})
-		}
+		batch := zoneBatches(t, s, feed)
 		batch(0, 24, t0, 10*day)
 		batch(24, 32, t0.Add(time.Minute), time.Hour)
 		catchUpAll(t, s.CatchUpKeys, 100)
@@ -133,6 +121,19 @@ func TestExpiryZonePagesMeetIoCsChangedSince(t *testing.T) {
 		batch(32, 36, t0.Add(3*time.Minute), time.Hour)
 		checkZones(t, s, "changed since on both sides", expiring, 16)
 	})
+}
+
+// zoneBatches returns a function that applies a batch of feed's IoCs
+// z<from>.example to z<to-1>.example at now, kept for retention.
+func zoneBatches(t *testing.T, s *store.Store, feed int64) func(from, to int, now time.Time, retention time.Duration) {
+	return func(from, to int, now time.Time, retention time.Duration) {
+		t.Helper()
+		var inds []ioc.Indicator
+		for i := from; i < to; i++ {
+			inds = append(inds, dom(fmt.Sprintf("z%02d.example", i), "src", 50))
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: now, Retention: retention, Indicators: inds})
+	}
 }
 
 // checkZones checks that every IoC changed up to the keys' stamp is in its
