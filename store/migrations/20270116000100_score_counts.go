@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -46,7 +45,7 @@ func init() {
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, strings.Replace(create, "{norowid}", "WITHOUT ROWID", 1)); err != nil {
+			if _, err := tx.ExecContext(ctx, dialectSQL(db).Replace(create)); err != nil {
 				return err
 			}
 			for _, score := range slices.Sorted(maps.Keys(counts)) {

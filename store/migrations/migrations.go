@@ -26,12 +26,7 @@ var Migrations = migrate.NewMigrations()
 //	{ctext} text compared byte by byte (COLLATE "C" on PostgreSQL, SQLite's default)
 //	{norowid} after a CREATE TABLE's ")": WITHOUT ROWID on SQLite (the primary key is the table)
 func exec(ctx context.Context, db *bun.DB, stmts ...string) error {
-	var r *strings.Replacer
-	if db.Dialect().Name() == dialect.PG {
-		r = strings.NewReplacer("{id}", "BIGSERIAL PRIMARY KEY", "{ts}", "TIMESTAMPTZ", "{json}", "JSONB", "{blob}", "BYTEA", "{ctext}", `TEXT COLLATE "C"`, "{norowid}", "")
-	} else {
-		r = strings.NewReplacer("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{ts}", "TIMESTAMP", "{json}", "TEXT", "{blob}", "BLOB", "{ctext}", "TEXT", "{norowid}", "WITHOUT ROWID")
-	}
+	r := dialectSQL(db)
 	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for _, stmt := range stmts {
 			if _, err := tx.ExecContext(ctx, r.Replace(stmt)); err != nil {
@@ -40,6 +35,15 @@ func exec(ctx context.Context, db *bun.DB, stmts ...string) error {
 		}
 		return nil
 	})
+}
+
+// dialectSQL replaces exec's dialect placeholders in db's dialect, for a
+// migration that runs its statements itself.
+func dialectSQL(db *bun.DB) *strings.Replacer {
+	if db.Dialect().Name() == dialect.PG {
+		return strings.NewReplacer("{id}", "BIGSERIAL PRIMARY KEY", "{ts}", "TIMESTAMPTZ", "{json}", "JSONB", "{blob}", "BYTEA", "{ctext}", `TEXT COLLATE "C"`, "{norowid}", "")
+	}
+	return strings.NewReplacer("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{ts}", "TIMESTAMP", "{json}", "TEXT", "{blob}", "BLOB", "{ctext}", "TEXT", "{norowid}", "WITHOUT ROWID")
 }
 
 func firstLine(s string) string {
