@@ -42,15 +42,6 @@ type KeyIndexer struct {
 	lastStamp int64
 	// The two kinds of work: the order and tag keys, and the value keys.
 	orders, values keyWork
-	cleaned        KeyPositions
-	// The cleaner's pass: the IoCs' version (ioc_stats) when it began at
-	// the start of every key table, and the tables it has been through
-	// since. Once through all, it rests until the version moves: no key
-	// can have gone stale meanwhile, and a pass costs PostgreSQL some
-	// 0.3 s a quiet second (80 of them at 1,000,000 IoCs).
-	passVersion int64
-	passed      [keyTables]bool
-	resting     bool
 }
 
 // DefaultKeyLag is how long the key tables may lag behind constant writes
@@ -96,10 +87,10 @@ func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
 		clock = time.Now
 	}
 	k.Keep()
-	var keysStamp, stamp, version, valueID, lastID int64
-	if err := k.Store.reader().QueryRowContext(ctx, `SELECT k.stamp, st.stamp, st.version, k.value_id,
+	var keysStamp, stamp, valueID, lastID int64
+	if err := k.Store.reader().QueryRowContext(ctx, `SELECT k.stamp, st.stamp, k.value_id,
 	(SELECT coalesce(max(id), 0) FROM iocs) FROM ioc_keys_state k, ioc_stats st
-WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &lastID); err != nil {
+WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &valueID, &lastID); err != nil {
 		return fmt.Errorf("store: unable to read the indicator keys' state: %w", err)
 	}
 	// Quiet: no IoC changed since the last tick. A quiet catch-up goes on
@@ -174,7 +165,7 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 	if !quiet {
 		return nil
 	}
-	return k.clean(ctx, version, chunk)
+	return k.Store.cleanNextKeys(ctx, chunk)
 }
 
 // keyWork is the indexer's account of one kind of its work: since when
@@ -257,31 +248,3 @@ func catchUp(ctx context.Context, chunkOf func(context.Context, int, func() time
 // minChunkShare bounds how small catchUp makes a chunk: a chunk costs a
 // commit and a few statements whatever its size.
 const minChunkShare = 20
-
-// clean takes the cleaner's next chunk, unless it rests.
-func (k *KeyIndexer) clean(ctx context.Context, version int64, chunk int) error {
-	if k.resting {
-		if version == k.passVersion {
-			return nil
-		}
-		k.resting = false
-	}
-	if k.passed == ([keyTables]bool{}) && k.cleaned == (KeyPositions{}) {
-		k.passVersion = version
-	}
-	next, err := k.Store.CleanKeys(ctx, k.cleaned, chunk)
-	if err != nil {
-		return err
-	}
-	k.cleaned = next
-	done := true
-	for i, start := range next.starts() {
-		k.passed[i] = k.passed[i] || start // past the table's end
-		done = done && k.passed[i]
-	}
-	if done {
-		k.cleaned, k.passed = KeyPositions{}, [keyTables]bool{}
-		k.resting = version == k.passVersion
-	}
-	return nil
-}

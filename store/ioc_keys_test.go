@@ -517,6 +517,54 @@ func TestKeyCleanerRestsUntilAChange(t *testing.T) {
 	})
 }
 
+// The cleaner's pass is kept in the store: an indexer that starts (a
+// restarted process, another instance) goes on where the last one
+// stopped, and a pass that rests stays at rest, rather than walking every
+// key table again from its start.
+func TestKeyCleanerGoesOnWhereTheLastIndexerStopped(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "f")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
+			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
+		// Stale keys after the IoC's ('t', id): a pass takes a chunk of two
+		// a quiet tick through them.
+		for id := 1000; id < 1010; id++ {
+			storetest.MustExec(t, s, fmt.Sprintf("INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', %d, 1)", id))
+		}
+		first := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
+		for range 3 { // a tick that saw the batch, then two quiet chunks
+			first()
+		}
+		left := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'")
+		if left == 0 || left == 10 {
+			t.Fatalf("%d of 10 stale keys left after two chunks of two: the test needs a pass part way", left)
+		}
+		// A stale key behind the pass, made without a change of the IoCs:
+		// a pass that goes on leaves it to the next one.
+		storetest.MustExec(t, s, "INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('a', 999999, 1)")
+		next := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
+		for range 20 {
+			next()
+		}
+		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'"); n != 0 {
+			t.Errorf("%d stale keys left after 20 quiet ticks of the next indexer", n)
+		}
+		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'a'"); n != 1 {
+			t.Errorf("the next indexer walked the tag keys from their start again (the key behind the pass is gone)")
+		}
+		// Through every table with nothing changed, the pass rests for the
+		// indexers that come after too.
+		storetest.MustExec(t, s, "INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', 999999, 1)")
+		third := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
+		for range 20 {
+			third()
+		}
+		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'"); n != 1 {
+			t.Errorf("an indexer that started after the pass came to rest cleaned again (%d of 1 stale key left)", n)
+		}
+	})
+}
+
 // tagKeys counts the tag keys: in the tests that count them, made with
 // the order keys, each IoC has one tag.
 func tagKeys(t *testing.T, s *store.Store) int {
