@@ -172,3 +172,15 @@ func SetMemoryAvailable(t interface{ Cleanup(func()) }, n int64) {
 // KeyedStamp is keyedStamp: the key tables' stamp, and whether a keyed
 // read sorts the IoCs changed since rather than falling back.
 func KeyedStamp(ctx context.Context, s *Store) (int64, bool, error) { return s.keyedStamp(ctx) }
+
+// FillValueTail reads the IoCs after PostgreSQL's value keys into the
+// searches' tail now, as a search starts it in the background.
+func (s *Store) FillValueTail(ctx context.Context) error { return s.fillValueTail(ctx) }
+
+// ValueTailSpan is the ids the searches' tail answers for, (lo, hi], and
+// how many IoCs it holds.
+func (s *Store) ValueTailSpan() (lo, hi int64, n int) {
+	s.tail.mu.RLock()
+	defer s.tail.mu.RUnlock()
+	return s.tail.lo, s.tail.hi, len(s.tail.ids)
+}

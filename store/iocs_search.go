@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/uptrace/bun"
+
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store/migrations"
 )
@@ -65,9 +67,23 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 			}
 			keyArgs = append(keyArgs, "%"+form+"%")
 		}
-		values = `SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE ` + keys + ` AND iocs.value ILIKE ? ESCAPE '\'
+		values = `SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE ` + keys + ` AND iocs.value ILIKE ? ESCAPE '\'`
+		args = append(keyArgs, pattern)
+		// The IoCs after the value keys: those the tail holds that match,
+		// looked up by id, and those after the tail.
+		hi, matches, dense := s.tail.tailSearch(valueID, string(appendLowerASCII(nil, search)), limit)
+		if dense {
+			return nil, false, nil
+		}
+		if len(matches) > 0 {
+			values += `
+UNION SELECT id FROM iocs WHERE id IN (?) AND value ILIKE ? ESCAPE '\'`
+			args = append(args, bun.In(matches), pattern)
+		}
+		s.tail.filling.start(tailWork, s.fillValueTail)
+		values += `
 UNION SELECT id FROM iocs WHERE id > ? AND value ILIKE ? ESCAPE '\'`
-		args = append(keyArgs, pattern, valueID, pattern)
+		args = append(args, hi, pattern)
 	case strings.ContainsAny(search, "%_"):
 		// FTS5 reads its trigrams for a plain LIKE of three characters or
 		// more: with ESCAPE it tests every row of its table (0.3-0.5 s at

@@ -50,15 +50,20 @@ type trigramSample struct {
 // the background: a search never waits for one. Close stops it.
 type trigramSampler struct {
 	current atomic.Pointer[trigramSample]
-
-	mu     sync.Mutex
-	closed bool
-	cancel context.CancelFunc // of the sample being taken, nil when none
-	done   chan struct{}      // closed when that sample is taken or failed
+	backgroundRun
 }
 
-// start takes a sample with take unless one is being taken.
-func (t *trigramSampler) start(take func(ctx context.Context) error) {
+// backgroundRun runs one piece of a store's background work at a time,
+// until Close stops it.
+type backgroundRun struct {
+	mu     sync.Mutex
+	closed bool
+	cancel context.CancelFunc // of the run going on, nil when none
+	done   chan struct{}      // closed when that run ends
+}
+
+// start runs work, what it does in the log's words, unless it is running.
+func (t *backgroundRun) start(what string, work func(ctx context.Context) error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.cancel != nil || t.closed {
@@ -69,19 +74,19 @@ func (t *trigramSampler) start(take func(ctx context.Context) error) {
 	t.cancel, t.done = cancel, done
 	go func() {
 		defer close(done)
-		err := take(ctx)
+		err := work(ctx)
 		t.mu.Lock()
 		t.cancel = nil
 		t.mu.Unlock()
 		if err != nil && ctx.Err() == nil {
-			slog.Warn("store: unable to sample the value keys' trigrams", "err", err)
+			slog.Warn("store: unable to "+what, "err", err)
 		}
 		cancel()
 	}()
 }
 
-// stop cancels the sample being taken and waits for it; none starts after.
-func (t *trigramSampler) stop() {
+// stop cancels the run going on and waits for it; none starts after.
+func (t *backgroundRun) stop() {
 	t.mu.Lock()
 	t.closed = true
 	cancel, done := t.cancel, t.done
@@ -91,6 +96,9 @@ func (t *trigramSampler) stop() {
 		<-done
 	}
 }
+
+// sampleWork is the sampler's work in the log's words.
+const sampleWork = "sample the value keys' trigrams"
 
 // newTrigramSample indexes the sampled value keys' forms.
 func newTrigramSample(forms []string, taken time.Time) *trigramSample {
@@ -205,7 +213,7 @@ func (s *Store) searchTrigrams() *trigramSample {
 		current.rows >= trigramSampleRows/2 && time.Since(current.taken) < trigramSampleAge) {
 		return current
 	}
-	s.trigrams.start(s.sampleTrigrams)
+	s.trigrams.start(sampleWork, s.sampleTrigrams)
 	return current
 }
 
@@ -217,7 +225,7 @@ func (s *Store) searchTrigrams() *trigramSample {
 // with; the sample takes about 150 ms). Nothing on SQLite.
 func (s *Store) StartSearchSample() {
 	if s.Dialect == Postgres {
-		s.trigrams.start(s.sampleTrigrams)
+		s.trigrams.start(sampleWork, s.sampleTrigrams)
 	}
 }
 

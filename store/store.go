@@ -88,6 +88,9 @@ type Store struct {
 	// trigrams is the sample of PostgreSQL's value keys searches choose
 	// their trigrams by (search_trigrams.go).
 	trigrams trigramSampler
+	// tail holds the values of the IoCs after PostgreSQL's value keys
+	// (search_tail.go).
+	tail valueTail
 
 	// overview is Overview's last answer.
 	overview overviewCache
@@ -363,6 +366,7 @@ func openPostgres(dsn string) (*Store, error) {
 func (s *Store) Close() error {
 	s.stopKeyUses()
 	s.trigrams.stop()
+	s.tail.filling.stop()
 	if s.stopCheckpointer != nil {
 		s.stopCheckpointer()
 		s.stopCheckpointer = nil
