@@ -175,7 +175,7 @@ func KeyedStamp(ctx context.Context, s *Store) (int64, bool, error) { return s.k
 
 // FillValueTail reads the IoCs after PostgreSQL's value keys into the
 // searches' tail now, as a search starts it in the background.
-func (s *Store) FillValueTail(ctx context.Context) error { return s.fillValueTail(ctx) }
+func (s *Store) FillValueTail(ctx context.Context) error { return s.fillValueTail(ctx, false) }
 
 // ValueTailSpan is the ids the searches' tail answers for, (lo, hi], and
 // how many IoCs it holds.

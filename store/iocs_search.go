@@ -80,7 +80,7 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 UNION SELECT id FROM iocs WHERE id IN (?) AND value ILIKE ? ESCAPE '\'`
 			args = append(args, bun.In(matches), pattern)
 		}
-		s.tail.filling.start(tailWork, s.fillValueTail)
+		s.tail.filling.start(tailWork, s.followValueTail)
 		values += `
 UNION SELECT id FROM iocs WHERE id > ? AND value ILIKE ? ESCAPE '\'`
 		args = append(args, hi, pattern)

@@ -3,8 +3,11 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // valueTail holds, for PostgreSQL's searches, the values of the IoCs after
@@ -33,11 +36,16 @@ type valueTail struct {
 	generation int64
 	ids        []int64
 	// text holds each value, ASCII letters lowercased, followed by a 0
-	// byte (no text value holds one); ends[i] is the offset of ids[i]'s.
-	text []byte
-	ends []int
+	// byte (no text value holds one), from textFrom on; ends[i] is the
+	// offset of ids[i]'s.
+	text     []byte
+	textFrom int
+	ends     []int
 
-	filling backgroundRun
+	// searched is when a search last used the tail (UnixNano): the fill
+	// follows new IoCs while searches come.
+	searched atomic.Int64
+	filling  backgroundRun
 }
 
 const (
@@ -46,6 +54,11 @@ const (
 	// the tail stops growing only when the indexer has stopped; a search
 	// then reads the rest from iocs as before.
 	tailMaxIoCs, tailMaxBytes = 200_000, 16 << 20
+	// tailFollow is how long after a search the fill goes on reading new
+	// IoCs as they come, every tailPoll: a search then finds at most a
+	// poll's worth of them after the tail (a batch of 20,000 IoCs left to
+	// the next search's scan cost it 15-30 ms during an ingest).
+	tailFollow, tailPoll = 30 * time.Second, 200 * time.Millisecond
 	// tailRead is how many IoCs a read of the tail takes at once (values
 	// are 2,048 bytes at most: 10 MB).
 	tailRead = 5_000
@@ -59,11 +72,12 @@ const tailWork = "read the values of the new indicators for search"
 // and which IoCs after valueID hold needle (the search, its ASCII letters
 // lowercased) as the tail read them; dense says more than limit do.
 func (t *valueTail) tailSearch(valueID int64, needle string, limit int) (hi int64, matches []int64, dense bool) {
+	t.searched.Store(time.Now().UnixNano())
 	t.advance(valueID)
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	key := []byte(needle)
-	for at := 0; at < len(t.text); {
+	for at := t.textFrom; at < len(t.text); {
 		i := bytes.Index(t.text[at:], key)
 		if i < 0 {
 			break
@@ -91,68 +105,103 @@ func (t *valueTail) advance(valueID int64) {
 		// moves up), and the statement that reads them comes after.
 	case !t.set || valueID > t.hi:
 		t.set, t.lo, t.hi = true, valueID, valueID
-		t.ids, t.text, t.ends = nil, nil, nil
+		t.ids, t.text, t.textFrom, t.ends = nil, nil, 0, nil
 		t.generation++
 	default:
 		n, _ := slices.BinarySearch(t.ids, valueID+1)
-		cut := 0
 		if n > 0 {
-			cut = t.ends[n-1] + 1
+			t.textFrom = t.ends[n-1] + 1
 		}
-		// Copied, so that what went is freed.
-		t.ids = slices.Clone(t.ids[n:])
-		t.text = slices.Clone(t.text[cut:])
-		ends := make([]int, len(t.ends)-n)
-		for i, end := range t.ends[n:] {
-			ends[i] = end - cut
+		t.ids, t.ends, t.lo = t.ids[n:], t.ends[n:], valueID
+		// The text that went is copied out once it is half the text, not
+		// at every move of value_id (about a second apart during an
+		// ingest): the searches' process collects less.
+		if t.textFrom > len(t.text)/2 {
+			t.text = slices.Clone(t.text[t.textFrom:])
+			for i := range t.ends {
+				t.ends[i] -= t.textFrom
+			}
+			t.textFrom = 0
 		}
-		t.ends = ends
-		t.lo = valueID
 	}
 }
 
+// followValueTail is fillValueTail's background run: it goes on following
+// new IoCs for tailFollow after the last search, and a run a little less
+// than its minute.
+func (s *Store) followValueTail(ctx context.Context) error { return s.fillValueTail(ctx, true) }
+
 // fillValueTail reads the IoCs after the tail into it, tailRead at a time,
-// until it has them all or is full.
-func (s *Store) fillValueTail(ctx context.Context) error {
+// until it has them all or is full, then when follow says so every
+// tailPoll.
+func (s *Store) fillValueTail(ctx context.Context, follow bool) error {
 	t := &s.tail
+	stop := time.Now().Add(tailFollow)
 	for {
 		t.mu.RLock()
 		set, hi, generation := t.set, t.hi, t.generation
-		full := len(t.ids) >= tailMaxIoCs || len(t.text) >= tailMaxBytes
+		full := len(t.ids) >= tailMaxIoCs || len(t.text)-t.textFrom >= tailMaxBytes
 		t.mu.RUnlock()
 		if !set || full {
 			return nil
 		}
-		var rows []struct {
-			ID    int64
-			Value string
-		}
-		if err := s.reader().NewRaw("SELECT id, value FROM iocs WHERE id > ? ORDER BY id LIMIT ?", hi, tailRead).
-			Scan(ctx, &rows); err != nil {
+		// Scanned into the text as they come, not a string a value.
+		var ids []int64
+		var text []byte
+		var ends []int
+		rows, err := s.reader().QueryContext(ctx, "SELECT id, value FROM iocs WHERE id > ? ORDER BY id LIMIT ?", hi, tailRead)
+		if err != nil {
 			return err
 		}
-		if len(rows) == 0 {
-			return nil
-		}
-		t.mu.Lock()
-		if t.generation == generation && t.hi == hi {
-			for _, r := range rows {
-				t.ids = append(t.ids, r.ID)
-				t.text = appendLowerASCII(t.text, r.Value)
-				t.text = append(t.text, 0)
-				t.ends = append(t.ends, len(t.text)-1)
+		for rows.Next() {
+			var id int64
+			var value sql.RawBytes
+			if err := rows.Scan(&id, &value); err != nil {
+				rows.Close()
+				return err
 			}
-			t.hi = rows[len(rows)-1].ID
+			ids = append(ids, id)
+			text = append(appendLowerASCII(text, value), 0)
+			ends = append(ends, len(text)-1)
 		}
-		t.mu.Unlock()
-		if len(rows) < tailRead {
-			return nil
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		t.add(generation, hi, ids, text, ends)
+		if len(ids) < tailRead {
+			last := time.Unix(0, t.searched.Load())
+			if !follow || time.Since(last) > tailFollow || time.Now().After(stop) {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(tailPoll):
+			}
 		}
 	}
 }
 
+// add appends a read of the IoCs after hi (ids, their text, its ends) to
+// the tail, unless it started over or moved past hi since (generation).
+func (t *valueTail) add(generation, hi int64, ids []int64, text []byte, ends []int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.generation != generation || t.hi != hi || len(ids) == 0 {
+		return
+	}
+	base := len(t.text)
+	t.text = append(t.text, text...)
+	for i, end := range ends {
+		t.ids = append(t.ids, ids[i])
+		t.ends = append(t.ends, base+end)
+	}
+	t.hi = ids[len(ids)-1]
+}
+
 // appendLowerASCII appends s to b with its ASCII letters lowercased.
-func appendLowerASCII(b []byte, s string) []byte {
+func appendLowerASCII[S ~string | ~[]byte](b []byte, s S) []byte {
 	for i := range len(s) {
 		c := s[i]
 		if 'A' <= c && c <= 'Z' {
