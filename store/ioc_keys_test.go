@@ -542,10 +542,15 @@ func TestKeyCleanerGoesOnWhereTheLastIndexerStopped(t *testing.T) {
 		// A stale key behind the pass, made without a change of the IoCs:
 		// a pass that goes on leaves it to the next one.
 		storetest.MustExec(t, s, "INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('a', 999999, 1)")
-		next := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
-		for range 20 {
-			next()
+		// Each indexer after the first is a process that started: 20 quiet
+		// ticks are enough for a pass.
+		nextIndexer := func() {
+			tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
+			for range 20 {
+				tick()
+			}
 		}
+		nextIndexer()
 		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'"); n != 0 {
 			t.Errorf("%d stale keys left after 20 quiet ticks of the next indexer", n)
 		}
@@ -555,10 +560,7 @@ func TestKeyCleanerGoesOnWhereTheLastIndexerStopped(t *testing.T) {
 		// Through every table with nothing changed, the pass rests for the
 		// indexers that come after too.
 		storetest.MustExec(t, s, "INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', 999999, 1)")
-		third := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
-		for range 20 {
-			third()
-		}
+		nextIndexer()
 		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'"); n != 1 {
 			t.Errorf("an indexer that started after the pass came to rest cleaned again (%d of 1 stale key left)", n)
 		}
