@@ -40,6 +40,10 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 		return nil, false, err
 	}
 	op, pattern := s.searchOp(), "%"+likeEscape(search)+"%"
+	// Whether to have the tail read the IoCs this search scanned, after
+	// it: a read beside the scan slowed it (a first search with 1,000,000
+	// IoCs after the value keys took 304 ms against 167).
+	followTail := false
 	// The values: through the keys up to valueID, and those after.
 	var values string
 	var args []any
@@ -80,7 +84,7 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 UNION SELECT id FROM iocs WHERE id IN (?) AND value ILIKE ? ESCAPE '\'`
 			args = append(args, bun.In(matches), pattern)
 		}
-		s.tail.filling.start(tailWork, s.followValueTail)
+		followTail = true
 		values += `
 UNION SELECT id FROM iocs WHERE id > ? AND value ILIKE ? ESCAPE '\'`
 		args = append(args, hi, pattern)
@@ -102,6 +106,9 @@ UNION SELECT t.ioc_id FROM ioc_texts t JOIN iocs r ON r.id = t.ioc_id WHERE r.ty
 LIMIT ?`, append(args, string(ioc.Rule), pattern, limit+1)...).Scan(ctx, &ids)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, false, fmt.Errorf("store: unable to search indicators: %w", err)
+	}
+	if followTail {
+		s.tail.filling.start(tailWork, s.followValueTail)
 	}
 	if len(ids) > limit {
 		return nil, false, nil
