@@ -567,6 +567,25 @@ func TestKeyCleanerGoesOnWhereTheLastIndexerStopped(t *testing.T) {
 	})
 }
 
+// A pass the store cannot read (another version's, or damaged) is only
+// where to look next: the cleaner starts a new one rather than failing.
+func TestKeyCleanerStartsOverFromAPassItCannotRead(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "f")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
+			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
+		storetest.MustExec(t, s, "INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', 999999, 1)")
+		storetest.MustExec(t, s, `UPDATE ioc_key_cleaner SET state = '{"at": {"Orders": "no"}, "resting": 7' WHERE id = 1`)
+		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
+		for range 10 {
+			tick()
+		}
+		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'"); n != 0 {
+			t.Errorf("the stale key is still there after 10 quiet ticks from a pass the store could not read")
+		}
+	})
+}
+
 // tagKeys counts the tag keys: in the tests that count them, made with
 // the order keys, each IoC has one tag.
 func tagKeys(t *testing.T, s *store.Store) int {
