@@ -31,9 +31,7 @@ func (s *Store) searchOp() string {
 //
 // Values are found through a trigram index (the key indexer's
 // ioc_value_keys: pg_trgm on PostgreSQL, FTS5 on SQLite) for the IoCs up
-// to its value_id; those after, by the tail the store keeps of their
-// values (valueTail) and a scan of those after it, a range of iocs'
-// primary key.
+// to its value_id; those after are scanned, a range of iocs' primary key.
 // A value never changes, so a key holds while its IoC is there: the join
 // drops the keys of IoCs gone.
 func (s *Store) searchMatches(ctx context.Context, search string, limit int) (ids []int64, sparse bool, err error) {
@@ -42,10 +40,9 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 		return nil, false, err
 	}
 	op, pattern := s.searchOp(), "%"+likeEscape(search)+"%"
-	// Whether the search reads the IoCs after the value keys through the
-	// tail (valueTail), and has the tail read those it scanned, after it:
-	// a read beside the scan slowed it (a first search with 1,000,000 IoCs
-	// after the value keys took 304 ms against 167).
+	// Whether to have the tail read the IoCs this search scanned, after
+	// it: a read beside the scan slowed it (a first search with 1,000,000
+	// IoCs after the value keys took 304 ms against 167).
 	followTail := false
 	// The values: through the keys up to valueID, and those after.
 	var values string
@@ -76,19 +73,6 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 		}
 		values = `SELECT x.id FROM ioc_value_keys x JOIN iocs ON iocs.id = x.id WHERE ` + keys + ` AND iocs.value ILIKE ? ESCAPE '\'`
 		args = append(keyArgs, pattern)
-		followTail = true
-	case strings.ContainsAny(search, "%_"):
-		// FTS5 reads its trigrams for a plain LIKE of three characters or
-		// more: with ESCAPE it tests every row of its table (0.3-0.5 s at
-		// 1,000,000), slower than LIKE over iocs (0.1 s).
-		values, args = `SELECT id FROM iocs WHERE value LIKE ? ESCAPE '\'`, []any{pattern}
-	default:
-		// Without a wildcard in search nothing needs escaping (a
-		// backslash is plain without ESCAPE). CROSS JOIN: the index leads.
-		values, args = `SELECT x.rowid FROM ioc_value_keys x CROSS JOIN iocs ON iocs.id = x.rowid WHERE x.value LIKE ?`, []any{"%" + search + "%"}
-		followTail = true
-	}
-	if followTail {
 		// The IoCs after the value keys: those the tail holds that match,
 		// looked up by id, and those after the tail.
 		hi, matches, dense := s.tail.tailSearch(valueID, string(appendLowerASCII(nil, search)), limit)
@@ -97,12 +81,24 @@ func (s *Store) searchMatches(ctx context.Context, search string, limit int) (id
 		}
 		if len(matches) > 0 {
 			values += `
-UNION SELECT id FROM iocs WHERE id IN (?) AND value ` + op + ` ? ESCAPE '\'`
+UNION SELECT id FROM iocs WHERE id IN (?) AND value ILIKE ? ESCAPE '\'`
 			args = append(args, bun.In(matches), pattern)
 		}
+		followTail = true
 		values += `
-UNION SELECT id FROM iocs WHERE id > ? AND value ` + op + ` ? ESCAPE '\'`
+UNION SELECT id FROM iocs WHERE id > ? AND value ILIKE ? ESCAPE '\'`
 		args = append(args, hi, pattern)
+	case strings.ContainsAny(search, "%_"):
+		// FTS5 reads its trigrams for a plain LIKE of three characters or
+		// more: with ESCAPE it tests every row of its table (0.3-0.5 s at
+		// 1,000,000), slower than LIKE over iocs (0.1 s).
+		values, args = `SELECT id FROM iocs WHERE value LIKE ? ESCAPE '\'`, []any{pattern}
+	default:
+		// Without a wildcard in search nothing needs escaping (a
+		// backslash is plain without ESCAPE). CROSS JOIN: the index leads.
+		values = `SELECT x.rowid FROM ioc_value_keys x CROSS JOIN iocs ON iocs.id = x.rowid WHERE x.value LIKE ?
+UNION SELECT id FROM iocs WHERE id > ? AND value LIKE ? ESCAPE '\'`
+		args = []any{"%" + search + "%", valueID, pattern}
 	}
 	// A rule is also found by its text (ioc_texts holds only rules').
 	err = s.reader().NewRaw(values+`

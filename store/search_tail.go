@@ -10,18 +10,16 @@ import (
 	"time"
 )
 
-// valueTail holds, for searches, the values of the IoCs after the value
-// keys (ioc_keys_state.value_id), which a search would otherwise read from
-// iocs and match one row at a time: during an ingest at 10,000,000 IoCs
-// PostgreSQL's value keys lag by 20,000-60,000 IoCs, and that scan took
-// 17-47 ms of every search there (0.3-0.5 µs a row to read, as much again
-// to match; SQLite's, 20,000-40,000 behind, most of its search's 10-13
-// ms). The store reads each new value once, in the background, and a
-// search finds in memory the ones that contain it: PostgreSQL's iocs.value
-// is COLLATE "C", whose ILIKE folds ASCII letters only, as SQLite's LIKE
-// does and as the tail does. Those it finds are looked up again by id,
-// which drops the IoCs gone since the tail read them, as the keys' arm
-// drops those gone since their keys.
+// valueTail holds, for PostgreSQL's searches, the values of the IoCs after
+// the value keys (ioc_keys_state.value_id), which a search would otherwise
+// read from iocs and match with ILIKE one row at a time: during an ingest
+// at 10,000,000 IoCs the value keys lag by 20,000-60,000 IoCs, and that
+// scan took 17-47 ms of every search (0.3-0.5 µs a row to read, as much
+// again to match). The store reads each new value once, in the background,
+// and a search finds in memory the ones that contain it: iocs.value is
+// COLLATE "C", whose ILIKE folds ASCII letters only, as the tail does.
+// Those it finds are looked up again by id, which drops the IoCs gone since
+// the tail read them, as the keys' arm drops those gone since their keys.
 //
 // It relies on what the value keys rely on: a value never changes, and new
 // IoCs take ids in commit order under the IoC write lock, so a read of the

@@ -14,10 +14,9 @@ import (
 
 // A search finds the IoCs after the value keys exactly as the database's
 // own case-insensitive match of every value does, whatever the searches'
-// tail holds of them: values in either case and with characters outside
-// ASCII (a Kelvin sign, which a Unicode fold makes a "k"), IoCs gone
-// since the tail read them, IoCs after it, and the value keys moving past
-// part of it.
+// tail holds of them (PostgreSQL): values in either case and with
+// characters outside ASCII, IoCs gone since the tail read them, IoCs
+// after it, and the value keys moving past part of it.
 func TestSearchFollowsTheValuesAfterTheKeys(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -65,8 +64,10 @@ func TestSearchFollowsTheValuesAfterTheKeys(t *testing.T) {
 		batch(gone, 2, "http://gone.example/ost-4242", "http://gone.example/été")
 		check("new IoCs, the tail filling")
 		fill()
-		if _, _, n := s.ValueTailSpan(); n != 7 {
-			t.Fatalf("the tail holds %d IoCs after a fill, want the 7 after the value keys", n)
+		if s.Dialect == store.Postgres {
+			if _, _, n := s.ValueTailSpan(); n != 7 {
+				t.Fatalf("the tail holds %d IoCs after a fill, want the 7 after the value keys", n)
+			}
 		}
 		check("the tail filled")
 		// After the tail: read from iocs until the next fill.
@@ -83,8 +84,11 @@ func TestSearchFollowsTheValuesAfterTheKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("value keys part way through the tail")
-		if lo, hi, n := s.ValueTailSpan(); lo == 0 || hi <= lo || n == 0 {
-			t.Fatalf("the tail answers (%d, %d] with %d IoCs: the searches above did not use it", lo, hi, n)
+		if s.Dialect == store.Postgres {
+			lo, hi, n := s.ValueTailSpan()
+			if lo == 0 || hi <= lo || n == 0 {
+				t.Fatalf("the tail answers (%d, %d] with %d IoCs: the searches above did not use it", lo, hi, n)
+			}
 		}
 		catchUpAll(t, s.CatchUpKeys, 1000)
 		check("value keys caught up")
