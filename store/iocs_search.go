@@ -31,7 +31,9 @@ func (s *Store) searchOp() string {
 //
 // Values are found through a trigram index (the key indexer's
 // ioc_value_keys: pg_trgm on PostgreSQL, FTS5 on SQLite) for the IoCs up
-// to its value_id; those after are scanned, a range of iocs' primary key.
+// to its value_id; those after are scanned, a range of iocs' primary key
+// (on PostgreSQL only those after the tail it keeps of their values,
+// valueTail).
 // A value never changes, so a key holds while its IoC is there: the join
 // drops the keys of IoCs gone.
 func (s *Store) searchMatches(ctx context.Context, search string, limit int) (ids []int64, sparse bool, err error) {

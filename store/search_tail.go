@@ -21,6 +21,9 @@ import (
 // Those it finds are looked up again by id, which drops the IoCs gone since
 // the tail read them, as the keys' arm drops those gone since their keys.
 //
+// SQLite keeps its scan: there the tail's reads run in the process that
+// serves the pages, and cost them more than they saved (docs/decisions.md).
+//
 // It relies on what the value keys rely on: a value never changes, and new
 // IoCs take ids in commit order under the IoC write lock, so a read of the
 // IoCs after hi sees every IoC up to the highest id it returns that will
