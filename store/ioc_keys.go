@@ -478,6 +478,10 @@ type cleanerPass struct {
 	Resting bool `json:"resting"`
 }
 
+// restsAt says the pass rests at the IoCs' version: it went through every
+// table and nothing changed since.
+func (p cleanerPass) restsAt(version int64) bool { return p.Resting && p.Version == version }
+
 // readCleanerPass reads the cleaner's pass and the IoCs' version with q.
 // A pass it cannot read is a new one: it only says where to look next.
 func readCleanerPass(ctx context.Context, q bun.IConn) (pass cleanerPass, version int64, err error) {
@@ -497,23 +501,19 @@ WHERE c.id = 1 AND st.id = 1`).Scan(&state, &version); err != nil {
 func (s *Store) cleanNextKeys(ctx context.Context, chunk int) error {
 	// A resting pass is read without the writer (SQLite) or the indexer's
 	// lock (PostgreSQL): it is what a quiet second usually finds.
-	if pass, version, err := readCleanerPass(ctx, s.reader()); err != nil || pass.Resting && pass.Version == version {
-		if err != nil {
-			return fmt.Errorf("store: unable to read the key cleaner's pass: %w", err)
-		}
+	pass, version, err := readCleanerPass(ctx, s.reader())
+	if err != nil {
+		return fmt.Errorf("store: unable to read the key cleaner's pass: %w", err)
+	}
+	if pass.restsAt(version) {
 		return nil
 	}
-	err := s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.keysTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		pass, version, err := readCleanerPass(ctx, tx)
-		if err != nil {
+		if err != nil || pass.restsAt(version) {
 			return err
 		}
-		if pass.Resting {
-			if pass.Version == version {
-				return nil
-			}
-			pass.Resting = false
-		}
+		pass.Resting = false
 		if pass.Passed == ([keyTables]bool{}) && pass.At == (KeyPositions{}) {
 			pass.Version = version
 		}
