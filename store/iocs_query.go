@@ -207,18 +207,18 @@ func (s *Store) feedIsDense(ctx context.Context, feedID int64) (dense bool, kept
 		}
 		limit = int64(math.Sqrt(3 * float64(s.countCap()) * float64(st.Count)))
 	}
-	if kept, err = s.keptCount(ctx, "ioc_count_feeds", "feed_id", feedID); err != nil {
+	if kept, err = s.keptCount(ctx, "ioc_count_feeds", "feed_id = ?", feedID); err != nil {
 		return false, 0, err
 	}
 	return kept >= limit, kept, nil
 }
 
-// keptCount reads the writers' kept count of the IoCs of one feed or one
-// tag (table ioc_count_feeds or ioc_count_tags, keyed by column): 0 when
-// it has none.
-func (s *Store) keptCount(ctx context.Context, table, column string, key any) (int64, error) {
+// keptCount reads the writers' kept count of the IoCs of the rows of
+// table (ioc_count_feeds, _tags or _scores) that cond (with arg) selects:
+// one feed, one tag, a range of scores; 0 when there are none.
+func (s *Store) keptCount(ctx context.Context, table, cond string, arg any) (int64, error) {
 	var n int64
-	if err := s.reader().QueryRowContext(ctx, "SELECT coalesce((SELECT n FROM "+table+" WHERE "+column+" = ?), 0)", key).Scan(&n); err != nil {
+	if err := s.reader().QueryRowContext(ctx, "SELECT coalesce(sum(n), 0) FROM "+table+" WHERE "+cond, arg).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: unable to read a kept count: %w", err)
 	}
 	return n, nil
@@ -284,16 +284,14 @@ func (s *Store) sizeFilter(ctx context.Context, f *IoCFilter) error {
 	}
 	var err error
 	if f.Tag != "" {
-		if f.tagKept, err = s.keptCount(ctx, "ioc_count_tags", "tag", f.Tag); err != nil {
+		if f.tagKept, err = s.keptCount(ctx, "ioc_count_tags", "tag = ?", f.Tag); err != nil {
 			return err
 		}
 	}
 	if f.MinScore != nil {
-		if err := s.reader().NewRaw("SELECT coalesce(sum(n), 0) FROM ioc_count_scores WHERE score >= ?", *f.MinScore).Scan(ctx, &f.scoreKept); err != nil {
-			return fmt.Errorf("store: unable to read a kept count: %w", err)
-		}
+		f.scoreKept, err = s.keptCount(ctx, "ioc_count_scores", "score >= ?", *f.MinScore)
 	}
-	return nil
+	return err
 }
 
 func (s *Store) countCap() int {
