@@ -31,11 +31,10 @@ import (
 type valueTail struct {
 	mu sync.RWMutex
 	// The tail holds every IoC with an id in (lo, hi] that existed when it
-	// was read; set once a search set lo to the value keys' value_id.
-	set    bool
+	// was read, once a search has started it at the value keys' value_id.
 	lo, hi int64
 	// generation moves when the tail starts over, so that a fill read
-	// before does not append to it.
+	// before does not append to it; 0 until a search started it.
 	generation int64
 	ids        []int64
 	// text holds each value, ASCII letters lowercased, followed by a 0
@@ -102,12 +101,12 @@ func (t *valueTail) advance(valueID int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case t.set && valueID <= t.lo:
+	case t.generation > 0 && valueID <= t.lo:
 		// Another search read a later value_id and moved the tail past
 		// this one's: the keys hold those IoCs too by now (value_id only
 		// moves up), and the statement that reads them comes after.
-	case !t.set || valueID > t.hi:
-		t.set, t.lo, t.hi = true, valueID, valueID
+	case t.generation == 0 || valueID > t.hi:
+		t.lo, t.hi = valueID, valueID
 		t.ids, t.text, t.textFrom, t.ends = nil, nil, 0, nil
 		t.generation++
 	default:
@@ -142,10 +141,10 @@ func (s *Store) fillValueTail(ctx context.Context, follow bool) error {
 	stop := time.Now().Add(tailFollow)
 	for {
 		t.mu.RLock()
-		set, hi, generation := t.set, t.hi, t.generation
+		hi, generation := t.hi, t.generation
 		full := len(t.ids) >= tailMaxIoCs || len(t.text)-t.textFrom >= tailMaxBytes
 		t.mu.RUnlock()
-		if !set || full {
+		if generation == 0 || full {
 			return nil
 		}
 		// Scanned into the text as they come, not a string a value.
