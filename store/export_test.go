@@ -53,47 +53,24 @@ func readOverviewCounts(ctx context.Context, s *Store, queries [5]string) (Overv
 	c := OverviewCounts{Types: map[string]int64{}, Feeds: map[int64]int64{}, Tags: map[string]int64{}, Days: map[int64]int64{},
 		Scores: map[int64]int64{}}
 	db := s.readDB()
-	err := scanRows(ctx, db, queries[0], func(r *sql.Rows) error {
-		var k string
+	for i, into := range [5]func(*sql.Rows) error{countsInto(c.Types), countsInto(c.Feeds), countsInto(c.Tags),
+		countsInto(c.Days), countsInto(c.Scores)} {
+		if err := scanRows(ctx, db, queries[i], into); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// countsInto scans a row of a key and its count into m.
+func countsInto[K comparable](m map[K]int64) func(*sql.Rows) error {
+	return func(r *sql.Rows) error {
+		var k K
 		var n int64
 		err := r.Scan(&k, &n)
-		c.Types[k] = n
+		m[k] = n
 		return err
-	})
-	if err == nil {
-		err = scanRows(ctx, db, queries[1], func(r *sql.Rows) error {
-			var k, n int64
-			err := r.Scan(&k, &n)
-			c.Feeds[k] = n
-			return err
-		})
 	}
-	if err == nil {
-		err = scanRows(ctx, db, queries[2], func(r *sql.Rows) error {
-			var k string
-			var n int64
-			err := r.Scan(&k, &n)
-			c.Tags[k] = n
-			return err
-		})
-	}
-	if err == nil {
-		err = scanRows(ctx, db, queries[3], func(r *sql.Rows) error {
-			var k, n int64
-			err := r.Scan(&k, &n)
-			c.Days[k] = n
-			return err
-		})
-	}
-	if err == nil {
-		err = scanRows(ctx, db, queries[4], func(r *sql.Rows) error {
-			var k, n int64
-			err := r.Scan(&k, &n)
-			c.Scores[k] = n
-			return err
-		})
-	}
-	return c, err
 }
 
 // RecentKeysMax lets tests take the plain path of keyed pages.
