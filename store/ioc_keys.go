@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 
 	"github.com/tifeeds/tifeeds/store/migrations"
 )
@@ -557,9 +559,27 @@ WHERE (%[2]s) > (%[3]s) ORDER BY %[2]s LIMIT ?) c ORDER BY %[4]s LIMIT 1`, table
 	if more, err := found(err); err != nil || !more {
 		return nil, err
 	}
-	return tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %[1]s AS x WHERE (%[2]s) > (%[3]s) AND (%[2]s) <= (%[3]s)
-AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.%[5]s AND %[4]s)`, table, key, marks, holds, id),
-		append(slices.Clone(after), last...)...)
+	inChunk := fmt.Sprintf("(%[1]s) > (%[2]s) AND (%[1]s) <= (%[2]s)", key, marks)
+	args := append(slices.Clone(after), last...)
+	if len(after) == 2 && tx.Dialect().Name() == dialect.PG {
+		// PostgreSQL (15) ends a scan of the primary key at a row
+		// comparison's upper bound by its first column only: the range
+		// read every key of the chunk's last tag after it (0.6-0.8 s a
+		// chunk of 50,000 at 10,000,000 IoCs, as long for a chunk already
+		// clean, and the longer the further the pass had to go). A chunk
+		// within one tag is a range of ids (50 ms); one across tags, its
+		// keys read as its last was, up to the LIMIT (250 ms).
+		first := strings.TrimSpace(key[:strings.IndexByte(key, ',')])
+		if reflect.ValueOf(last[0]).Elem().Interface() == after[0] {
+			inChunk = fmt.Sprintf("%[1]s = ? AND %[2]s > ? AND %[2]s <= ?", first, id)
+			args = []any{after[0], after[1], last[1]}
+		} else {
+			inChunk = fmt.Sprintf("(%[2]s) IN (SELECT %[2]s FROM %[1]s WHERE %[3]s ORDER BY %[2]s LIMIT ?)", table, key, inChunk)
+			args = append(args, chunk)
+		}
+	}
+	return tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %[1]s AS x WHERE %[2]s
+AND NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.%[4]s AND %[3]s)`, table, inChunk, holds, id), args...)
 }
 
 // moveKeyRows moves the kept count of k's keys (ioc_order_key_rows) by
