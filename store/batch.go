@@ -172,6 +172,7 @@ func (s *Store) ApplyPrepared(ctx context.Context, p *PreparedBatch) (BatchResul
 	if len(p.upserts) == 0 && len(p.revoked) == 0 && b.Cursor == nil {
 		return res, nil
 	}
+	defer s.writing()()
 	if err := s.payKeyDebt(ctx); err != nil {
 		return res, err
 	}

@@ -161,3 +161,6 @@ func (s *Store) ValueTailSpan() (lo, hi int64, n int) {
 	defer s.tail.mu.RUnlock()
 	return s.tail.lo, s.tail.hi, len(s.tail.ids)
 }
+
+// WritesUnderWay is how many batches and sweeps of s are under way.
+func WritesUnderWay(s *Store) int64 { return s.writes.Load() }

@@ -451,27 +451,15 @@ func TestQuietCatchUpStopsAtAWrite(t *testing.T) {
 // budget allows.
 func TestKeyIndexerBudgetsHoldingNotWaiting(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
 		writes := newKeyWrites(t, s, newFeed(t, s, "f"), "w")
 		writes.batch(40)
-		// A writer holds the store for longer than the budget: SQLite's
-		// one writing connection, PostgreSQL's IoC write lock.
-		tx, err := s.DB.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hold := "UPDATE ioc_stats SET version = version WHERE id = 1"
-		if s.Dialect == store.Postgres {
-			hold = fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", store.IoCWriteLockID)
-		}
-		if _, err := tx.ExecContext(ctx, hold); err != nil {
-			t.Fatal(err)
-		}
+		// A writer holds the store for longer than the budget.
+		release := holdWriter(t, s)
 		const budget = 2 * time.Second
 		released := make(chan struct{})
 		go func() {
 			time.Sleep(budget + budget/4)
-			tx.Rollback()
+			release()
 			close(released)
 		}()
 		k := &store.KeyIndexer{Store: s, Chunk: 5, MaxLag: time.Hour, KeepUnder: 1, Budget: budget}
@@ -532,7 +520,7 @@ func TestKeyCleanerGoesOnWhereTheLastIndexerStopped(t *testing.T) {
 			storetest.MustExec(t, s, fmt.Sprintf("INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', %d, 1)", id))
 		}
 		first := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
-		for range 3 { // a tick that saw the batch, then two quiet chunks
+		for range 7 { // a tick that saw the batch, the quiet's first 5 s, then two chunks
 			first()
 		}
 		left := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'")
@@ -542,17 +530,17 @@ func TestKeyCleanerGoesOnWhereTheLastIndexerStopped(t *testing.T) {
 		// A stale key behind the pass, made without a change of the IoCs:
 		// a pass that goes on leaves it to the next one.
 		storetest.MustExec(t, s, "INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('a', 999999, 1)")
-		// Each indexer after the first is a process that started: 20 quiet
+		// Each indexer after the first is a process that started: 25 quiet
 		// ticks are enough for a pass.
 		nextIndexer := func() {
 			tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
-			for range 20 {
+			for range 25 {
 				tick()
 			}
 		}
 		nextIndexer()
 		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'"); n != 0 {
-			t.Errorf("%d stale keys left after 20 quiet ticks of the next indexer", n)
+			t.Errorf("%d stale keys left after 25 quiet ticks of the next indexer", n)
 		}
 		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'a'"); n != 1 {
 			t.Errorf("the next indexer walked the tag keys from their start again (the key behind the pass is gone)")
@@ -584,6 +572,176 @@ func TestKeyCleanerStartsOverFromAPassItCannotRead(t *testing.T) {
 			t.Errorf("the stale key is still there after 10 quiet ticks from a pass the store could not read")
 		}
 	})
+}
+
+// The cleaner waits for the IoCs to have stayed as they were for
+// CleanAfter: a second without a commit is common during an ingest run.
+func TestKeyCleanerWaitsForTheQuietToLast(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "f")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
+			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
+		storetest.MustExec(t, s, "INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', 999999, 1)")
+		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 100, CleanAfter: 3 * time.Second})
+		for n := range 3 { // the tick that saw the batch, then 2 s of quiet
+			tick()
+			if countRows(t, s, "ioc_tag_keys WHERE tag = 'z'") != 1 {
+				t.Fatalf("the cleaner took the stale key at tick %d, %d s into the quiet, want after 3 s", n+1, n)
+			}
+		}
+		tick()
+		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'"); n != 0 {
+			t.Errorf("the stale key is still there 3 s into the quiet")
+		}
+	})
+}
+
+// The sweeper's deletes do not move the change stamp the indexer's quiet
+// is read from: the cleaner waits until the IoCs' version stands still as
+// well, rather than taking a chunk every second of a sweep beside it.
+func TestKeyCleanerWaitsWhileTheSweeperDeletes(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		const swept = 8
+		for n := range swept + 1 { // one IoC expiring a minute after the one before
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Minute), Retention: day,
+				Indicators: []ioc.Indicator{dom(fmt.Sprintf("g%d.example", n), "src", 50, "t")}})
+		}
+		// Stale keys the pass comes to first.
+		for id := 1000; id < 1006; id++ {
+			storetest.MustExec(t, s, fmt.Sprintf("INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('a', %d, 1)", id))
+		}
+		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
+		tick() // the writes are new to it
+		for n := range swept {
+			if _, gone, err := s.SweepExpired(ctx, t0.Add(day+time.Duration(n)*time.Minute), 0); err != nil || gone != 1 {
+				t.Fatalf("sweep %d: %d IoCs gone, %v; want 1", n, gone, err)
+			}
+			tick()
+		}
+		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'a'"); n != 6 {
+			t.Fatalf("%d of 6 stale keys left after %d ticks each after a sweep: the cleaner ran beside the sweeper", n, swept)
+		}
+		for range 15 {
+			tick()
+		}
+		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'a'"); n != 0 {
+			t.Errorf("%d stale keys left after 15 quiet ticks", n)
+		}
+		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 't'"); n != 1 {
+			t.Errorf("%d keys of tag t after the swept IoCs' went, want the one left's", n)
+		}
+	})
+}
+
+// A batch of this process under way stops the cleaner though nothing has
+// committed yet: an ingest run's first batch committed a second or more
+// after the last change, and the cleaner took its chunks beside it.
+func TestKeyCleanerStopsForABatchUnderWay(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
+			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
+		for id := 1000; id < 1006; id++ {
+			storetest.MustExec(t, s, fmt.Sprintf("INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', %d, 1)", id))
+		}
+		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
+		for range 6 { // the writes new to it, the keys made, 5 s of quiet, the cleaner's first chunk
+			tick()
+		}
+		left := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'")
+		if left == 0 || left == 6 {
+			t.Fatalf("%d of 6 stale keys left after the first quiet tick: the test needs a pass part way", left)
+		}
+		// A writer holds the store: the next batch waits for it.
+		release := holdWriter(t, s)
+		applied := make(chan error, 1)
+		go func() {
+			_, err := s.ApplyBatch(ctx, store.Batch{FeedID: feed, Now: t0.Add(time.Minute), Retention: 10 * day,
+				Indicators: []ioc.Indicator{dom("s.example", "src", 50, "t")}})
+			applied <- err
+		}()
+		waitForWrites(t, s, 1)
+		for range 3 {
+			tick()
+		}
+		var n int // through the readers: SQLite's writer is held
+		if err := store.Reader(s).QueryRowContext(ctx, "SELECT count(*) FROM ioc_tag_keys WHERE tag = 'z'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != left {
+			t.Errorf("%d of %d stale keys left after 3 ticks beside a batch under way: the cleaner ran beside it", n, left)
+		}
+		release()
+		if err := <-applied; err != nil {
+			t.Fatal(err)
+		}
+		waitForWrites(t, s, 0)
+		for range 15 {
+			tick()
+		}
+		if n := countRows(t, s, "ioc_tag_keys WHERE tag = 'z'"); n != 0 {
+			t.Errorf("%d stale keys left after the batch and 15 quiet ticks", n)
+		}
+	})
+}
+
+// A sweep under way counts as a write too, from before its first
+// transaction to its return.
+func TestSweepCountsAsAWriteUnderWay(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day,
+			Indicators: []ioc.Indicator{dom("g.example", "src", 50, "t")}})
+		release := holdWriter(t, s)
+		swept := make(chan error, 1)
+		go func() {
+			_, _, err := s.SweepExpired(ctx, t0.Add(2*day), 0)
+			swept <- err
+		}()
+		waitForWrites(t, s, 1)
+		release()
+		if err := <-swept; err != nil {
+			t.Fatal(err)
+		}
+		waitForWrites(t, s, 0)
+	})
+}
+
+// holdWriter holds the store's IoC writes until release is called:
+// SQLite's one writing connection, PostgreSQL's IoC write lock.
+func holdWriter(t *testing.T, s *store.Store) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := "UPDATE ioc_stats SET version = version WHERE id = 1"
+	if s.Dialect == store.Postgres {
+		hold = fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", store.IoCWriteLockID)
+	}
+	if _, err := tx.ExecContext(ctx, hold); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := tx.Rollback(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// waitForWrites waits until n writes of s are under way.
+func waitForWrites(t *testing.T, s *store.Store, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); store.WritesUnderWay(s) != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes under way, want %d", store.WritesUnderWay(s), n)
+		}
+	}
 }
 
 // tagKeys counts the tag keys: in the tests that count them, made with

@@ -63,3 +63,10 @@ func (s *Store) healIoCCount(ctx context.Context) error {
 		return err
 	})
 }
+
+// writing counts a batch or sweep under way until the function it
+// returns is called.
+func (s *Store) writing() (done func()) {
+	s.writes.Add(1)
+	return func() { s.writes.Add(-1) }
+}

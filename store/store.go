@@ -77,6 +77,10 @@ type Store struct {
 	// batches then keep their lag bounded.
 	keysKept atomic.Bool
 
+	// writes counts this process's batches and sweeps under way: the key
+	// cleaner stops at the first (cleanWhileQuiet).
+	writes atomic.Int64
+
 	// changedCount is keyedStamp's last count of the IoCs changed since
 	// the keys' stamp.
 	changedCount atomic.Pointer[changedCount]

@@ -211,6 +211,7 @@ func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) 
 	if batchSize <= 0 {
 		batchSize = maintenanceBatch
 	}
+	defer s.writing()()
 	nowUS := micros(now)
 	// Sightings are indexed by (feed, expiry), the rows' and the inline
 	// ones': sweeping each feed sweeps them all, but for those of feeds
