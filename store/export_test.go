@@ -164,3 +164,13 @@ func (s *Store) ValueTailSpan() (lo, hi int64, n int) {
 
 // WritesUnderWay is how many batches and sweeps of s are under way.
 func WritesUnderWay(s *Store) int64 { return s.writes.Load() }
+
+// SweepInline takes one of SweepExpired's batches: at most limit IoCs of
+// feedID whose one sighting, kept in their row, expired at now.
+func SweepInline(s *Store, ctx context.Context, feedID int64, now time.Time, limit int) (deleted int64, err error) {
+	err = s.writeTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, deleted, err = s.deleteInline(ctx, tx, feedID, "expires_at <= ?", limit, micros(now))
+		return err
+	})
+	return deleted, err
+}

@@ -332,3 +332,31 @@ func TestInlineSightingsMigration(t *testing.T) {
 		wantKept(t, s, "z.example", a, "s", 0)
 	})
 }
+
+// The sweeper takes a feed's expired IoCs latest expiry first on
+// PostgreSQL, earliest first on SQLite (deleteInline): IoCs written
+// together expire together, and the first pages of FIRST_SEEN and
+// LAST_SEEN DESC start at the newest.
+func TestSweepTakesTheExpiredInTheDatabasesOrder(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := newFeed(t, s, "f")
+		for n := range 4 {
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(n) * time.Hour), Retention: day,
+				Indicators: []ioc.Indicator{dom(fmt.Sprintf("e%d.example", n), "src", 50, "t")}})
+		}
+		deleted, err := store.SweepInline(s, context.Background(), feed, t0.Add(2*day), 2)
+		if err != nil || deleted != 2 {
+			t.Fatalf("one batch of 2 deleted %d IoCs (%v), want 2", deleted, err)
+		}
+		first, last := "'e0.example', 'e1.example'", "'e2.example', 'e3.example'"
+		if s.Dialect == store.Postgres {
+			first, last = last, first
+		}
+		if n := countRows(t, s, "iocs WHERE value IN ("+first+")"); n != 0 {
+			t.Errorf("%d of the two IoCs a batch of 2 takes first (%s) left, want none", n, first)
+		}
+		if n := countRows(t, s, "iocs WHERE value IN ("+last+")"); n != 2 {
+			t.Errorf("%d of the two IoCs a batch of 2 leaves (%s) left, want both", n, last)
+		}
+	})
+}

@@ -110,15 +110,29 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In
 // deleteInline deletes at most limit IoCs whose one sighting is the feed's,
 // kept in their row, and matches cond (a condition on iocs with args, ""
 // for none): each goes with its sighting. They are read in expiry order, a
-// range of iocs_feed_idx. found is how many it found, deleted how many of
-// them it deleted.
+// range of iocs_feed_idx: on PostgreSQL latest expiry first. IoCs written
+// together expire together, the newest last, and the first pages of
+// FIRST_SEEN and LAST_SEEN DESC start at the newest. Swept oldest first, a
+// million of them lay dead under the live ones until the last batch
+// uncovered them all at once, and the next such page read through every
+// one (56 ms at 10,000,000 IoCs; PostgreSQL's indexes keep a dead entry
+// until vacuum); newest first, each page steps over what went since the
+// last (a median of 4.9 ms during the sweep, 14.5 at worst). SQLite
+// deletes an index entry with its row, and there the sweep is better away
+// from where the pages read: newest first, TYPE DESC took 77-655 ms
+// during the sweep. found is how many it found, deleted how many of them
+// it deleted.
 func (s *Store) deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond string, limit int, args ...any) (found int, deleted int64, err error) {
 	q := tx.NewSelect().Table("iocs").Column("id").Where("feed_id = ?", feedID)
 	if cond != "" {
 		q = q.Where(cond, args...)
 	}
 	var ids []int64
-	if err := q.OrderExpr("feed_id, expires_at").Limit(int64(limit)).Scan(ctx, &ids); err != nil {
+	order := "feed_id, expires_at"
+	if s.Dialect == Postgres {
+		order = "feed_id DESC, expires_at DESC, id DESC"
+	}
+	if err := q.OrderExpr(order).Limit(int64(limit)).Scan(ctx, &ids); err != nil {
 		return 0, 0, err
 	}
 	if len(ids) == 0 {
