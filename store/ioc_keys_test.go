@@ -516,9 +516,7 @@ func TestKeyCleanerGoesOnWhereTheLastIndexerStopped(t *testing.T) {
 			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
 		// Stale keys after the IoC's ('t', id): a pass takes a chunk of two
 		// a quiet tick through them.
-		for id := 1000; id < 1010; id++ {
-			storetest.MustExec(t, s, fmt.Sprintf("INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', %d, 1)", id))
-		}
+		addStaleTagKeys(t, s, "z", 10)
 		first := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
 		for range 7 { // a tick that saw the batch, the quiet's first 5 s, then two chunks
 			first()
@@ -609,9 +607,7 @@ func TestKeyCleanerWaitsWhileTheSweeperDeletes(t *testing.T) {
 				Indicators: []ioc.Indicator{dom(fmt.Sprintf("g%d.example", n), "src", 50, "t")}})
 		}
 		// Stale keys the pass comes to first.
-		for id := 1000; id < 1006; id++ {
-			storetest.MustExec(t, s, fmt.Sprintf("INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('a', %d, 1)", id))
-		}
+		addStaleTagKeys(t, s, "a", 6)
 		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
 		tick() // the writes are new to it
 		for n := range swept {
@@ -644,9 +640,7 @@ func TestKeyCleanerStopsForABatchUnderWay(t *testing.T) {
 		feed := newFeed(t, s, "f")
 		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
 			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
-		for id := 1000; id < 1006; id++ {
-			storetest.MustExec(t, s, fmt.Sprintf("INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', %d, 1)", id))
-		}
+		addStaleTagKeys(t, s, "z", 6)
 		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
 		for range 6 { // the writes new to it, the keys made, 5 s of quiet, the cleaner's first chunk
 			tick()
@@ -709,6 +703,15 @@ func TestSweepCountsAsAWriteUnderWay(t *testing.T) {
 		}
 		waitForWrites(t, s, 0)
 	})
+}
+
+// addStaleTagKeys adds n keys of tag that no IoC holds (ids 1000 on),
+// without a change of the IoCs.
+func addStaleTagKeys(t *testing.T, s *store.Store, tag string, n int) {
+	t.Helper()
+	for id := 1000; id < 1000+n; id++ {
+		storetest.MustExec(t, s, fmt.Sprintf("INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('%s', %d, 1)", tag, id))
+	}
 }
 
 // holdWriter holds the store's IoC writes until release is called:

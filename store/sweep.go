@@ -117,7 +117,7 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In
 // uncovered them all at once, and the next such page read through every
 // one (56 ms at 10,000,000 IoCs; PostgreSQL's indexes keep a dead entry
 // until vacuum); newest first, each page steps over what went since the
-// last (a median of 4.9 ms during the sweep, 14.5 at worst). SQLite
+// last (a median of 4.9 ms during the sweep, 16.2 at worst). SQLite
 // deletes an index entry with its row, and there the sweep is better away
 // from where the pages read: newest first, TYPE DESC took 77-655 ms
 // during the sweep. found is how many it found, deleted how many of them
