@@ -511,9 +511,7 @@ func TestKeyCleanerRestsUntilAChange(t *testing.T) {
 // key table again from its start.
 func TestKeyCleanerGoesOnWhereTheLastIndexerStopped(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		feed := newFeed(t, s, "f")
-		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
-			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
+		feedWithAnIoC(t, s)
 		// Stale keys after the IoC's ('t', id): a pass takes a chunk of two
 		// a quiet tick through them.
 		addStaleTagKeys(t, s, "z", 10)
@@ -557,9 +555,7 @@ func TestKeyCleanerGoesOnWhereTheLastIndexerStopped(t *testing.T) {
 // where to look next: the cleaner starts a new one rather than failing.
 func TestKeyCleanerStartsOverFromAPassItCannotRead(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		feed := newFeed(t, s, "f")
-		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
-			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
+		feedWithAnIoC(t, s)
 		storetest.MustExec(t, s, "INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', 999999, 1)")
 		storetest.MustExec(t, s, `UPDATE ioc_key_cleaner SET state = '{"at": {"Orders": "no"}, "resting": 7' WHERE id = 1`)
 		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
@@ -576,9 +572,7 @@ func TestKeyCleanerStartsOverFromAPassItCannotRead(t *testing.T) {
 // CleanAfter: a second without a commit is common during an ingest run.
 func TestKeyCleanerWaitsForTheQuietToLast(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		feed := newFeed(t, s, "f")
-		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
-			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
+		feedWithAnIoC(t, s)
 		storetest.MustExec(t, s, "INSERT INTO ioc_tag_keys (tag, id, stamp) VALUES ('z', 999999, 1)")
 		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 100, CleanAfter: 3 * time.Second})
 		for n := range 3 { // the tick that saw the batch, then 2 s of quiet
@@ -637,9 +631,7 @@ func TestKeyCleanerWaitsWhileTheSweeperDeletes(t *testing.T) {
 func TestKeyCleanerStopsForABatchUnderWay(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		feed := newFeed(t, s, "f")
-		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
-			Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
+		feed := feedWithAnIoC(t, s)
 		addStaleTagKeys(t, s, "z", 6)
 		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 2})
 		for range 6 { // the writes new to it, the keys made, 5 s of quiet, the cleaner's first chunk
@@ -703,6 +695,15 @@ func TestSweepCountsAsAWriteUnderWay(t *testing.T) {
 		}
 		waitForWrites(t, s, 0)
 	})
+}
+
+// feedWithAnIoC makes a feed with one IoC, tagged t, and returns the feed.
+func feedWithAnIoC(t *testing.T, s *store.Store) (feed int64) {
+	t.Helper()
+	feed = newFeed(t, s, "f")
+	apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day,
+		Indicators: []ioc.Indicator{dom("r.example", "src", 50, "t")}})
+	return feed
 }
 
 // addStaleTagKeys adds n keys of tag that no IoC holds (ids 1000 on),
