@@ -195,8 +195,8 @@ func (t *valueTail) add(generation, hi int64, ids []int64, text []byte, ends []i
 	}
 	base := len(t.text)
 	t.text = append(t.text, text...)
-	for i, end := range ends {
-		t.ids = append(t.ids, ids[i])
+	t.ids = append(t.ids, ids...)
+	for _, end := range ends {
 		t.ends = append(t.ends, base+end)
 	}
 	t.hi = ids[len(ids)-1]
