@@ -504,12 +504,15 @@ WHERE c.id = 1 AND st.id = 1`).Scan(&state, &version); err != nil {
 // IoCs, all of which a batch that had just begun would have had beside it.
 const cleanPieces = 5
 
+// cleanPiece is how many keys of each table a piece of a chunk is.
+func cleanPiece(chunk int) int { return max(chunk/cleanPieces, 1) }
+
 // cleanWhileQuiet takes the cleaner's work of a quiet tick, a chunk of
 // each key table, in pieces, while the IoCs stay as they were at version
 // and no batch or sweep of this process is under way (another instance's
 // shows once it commits).
 func (s *Store) cleanWhileQuiet(ctx context.Context, chunk int, version int64) error {
-	piece := max(chunk/cleanPieces, 1)
+	piece := cleanPiece(chunk)
 	for range min(cleanPieces, chunk/piece) {
 		if s.writes.Load() > 0 {
 			return nil

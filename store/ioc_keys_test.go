@@ -674,6 +674,39 @@ func TestKeyCleanerStopsForABatchUnderWay(t *testing.T) {
 	})
 }
 
+// Writes that never stay still for CleanAfter do not keep the cleaner out
+// for good: after CleanStarved it takes one piece (a fifth of a chunk of
+// each table) every CleanAfter while they go on.
+func TestKeyCleanerTakesAPieceAtATimeWhenTheWritesNeverStop(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		feed := feedWithAnIoC(t, s)
+		// Stale keys the pass comes to first, a piece (one key) at a time.
+		addStaleTagKeys(t, s, "a", 10)
+		tick := ticker(t, &store.KeyIndexer{Store: s, Chunk: 5, CleanAfter: 3 * time.Second, CleanStarved: 10 * time.Second})
+		written := 0
+		writeThenTick := func() {
+			written++
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(written) * time.Minute), Retention: 10 * day,
+				Indicators: []ioc.Indicator{dom(fmt.Sprintf("w%d.example", written), "src", 50, "t")}})
+			tick()
+		}
+		stale := func() int { return countRows(t, s, "ioc_tag_keys WHERE tag = 'a'") }
+		for n := range 10 { // the ticks at 1-10 s, a batch before each
+			writeThenTick()
+			if left := stale(); left != 10 {
+				t.Fatalf("%d of 10 stale keys left at tick %d, %d s into writes that never stop: want the cleaner to wait 10 s", left, n+1, n)
+			}
+		}
+		// Each row: after the tick at that second, the stale keys left.
+		for n, want := range []int{9, 9, 9, 8, 8, 8, 7} { // 11 s, then a piece every 3 s
+			writeThenTick()
+			if left := stale(); left != want {
+				t.Fatalf("%d of 10 stale keys left at tick %d, %d s into writes that never stop: want %d", left, n+11, n+10, want)
+			}
+		}
+	})
+}
+
 // A sweep under way counts as a write too, from before its first
 // transaction to its return.
 func TestSweepCountsAsAWriteUnderWay(t *testing.T) {
