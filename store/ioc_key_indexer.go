@@ -119,6 +119,13 @@ func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
 	if clock == nil {
 		clock = time.Now
 	}
+	cleanAfter, starved := k.CleanAfter, k.CleanStarved
+	if cleanAfter <= 0 {
+		cleanAfter = DefaultCleanAfter
+	}
+	if starved <= 0 {
+		starved = DefaultCleanStarved
+	}
 	k.Keep()
 	var keysStamp, stamp, version, valueID, lastID int64
 	if err := k.Store.reader().QueryRowContext(ctx, `SELECT k.stamp, st.stamp, st.version, k.value_id,
@@ -205,13 +212,6 @@ WHERE k.id = 1 AND st.id = 1`).Scan(&keysStamp, &stamp, &version, &valueID, &las
 	// cleaner waiting for CleanStarved (DefaultCleanStarved).
 	if version != k.lastVersion || k.versionSeen.IsZero() {
 		k.lastVersion, k.versionSeen = version, now
-	}
-	cleanAfter, starved := k.CleanAfter, k.CleanStarved
-	if cleanAfter <= 0 {
-		cleanAfter = DefaultCleanAfter
-	}
-	if starved <= 0 {
-		starved = DefaultCleanStarved
 	}
 	if k.cleanDue.IsZero() {
 		k.cleanDue = now.Add(starved)
