@@ -174,3 +174,6 @@ func SweepInline(s *Store, ctx context.Context, feedID int64, now time.Time, lim
 	})
 	return deleted, err
 }
+
+// PrefixWalks lets tests take one way only to a page of a prefix.
+var PrefixWalks = &prefixWalks

@@ -996,6 +996,8 @@ func keyedCases() []keyedCase {
 			func(r keyedRow) bool { return strings.HasPrefix(r.value, "h1") }, keyedOrder(id, true)},
 		{"prefix h, score desc", store.IoCFilter{ValuePrefix: "h"}, order(store.IoCOrderScore, true),
 			func(r keyedRow) bool { return strings.HasPrefix(r.value, "h") }, keyedOrder(score, true)},
+		{"prefix h, min score 40, last seen desc", store.IoCFilter{ValuePrefix: "h", MinScore: ptr(40)}, order(store.IoCOrderLastSeen, true),
+			and(func(r keyedRow) bool { return strings.HasPrefix(r.value, "h") }, minScore), keyedOrder(last, true)},
 		{"domains, last seen desc", store.IoCFilter{Types: []ioc.Kind{ioc.Domain}}, order(store.IoCOrderLastSeen, true), nil, keyedOrder(last, true)},
 		{"expires before, id", store.IoCFilter{ExpiresBefore: &soon}, store.IoCOrder{}, before, keyedOrder(id, false)},
 		{"expires before, expires desc", store.IoCFilter{ExpiresBefore: &soon}, order(store.IoCOrderExpiresAt, true), before, keyedOrder(expires, true)},
@@ -1047,7 +1049,6 @@ func checkKeyedPages(t *testing.T, s *store.Store, state string) {
 
 func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) {
 	t.Helper()
-	ctx := context.Background()
 	checkKeptKeyRows(t, s, state)
 	all := allIoCRows(t, s)
 	countCap := store.DefaultIoCCountCap
@@ -1062,35 +1063,55 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 				want = append(want, r.value)
 			}
 		}
-		wantTotal := len(want)
-		if c.filter.Tag != "" || c.filter.Search != "" || c.filter.ValuePrefix != "" || len(c.filter.Types) > 0 ||
-			c.filter.MinScore != nil || c.filter.ExpiresBefore != nil || c.filter.ExpiresAfter != nil {
-			wantTotal = min(wantTotal, countCap)
+		// A prefix past the cap has two ways to its pages (pageOfPrefix),
+		// taken by how long each takes: each is checked alone as well.
+		paces := map[string]func(walked, ranged time.Duration) bool{"": *store.PrefixWalks}
+		if c.filter.ValuePrefix != "" && dense {
+			paces[", walked"] = func(time.Duration, time.Duration) bool { return true }
+			paces[", ranged"] = func(time.Duration, time.Duration) bool { return false }
 		}
-		var got []string
-		after := ""
-		for pages := 0; ; pages++ {
-			if pages > len(all) {
-				t.Fatalf("%s, %s: more pages than IoCs: %q", state, c.name, got)
-			}
-			page, err := s.IoCs(ctx, c.filter, c.order, 4, after)
-			if err != nil {
-				t.Fatalf("%s, %s: %v", state, c.name, err)
-			}
-			if page.Total != wantTotal || page.TotalCapped != (wantTotal < len(want)) {
-				t.Errorf("%s, %s: total %d (capped %v), want %d of %d", state, c.name, page.Total, page.TotalCapped, wantTotal, len(want))
-			}
-			for _, r := range page.IoCs {
-				got = append(got, r.Value)
-			}
-			if !page.HasNextPage {
-				break
-			}
-			after = page.EndCursor
+		for pace, walks := range paces {
+			saved := *store.PrefixWalks
+			*store.PrefixWalks = walks
+			checkKeyedCase(t, s, state+pace, c, want, len(all), countCap)
+			*store.PrefixWalks = saved
 		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%s, %s:\n got  %q\n want %q", state, c.name, got, want)
+	}
+}
+
+// checkKeyedCase pages through c in pages of 4 and compares the IoCs with
+// want (their values), and the totals with want's up to countCap.
+func checkKeyedCase(t *testing.T, s *store.Store, state string, c keyedCase, want []string, iocs, countCap int) {
+	t.Helper()
+	ctx := context.Background()
+	wantTotal := len(want)
+	if c.filter.Tag != "" || c.filter.Search != "" || c.filter.ValuePrefix != "" || len(c.filter.Types) > 0 ||
+		c.filter.MinScore != nil || c.filter.ExpiresBefore != nil || c.filter.ExpiresAfter != nil {
+		wantTotal = min(wantTotal, countCap)
+	}
+	var got []string
+	after := ""
+	for pages := 0; ; pages++ {
+		if pages > iocs {
+			t.Fatalf("%s, %s: more pages than IoCs: %q", state, c.name, got)
 		}
+		page, err := s.IoCs(ctx, c.filter, c.order, 4, after)
+		if err != nil {
+			t.Fatalf("%s, %s: %v", state, c.name, err)
+		}
+		if page.Total != wantTotal || page.TotalCapped != (wantTotal < len(want)) {
+			t.Errorf("%s, %s: total %d (capped %v), want %d of %d", state, c.name, page.Total, page.TotalCapped, wantTotal, len(want))
+		}
+		for _, r := range page.IoCs {
+			got = append(got, r.Value)
+		}
+		if !page.HasNextPage {
+			break
+		}
+		after = page.EndCursor
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s, %s:\n got  %q\n want %q", state, c.name, got, want)
 	}
 }
 

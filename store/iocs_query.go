@@ -538,17 +538,17 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		page.IoCs = rows
 	case o.Field == IoCOrderValue:
 		q = s.byValueOfEachKind(f, o.Desc, after != "", cursorValue, cursorID, first, &page.IoCs)
+	case s.prefixPaged(f, o, page):
+		rows, err := s.pageOfPrefix(ctx, f, o, page, after != "", cursorValue, cursorID, first+1)
+		if err != nil {
+			return nil, err
+		}
+		page.IoCs = rows
 	default:
 		// In id order, or few IoCs match (or the key tables lag far
 		// behind): the filter's conditions on iocs find the page, walking
 		// the primary key in id order, else found and sorted.
 		q, _, _ = s.applyIoCFilter(s.reader().NewSelect().Model(&page.IoCs), f)
-		if s.prefixSparse(f, page) {
-			// Every match, read through the prefix's index range alone (a
-			// subquery with an OFFSET is not pulled up), then sorted.
-			matches, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
-			q = s.reader().NewSelect().Model(&page.IoCs).ModelTableExpr("(? OFFSET 0) AS iocs", matches)
-		}
 		q = orderPage(q, "iocs."+string(o.Field), "iocs.id", o, after != "", cursorValue, cursorID, first+1)
 	}
 	if q != nil {
@@ -569,20 +569,6 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		page.EndCursor = encodeCursor(o, &page.IoCs[n-1])
 	}
 	return page, nil
-}
-
-// prefixSparse says whether a page of f on PostgreSQL reads every IoC of
-// its valuePrefix through the (type, value) index and sorts them: when
-// the count found no more than the cap. Left to itself the planner
-// weighed the prefix by the statistics' histogram, which at 10,000,000
-// IoCs one ANALYZE or the next put at anywhere from none to 1 % of the
-// IoCs; taking the 2,222 IoCs of "host-12" for many, it walked the
-// primary key expecting a page of them soon, and read 450,000 IoCs for
-// it (0.4-0.97 s a first page, 8 ms through the index). The count has
-// already read them through that index, and sorting at most the cap
-// costs milliseconds.
-func (s *Store) prefixSparse(f IoCFilter, page *IoCPage) bool {
-	return s.Dialect == Postgres && f.ValuePrefix != "" && !page.TotalCapped
 }
 
 // orderPage orders q (IoCs, filtered) for a page in order o after the
