@@ -996,6 +996,8 @@ func keyedCases() []keyedCase {
 			func(r keyedRow) bool { return strings.HasPrefix(r.value, "h1") }, keyedOrder(id, true)},
 		{"prefix h, score desc", store.IoCFilter{ValuePrefix: "h"}, order(store.IoCOrderScore, true),
 			func(r keyedRow) bool { return strings.HasPrefix(r.value, "h") }, keyedOrder(score, true)},
+		{"prefix h1, rare, id desc", store.IoCFilter{ValuePrefix: "h1", Tag: "rare"}, order(store.IoCOrderID, true),
+			and(func(r keyedRow) bool { return strings.HasPrefix(r.value, "h1") }, has("rare")), keyedOrder(id, true)},
 		{"prefix h, min score 40, last seen desc", store.IoCFilter{ValuePrefix: "h", MinScore: ptr(40)}, order(store.IoCOrderLastSeen, true),
 			and(func(r keyedRow) bool { return strings.HasPrefix(r.value, "h") }, minScore), keyedOrder(last, true)},
 		{"domains, last seen desc", store.IoCFilter{Types: []ioc.Kind{ioc.Domain}}, order(store.IoCOrderLastSeen, true), nil, keyedOrder(last, true)},

@@ -14,10 +14,14 @@ import (
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
-// prefixPaged says whether a page of f in order o is read by pageOfPrefix
-// rather than left to the planner: f has a valuePrefix, and on PostgreSQL,
-// unless few IoCs match (the count below the cap), o is an order an index
-// on iocs walks (not type; value order reads the prefix's range itself).
+// prefixPaged says whether a page of f, which has a valuePrefix, in order
+// o is read by pageOfPrefix rather than left to the planner: on PostgreSQL
+// when few IoCs match (the count below the cap); past the cap, when o is
+// an order an index walks (on PostgreSQL not type, value order reading the
+// prefix's range itself; on SQLite id) and the prefix is the filter's one
+// condition beside kinds and a tag (which no index serves): another
+// condition's index may find the page for less than either of the two
+// ways pageOfPrefix takes, and the planner weighs it.
 //
 // Left to itself the planner weighs the prefix by the statistics'
 // histogram, which at 10,000,000 IoCs one ANALYZE or the next put at
@@ -40,10 +44,18 @@ func (s *Store) prefixPaged(f IoCFilter, o IoCOrder, page *IoCPage) bool {
 	if f.ValuePrefix == "" {
 		return false
 	}
-	if s.Dialect == SQLite {
-		return page.TotalCapped && o.Field == IoCOrderID
+	if !page.TotalCapped {
+		return s.Dialect == Postgres
 	}
-	return !page.TotalCapped || o.Field != IoCOrderType
+	rest := f
+	rest.ValuePrefix, rest.Types, rest.Tag = "", nil, ""
+	if !rest.empty() {
+		return false
+	}
+	if s.Dialect == SQLite {
+		return o.Field == IoCOrderID
+	}
+	return o.Field != IoCOrderType
 }
 
 // prefixWalks decides, from the time each way to a page of a prefix has
@@ -69,10 +81,11 @@ var prefixWalks = func(walked, ranged time.Duration) bool { return walked <= ran
 // rows lie on disk.)
 func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, page *IoCPage, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
 	if !page.TotalCapped {
+		// Every match, read through the prefix's index range alone (a
+		// subquery with an OFFSET is not pulled up), then sorted.
 		rows := []IoC{}
 		matches, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
-		matches = matches.OrderExpr("iocs.type, iocs.value").Limit(int64(s.countCap())) // see prefixSpan
-		q := s.reader().NewSelect().Model(&rows).ModelTableExpr("(?) AS iocs", matches)
+		q := s.reader().NewSelect().Model(&rows).ModelTableExpr("(? OFFSET 0) AS iocs", matches)
 		err := orderPage(q, "iocs."+string(o.Field), "iocs.id", o, after, cursorValue, cursorID, limit).Scan(ctx)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("store: unable to list indicators: %w", err)
