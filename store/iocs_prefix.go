@@ -189,11 +189,12 @@ type prefixMatch struct {
 // after from's position when it has one. The order leads the planner to
 // the prefix's range of that index whatever its statistics say of the
 // prefix, given the LIMIT: a walk of the index that stops early costs less
-// than a scan of the table and a sort. A position is a range of its kind
-// and one of the kinds after it (sorted the same in byte order and in any
-// collation's): as one row comparison, the kinds' list and the prefix's
-// bounds, PostgreSQL read its kind's index from the position to the kind's
-// end (1.1-1.7 s for 20,000 entries of a prefix among 2,000,000 URLs).
+// than a scan of the table and a sort. After a position the span is two
+// ranges, the rest of the position's kind and the kinds after it (kinds
+// sort the same in byte order and in any collation's): as one row
+// comparison beside the kinds' list and the prefix's bounds, PostgreSQL
+// read the kind's index from the position to the kind's end (1.1-1.7 s
+// for 20,000 entries of a prefix among 2,000,000 URLs).
 func (s *Store) prefixSpan(f IoCFilter, from *prefixRange, cols string, limit int) *bun.SelectQuery {
 	span := func(kinds []ioc.Kind) *bun.SelectQuery {
 		q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(cols),
