@@ -92,15 +92,18 @@ func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, page 
 		}
 		return rows, nil
 	}
-	walk := &prefixWalk{after: after, key: cursorValue, id: cursorID, rows: s.countCap(), found: []IoC{}}
+	walk := &prefixWalk{after: after, key: cursorValue, id: cursorID, rows: s.countCap()}
 	span := &prefixRange{rows: s.countCap()}
 	for {
 		if prefixWalks(walk.took, span.took) {
 			start := time.Now()
 			done, err := s.stepPrefixWalk(ctx, f, o, limit, walk)
 			walk.took += time.Since(start)
-			if err != nil || done {
-				return walk.found, err
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				return s.iocsOfPrefix(ctx, f, o, walk.found, limit)
 			}
 			continue
 		}
@@ -126,7 +129,7 @@ type prefixWalk struct {
 	// rows is how many IoCs the next step walks.
 	rows int
 	// found is the matches met so far, in the page's order.
-	found []IoC
+	found []prefixMatch
 	took  time.Duration
 }
 
@@ -137,15 +140,15 @@ func (s *Store) stepPrefixWalk(ctx context.Context, f IoCFilter, o IoCOrder, lim
 	window := func(q *bun.SelectQuery, rows int) *bun.SelectQuery {
 		return orderPage(q, col, "iocs.id", o, w.after, w.key, w.id, rows)
 	}
-	var rows []IoC
-	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows).
-		ModelTableExpr("(?) AS iocs", window(s.reader().NewSelect().Model((*IoC)(nil)), w.rows)), f)
+	var found []prefixMatch
+	walked := window(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(prefixColumns(f, o)), w.rows)
+	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr("(?) AS iocs", walked).ColumnExpr(prefixMatchColumns(o)), f)
 	// The window comes in the page's order: the page stops at its limit
 	// without a sort.
-	if err := orderPage(q, col, "iocs.id", o, false, nil, 0, limit-len(w.found)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := orderPage(q, col, "iocs.id", o, false, nil, 0, limit-len(w.found)).Scan(ctx, &found); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
-	w.found = append(w.found, rows...)
+	w.found = append(w.found, found...)
 	if len(w.found) == limit {
 		return true, nil
 	}
@@ -177,11 +180,32 @@ type prefixRange struct {
 	took  time.Duration
 }
 
-// prefixMatch is a match of a prefix's range: its id and its key in the
-// page's order (the id again in id order).
+// prefixMatch is a match of a prefix that pageOfPrefix met: its id and its
+// key in the page's order (the id again in id order). The page's rows are
+// read by id once it is found.
 type prefixMatch struct {
 	ID  int64 `bun:"id"`
 	Key int64 `bun:"key"`
+}
+
+// prefixMatchColumns selects a prefixMatch in order o.
+func prefixMatchColumns(o IoCOrder) string {
+	return "iocs.id, iocs." + string(o.Field) + " AS key"
+}
+
+// prefixColumns is the columns of iocs that pageOfPrefix's steps read to
+// check f (a prefix, kinds, a tag) and order by o: not the whole row, which
+// PostgreSQL took apart for every IoC walked (a walk of 80,000 IoCs 14.9
+// ms, 11.3 with these; a range step of 40,000 12.2 ms, 11.0).
+func prefixColumns(f IoCFilter, o IoCOrder) string {
+	cols := "iocs.id, iocs.type, iocs.value"
+	if f.Tag != "" {
+		cols += ", iocs.tags"
+	}
+	if o.Field != IoCOrderID {
+		cols += ", iocs." + string(o.Field)
+	}
+	return cols
 }
 
 // prefixSpan selects cols of the first limit IoCs of f's kinds and prefix
@@ -232,8 +256,8 @@ func (s *Store) stepPrefixRange(ctx context.Context, f IoCFilter, o IoCOrder, af
 	var first []prefixMatch
 	rest := f // the span's own conditions left out
 	rest.Types, rest.ValuePrefix = nil, ""
-	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr("(?) AS iocs", s.prefixSpan(f, r, "iocs.*", r.rows)).
-		ColumnExpr("iocs.id, "+col+" AS key"), rest)
+	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr("(?) AS iocs", s.prefixSpan(f, r, prefixColumns(f, o), r.rows)).
+		ColumnExpr(prefixMatchColumns(o)), rest)
 	if err := orderPage(q, col, "iocs.id", o, after, cursorValue, cursorID, limit).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
@@ -259,7 +283,11 @@ func (s *Store) stepPrefixRange(ctx context.Context, f IoCFilter, o IoCOrder, af
 	return false, nil
 }
 
-// iocsOfPrefix reads the IoCs of matches, f checked again, in order o.
+// iocsOfPrefix reads the IoCs of matches in order o, by id alone: the
+// matches were checked on their kinds and values, which do not change, and
+// f's tag is checked again. With the prefix's condition among its
+// conditions, the planner read the prefix's range for them (its histogram
+// put few IoCs there): 10-15 ms for 101 of 50,000 URLs of one host.
 func (s *Store) iocsOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, matches []prefixMatch, limit int) ([]IoC, error) {
 	rows := []IoC{}
 	if len(matches) == 0 {
@@ -269,7 +297,9 @@ func (s *Store) iocsOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, match
 	for i, m := range matches {
 		ids[i] = m.ID
 	}
-	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows).Where("iocs.id IN (?)", bun.In(ids)), f)
+	rest := f
+	rest.Types, rest.ValuePrefix = nil, ""
+	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows).Where("iocs.id IN (?)", bun.In(ids)), rest)
 	if err := orderPage(q, "iocs."+string(o.Field), "iocs.id", o, false, nil, 0, limit).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
