@@ -47,8 +47,8 @@ func (s *Store) prefixPaged(f IoCFilter, o IoCOrder, page *IoCPage) bool {
 	if !page.TotalCapped {
 		return s.Dialect == Postgres
 	}
-	rest := f
-	rest.ValuePrefix, rest.Types, rest.Tag = "", nil, ""
+	rest := beyondPrefix(f)
+	rest.Tag = ""
 	if !rest.empty() {
 		return false
 	}
@@ -95,28 +95,29 @@ func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, page 
 	walk := &prefixWalk{after: after, key: cursorValue, id: cursorID, rows: s.countCap()}
 	span := &prefixRange{rows: s.countCap()}
 	for {
+		step := func() (bool, error) { return s.stepPrefixRange(ctx, f, o, after, cursorValue, cursorID, limit, span) }
+		took, matches := &span.took, &span.first
 		if prefixWalks(walk.took, span.took) {
-			start := time.Now()
-			done, err := s.stepPrefixWalk(ctx, f, o, limit, walk)
-			walk.took += time.Since(start)
-			if err != nil {
-				return nil, err
-			}
-			if done {
-				return s.iocsOfPrefix(ctx, f, o, walk.found, limit)
-			}
-			continue
+			step = func() (bool, error) { return s.stepPrefixWalk(ctx, f, o, limit, walk) }
+			took, matches = &walk.took, &walk.found
 		}
 		start := time.Now()
-		done, err := s.stepPrefixRange(ctx, f, o, after, cursorValue, cursorID, limit, span)
-		span.took += time.Since(start)
+		done, err := step()
+		*took += time.Since(start)
 		if err != nil {
 			return nil, err
 		}
 		if done {
-			return s.iocsOfPrefix(ctx, f, o, span.first, limit)
+			return s.iocsOfPrefix(ctx, f, o, *matches, limit)
 		}
 	}
+}
+
+// beyondPrefix is f without the conditions a prefix's range proves (its
+// prefix and kinds): what is checked on the IoCs the range finds.
+func beyondPrefix(f IoCFilter) IoCFilter {
+	f.ValuePrefix, f.Types = "", nil
+	return f
 }
 
 // prefixWalk is how far pageOfPrefix has walked the page's order.
@@ -254,10 +255,8 @@ func (s *Store) prefixSpan(f IoCFilter, from *prefixRange, cols string, limit in
 func (s *Store) stepPrefixRange(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int, r *prefixRange) (done bool, err error) {
 	col := "iocs." + string(o.Field)
 	var first []prefixMatch
-	rest := f // the span's own conditions left out
-	rest.Types, rest.ValuePrefix = nil, ""
 	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr("(?) AS iocs", s.prefixSpan(f, r, prefixColumns(f, o), r.rows)).
-		ColumnExpr(prefixMatchColumns(o)), rest)
+		ColumnExpr(prefixMatchColumns(o)), beyondPrefix(f))
 	if err := orderPage(q, col, "iocs.id", o, after, cursorValue, cursorID, limit).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
@@ -297,9 +296,7 @@ func (s *Store) iocsOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, match
 	for i, m := range matches {
 		ids[i] = m.ID
 	}
-	rest := f
-	rest.Types, rest.ValuePrefix = nil, ""
-	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows).Where("iocs.id IN (?)", bun.In(ids)), rest)
+	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows).Where("iocs.id IN (?)", bun.In(ids)), beyondPrefix(f))
 	if err := orderPage(q, "iocs."+string(o.Field), "iocs.id", o, false, nil, 0, limit).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
