@@ -175,5 +175,10 @@ func SweepInline(s *Store, ctx context.Context, feedID int64, now time.Time, lim
 	return deleted, err
 }
 
-// PrefixWalks lets tests take one way only to a page of a prefix.
-var PrefixWalks = &prefixWalks
+// PrefixWays lets tests take one way only to a page of a prefix: walking
+// its order, or reading its range.
+func PrefixWays(walk, span bool) (restore func()) {
+	saved := prefixWays
+	prefixWays.walk, prefixWays.span = walk, span
+	return func() { prefixWays = saved }
+}

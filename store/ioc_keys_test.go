@@ -1066,17 +1066,16 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 			}
 		}
 		// A prefix past the cap has two ways to its pages (pageOfPrefix),
-		// taken by how long each takes: each is checked alone as well.
-		paces := map[string]func(walked, ranged time.Duration) bool{"": *store.PrefixWalks}
+		// taken at once: each is checked alone as well.
+		paces := map[string][2]bool{"": {true, true}}
 		if c.filter.ValuePrefix != "" && dense {
-			paces[", walked"] = func(time.Duration, time.Duration) bool { return true }
-			paces[", ranged"] = func(time.Duration, time.Duration) bool { return false }
+			paces[", walked"] = [2]bool{true, false}
+			paces[", ranged"] = [2]bool{false, true}
 		}
-		for pace, walks := range paces {
-			saved := *store.PrefixWalks
-			*store.PrefixWalks = walks
+		for pace, ways := range paces {
+			restore := store.PrefixWays(ways[0], ways[1])
 			checkKeyedCase(t, s, state+pace, c, want, len(all), countCap)
-			*store.PrefixWalks = saved
+			restore()
 		}
 	}
 }
