@@ -539,7 +539,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 	case o.Field == IoCOrderValue:
 		q = s.byValueOfEachKind(f, o.Desc, after != "", cursorValue, cursorID, first, &page.IoCs)
 	case s.prefixPaged(f, o, page):
-		rows, err := s.pageOfPrefix(ctx, f, o, page, after != "", cursorValue, cursorID, first+1)
+		rows, err := s.pageOfPrefix(ctx, f, o, page.TotalCapped, after != "", cursorValue, cursorID, first+1)
 		if err != nil {
 			return nil, err
 		}
@@ -605,19 +605,13 @@ var denseKind = 10_000
 // sorting the million rows for a first page took 36-61 ms. Type names sort
 // the same in byte order and in any collation's (lower-case ASCII words).
 func (s *Store) pageByType(ctx context.Context, desc, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
-	kinds := make([]string, len(ioc.Kinds))
-	for i, k := range ioc.Kinds {
-		kinds[i] = string(k)
-	}
-	slices.Sort(kinds)
 	dir, cmp := "ASC", ">"
 	if desc {
-		slices.Reverse(kinds)
 		dir, cmp = "DESC", "<"
 	}
 	cursorKind, _ := cursorValue.(string)
 	out := []IoC{}
-	for _, k := range kinds {
+	for _, k := range kindsInOrder(ioc.Kinds, desc) {
 		if after && (k < cursorKind && !desc || k > cursorKind && desc) {
 			continue // before the cursor
 		}
@@ -654,6 +648,19 @@ func (s *Store) pageByType(ctx context.Context, desc, after bool, cursorValue an
 		out = append(out, rows...)
 	}
 	return out, nil
+}
+
+// kindsInOrder is kinds' names in type order, ascending or descending.
+func kindsInOrder(kinds []ioc.Kind, desc bool) []string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	slices.Sort(names)
+	if desc {
+		slices.Reverse(names)
+	}
+	return names
 }
 
 // byValueOfEachKind is the query of a page in value order: the page of
