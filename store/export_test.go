@@ -86,6 +86,9 @@ var DenseKind = &denseKind
 // writers' pool on PostgreSQL).
 func Reader(s *Store) *bun.DB { return s.reader() }
 
+// Exporter is the pool exports read through.
+func Exporter(s *Store) *bun.DB { return s.exporter() }
+
 // SparseKeys lets tests take the walk of keyed pages with few IoCs.
 var SparseKeys = &sparseKeys
 

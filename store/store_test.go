@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
 // The checkpointer copies what commits leave in the WAL into the database
@@ -131,5 +134,55 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 		if got := fi.Mode().Perm(); got != mode {
 			t.Errorf("%s: mode %#o, want %#o", filepath.Base(name), got, mode)
 		}
+	}
+}
+
+// The store's PostgreSQL connections plan without parallel workers or JIT
+// (pagePlanSettings) unless the DSN says otherwise; exports keep the
+// server's settings.
+func TestPostgresPlanSettings(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.NewPostgresDSN(t)
+	show := func(db interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}, name string) string {
+		t.Helper()
+		var v string
+		if err := db.QueryRowContext(ctx, "SHOW "+name).Scan(&v); err != nil {
+			t.Fatalf("SHOW %s: %v", name, err)
+		}
+		return v
+	}
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if jit, workers := show(store.Reader(st), "jit"), show(store.Reader(st), "max_parallel_workers_per_gather"); jit != "off" || workers != "0" {
+		t.Errorf("reader: jit %s, max_parallel_workers_per_gather %s; want off and 0", jit, workers)
+	}
+	plain, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if jit, server := show(store.Exporter(st), "jit"), show(plain, "jit"); jit != server {
+		t.Errorf("exports: jit %s, want the server's %s", jit, server)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("jit", "on")
+	q.Set("max_parallel_workers_per_gather", "1")
+	u.RawQuery = q.Encode()
+	set, err := store.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if jit, workers := show(set.DB, "jit"), show(set.DB, "max_parallel_workers_per_gather"); jit != "on" || workers != "1" {
+		t.Errorf("with the DSN's settings: jit %s, max_parallel_workers_per_gather %s; want on and 1", jit, workers)
 	}
 }
