@@ -107,10 +107,11 @@ func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, cappe
 			return s.iocsOfPrefix(ctx, f, o, walk.found, limit)
 		}
 	}
-	// The way not done first stops after the step it is taking: cancelled
-	// mid-statement, pgx closes the connection, and the next request on it
-	// would dial and prepare anew. Its steps are detached from ctx, then,
-	// except that ctx ending before the page is found stops both ways.
+	// On PostgreSQL the way not done first stops after the step it is
+	// taking: cancelled mid-statement, pgx closes the connection, and the
+	// next request on it would dial and prepare anew. Its steps are
+	// detached from ctx, then, except that ctx ending before the page is
+	// found stops both ways.
 	steps, stop := context.WithCancel(context.WithoutCancel(ctx))
 	unwatch := context.AfterFunc(ctx, stop)
 	var found atomic.Bool
@@ -144,6 +145,11 @@ func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, cappe
 	first := <-outcomes
 	found.Store(true)
 	unwatch()
+	if s.Dialect == SQLite {
+		// SQLite interrupts a statement where it stands and keeps its
+		// connection: the other way stops at once, its core freed.
+		stop()
+	}
 	go func() {
 		ways.Wait()
 		stop()
