@@ -985,6 +985,8 @@ func keyedCases() []keyedCase {
 		{"search 1.EX", store.IoCFilter{Search: "1.EX"}, store.IoCOrder{}, contains("1.ex"), keyedOrder(id, false)},
 		{"search h0, score desc", store.IoCFilter{Search: "h0"}, order(store.IoCOrderScore, true), contains("h0"), keyedOrder(score, true)},
 		{"search c2.example", store.IoCFilter{Search: "c2.example"}, store.IoCOrder{}, contains("c2.example"), keyedOrder(id, false)},
+		{"search h0, value desc", store.IoCFilter{Search: "h0"}, order(store.IoCOrderValue, true), contains("h0"),
+			func(a, b keyedRow) int { return cmp.Or(strings.Compare(b.value, a.value), cmp.Compare(b.id, a.id)) }},
 		// LIKE's wildcards are searched for as themselves.
 		{"search 1_EX", store.IoCFilter{Search: "1_EX"}, store.IoCOrder{}, contains("1_ex"), keyedOrder(id, false)},
 		{"search %.ex", store.IoCFilter{Search: "%.ex"}, store.IoCOrder{}, contains("%.ex"), keyedOrder(id, false)},

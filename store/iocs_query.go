@@ -536,7 +536,11 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 			return nil, err
 		}
 		page.IoCs = rows
-	case o.Field == IoCOrderValue:
+	case o.Field == IoCOrderValue && !f.searchSparse:
+		// (A search whose every match is known, at most the cap, reads
+		// them by id and sorts them, below: each kind's walk of its
+		// values met them after most of the kind, 780 ms on SQLite at
+		// 10,000,000 IoCs.)
 		q = s.byValueOfEachKind(f, o.Desc, after != "", cursorValue, cursorID, first, &page.IoCs)
 	case s.prefixPaged(f, o, page):
 		rows, err := s.pageOfPrefix(ctx, f, o, page.TotalCapped, after != "", cursorValue, cursorID, first+1)
