@@ -164,8 +164,8 @@ func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, cappe
 // in type order after the cursor: kind after kind, each in id order
 // through pageOfPrefix's two ways, since no index has (type, id). Left to
 // the planner, such a page read the prefix's range and sorted it: at
-// 10,000,000 IoCs 71 ms for "host-1" (222,222 domains) and 128-155 ms for
-// "http://site-1" on PostgreSQL, 88-273 ms on SQLite.
+// 10,000,000 IoCs 71-79 ms for "host-1" (222,222 domains) and 106-130 ms
+// for "http://site-1" on PostgreSQL, 58-169 ms for either on SQLite.
 func (s *Store) pageOfPrefixByKind(ctx context.Context, f IoCFilter, desc, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
 	kinds := f.Types
 	if len(kinds) == 0 {
