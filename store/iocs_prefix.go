@@ -173,10 +173,7 @@ func (s *Store) pageOfPrefixByKind(ctx context.Context, f IoCFilter, desc, after
 	}
 	cursorKind, _ := cursorValue.(string)
 	out := []IoC{}
-	for _, k := range kindsInOrder(kinds, desc) {
-		if after && (k < cursorKind && !desc || k > cursorKind && desc) {
-			continue // before the cursor
-		}
+	for _, k := range kindsFrom(kinds, desc, after, cursorKind) {
 		if len(out) == limit {
 			break
 		}

@@ -615,10 +615,7 @@ func (s *Store) pageByType(ctx context.Context, desc, after bool, cursorValue an
 	}
 	cursorKind, _ := cursorValue.(string)
 	out := []IoC{}
-	for _, k := range kindsInOrder(ioc.Kinds, desc) {
-		if after && (k < cursorKind && !desc || k > cursorKind && desc) {
-			continue // before the cursor
-		}
+	for _, k := range kindsFrom(ioc.Kinds, desc, after, cursorKind) {
 		need := limit - len(out)
 		if need <= 0 {
 			break
@@ -654,11 +651,14 @@ func (s *Store) pageByType(ctx context.Context, desc, after bool, cursorValue an
 	return out, nil
 }
 
-// kindsInOrder is kinds' names in type order, ascending or descending.
-func kindsInOrder(kinds []ioc.Kind, desc bool) []string {
-	names := make([]string, len(kinds))
-	for i, k := range kinds {
-		names[i] = string(k)
+// kindsFrom is kinds' names in type order, ascending or descending, from
+// the cursor's kind on when after: the kinds a page in type order reads.
+func kindsFrom(kinds []ioc.Kind, desc, after bool, cursorKind string) []string {
+	names := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		if !after || desc && string(k) <= cursorKind || !desc && string(k) >= cursorKind {
+			names = append(names, string(k))
+		}
 	}
 	slices.Sort(names)
 	if desc {
