@@ -1275,7 +1275,7 @@ func TestDenseTypePages(t *testing.T) {
 				}
 				min := 40
 				got := pagedIDs(t, s, store.IoCFilter{Types: []ioc.Kind{ioc.Domain}, MinScore: &min},
-					store.IoCOrder{Field: store.IoCOrderID, Desc: desc}, 7)
+					store.IoCOrder{Field: store.IoCOrderID, Desc: desc}, 7, nil)
 				if !slices.Equal(got, exp) {
 					t.Errorf("cap %d, desc %v: pages %v, want %v", cap, desc, got, exp)
 				}
@@ -1286,15 +1286,19 @@ func TestDenseTypePages(t *testing.T) {
 }
 
 // pagedIDs reads every page of f in order o, size IoCs a page (at most
-// 100 pages), and returns the ids in the order the pages gave them.
-func pagedIDs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int) []int64 {
+// 100 pages), and returns the ids in the order the pages gave them; each,
+// unless nil, checks every page as it comes.
+func pagedIDs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int, each func(*store.IoCPage)) []int64 {
 	t.Helper()
 	var got []int64
 	after := ""
 	for range 100 {
 		page, err := s.IoCs(context.Background(), f, o, size, after)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("a page of %+v in %+v: %v", f, o, err)
+		}
+		if each != nil {
+			each(page)
 		}
 		for _, r := range page.IoCs {
 			got = append(got, r.ID)

@@ -176,7 +176,7 @@ func TestIoCsByValueAcrossKinds(t *testing.T) {
 				}
 				for _, size := range []int{1, 2, 3, 100} {
 					t.Run(fmt.Sprintf("%s desc=%v size=%d", name, desc, size), func(t *testing.T) {
-						got := pagedIDs(t, s, c.filter, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size)
+						got := pagedIDs(t, s, c.filter, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size, nil)
 						if !slices.Equal(got, want) {
 							t.Errorf("pages gave ids %v, want %v", got, want)
 						}
@@ -231,24 +231,11 @@ func testIoCsByTypeWalk(t *testing.T, dense int) {
 			}
 			for _, size := range []int{1, 2, 4, 100} {
 				t.Run(fmt.Sprintf("desc=%v size=%d", desc, size), func(t *testing.T) {
-					var got []int64
-					after := ""
-					for range 100 {
-						page, err := s.IoCs(ctx, store.IoCFilter{}, store.IoCOrder{Field: store.IoCOrderType, Desc: desc}, size, after)
-						if err != nil {
-							t.Fatal(err)
-						}
+					got := pagedIDs(t, s, store.IoCFilter{}, store.IoCOrder{Field: store.IoCOrderType, Desc: desc}, size, func(page *store.IoCPage) {
 						if page.Total != 18 {
 							t.Errorf("total %d, want 18", page.Total)
 						}
-						for _, r := range page.IoCs {
-							got = append(got, r.ID)
-						}
-						if !page.HasNextPage {
-							break
-						}
-						after = page.EndCursor
-					}
+					})
 					if !slices.Equal(got, want) {
 						t.Errorf("pages gave ids %v, want %v", got, want)
 					}

@@ -86,24 +86,11 @@ func TestPrefixPagesInTypeOrder(t *testing.T) {
 				}
 				for way, takes := range ways {
 					restore := store.PrefixWays(takes[0], takes[1])
-					var got []int64
-					after := ""
-					for pages := 0; pages <= len(all); pages++ {
-						page, err := s.IoCs(ctx, c.filter, store.IoCOrder{Field: store.IoCOrderType, Desc: desc}, 4, after)
-						if err != nil {
-							t.Fatalf("%s, desc %v, %s: %v", c.name, desc, way, err)
-						}
+					got := pagedIDs(t, s, c.filter, store.IoCOrder{Field: store.IoCOrderType, Desc: desc}, 4, func(page *store.IoCPage) {
 						if page.Total != 3 || !page.TotalCapped {
 							t.Errorf("%s, desc %v, %s: total %d capped %v, want 3 capped", c.name, desc, way, page.Total, page.TotalCapped)
 						}
-						for _, i := range page.IoCs {
-							got = append(got, i.ID)
-						}
-						if !page.HasNextPage {
-							break
-						}
-						after = page.EndCursor
-					}
+					})
 					restore()
 					if !slices.Equal(got, want) {
 						t.Errorf("%s, desc %v, %s: pages\n got %v\nwant %v", c.name, desc, way, got, want)
