@@ -185,3 +185,12 @@ func PrefixWays(walk, span bool) (restore func()) {
 	prefixWays.walk, prefixWays.span = walk, span
 	return func() { prefixWays = saved }
 }
+
+// KindWays lets tests take one way only to each kind's IoCs in a filtered
+// page in type order: walking the filter's id order, or reading the kind
+// whole.
+func KindWays(walk, whole bool) (restore func()) {
+	saved := kindWays
+	kindWays.walk, kindWays.whole = walk, whole
+	return func() { kindWays = saved }
+}

@@ -42,11 +42,11 @@ import (
 // 66,000 IoCs (8 ms). Past the cap, its pages in id and type order are
 // read by pageOfPrefix too; its other orders walk their keys (keysFor),
 // iocs having no index on them.
-func (s *Store) prefixPaged(f IoCFilter, o IoCOrder, page *IoCPage) bool {
+func (s *Store) prefixPaged(f IoCFilter, o IoCOrder, capped bool) bool {
 	if f.ValuePrefix == "" {
 		return false
 	}
-	if !page.TotalCapped {
+	if !capped {
 		return s.Dialect == Postgres
 	}
 	rest := beyondPrefix(f)

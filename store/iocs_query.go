@@ -500,66 +500,11 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 	if first == 0 {
 		return page, nil
 	}
-	f.typesDense = len(f.Types) > 0 && page.TotalCapped
-	var keys *iocKeys
-	switch {
-	case plan == nil:
-	case plan.find != nil && (plan.find.ordered() || plan.find.sparse):
-		keys = plan.find
-	case plan.walk != nil && (f.empty() || page.TotalCapped):
-		// More IoCs match than the count cap: a walk of the order's keys
-		// meets a page of them soon (at 1,000,000 IoCs, after some
-		// 10,000 keys at most, unless the filter and the order go
-		// together).
-		keys = plan.walk
+	rows, err := s.pageOf(ctx, f, o, plan, page.TotalCapped, after != "", cursorValue, cursorID, first+1)
+	if err != nil {
+		return nil, err
 	}
-	zoned := false
-	if keys == nil && o.Field == IoCOrderID && walksExpiryZones(f) {
-		rows, ok, err := s.pageInExpiryZones(ctx, f, o, after != "", cursorID, first+1)
-		if err != nil {
-			return nil, err
-		}
-		page.IoCs, zoned = rows, ok
-	}
-	var q *bun.SelectQuery
-	switch {
-	case zoned:
-	case keys != nil:
-		rows, err := s.pageByKeys(ctx, f, plan.stamp, keys, o, after != "", cursorValue, cursorID, first+1)
-		if err != nil {
-			return nil, err
-		}
-		page.IoCs = rows
-	case o.Field == IoCOrderType && f.empty():
-		rows, err := s.pageByType(ctx, o.Desc, after != "", cursorValue, cursorID, first+1)
-		if err != nil {
-			return nil, err
-		}
-		page.IoCs = rows
-	case o.Field == IoCOrderValue && !f.searchSparse:
-		// (A search whose every match is known, at most the cap, reads
-		// them by id and sorts them, below: each kind's walk of its
-		// values met them after most of the kind, 780 ms on SQLite at
-		// 10,000,000 IoCs.)
-		q = s.byValueOfEachKind(f, o.Desc, after != "", cursorValue, cursorID, first, &page.IoCs)
-	case s.prefixPaged(f, o, page):
-		rows, err := s.pageOfPrefix(ctx, f, o, page.TotalCapped, after != "", cursorValue, cursorID, first+1)
-		if err != nil {
-			return nil, err
-		}
-		page.IoCs = rows
-	default:
-		// In id order, or few IoCs match (or the key tables lag far
-		// behind): the filter's conditions on iocs find the page, walking
-		// the primary key in id order, else found and sorted.
-		q, _, _ = s.applyIoCFilter(s.reader().NewSelect().Model(&page.IoCs), f)
-		q = orderPage(q, "iocs."+string(o.Field), "iocs.id", o, after != "", cursorValue, cursorID, first+1)
-	}
-	if q != nil {
-		if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("store: unable to list indicators: %w", err)
-		}
-	}
+	page.IoCs = rows
 	if len(page.IoCs) > first {
 		page.IoCs = page.IoCs[:first]
 		page.HasNextPage = true
@@ -573,6 +518,59 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		page.EndCursor = encodeCursor(o, &page.IoCs[n-1])
 	}
 	return page, nil
+}
+
+// pageOf reads up to limit IoCs of f in order o after the cursor, the way
+// plan (keysFor) and capped (more IoCs match f than the count cap) say
+// serves f and o best.
+func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPlan, capped, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
+	f.typesDense = len(f.Types) > 0 && capped
+	var keys *iocKeys
+	switch {
+	case plan == nil:
+	case plan.find != nil && (plan.find.ordered() || plan.find.sparse):
+		keys = plan.find
+	case plan.walk != nil && (f.empty() || capped):
+		// More IoCs match than the count cap: a walk of the order's keys
+		// meets a page of them soon (at 1,000,000 IoCs, after some
+		// 10,000 keys at most, unless the filter and the order go
+		// together).
+		keys = plan.walk
+	}
+	if keys == nil && o.Field == IoCOrderID && walksExpiryZones(f) {
+		rows, ok, err := s.pageInExpiryZones(ctx, f, o, after, cursorID, limit)
+		if err != nil || ok {
+			return rows, err
+		}
+	}
+	rows := []IoC{}
+	var q *bun.SelectQuery
+	switch {
+	case keys != nil:
+		return s.pageByKeys(ctx, f, plan.stamp, keys, o, after, cursorValue, cursorID, limit)
+	case o.Field == IoCOrderType && f.empty():
+		return s.pageByType(ctx, o.Desc, after, cursorValue, cursorID, limit)
+	case o.Field == IoCOrderValue && !f.searchSparse:
+		// (A search whose every match is known, at most the cap, reads
+		// them by id and sorts them, below: each kind's walk of its
+		// values met them after most of the kind, 780 ms on SQLite at
+		// 10,000,000 IoCs.)
+		q = s.byValueOfEachKind(f, o.Desc, after, cursorValue, cursorID, limit, &rows)
+	case s.prefixPaged(f, o, capped):
+		return s.pageOfPrefix(ctx, f, o, capped, after, cursorValue, cursorID, limit)
+	case o.Field == IoCOrderType && capped:
+		return s.pageOfEachKind(ctx, f, o.Desc, after, cursorValue, cursorID, limit)
+	default:
+		// In id order, or few IoCs match (or the key tables lag far
+		// behind): the filter's conditions on iocs find the page, walking
+		// the primary key in id order, else found and sorted.
+		q, _, _ = s.applyIoCFilter(s.reader().NewSelect().Model(&rows), f)
+		q = orderPage(q, "iocs."+string(o.Field), "iocs.id", o, after, cursorValue, cursorID, limit)
+	}
+	if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: unable to list indicators: %w", err)
+	}
+	return rows, nil
 }
 
 // orderPage orders q (IoCs, filtered) for a page in order o after the
@@ -651,6 +649,83 @@ func (s *Store) pageByType(ctx context.Context, desc, after bool, cursorValue an
 	return out, nil
 }
 
+// pageOfEachKind reads up to limit IoCs of f, which more IoCs match than
+// the count cap, in type order (then id) after the cursor: kind after kind
+// from the cursor's, each kind's IoCs in id order the way a page of f in
+// id order reads them (pageOf), the kind checked on each IoC met. A kind
+// too rare for that walk to meet a page of it soon (fewer IoCs than the
+// root of the page's size times all IoCs) is read whole through the
+// (type, value) index with f checked, and sorted. Left to the planner, as
+// pageByType explains, such a page sorted every match: at 10,000,000 IoCs
+// 0.3-1.7 s for a tag on 1 % or on all of them, a feed, minScore 90 or
+// expiresAfter now.
+func (s *Store) pageOfEachKind(ctx context.Context, f IoCFilter, desc, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
+	kinds := f.Types
+	if len(kinds) == 0 {
+		kinds = ioc.Kinds
+	}
+	kept, total, err := s.keptKinds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := IoCOrder{Field: IoCOrderID, Desc: desc}
+	cursorKind, _ := cursorValue.(string)
+	out := []IoC{}
+	for _, k := range kindsFrom(kinds, desc, after, cursorKind) {
+		need := limit - len(out)
+		if need <= 0 {
+			break
+		}
+		n := kept[k]
+		if n == 0 {
+			continue
+		}
+		kind := f
+		kind.Types = []ioc.Kind{ioc.Kind(k)}
+		fromCursor := after && k == cursorKind
+		var rows []IoC
+		if whole := n*n < int64(need)*total; kindWays.whole && (whole || !kindWays.walk) {
+			q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows), kind)
+			q = orderPage(q, "iocs.id", "iocs.id", byID, fromCursor, nil, cursorID, need)
+			if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return nil, fmt.Errorf("store: unable to list indicators: %w", err)
+			}
+		} else {
+			plan, err := s.keysFor(ctx, kind, byID)
+			if err != nil {
+				return nil, err
+			}
+			if rows, err = s.pageOf(ctx, kind, byID, plan, true, fromCursor, nil, cursorID, need); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// kindWays is which of the two ways to a kind's IoCs pageOfEachKind
+// takes: by the kind's size, but tests take one alone.
+var kindWays = struct{ walk, whole bool }{walk: true, whole: true}
+
+// keptKinds reads the writers' kept count of the IoCs of each kind
+// (ioc_count_types, the overview's), and their sum.
+func (s *Store) keptKinds(ctx context.Context) (kept map[string]int64, total int64, err error) {
+	kept = map[string]int64{}
+	err = scanRows(ctx, s.reader(), "SELECT type, n FROM ioc_count_types", func(r *sql.Rows) error {
+		var kind string
+		var n int64
+		err := r.Scan(&kind, &n)
+		kept[kind] = n
+		total += n
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: unable to read the indicators by type: %w", err)
+	}
+	return kept, total, nil
+}
+
 // kindsFrom is kinds' names in type order, ascending or descending, from
 // the cursor's kind on when after: the kinds a page in type order reads.
 func kindsFrom(kinds []ioc.Kind, desc, after bool, cursorKind string) []string {
@@ -673,7 +748,7 @@ func kindsFrom(kinds []ioc.Kind, desc, after bool, cursorKind string) []string {
 // first by (value, id). Reason: no index leads with value (each costs
 // ingestion, docs/benchmarks.md), and ordering a million values for a first
 // page took 55-60 ms.
-func (s *Store) byValueOfEachKind(f IoCFilter, desc bool, after bool, cursorValue any, cursorID int64, first int, into *[]IoC) *bun.SelectQuery {
+func (s *Store) byValueOfEachKind(f IoCFilter, desc bool, after bool, cursorValue any, cursorID int64, limit int, into *[]IoC) *bun.SelectQuery {
 	kinds := f.Types
 	if len(kinds) == 0 {
 		kinds = ioc.Kinds
@@ -691,7 +766,7 @@ func (s *Store) byValueOfEachKind(f IoCFilter, desc bool, after bool, cursorValu
 			q = q.Where("iocs.value "+bound+" ?", cursorValue).
 				Where("(iocs.value, iocs.id) "+cmp+" (?, ?)", cursorValue, cursorID)
 		}
-		q = q.OrderExpr("iocs.value " + dir).Limit(int64(first) + 1)
+		q = q.OrderExpr("iocs.value " + dir).Limit(int64(limit))
 		if i > 0 {
 			union.WriteString(" UNION ALL ")
 		}
@@ -700,7 +775,7 @@ func (s *Store) byValueOfEachKind(f IoCFilter, desc bool, after bool, cursorValu
 		fmt.Fprintf(&union, "SELECT * FROM (%s) AS k%d", q.String(), i)
 	}
 	return s.reader().NewSelect().Model(into).ModelTableExpr("(?) AS iocs", bun.Safe(union.String())).
-		OrderExpr("iocs.value " + dir).OrderExpr("iocs.id " + dir).Limit(int64(first) + 1)
+		OrderExpr("iocs.value " + dir).OrderExpr("iocs.id " + dir).Limit(int64(limit))
 }
 
 // IoC returns the IoC with id.
