@@ -388,7 +388,7 @@ func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
 	for _, a := range ap.pb.fresh {
 		if a.id != 0 {
 			d.addIoC(string(a.kind), a.score, a.tagJSON, a.tags, a.expires, 1)
-			d.feeds[feedID]++
+			d.addFeed(feedID, string(a.kind), 1)
 		}
 	}
 	if len(ap.stored) == 0 {
@@ -400,12 +400,14 @@ func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
 		feedAfter  // and after it
 	)
 	state := make(map[int64]uint8, len(ap.oldOrder))
-	var deadFeeds map[[2]int64]bool // (IoC, feed) of the dead IoCs
+	kinds := make(map[int64]ioc.Kind, len(ap.oldOrder))
+	var deadFeeds map[[2]int64]ioc.Kind // (IoC, feed) of the dead IoCs
 	cache := map[string]tagSet{}
 	for i := range ap.stored {
 		st := &ap.stored[i]
 		a := ap.old[st.valKey]
 		f := state[st.iocID]
+		kinds[st.iocID] = st.kind
 		if f&counted == 0 {
 			f |= counted
 			old, err := storedTags(cache, st.iocTags)
@@ -424,9 +426,9 @@ func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
 		case st.feedID == 0:
 		case !a.live:
 			if deadFeeds == nil {
-				deadFeeds = map[[2]int64]bool{}
+				deadFeeds = map[[2]int64]ioc.Kind{}
 			}
-			deadFeeds[[2]int64{st.iocID, st.feedID}] = true
+			deadFeeds[[2]int64{st.iocID, st.feedID}] = st.kind
 		case st.feedID == feedID:
 			f |= feedBefore
 			if !ap.isRevoked[sightKey{st.valKey, st.source}] {
@@ -435,20 +437,21 @@ func (ap *batchApply) overviewDelta() (*overviewDelta, error) {
 		}
 		state[st.iocID] = f
 	}
-	for k := range deadFeeds {
-		d.feeds[k[1]]--
+	for k, kind := range deadFeeds {
+		d.addFeed(k[1], string(kind), -1)
 	}
 	for i := range ap.upserts {
 		if p := &ap.upserts[i]; !p.fresh {
 			state[p.iocID] |= feedAfter
+			kinds[p.iocID] = p.kind
 		}
 	}
-	for _, f := range state {
+	for id, f := range state {
 		switch f & (feedBefore | feedAfter) {
 		case feedBefore:
-			d.feeds[feedID]--
+			d.addFeed(feedID, string(kinds[id]), -1)
 		case feedAfter:
-			d.feeds[feedID]++
+			d.addFeed(feedID, string(kinds[id]), 1)
 		}
 	}
 	return d, nil

@@ -10,24 +10,29 @@ import (
 
 // OverviewCounts is every key of the overview's counts: by type, by feed,
 // by tag and by UTC day of expiry (unixDay), not only the top tags or the
-// week the overview shows; and the IoCs per score, kept beside them.
+// week the overview shows; and the IoCs per score, and per feed and per
+// tag of each kind ("kind:feed", "kind:tag"), kept beside them.
 type OverviewCounts struct {
-	Types  map[string]int64
-	Feeds  map[int64]int64
-	Tags   map[string]int64
-	Days   map[int64]int64
-	Scores map[int64]int64
+	Types     map[string]int64
+	Feeds     map[int64]int64
+	Tags      map[string]int64
+	Days      map[int64]int64
+	Scores    map[int64]int64
+	FeedKinds map[string]int64
+	TagKinds  map[string]int64
 }
 
 // KeptOverviewCounts reads the counts the writers keep, rows fallen to 0
 // included (there should be none).
 func KeptOverviewCounts(ctx context.Context, s *Store) (OverviewCounts, error) {
-	return readOverviewCounts(ctx, s, [5]string{
+	return readOverviewCounts(ctx, s, [7]string{
 		"SELECT type, n FROM ioc_count_types",
 		"SELECT feed_id, n FROM ioc_count_feeds",
 		"SELECT tag, n FROM ioc_count_tags",
 		"SELECT day, n FROM ioc_count_expiry",
 		"SELECT score, n FROM ioc_count_scores",
+		"SELECT type || ':' || CAST(feed_id AS TEXT), n FROM ioc_count_feed_types",
+		"SELECT type || ':' || tag, n FROM ioc_count_tag_types",
 	})
 }
 
@@ -36,25 +41,29 @@ func KeptOverviewCounts(ctx context.Context, s *Store) (OverviewCounts, error) {
 // oracle the kept counts must equal after every write.
 func RecountOverview(ctx context.Context, s *Store) (OverviewCounts, error) {
 	iocTags, tag := tagRows(s.Dialect)
-	tags := `SELECT ` + tag + `, count(*) FROM ` + iocTags + ` GROUP BY 1`
-	return readOverviewCounts(ctx, s, [5]string{
+	return readOverviewCounts(ctx, s, [7]string{
 		"SELECT type, count(*) FROM iocs GROUP BY type",
 		`SELECT feed_id, sum(n) FROM (
 	SELECT feed_id, count(*) AS n FROM iocs WHERE feed_id IS NOT NULL GROUP BY feed_id
 	UNION ALL SELECT feed_id, count(DISTINCT ioc_id) FROM sighting_rows GROUP BY feed_id) AS c
 GROUP BY feed_id`,
-		tags,
+		`SELECT ` + tag + `, count(*) FROM ` + iocTags + ` GROUP BY 1`,
 		"SELECT expires_at / 86400000000, count(*) FROM iocs GROUP BY 1",
 		"SELECT score, count(*) FROM iocs GROUP BY 1",
+		`SELECT type || ':' || CAST(feed_id AS TEXT), sum(n) FROM (
+	SELECT feed_id, type, count(*) AS n FROM iocs WHERE feed_id IS NOT NULL GROUP BY 1, 2
+	UNION ALL SELECT s.feed_id, iocs.type, count(DISTINCT s.ioc_id) FROM sighting_rows s JOIN iocs ON iocs.id = s.ioc_id GROUP BY 1, 2) AS c
+GROUP BY 1`,
+		`SELECT iocs.type || ':' || ` + tag + `, count(*) FROM ` + iocTags + ` GROUP BY 1`,
 	})
 }
 
-func readOverviewCounts(ctx context.Context, s *Store, queries [5]string) (OverviewCounts, error) {
+func readOverviewCounts(ctx context.Context, s *Store, queries [7]string) (OverviewCounts, error) {
 	c := OverviewCounts{Types: map[string]int64{}, Feeds: map[int64]int64{}, Tags: map[string]int64{}, Days: map[int64]int64{},
-		Scores: map[int64]int64{}}
+		Scores: map[int64]int64{}, FeedKinds: map[string]int64{}, TagKinds: map[string]int64{}}
 	db := s.readDB()
-	for i, into := range [5]func(*sql.Rows) error{countsInto(c.Types), countsInto(c.Feeds), countsInto(c.Tags),
-		countsInto(c.Days), countsInto(c.Scores)} {
+	for i, into := range [7]func(*sql.Rows) error{countsInto(c.Types), countsInto(c.Feeds), countsInto(c.Tags),
+		countsInto(c.Days), countsInto(c.Scores), countsInto(c.FeedKinds), countsInto(c.TagKinds)} {
 		if err := scanRows(ctx, db, queries[i], into); err != nil {
 			return c, err
 		}

@@ -555,7 +555,11 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 		// them by id and sorts them, below: each kind's walk of its
 		// values met them after most of the kind, 780 ms on SQLite at
 		// 10,000,000 IoCs.)
-		q = s.byValueOfEachKind(f, o.Desc, after, cursorValue, cursorID, limit, &rows)
+		kinds, err := s.kindsMatching(ctx, f)
+		if err != nil || len(kinds) == 0 {
+			return rows, err
+		}
+		q = s.byValueOfEachKind(f, kinds, o.Desc, after, cursorValue, cursorID, limit, &rows)
 	case s.prefixPaged(f, o, capped):
 		return s.pageOfPrefix(ctx, f, o, capped, after, cursorValue, cursorID, limit)
 	case o.Field == IoCOrderType && capped:
@@ -651,53 +655,53 @@ func (s *Store) pageByType(ctx context.Context, desc, after bool, cursorValue an
 
 // pageOfEachKind reads up to limit IoCs of f, which more IoCs match than
 // the count cap, in type order (then id) after the cursor: kind after kind
-// from the cursor's, each kind's IoCs in id order the way a page of f in
-// id order reads them (pageOf), the kind checked on each IoC met. A kind
-// too rare for that walk to meet a page of it soon (fewer IoCs than the
-// root of the page's size times all IoCs) is read whole through the
-// (type, value) index with f checked, and sorted. Left to the planner, as
-// pageByType explains, such a page sorted every match: at 10,000,000 IoCs
-// 0.3-1.7 s for a tag on 1 % or on all of them, a feed, minScore 90 or
-// expiresAfter now.
+// from the cursor's, skipping the kinds that none of f's feed's or tag's
+// IoCs have (keptKinds), each kind's IoCs in id order the way a page of f
+// in id order reads them (pageOf), the kind checked on each IoC met. When
+// that walk would read more to meet a page of the kind than the kind has
+// IoCs, the kind is read whole through the (type, value) index with f
+// checked, and sorted. Left to the planner, as pageByType explains, such a
+// page sorted every match: at 10,000,000 IoCs 0.3-1.7 s for a tag on 1 %
+// or on all of them, a feed, minScore 90 or expiresAfter now.
 func (s *Store) pageOfEachKind(ctx context.Context, f IoCFilter, desc, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
-	kinds := f.Types
-	if len(kinds) == 0 {
-		kinds = ioc.Kinds
-	}
-	kept, total, err := s.keptKinds(ctx)
+	kept, total, err := s.keptKinds(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	byID := IoCOrder{Field: IoCOrderID, Desc: desc}
 	cursorKind, _ := cursorValue.(string)
 	out := []IoC{}
-	for _, k := range kindsFrom(kinds, desc, after, cursorKind) {
+	for _, k := range kindsFrom(f.Types, desc, after, cursorKind) {
 		need := limit - len(out)
 		if need <= 0 {
 			break
 		}
 		n := kept[k]
-		if n == 0 {
+		if n.matches == 0 {
 			continue
 		}
 		kind := f
 		kind.Types = []ioc.Kind{ioc.Kind(k)}
 		fromCursor := after && k == cursorKind
+		plan, err := s.keysFor(ctx, kind, byID)
+		if err != nil {
+			return nil, err
+		}
+		// The walk reads the filter's keys when it has keys in id order,
+		// else the IoCs; it meets the kind's matches spread through them.
+		walked := total
+		if plan != nil && plan.find != nil && plan.find.ordered() {
+			walked = int64(plan.find.keys)
+		}
 		var rows []IoC
-		if whole := n*n < int64(need)*total; kindWays.whole && (whole || !kindWays.walk) {
+		if whole := int64(need)*walked > n.matches*n.all; kindWays.whole && (whole || !kindWays.walk) {
 			q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows), kind)
 			q = orderPage(q, "iocs.id", "iocs.id", byID, fromCursor, nil, cursorID, need)
 			if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return nil, fmt.Errorf("store: unable to list indicators: %w", err)
 			}
-		} else {
-			plan, err := s.keysFor(ctx, kind, byID)
-			if err != nil {
-				return nil, err
-			}
-			if rows, err = s.pageOf(ctx, kind, byID, plan, true, fromCursor, nil, cursorID, need); err != nil {
-				return nil, err
-			}
+		} else if rows, err = s.pageOf(ctx, kind, byID, plan, true, fromCursor, nil, cursorID, need); err != nil {
+			return nil, err
 		}
 		out = append(out, rows...)
 	}
@@ -708,27 +712,88 @@ func (s *Store) pageOfEachKind(ctx context.Context, f IoCFilter, desc, after boo
 // takes: by the kind's size, but tests take one alone.
 var kindWays = struct{ walk, whole bool }{walk: true, whole: true}
 
-// keptKinds reads the writers' kept count of the IoCs of each kind
-// (ioc_count_types, the overview's), and their sum.
-func (s *Store) keptKinds(ctx context.Context) (kept map[string]int64, total int64, err error) {
-	kept = map[string]int64{}
+// kindCount is what the writers' kept counts tell of the IoCs of one kind:
+// how many there are, and at most how many of them a filter matches.
+type kindCount struct{ all, matches int64 }
+
+// keptKinds reads the kept counts of the IoCs of each kind f selects
+// (ioc_count_types), with the matches at most those of f's feed and of
+// its tag of the kind (ioc_count_feed_types, _tag_types), and the count
+// of all IoCs.
+func (s *Store) keptKinds(ctx context.Context, f IoCFilter) (kinds map[string]kindCount, total int64, err error) {
+	kinds = map[string]kindCount{}
 	err = scanRows(ctx, s.reader(), "SELECT type, n FROM ioc_count_types", func(r *sql.Rows) error {
 		var kind string
 		var n int64
 		err := r.Scan(&kind, &n)
-		kept[kind] = n
+		if len(f.Types) == 0 || slices.Contains(f.Types, ioc.Kind(kind)) {
+			kinds[kind] = kindCount{all: n, matches: n}
+		}
 		total += n
 		return err
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: unable to read the indicators by type: %w", err)
 	}
-	return kept, total, nil
+	bound := func(query string, arg any) error {
+		of := map[string]int64{}
+		if err := scanRows(ctx, s.reader(), query, countsOf(of), arg); err != nil {
+			return fmt.Errorf("store: unable to read the indicators by type: %w", err)
+		}
+		for kind, c := range kinds {
+			c.matches = min(c.matches, of[kind])
+			kinds[kind] = c
+		}
+		return nil
+	}
+	if f.FeedID != 0 {
+		if err := bound("SELECT type, n FROM ioc_count_feed_types WHERE feed_id = ?", f.FeedID); err != nil {
+			return nil, 0, err
+		}
+	}
+	if f.Tag != "" {
+		if err := bound("SELECT type, n FROM ioc_count_tag_types WHERE tag = ?", f.Tag); err != nil {
+			return nil, 0, err
+		}
+	}
+	return kinds, total, nil
 }
 
-// kindsFrom is kinds' names in type order, ascending or descending, from
-// the cursor's kind on when after: the kinds a page in type order reads.
+// countsOf scans a row of a kind and its count into m.
+func countsOf(m map[string]int64) func(*sql.Rows) error {
+	return func(r *sql.Rows) error {
+		var kind string
+		var n int64
+		err := r.Scan(&kind, &n)
+		m[kind] = n
+		return err
+	}
+}
+
+// kindsMatching is the kinds f selects of which the kept counts say some
+// IoCs may match f (keptKinds).
+func (s *Store) kindsMatching(ctx context.Context, f IoCFilter) ([]ioc.Kind, error) {
+	kept, _, err := s.keptKinds(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	var kinds []ioc.Kind
+	for kind, c := range kept {
+		if c.matches > 0 {
+			kinds = append(kinds, ioc.Kind(kind))
+		}
+	}
+	slices.Sort(kinds)
+	return kinds, nil
+}
+
+// kindsFrom is kinds' names (every kind's when none) in type order,
+// ascending or descending, from the cursor's kind on when after: the kinds
+// a page in type order reads.
 func kindsFrom(kinds []ioc.Kind, desc, after bool, cursorKind string) []string {
+	if len(kinds) == 0 {
+		kinds = ioc.Kinds
+	}
 	names := make([]string, 0, len(kinds))
 	for _, k := range kinds {
 		if !after || desc && string(k) <= cursorKind || !desc && string(k) >= cursorKind {
@@ -743,16 +808,14 @@ func kindsFrom(kinds []ioc.Kind, desc, after bool, cursorKind string) []string {
 }
 
 // byValueOfEachKind is the query of a page in value order: the page of
-// each kind, read in the order of the unique (type, value) index, merged.
+// each of kinds (those whose IoCs may match f, kindsMatching: each kind
+// that has none costs a walk of all its values), read in the order of the
+// unique (type, value) index, merged.
 // Values are unique within a kind, so a kind's first rows by value are its
 // first by (value, id). Reason: no index leads with value (each costs
 // ingestion, docs/benchmarks.md), and ordering a million values for a first
 // page took 55-60 ms.
-func (s *Store) byValueOfEachKind(f IoCFilter, desc bool, after bool, cursorValue any, cursorID int64, limit int, into *[]IoC) *bun.SelectQuery {
-	kinds := f.Types
-	if len(kinds) == 0 {
-		kinds = ioc.Kinds
-	}
+func (s *Store) byValueOfEachKind(f IoCFilter, kinds []ioc.Kind, desc bool, after bool, cursorValue any, cursorID int64, limit int, into *[]IoC) *bun.SelectQuery {
 	dir, cmp, bound := "ASC", ">", ">="
 	if desc {
 		dir, cmp, bound = "DESC", "<", "<="

@@ -20,7 +20,8 @@ import (
 // (pageOfEachKind): its pages, in both directions, for every kind of
 // filter, follow the IoCs ordered by kind and id, whichever way reads each
 // kind, before the keys are made and after, and a page's cursor carries
-// over from one kind to the next. Some kinds have none of a filter's IoCs.
+// over from one kind to the next. Some kinds have none of a filter's IoCs,
+// which the pages in type and value order skip by the kept counts.
 func TestFilteredPagesInTypeOrder(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -143,6 +144,21 @@ func TestFilteredPagesInTypeOrder(t *testing.T) {
 							if !slices.Equal(got, want) {
 								t.Errorf("%s, %s, sparse %d, desc %v, %s: pages\n got %v\nwant %v", state, c.name, sparse, desc, way, got, want)
 							}
+						}
+						want = want[:0]
+						for _, r := range slices.SortedFunc(slices.Values(all), func(a, b row) int {
+							if desc {
+								a, b = b, a
+							}
+							return cmp.Or(strings.Compare(a.Value, b.Value), cmp.Compare(a.ID, b.ID))
+						}) {
+							if c.keep(r) {
+								want = append(want, r.ID)
+							}
+						}
+						got := pagedIDs(t, s, c.filter, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, 4, nil)
+						if !slices.Equal(got, want) {
+							t.Errorf("%s, %s, sparse %d, desc %v, in value order: pages\n got %v\nwant %v", state, c.name, sparse, desc, got, want)
 						}
 					}
 				}

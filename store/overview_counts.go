@@ -18,20 +18,34 @@ import (
 const dayMicros = 86_400_000_000
 
 // overviewDelta is a change of the kept overview counts (ioc_count_types,
-// _feeds, _tags, _expiry) and of the IoCs per score (ioc_count_scores, which
-// minScore pages count by), gathered over a transaction's writes and written
+// _feeds, _tags, _expiry), of the IoCs per score (ioc_count_scores, which
+// minScore pages count by) and per feed and per tag of each kind
+// (ioc_count_feed_types, _tag_types, which the pages in type and value
+// order read a kind by), gathered over a transaction's writes and written
 // at their end by flush. A writer adds what an IoC counts for after its
 // change and subtracts what it counted for before.
 type overviewDelta struct {
-	types  map[string]int64
-	feeds  map[int64]int64
-	days   map[int64]int64
-	scores map[int64]int64
-	// tagSets counts tag sets by their JSON (jsonTags of the sorted tags),
-	// each expanded into its tags once at flush: most IoCs of a batch share
-	// a feed's few tag sets.
-	tagSets map[string]*tagSet
-	tags    map[string]int64
+	types     map[string]int64
+	feeds     map[int64]int64
+	feedKinds map[ofKind[int64]]int64
+	days      map[int64]int64
+	scores    map[int64]int64
+	// tagSets counts tag sets by their JSON (jsonTags of the sorted tags)
+	// and their IoCs' kind, each expanded into its tags once at flush:
+	// most IoCs of a batch share a feed's few tag sets.
+	tagSets  map[ofKind[string]]*tagSet
+	tags     map[string]int64
+	tagKinds map[ofKind[string]]int64
+}
+
+// ofKind is a key of a count (a feed, a tag) among the IoCs of one kind.
+type ofKind[K cmp.Ordered] struct {
+	key  K
+	kind string
+}
+
+func compareOfKind[K cmp.Ordered](a, b ofKind[K]) int {
+	return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.kind, b.kind))
 }
 
 // tagSet is an IoC's tags, their JSON and, in a delta, how many IoCs more
@@ -43,8 +57,9 @@ type tagSet struct {
 }
 
 func newOverviewDelta() *overviewDelta {
-	return &overviewDelta{types: map[string]int64{}, feeds: map[int64]int64{}, days: map[int64]int64{},
-		scores: map[int64]int64{}, tagSets: map[string]*tagSet{}, tags: map[string]int64{}}
+	return &overviewDelta{types: map[string]int64{}, feeds: map[int64]int64{}, feedKinds: map[ofKind[int64]]int64{},
+		days: map[int64]int64{}, scores: map[int64]int64{}, tagSets: map[ofKind[string]]*tagSet{}, tags: map[string]int64{},
+		tagKinds: map[ofKind[string]]int64{}}
 }
 
 // addIoC adds sign times an IoC of kind and score, tagged tags (tagJSON
@@ -56,11 +71,24 @@ func (d *overviewDelta) addIoC(kind string, score int, tagJSON string, tags []st
 	if len(tags) == 0 {
 		return
 	}
-	if ts := d.tagSets[tagJSON]; ts != nil {
+	set := ofKind[string]{tagJSON, kind}
+	if ts := d.tagSets[set]; ts != nil {
 		ts.n += sign
 	} else {
-		d.tagSets[tagJSON] = &tagSet{tags: tags, n: sign}
+		d.tagSets[set] = &tagSet{tags: tags, n: sign}
 	}
+}
+
+// addFeed adds n IoCs of kind to those of feedID.
+func (d *overviewDelta) addFeed(feedID int64, kind string, n int64) {
+	d.feeds[feedID] += n
+	d.feedKinds[ofKind[int64]{feedID, kind}] += n
+}
+
+// addTag adds n IoCs of kind to those tagged tag.
+func (d *overviewDelta) addTag(tag, kind string, n int64) {
+	d.tags[tag] += n
+	d.tagKinds[ofKind[string]{tag, kind}] += n
 }
 
 // countStored adds sign times what the stored IoCs ids count for, read from
@@ -82,7 +110,7 @@ func (d *overviewDelta) countStored(ctx context.Context, tx bun.Tx, dialect Dial
 			d.scores[score] += sign * n
 			d.days[day] += sign * n
 			if feedID != 0 {
-				d.feeds[feedID] += sign * n
+				d.addFeed(feedID, kind, sign*n)
 			}
 			return nil
 		}, dayMicros, bun.In(ids))
@@ -90,21 +118,23 @@ func (d *overviewDelta) countStored(ctx context.Context, tx bun.Tx, dialect Dial
 		return err
 	}
 	iocTags, tag := tagRows(dialect)
-	err = scanRows(ctx, tx, `SELECT `+tag+`, count(*) FROM `+iocTags+` WHERE iocs.id IN (?) GROUP BY 1`, func(r *sql.Rows) error {
-		var tag string
+	err = scanRows(ctx, tx, `SELECT `+tag+`, iocs.type, count(*) FROM `+iocTags+` WHERE iocs.id IN (?) GROUP BY 1, 2`, func(r *sql.Rows) error {
+		var tag, kind string
 		var n int64
-		err := r.Scan(&tag, &n)
-		d.tags[tag] += sign * n
+		err := r.Scan(&tag, &kind, &n)
+		d.addTag(tag, kind, sign*n)
 		return err
 	}, bun.In(ids))
 	if err != nil {
 		return err
 	}
-	return scanRows(ctx, tx, `SELECT feed_id, count(DISTINCT ioc_id) FROM sighting_rows WHERE ioc_id IN (?) GROUP BY feed_id`,
+	return scanRows(ctx, tx, `SELECT s.feed_id, iocs.type, count(DISTINCT s.ioc_id) FROM sighting_rows s JOIN iocs ON iocs.id = s.ioc_id
+WHERE s.ioc_id IN (?) GROUP BY 1, 2`,
 		func(r *sql.Rows) error {
 			var feedID, n int64
-			err := r.Scan(&feedID, &n)
-			d.feeds[feedID] += sign * n
+			var kind string
+			err := r.Scan(&feedID, &kind, &n)
+			d.addFeed(feedID, kind, sign*n)
 			return err
 		}, bun.In(ids))
 }
@@ -125,18 +155,18 @@ func (s *Store) keepCounts(ctx context.Context, tx bun.Tx, ids []int64, change f
 	return d.flush(ctx, rawExec(tx))
 }
 
-// countChunk is how many keys one statement of flush moves: two bound
-// values each, well under SQLite's limit.
+// countChunk is how many keys one statement of flush moves: three bound
+// values each at most, well under SQLite's limit.
 const countChunk = 500
 
 // flush writes the delta to the count tables, in key order (the writers of
 // iocs hold the IoC write lock, so the rows see one writer at a time; the
 // order is for any other), and deletes the rows it brought to 0.
 func (d *overviewDelta) flush(ctx context.Context, exec func(ctx context.Context, query string, args ...any) (int64, error)) error {
-	for _, ts := range d.tagSets {
+	for set, ts := range d.tagSets {
 		if ts.n != 0 {
 			for _, t := range ts.tags {
-				d.tags[t] += ts.n
+				d.addTag(t, set.kind, ts.n)
 			}
 		}
 	}
@@ -147,7 +177,13 @@ func (d *overviewDelta) flush(ctx context.Context, exec func(ctx context.Context
 	if err := flushCounts(ctx, exec, "ioc_count_feeds", "feed_id", d.feeds); err != nil {
 		return err
 	}
+	if err := flushKindCounts(ctx, exec, "ioc_count_feed_types", "feed_id", d.feedKinds); err != nil {
+		return err
+	}
 	if err := flushCounts(ctx, exec, "ioc_count_tags", "tag", d.tags); err != nil {
+		return err
+	}
+	if err := flushKindCounts(ctx, exec, "ioc_count_tag_types", "tag", d.tagKinds); err != nil {
 		return err
 	}
 	if err := flushCounts(ctx, exec, "ioc_count_scores", "score", d.scores); err != nil {
@@ -156,35 +192,73 @@ func (d *overviewDelta) flush(ctx context.Context, exec func(ctx context.Context
 	return flushCounts(ctx, exec, "ioc_count_expiry", "day", d.days)
 }
 
+// writerExec is how flush runs a statement: rawExec of the writers' tx.
+type writerExec = func(ctx context.Context, query string, args ...any) (int64, error)
+
 // flushCounts adds each non-zero delta of counts to its key's row of table.
-func flushCounts[K cmp.Ordered](ctx context.Context, exec func(ctx context.Context, query string, args ...any) (int64, error),
-	table, key string, counts map[K]int64) error {
-	keys := slices.Sorted(maps.Keys(counts))
+func flushCounts[K cmp.Ordered](ctx context.Context, exec writerExec, table, key string, counts map[K]int64) error {
+	return flushKeyed(ctx, exec, table, []string{key}, counts, cmp.Compare[K], func(k K) []any { return []any{k} })
+}
+
+// flushKindCounts adds each non-zero delta of counts to its row of table,
+// keyed by key and type.
+func flushKindCounts[K cmp.Ordered](ctx context.Context, exec writerExec, table, key string, counts map[ofKind[K]]int64) error {
+	return flushKeyed(ctx, exec, table, []string{key, "type"}, counts, compareOfKind[K],
+		func(k ofKind[K]) []any { return []any{k.key, k.kind} })
+}
+
+// flushKeyed adds each non-zero delta of counts to the row of table whose
+// columns cols hold the key's values, and deletes the rows lowered to 0.
+func flushKeyed[K comparable](ctx context.Context, exec writerExec, table string, cols []string, counts map[K]int64,
+	compare func(a, b K) int, values func(K) []any) error {
+	keys := slices.SortedFunc(maps.Keys(counts), compare)
 	keys = slices.DeleteFunc(keys, func(k K) bool { return counts[k] == 0 })
-	lowered := false
+	var lowered []K
+	names := strings.Join(cols, ", ")
 	var sb strings.Builder
 	for chunk := range slices.Chunk(keys, countChunk) {
 		sb.Reset()
-		args := make([]any, 0, 2*len(chunk))
-		fmt.Fprintf(&sb, "INSERT INTO %s (%s, n) VALUES ", table, key)
+		fmt.Fprintf(&sb, "INSERT INTO %s (%s, n) VALUES ", table, names)
+		args := make([]any, 0, (len(cols)+1)*len(chunk))
 		for i, k := range chunk {
 			if i > 0 {
 				sb.WriteString(", ")
 			}
-			// Numbered in order of appearance, as SQLite requires.
-			fmt.Fprintf(&sb, "($%d, $%d)", 2*i+1, 2*i+2)
-			args = append(args, k, counts[k])
-			lowered = lowered || counts[k] < 0
+			sb.WriteByte('(')
+			for j, v := range append(values(k), counts[k]) {
+				if j > 0 {
+					sb.WriteString(", ")
+				}
+				args = append(args, v)
+				// Numbered in order of appearance, as SQLite requires.
+				fmt.Fprintf(&sb, "$%d", len(args))
+			}
+			sb.WriteByte(')')
+			if counts[k] < 0 {
+				lowered = append(lowered, k)
+			}
 		}
-		fmt.Fprintf(&sb, " ON CONFLICT (%s) DO UPDATE SET n = %s.n + excluded.n", key, table)
+		fmt.Fprintf(&sb, " ON CONFLICT (%s) DO UPDATE SET n = %s.n + excluded.n", names, table)
 		if _, err := exec(ctx, sb.String(), args...); err != nil {
 			return fmt.Errorf("store: unable to count the indicators in %s: %w", table, err)
 		}
 	}
-	if lowered {
-		// The tables but the tags' are a few hundred rows at most; the
-		// tags' is read from its index on n.
-		if _, err := exec(ctx, "DELETE FROM "+table+" WHERE n = 0"); err != nil {
+	// Only the rows it lowered can have fallen to 0, and each has its key's
+	// first column: the tag tables have as many rows as tags, which a scan
+	// for n = 0 would read whole.
+	for chunk := range slices.Chunk(lowered, countChunk) {
+		sb.Reset()
+		fmt.Fprintf(&sb, "DELETE FROM %s WHERE n = 0 AND %s IN (", table, cols[0])
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			args[i] = values(k)[0]
+			fmt.Fprintf(&sb, "$%d", i+1)
+		}
+		sb.WriteByte(')')
+		if _, err := exec(ctx, sb.String(), args...); err != nil {
 			return fmt.Errorf("store: unable to drop the empty counts of %s: %w", table, err)
 		}
 	}

@@ -69,6 +69,8 @@ func countsDiff(kept, recount store.OverviewCounts) string {
 	diff("tag", kept.Tags, recount.Tags)
 	diff("day", str(kept.Days), str(recount.Days))
 	diff("score", str(kept.Scores), str(recount.Scores))
+	diff("kind:feed", kept.FeedKinds, recount.FeedKinds)
+	diff("kind:tag", kept.TagKinds, recount.TagKinds)
 	return b.String()
 }
 
@@ -91,7 +93,8 @@ func TestOverviewCountsFollowEveryWriter(t *testing.T) {
 			until(dom("z.example", "s1", 50, "short"), t0.Add(2*day)),
 			until(dom("old.example", "s1", 50, "old"), t0.Add(time.Hour)),
 			{Kind: ioc.IP, Value: "192.0.2.1", Source: "s1", Score: 60, Tags: []string{"scanner"}},
-			{Kind: ioc.IP, Value: "192.0.2.2", Source: "s1", Score: 60}}})
+			{Kind: ioc.IP, Value: "192.0.2.2", Source: "s1", Score: 60},
+			{Kind: ioc.IP, Value: "192.0.2.3", Source: "s1", Score: 60, Tags: []string{"scanner"}}}})
 		counts = checkOverviewCounts(t, s, "new IoCs", counts)
 
 		// Another feed's re-sightings: the inline sightings become rows,
@@ -99,7 +102,9 @@ func TestOverviewCountsFollowEveryWriter(t *testing.T) {
 		apply(t, s, store.Batch{FeedID: b, Now: t0.Add(time.Hour), Retention: 20 * day, Indicators: []ioc.Indicator{
 			dom("x.example", "s1", 20, "emotet", "loader"), dom("y.example", "s1", 20),
 			until(dom("u.example", "s1", 20, "b-only"), t0.Add(2*day)),
-			until(dom("v.example", "s1", 20), t0.Add(2*day+time.Hour)), dom("w.example", "s1", 20, "fresh")}})
+			until(dom("v.example", "s1", 20), t0.Add(2*day+time.Hour)), dom("w.example", "s1", 20, "fresh"),
+			// Counted per kind as well: b's IoCs are of two kinds.
+			{Kind: ioc.IP, Value: "192.0.2.3", Source: "s1", Score: 60, Tags: []string{"scanner"}}}})
 		counts = checkOverviewCounts(t, s, "re-sightings by another feed", counts)
 
 		// The same feed re-sights with other tags: y loses emotet.
@@ -161,7 +166,7 @@ func TestOverviewCountsFollowEveryWriter(t *testing.T) {
 		checkOverviewCounts(t, s, "the last feed's removal", counts)
 		if kept, err := store.KeptOverviewCounts(ctx, s); err != nil {
 			t.Fatal(err)
-		} else if len(kept.Types)+len(kept.Feeds)+len(kept.Tags)+len(kept.Days) != 0 {
+		} else if len(kept.Types)+len(kept.Feeds)+len(kept.Tags)+len(kept.Days)+len(kept.FeedKinds)+len(kept.TagKinds) != 0 {
 			t.Errorf("an empty store keeps counts: %+v", kept)
 		}
 	})
@@ -246,6 +251,51 @@ func TestOverviewCountsMigrationFills(t *testing.T) {
 		}
 		if got.Types["domain"] != 3 || got.Feeds[a] != 3 || got.Feeds[b] != 2 || got.Tags["emotet"] != 2 {
 			t.Errorf("filled counts %+v", got)
+		}
+	})
+}
+
+// Migration 20270118000100 fills the counts per feed and per tag of each
+// kind from the IoCs already stored: inline sightings and rows (an IoC with
+// two sources in one feed counted once), and tags that are a JSON null.
+func TestKindCountsMigrationFills(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		a, b := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b")
+		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: 10 * day, Indicators: []ioc.Indicator{
+			dom("x.example", "s1", 80, "emotet", "botnet"), dom("x.example", "s2", 80, "emotet"), dom("y.example", "s1", 10, "emotet"),
+			dom("n.example", "s1", 10),
+			{Kind: ioc.IP, Value: "192.0.2.1", Source: "s1", Score: 60, Tags: []string{"scanner", "emotet"}}}})
+		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 3 * day, Indicators: []ioc.Indicator{
+			dom("x.example", "s1", 20, "loader"), {Kind: ioc.IP, Value: "192.0.2.2", Source: "s1", Score: 60}}})
+		if _, err := s.DB.ExecContext(ctx, "UPDATE iocs SET tags = 'null' WHERE value = 'n.example'"); err != nil {
+			t.Fatal(err)
+		}
+		want, err := store.RecountOverview(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, mig := migration(t, s, "20270118000100")
+		if err := mig.Down(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.KeptOverviewCounts(ctx, s); err == nil {
+			t.Error("the count tables are still there after going down")
+		}
+		if err := mig.Up(ctx, m, mig); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.KeptOverviewCounts(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("filled counts:\n%s", countsDiff(got, want))
+		}
+		wantFeeds := map[string]int64{fmt.Sprintf("domain:%d", a): 3, fmt.Sprintf("ip:%d", a): 1, fmt.Sprintf("domain:%d", b): 1, fmt.Sprintf("ip:%d", b): 1}
+		wantTags := map[string]int64{"domain:emotet": 2, "domain:botnet": 1, "domain:loader": 1, "ip:scanner": 1, "ip:emotet": 1}
+		if !maps.Equal(got.FeedKinds, wantFeeds) || !maps.Equal(got.TagKinds, wantTags) {
+			t.Errorf("filled per kind: feeds %v, tags %v; want %v, %v", got.FeedKinds, got.TagKinds, wantFeeds, wantTags)
 		}
 	})
 }
