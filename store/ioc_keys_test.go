@@ -1402,3 +1402,59 @@ func TestKeyChunksKeepTheirTemporaryStorageInFiles(t *testing.T) {
 		t.Errorf("temp_store %d in a key chunk and %d after it on the writing connection, want %d and %d", inside, after, file, memory)
 	}
 }
+
+// The sweeper and a feed's removal delete the tag keys of the IoCs they
+// delete, in the same transaction, whether an IoC went with its inline
+// sighting or as an orphan of its rows; the keys of the IoCs that stay are
+// kept, and none is left for the cleaner. (The keys of tags an IoC had
+// lost before it went are: they are found by its tags when it goes.)
+func TestDeletersDropTheTagKeysOfWhatTheyDelete(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		a, b := newFeed(t, s, "a"), newFeed(t, s, "b")
+		until := func(ind ioc.Indicator, at time.Time) ioc.Indicator {
+			ind.ValidUntil = at
+			return ind
+		}
+		soon, late := t0.Add(time.Hour), t0.Add(10*day)
+		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: 20 * day, Indicators: []ioc.Indicator{
+			until(dom("inline.example", "s", 10, "t1", "t2"), soon), // one inline sighting: swept with it
+			until(dom("rows.example", "s", 10, "t1"), soon),         // rows in a and b: an orphan once both go
+			until(dom("kept.example", "s", 10, "t1", "t2"), soon),   // b's row outlives a's
+			until(dom("live.example", "s", 10, "t1"), late),         // not expired
+			until(dom("later.example", "s", 10, "t3"), late)}})      // removed with feed a below
+		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 20 * day, Indicators: []ioc.Indicator{
+			until(dom("rows.example", "s", 10, "t1"), soon), until(dom("kept.example", "s", 10, "t1", "t2"), late)}})
+		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 20 * day, Indicators: []ioc.Indicator{
+			until(dom("only-b.example", "s", 10, "t3"), late)}})
+		for caught := false; !caught; {
+			var err error
+			if caught, err = s.CatchUpKeys(ctx, 100); err != nil {
+				t.Fatal(err)
+			}
+		}
+		staleKeys := func() int {
+			return countRows(t, s, "ioc_tag_keys x WHERE NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id)")
+		}
+		before := tagKeys(t, s)
+		if _, n, err := s.SweepExpired(ctx, t0.Add(2*time.Hour), 1); err != nil || n != 2 {
+			t.Fatalf("the sweep deleted %d IoCs (%v), want inline and rows", n, err)
+		}
+		// inline's two keys and rows' one; kept's keys stay.
+		if got := tagKeys(t, s); staleKeys() != 0 || got != before-3 {
+			t.Errorf("after the sweep: %d tag keys of %d, %d of IoCs gone; want %d, none", got, before, staleKeys(), before-3)
+		}
+		if _, err := s.DeleteFeedSightings(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if n := staleKeys(); n != 0 {
+			t.Errorf("after feed b's removal: %d tag keys of IoCs gone", n)
+		}
+		if err := s.DeleteFeed(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if n := tagKeys(t, s); n != 0 {
+			t.Errorf("no IoCs left, and %d tag keys", n)
+		}
+	})
+}

@@ -73,14 +73,18 @@ func (s *Store) dropOrphans(ctx context.Context, tx bun.Tx, ids []int64) (int64,
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	r, err := tx.ExecContext(ctx, `DELETE FROM iocs WHERE id IN (?) AND feed_id IS NULL
-AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id)`, bun.In(ids))
-	if err != nil {
+	var gone []goneIoC
+	err := tx.NewRaw(`DELETE FROM iocs WHERE id IN (?) AND feed_id IS NULL
+AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id) RETURNING id, tags`, bun.In(ids)).Scan(ctx, &gone)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, err
 	}
-	n, _ := r.RowsAffected()
+	n := int64(len(gone))
 	if n > 0 {
 		if err := dropGoneKeys(ctx, tx, s.orderKeys(), ids); err != nil {
+			return n, err
+		}
+		if err := dropGoneTagKeys(ctx, tx, s.Dialect, gone); err != nil {
 			return n, err
 		}
 	}
@@ -138,21 +142,25 @@ func (s *Store) deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond 
 	if len(ids) == 0 {
 		return 0, 0, nil
 	}
+	var gone []goneIoC
 	err = s.keepCounts(ctx, tx, ids, func() error {
 		// By id: "+" keeps SQLite, without statistics, off the feed's
 		// range of iocs_feed_idx, which it walked whole for each chunk
 		// (53 ms a chunk of 5,000 at 1,000,000 IoCs, 13 by id).
-		r, err := tx.ExecContext(ctx, "DELETE FROM iocs WHERE id IN (?) AND +feed_id = ?", bun.In(ids), feedID)
-		if err != nil {
-			return err
+		err := tx.NewRaw("DELETE FROM iocs WHERE id IN (?) AND +feed_id = ? RETURNING id, tags", bun.In(ids), feedID).Scan(ctx, &gone)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
 		}
-		deleted, _ = r.RowsAffected()
-		return nil
+		deleted = int64(len(gone))
+		return err
 	})
 	if err != nil || deleted == 0 {
 		return len(ids), deleted, err
 	}
 	if err := dropGoneKeys(ctx, tx, s.orderKeys(), ids); err != nil {
+		return len(ids), deleted, err
+	}
+	if err := dropGoneTagKeys(ctx, tx, s.Dialect, gone); err != nil {
 		return len(ids), deleted, err
 	}
 	return len(ids), deleted, bumpIoCStats(ctx, txExec(tx), -deleted)
