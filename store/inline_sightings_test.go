@@ -257,21 +257,7 @@ func TestReadsOfInlineSightings(t *testing.T) {
 			{0, a, want(0, 20)}, {1, a, want(0, 20)}, {0, b, want(10, 30)}, {1, b, want(10, 30)},
 		} {
 			s.IoCCountCap = c.cap
-			var got []string
-			after := ""
-			for {
-				page, err := s.IoCs(ctx, store.IoCFilter{FeedID: c.feed}, store.IoCOrder{Field: store.IoCOrderValue}, 7, after)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, i := range page.IoCs {
-					got = append(got, i.Value)
-				}
-				if !page.HasNextPage {
-					break
-				}
-				after = page.EndCursor
-			}
+			got := pagedValues(t, s, store.IoCFilter{FeedID: c.feed}, store.IoCOrder{Field: store.IoCOrderValue}, 7, nil)
 			if !slices.Equal(got, c.want) {
 				t.Errorf("cap %d feed %d: %v, want %v", c.cap, c.feed, got, c.want)
 			}

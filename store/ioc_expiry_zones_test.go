@@ -155,7 +155,7 @@ func checkZones(t *testing.T, s *store.Store, state string, f store.IoCFilter, w
 	}
 	for _, desc := range []bool{false, true} {
 		var got []int64
-		for _, r := range pagedIoCs(t, s, f, store.IoCOrder{Desc: desc}, 3) {
+		for _, r := range pagedIoCs(t, s, f, store.IoCOrder{Desc: desc}, 3, nil) {
 			got = append(got, r.ID)
 		}
 		wantIDs := slices.Clone(all)
@@ -190,22 +190,4 @@ func withExpiryZones(t *testing.T, n int64) (saved int64) {
 	*store.ExpiryZone = n
 	t.Cleanup(func() { *store.ExpiryZone = saved })
 	return saved
-}
-
-// pagedIoCs reads every page of f in order o, size IoCs a page.
-func pagedIoCs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int) []store.IoC {
-	t.Helper()
-	var all []store.IoC
-	after := ""
-	for {
-		page, err := s.IoCs(context.Background(), f, o, size, after)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, page.IoCs...)
-		if !page.HasNextPage {
-			return all
-		}
-		after = page.EndCursor
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -712,29 +713,46 @@ type goneIoC struct {
 // The sweeper drops them as it drops the order keys (dropGoneKeys).
 func dropGoneTagKeys(ctx context.Context, tx bun.Tx, d Dialect, gone []goneIoC) error {
 	cache := map[string]tagSet{}
-	var pairs [][2]any
+	byTag := map[string][]int64{}
 	for _, g := range gone {
 		ts, err := storedTags(cache, g.Tags)
 		if err != nil {
 			return err
 		}
 		for _, t := range ts.tags {
-			pairs = append(pairs, [2]any{t, g.ID})
+			byTag[t] = append(byTag[t], g.ID)
 		}
 	}
-	if len(pairs) == 0 {
+	if d == Postgres && len(byTag) > 0 {
+		var pairs [][2]any
+		for tag, ids := range byTag {
+			for _, id := range ids {
+				pairs = append(pairs, [2]any{tag, id})
+			}
+		}
+		list, err := json.Marshal(pairs)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM ioc_tag_keys k USING jsonb_array_elements(?::jsonb) p
+WHERE k.tag = p->>0 AND k.id = (p->>1)::bigint`, string(list)); err != nil {
+			return fmt.Errorf("store: unable to delete the tag keys of deleted indicators: %w", err)
+		}
 		return nil
 	}
-	list, err := json.Marshal(pairs)
-	if err != nil {
-		return err
-	}
-	query := `DELETE FROM ioc_tag_keys WHERE (tag, id) IN (SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?) j)`
-	if d == Postgres {
-		query = `DELETE FROM ioc_tag_keys k USING jsonb_array_elements(?::jsonb) p WHERE k.tag = p->>0 AND k.id = (p->>1)::bigint`
-	}
-	if _, err := tx.ExecContext(ctx, query, string(list)); err != nil {
-		return fmt.Errorf("store: unable to delete the tag keys of deleted indicators: %w", err)
+	// SQLite bounds a row value's IN by its first column only: the pairs
+	// in one statement read every key of each of their tags (1.6 s for
+	// 5,000 pairs of a tag on 10,000,000 IoCs). A tag at a time, the ids
+	// probe the primary key (7 ms).
+	for _, tag := range slices.Sorted(maps.Keys(byTag)) {
+		ids, err := json.Marshal(byTag[tag])
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM ioc_tag_keys WHERE tag = ? AND id IN (SELECT value FROM json_each(?))`,
+			tag, string(ids)); err != nil {
+			return fmt.Errorf("store: unable to delete the tag keys of deleted indicators: %w", err)
+		}
 	}
 	return nil
 }

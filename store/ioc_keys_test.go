@@ -1076,7 +1076,7 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 		}
 		for pace, ways := range paces {
 			restore := store.PrefixWays(ways[0], ways[1])
-			checkKeyedCase(t, s, state+pace, c, want, len(all), countCap)
+			checkKeyedCase(t, s, state+pace, c, want, countCap)
 			restore()
 		}
 	}
@@ -1084,35 +1084,18 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 
 // checkKeyedCase pages through c in pages of 4 and compares the IoCs with
 // want (their values), and the totals with want's up to countCap.
-func checkKeyedCase(t *testing.T, s *store.Store, state string, c keyedCase, want []string, iocs, countCap int) {
+func checkKeyedCase(t *testing.T, s *store.Store, state string, c keyedCase, want []string, countCap int) {
 	t.Helper()
-	ctx := context.Background()
 	wantTotal := len(want)
 	if c.filter.Tag != "" || c.filter.Search != "" || c.filter.ValuePrefix != "" || len(c.filter.Types) > 0 ||
 		c.filter.MinScore != nil || c.filter.ExpiresBefore != nil || c.filter.ExpiresAfter != nil {
 		wantTotal = min(wantTotal, countCap)
 	}
-	var got []string
-	after := ""
-	for pages := 0; ; pages++ {
-		if pages > iocs {
-			t.Fatalf("%s, %s: more pages than IoCs: %q", state, c.name, got)
-		}
-		page, err := s.IoCs(ctx, c.filter, c.order, 4, after)
-		if err != nil {
-			t.Fatalf("%s, %s: %v", state, c.name, err)
-		}
+	got := pagedValues(t, s, c.filter, c.order, 4, func(page *store.IoCPage) {
 		if page.Total != wantTotal || page.TotalCapped != (wantTotal < len(want)) {
 			t.Errorf("%s, %s: total %d (capped %v), want %d of %d", state, c.name, page.Total, page.TotalCapped, wantTotal, len(want))
 		}
-		for _, r := range page.IoCs {
-			got = append(got, r.Value)
-		}
-		if !page.HasNextPage {
-			break
-		}
-		after = page.EndCursor
-	}
+	})
 	if !slices.Equal(got, want) {
 		t.Errorf("%s, %s:\n got  %q\n want %q", state, c.name, got, want)
 	}
@@ -1285,14 +1268,18 @@ func TestDenseTypePages(t *testing.T) {
 	})
 }
 
-// pagedIDs reads every page of f in order o, size IoCs a page (at most
-// 100 pages), and returns the ids in the order the pages gave them; each,
-// unless nil, checks every page as it comes.
-func pagedIDs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int, each func(*store.IoCPage)) []int64 {
+// maxPages bounds the pages a test reads through one filter and order: a
+// cursor that never comes to the end fails the test rather than hang it.
+const maxPages = 1000
+
+// pagedIoCs reads every page of f in order o, size IoCs a page, and
+// returns the IoCs in the order the pages gave them; each, unless nil,
+// checks every page as it comes.
+func pagedIoCs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int, each func(*store.IoCPage)) []store.IoC {
 	t.Helper()
-	var got []int64
+	var all []store.IoC
 	after := ""
-	for range 100 {
+	for range maxPages {
 		page, err := s.IoCs(context.Background(), f, o, size, after)
 		if err != nil {
 			t.Fatalf("a page of %+v in %+v: %v", f, o, err)
@@ -1300,15 +1287,34 @@ func pagedIDs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder,
 		if each != nil {
 			each(page)
 		}
-		for _, r := range page.IoCs {
-			got = append(got, r.ID)
-		}
+		all = append(all, page.IoCs...)
 		if !page.HasNextPage {
-			break
+			return all
 		}
 		after = page.EndCursor
 	}
-	return got
+	t.Fatalf("%+v in %+v: more than %d pages", f, o, maxPages)
+	return nil
+}
+
+// pagedIDs is the ids of pagedIoCs' IoCs.
+func pagedIDs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int, each func(*store.IoCPage)) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, r := range pagedIoCs(t, s, f, o, size, each) {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// pagedValues is the values of pagedIoCs' IoCs.
+func pagedValues(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int, each func(*store.IoCPage)) []string {
+	t.Helper()
+	var values []string
+	for _, r := range pagedIoCs(t, s, f, o, size, each) {
+		values = append(values, r.Value)
+	}
+	return values
 }
 
 // While a KeyIndexer keeps the keys, a batch first brings them back within
@@ -1427,12 +1433,7 @@ func TestDeletersDropTheTagKeysOfWhatTheyDelete(t *testing.T) {
 			until(dom("rows.example", "s", 10, "t1"), soon), until(dom("kept.example", "s", 10, "t1", "t2"), late)}})
 		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 20 * day, Indicators: []ioc.Indicator{
 			until(dom("only-b.example", "s", 10, "t3"), late)}})
-		for caught := false; !caught; {
-			var err error
-			if caught, err = s.CatchUpKeys(ctx, 100); err != nil {
-				t.Fatal(err)
-			}
-		}
+		catchUpAll(t, s.CatchUpKeys, 100)
 		staleKeys := func() int {
 			return countRows(t, s, "ioc_tag_keys x WHERE NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id)")
 		}

@@ -103,25 +103,15 @@ func TestIoCsByFeedDenseAndSparse(t *testing.T) {
 			for _, o := range []store.IoCOrder{{}, {Field: store.IoCOrderScore, Desc: true}, {Field: store.IoCOrderValue}} {
 				t.Run(fmt.Sprintf("%s %s %v", name, o.Field, o.Desc), func(t *testing.T) {
 					seen := map[string]bool{}
-					after := ""
-					for {
-						page, err := s.IoCs(ctx, store.IoCFilter{FeedID: c.feed}, o, 7, after)
-						if err != nil {
-							t.Fatal(err)
-						}
+					for _, value := range pagedValues(t, s, store.IoCFilter{FeedID: c.feed}, o, 7, func(page *store.IoCPage) {
 						if page.Total != 2 || !page.TotalCapped {
 							t.Errorf("total %d capped %v, want 2 true", page.Total, page.TotalCapped)
 						}
-						for _, r := range page.IoCs {
-							if seen[r.Value] {
-								t.Errorf("%s twice", r.Value)
-							}
-							seen[r.Value] = true
+					}) {
+						if seen[value] {
+							t.Errorf("%s twice", value)
 						}
-						if !page.HasNextPage {
-							break
-						}
-						after = page.EndCursor
+						seen[value] = true
 					}
 					if len(seen) != c.want {
 						t.Errorf("%d IoCs, want %d", len(seen), c.want)

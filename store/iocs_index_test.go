@@ -47,7 +47,6 @@ func TestIoCIndexes(t *testing.T) {
 // text.
 func TestIoCsByTagAndSearchSparseAndDense(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
 		s.IoCCountCap = 3
 		feed := newFeed(t, s, "f")
 		var inds []ioc.Indicator
@@ -82,28 +81,15 @@ func TestIoCsByTagAndSearchSparseAndDense(t *testing.T) {
 		} {
 			for _, o := range []store.IoCOrder{{}, {Field: store.IoCOrderScore, Desc: true}, {Field: store.IoCOrderValue}} {
 				t.Run(fmt.Sprintf("%s %s %v", name, o.Field, o.Desc), func(t *testing.T) {
-					var seen []string
-					after := ""
-					for {
-						page, err := s.IoCs(ctx, c.filter, o, 4, after)
-						if err != nil {
-							t.Fatal(err)
-						}
-						wantTotal := min(len(c.want), 3)
-						if c.want == nil {
-							wantTotal = 3
-						}
+					wantTotal := min(len(c.want), 3)
+					if c.want == nil {
+						wantTotal = 3
+					}
+					seen := pagedValues(t, s, c.filter, o, 4, func(page *store.IoCPage) {
 						if page.Total != wantTotal || page.TotalCapped != c.capped {
 							t.Errorf("total %d capped %v, want %d %v", page.Total, page.TotalCapped, wantTotal, c.capped)
 						}
-						for _, r := range page.IoCs {
-							seen = append(seen, r.Value)
-						}
-						if !page.HasNextPage {
-							break
-						}
-						after = page.EndCursor
-					}
+					})
 					if len(seen) != len(slices.Compact(slices.Sorted(slices.Values(seen)))) {
 						t.Errorf("an IoC twice: %q", seen)
 					}

@@ -47,7 +47,7 @@ func TestSearchTellsPunctuationApart(t *testing.T) {
 					}
 				}
 				var got []string
-				for _, i := range pagedIoCs(t, s, store.IoCFilter{Search: search}, store.IoCOrder{}, 2) {
+				for _, i := range pagedIoCs(t, s, store.IoCFilter{Search: search}, store.IoCOrder{}, 2, nil) {
 					got = append(got, i.Value)
 				}
 				slices.Sort(got)

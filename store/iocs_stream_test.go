@@ -35,7 +35,7 @@ func TestStreamIoCsInEveryPageOrder(t *testing.T) {
 				o := store.IoCOrder{Field: field, Desc: desc}
 				t.Run(fmt.Sprintf("%s desc=%v", field, desc), func(t *testing.T) {
 					var paged []string
-					for _, i := range pagedIoCs(t, s, store.IoCFilter{}, o, 4) {
+					for _, i := range pagedIoCs(t, s, store.IoCFilter{}, o, 4, nil) {
 						paged = append(paged, i.Value)
 					}
 					var streamed []string

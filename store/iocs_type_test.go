@@ -165,12 +165,7 @@ func TestFilteredPagesInTypeOrder(t *testing.T) {
 			}
 		}
 		check("before the keys")
-		for caught := false; !caught; {
-			var err error
-			if caught, err = s.CatchUpKeys(ctx, 1000); err != nil {
-				t.Fatal(err)
-			}
-		}
+		catchUpAll(t, s.CatchUpKeys, 1000)
 		check("keys caught up")
 	})
 }
