@@ -255,7 +255,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 		return nil, err
 	}
 	plan.stamp = stamp
-	if plan.find, err = s.pickFinder(ctx, finders); err != nil {
+	if plan.find, err = s.pickFinder(ctx, finders, f.keysCounted); err != nil {
 		return nil, err
 	}
 	if len(finders) == 1 && finders[0].provesAll(f) {
@@ -267,15 +267,24 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 // pickFinder returns the finder a page reads through, if any: of those
 // with few keys (sparse), the one with the fewest; when none is sparse, one
 // whose keys are in the page's order, for the page alone (the count stops
-// early on iocs' own columns, most IoCs meeting the condition).
-func (s *Store) pickFinder(ctx context.Context, finders []*iocKeys) (*iocKeys, error) {
+// early on iocs' own columns, most IoCs meeting the condition). counted,
+// unless nil, keeps the keys it counts for the page's next plans (a page in
+// type order plans each kind's walk, pageOfEachKind).
+func (s *Store) pickFinder(ctx context.Context, finders []*iocKeys, counted map[string]int) (*iocKeys, error) {
 	var best, ordered *iocKeys
 	fewest := 0
 	for _, k := range finders {
 		n := int(k.kept)
 		if n <= sparseKeys {
-			if err := s.reader().NewRaw(k.countSQL, append(k.countArgs, sparseKeys+1)...).Scan(ctx, &n); err != nil {
-				return nil, fmt.Errorf("store: unable to count the keys of a filter: %w", err)
+			key := fmt.Sprint(k.countSQL, k.countArgs)
+			var known bool
+			if n, known = counted[key]; !known {
+				if err := s.reader().NewRaw(k.countSQL, append(k.countArgs, sparseKeys+1)...).Scan(ctx, &n); err != nil {
+					return nil, fmt.Errorf("store: unable to count the keys of a filter: %w", err)
+				}
+				if counted != nil {
+					counted[key] = n
+				}
 			}
 		}
 		k.keys = n

@@ -39,6 +39,9 @@ type IoCFilter struct {
 	// (type, value) index and sorting them (600,000 domains at 3,000,000
 	// IoCs: 0.14-2.3 s for a first page, 0.6 ms by the ids).
 	typesDense bool
+	// keysCounted keeps the keys of its conditions a page counted to plan
+	// its reads (pickFinder), for its later plans: IoCs makes it.
+	keysCounted map[string]int
 	// searchIDs, when searchSparse, are every IoC Search matches (IoCs
 	// sets them when there are at most the count cap of them).
 	searchIDs     []int64
@@ -428,6 +431,7 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		}
 	}
 	page := &IoCPage{IoCs: []IoC{}}
+	f.keysCounted = map[string]int{}
 	if err := s.sizeFilter(ctx, &f); err != nil {
 		return nil, err
 	}
