@@ -1300,21 +1300,22 @@ func pagedIoCs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder
 // pagedIDs is the ids of pagedIoCs' IoCs.
 func pagedIDs(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int, each func(*store.IoCPage)) []int64 {
 	t.Helper()
-	var ids []int64
-	for _, r := range pagedIoCs(t, s, f, o, size, each) {
-		ids = append(ids, r.ID)
-	}
-	return ids
+	return eachIoCs(pagedIoCs(t, s, f, o, size, each), func(r store.IoC) int64 { return r.ID })
 }
 
 // pagedValues is the values of pagedIoCs' IoCs.
 func pagedValues(t *testing.T, s *store.Store, f store.IoCFilter, o store.IoCOrder, size int, each func(*store.IoCPage)) []string {
 	t.Helper()
-	var values []string
-	for _, r := range pagedIoCs(t, s, f, o, size, each) {
-		values = append(values, r.Value)
+	return eachIoCs(pagedIoCs(t, s, f, o, size, each), func(r store.IoC) string { return r.Value })
+}
+
+// eachIoCs is field of each of iocs, in their order.
+func eachIoCs[T any](iocs []store.IoC, field func(store.IoC) T) []T {
+	out := make([]T, 0, len(iocs))
+	for _, r := range iocs {
+		out = append(out, field(r))
 	}
-	return values
+	return out
 }
 
 // While a KeyIndexer keeps the keys, a batch first brings them back within

@@ -217,38 +217,47 @@ func TestOverviewReadsKeptCounts(t *testing.T) {
 	})
 }
 
+// checkCountsRefilled takes migration id down, checks that its count
+// tables went, and up again, and checks that it filled the counts with a
+// recount of the IoCs stored; it returns them.
+func checkCountsRefilled(t *testing.T, s *store.Store, id string) store.OverviewCounts {
+	t.Helper()
+	ctx := context.Background()
+	want, err := store.RecountOverview(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, mig := migration(t, s, id)
+	if err := mig.Down(ctx, m, mig); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.KeptOverviewCounts(ctx, s); err == nil {
+		t.Error("the count tables are still there after going down")
+	}
+	if err := mig.Up(ctx, m, mig); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.KeptOverviewCounts(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("filled counts:\n%s", countsDiff(got, want))
+	}
+	return got
+}
+
 // Migration 20270110000100 fills the counts from the IoCs already stored,
 // and goes down and up again.
 func TestOverviewCountsMigrationFills(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
 		a, b := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b")
 		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: 10 * day, Indicators: []ioc.Indicator{
 			dom("x.example", "s1", 80, "emotet", "botnet"), dom("y.example", "s1", 10, "emotet"),
 			{Kind: ioc.IP, Value: "192.0.2.1", Source: "s1", Score: 60, Tags: []string{"scanner"}}}})
 		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 3 * day, Indicators: []ioc.Indicator{
 			dom("x.example", "s1", 20, "loader"), dom("w.example", "s1", 20)}})
-		want, err := store.RecountOverview(ctx, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, mig := migration(t, s, "20270110000100")
-		if err := mig.Down(ctx, m, mig); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.KeptOverviewCounts(ctx, s); err == nil {
-			t.Error("the count tables are still there after going down")
-		}
-		if err := mig.Up(ctx, m, mig); err != nil {
-			t.Fatal(err)
-		}
-		got, err := store.KeptOverviewCounts(ctx, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("filled counts:\n%s", countsDiff(got, want))
-		}
+		got := checkCountsRefilled(t, s, "20270110000100")
 		if got.Types["domain"] != 3 || got.Feeds[a] != 3 || got.Feeds[b] != 2 || got.Tags["emotet"] != 2 {
 			t.Errorf("filled counts %+v", got)
 		}
@@ -271,27 +280,7 @@ func TestKindCountsMigrationFills(t *testing.T) {
 		if _, err := s.DB.ExecContext(ctx, "UPDATE iocs SET tags = 'null' WHERE value = 'n.example'"); err != nil {
 			t.Fatal(err)
 		}
-		want, err := store.RecountOverview(ctx, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, mig := migration(t, s, "20270118000100")
-		if err := mig.Down(ctx, m, mig); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.KeptOverviewCounts(ctx, s); err == nil {
-			t.Error("the count tables are still there after going down")
-		}
-		if err := mig.Up(ctx, m, mig); err != nil {
-			t.Fatal(err)
-		}
-		got, err := store.KeptOverviewCounts(ctx, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("filled counts:\n%s", countsDiff(got, want))
-		}
+		got := checkCountsRefilled(t, s, "20270118000100")
 		wantFeeds := map[string]int64{fmt.Sprintf("domain:%d", a): 3, fmt.Sprintf("ip:%d", a): 1, fmt.Sprintf("domain:%d", b): 1, fmt.Sprintf("ip:%d", b): 1}
 		wantTags := map[string]int64{"domain:emotet": 2, "domain:botnet": 1, "domain:loader": 1, "ip:scanner": 1, "ip:emotet": 1}
 		if !maps.Equal(got.FeedKinds, wantFeeds) || !maps.Equal(got.TagKinds, wantTags) {
