@@ -1419,21 +1419,17 @@ func TestDeletersDropTheTagKeysOfWhatTheyDelete(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		a, b := newFeed(t, s, "a"), newFeed(t, s, "b")
-		until := func(ind ioc.Indicator, at time.Time) ioc.Indicator {
-			ind.ValidUntil = at
-			return ind
-		}
 		soon, late := t0.Add(time.Hour), t0.Add(10*day)
 		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: 20 * day, Indicators: []ioc.Indicator{
-			until(dom("inline.example", "s", 10, "t1", "t2"), soon), // one inline sighting: swept with it
-			until(dom("rows.example", "s", 10, "t1"), soon),         // rows in a and b: an orphan once both go
-			until(dom("kept.example", "s", 10, "t1", "t2"), soon),   // b's row outlives a's
-			until(dom("live.example", "s", 10, "t1"), late),         // not expired
-			until(dom("later.example", "s", 10, "t3"), late)}})      // removed with feed a below
+			validUntil(dom("inline.example", "s", 10, "t1", "t2"), soon), // one inline sighting: swept with it
+			validUntil(dom("rows.example", "s", 10, "t1"), soon),         // rows in a and b: an orphan once both go
+			validUntil(dom("kept.example", "s", 10, "t1", "t2"), soon),   // b's row outlives a's
+			validUntil(dom("live.example", "s", 10, "t1"), late),         // not expired
+			validUntil(dom("later.example", "s", 10, "t3"), late)}})      // removed with feed a below
 		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 20 * day, Indicators: []ioc.Indicator{
-			until(dom("rows.example", "s", 10, "t1"), soon), until(dom("kept.example", "s", 10, "t1", "t2"), late)}})
+			validUntil(dom("rows.example", "s", 10, "t1"), soon), validUntil(dom("kept.example", "s", 10, "t1", "t2"), late)}})
 		apply(t, s, store.Batch{FeedID: b, Now: t0, Retention: 20 * day, Indicators: []ioc.Indicator{
-			until(dom("only-b.example", "s", 10, "t3"), late)}})
+			validUntil(dom("only-b.example", "s", 10, "t3"), late)}})
 		catchUpAll(t, s.CatchUpKeys, 100)
 		staleKeys := func() int {
 			return countRows(t, s, "ioc_tag_keys x WHERE NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id = x.id)")

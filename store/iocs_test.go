@@ -39,6 +39,12 @@ func newRun(t testing.TB, s *store.Store, feedID int64) int64 {
 	return r.ID
 }
 
+// validUntil is ind valid until at.
+func validUntil(ind ioc.Indicator, at time.Time) ioc.Indicator {
+	ind.ValidUntil = at
+	return ind
+}
+
 func dom(value, source string, score int, tags ...string) ioc.Indicator {
 	return ioc.Indicator{Kind: ioc.Domain, Value: value, Source: source, Score: score, Tags: tags}
 }

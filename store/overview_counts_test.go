@@ -80,18 +80,14 @@ func TestOverviewCountsFollowEveryWriter(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		a, b := newFeed(t, s, "TSV_a"), newFeed(t, s, "TSV_b")
-		until := func(ind ioc.Indicator, at time.Time) ioc.Indicator {
-			ind.ValidUntil = at
-			return ind
-		}
 		var counts store.OverviewCounts
 
 		// New IoCs, each with its one sighting kept inline.
 		apply(t, s, store.Batch{FeedID: a, Now: t0, Retention: 10 * day, Indicators: []ioc.Indicator{
 			dom("x.example", "s1", 80, "emotet", "botnet"), dom("y.example", "s1", 10, "emotet"),
 			dom("u.example", "s1", 30, "qakbot"), dom("v.example", "s1", 30, "v"),
-			until(dom("z.example", "s1", 50, "short"), t0.Add(2*day)),
-			until(dom("old.example", "s1", 50, "old"), t0.Add(time.Hour)),
+			validUntil(dom("z.example", "s1", 50, "short"), t0.Add(2*day)),
+			validUntil(dom("old.example", "s1", 50, "old"), t0.Add(time.Hour)),
 			{Kind: ioc.IP, Value: "192.0.2.1", Source: "s1", Score: 60, Tags: []string{"scanner"}},
 			{Kind: ioc.IP, Value: "192.0.2.2", Source: "s1", Score: 60},
 			{Kind: ioc.IP, Value: "192.0.2.3", Source: "s1", Score: 60, Tags: []string{"scanner"}}}})
@@ -101,15 +97,15 @@ func TestOverviewCountsFollowEveryWriter(t *testing.T) {
 		// tags are added and expiries move to other days.
 		apply(t, s, store.Batch{FeedID: b, Now: t0.Add(time.Hour), Retention: 20 * day, Indicators: []ioc.Indicator{
 			dom("x.example", "s1", 20, "emotet", "loader"), dom("y.example", "s1", 20),
-			until(dom("u.example", "s1", 20, "b-only"), t0.Add(2*day)),
-			until(dom("v.example", "s1", 20), t0.Add(2*day+time.Hour)), dom("w.example", "s1", 20, "fresh"),
+			validUntil(dom("u.example", "s1", 20, "b-only"), t0.Add(2*day)),
+			validUntil(dom("v.example", "s1", 20), t0.Add(2*day+time.Hour)), dom("w.example", "s1", 20, "fresh"),
 			// Counted per kind as well: b's IoCs are of two kinds.
 			{Kind: ioc.IP, Value: "192.0.2.3", Source: "s1", Score: 60, Tags: []string{"scanner"}}}})
 		counts = checkOverviewCounts(t, s, "re-sightings by another feed", counts)
 
 		// The same feed re-sights with other tags: y loses emotet.
 		apply(t, s, store.Batch{FeedID: a, Now: t0.Add(2 * time.Hour), Retention: 10 * day, Indicators: []ioc.Indicator{
-			dom("y.example", "s1", 10, "dridex"), until(dom("v.example", "s1", 30, "v"), t0.Add(2*day))}})
+			dom("y.example", "s1", 10, "dridex"), validUntil(dom("v.example", "s1", 30, "v"), t0.Add(2*day))}})
 		counts = checkOverviewCounts(t, s, "re-sightings with other tags", counts)
 
 		// A re-sighting that moves the score alone: the inline IP's
