@@ -71,17 +71,6 @@ func readOverviewCounts(ctx context.Context, s *Store, queries [7]string) (Overv
 	return c, nil
 }
 
-// countsInto scans a row of a key and its count into m.
-func countsInto[K comparable](m map[K]int64) func(*sql.Rows) error {
-	return func(r *sql.Rows) error {
-		var k K
-		var n int64
-		err := r.Scan(&k, &n)
-		m[k] = n
-		return err
-	}
-}
-
 // RecentKeysMax lets tests take the plain path of keyed pages.
 var RecentKeysMax = &recentKeysMax
 

@@ -741,7 +741,7 @@ func (s *Store) keptKinds(ctx context.Context, f IoCFilter) (kinds map[string]ki
 	}
 	bound := func(query string, arg any) error {
 		of := map[string]int64{}
-		if err := scanRows(ctx, s.reader(), query, countsOf(of), arg); err != nil {
+		if err := scanRows(ctx, s.reader(), query, countsInto(of), arg); err != nil {
 			return fmt.Errorf("store: unable to read the indicators by type: %w", err)
 		}
 		for kind, c := range kinds {
@@ -761,17 +761,6 @@ func (s *Store) keptKinds(ctx context.Context, f IoCFilter) (kinds map[string]ki
 		}
 	}
 	return kinds, total, nil
-}
-
-// countsOf scans a row of a kind and its count into m.
-func countsOf(m map[string]int64) func(*sql.Rows) error {
-	return func(r *sql.Rows) error {
-		var kind string
-		var n int64
-		err := r.Scan(&kind, &n)
-		m[kind] = n
-		return err
-	}
 }
 
 // kindsMatching is the kinds f selects of which the kept counts say some

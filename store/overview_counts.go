@@ -265,6 +265,18 @@ func flushKeyed[K comparable](ctx context.Context, exec writerExec, table string
 	return nil
 }
 
+// countsInto scans a row of a key and its count (a kept count's row) into
+// m.
+func countsInto[K comparable](m map[K]int64) func(*sql.Rows) error {
+	return func(r *sql.Rows) error {
+		var k K
+		var n int64
+		err := r.Scan(&k, &n)
+		m[k] = n
+		return err
+	}
+}
+
 // rawExec is tx as the writers' exec, passing $n placeholders to the
 // driver as they are (both take them) instead of through bun's "?".
 func rawExec(tx bun.Tx) func(ctx context.Context, query string, args ...any) (int64, error) {

@@ -81,10 +81,7 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id) RETURNIN
 	}
 	n := int64(len(gone))
 	if n > 0 {
-		if err := dropGoneKeys(ctx, tx, s.orderKeys(), ids); err != nil {
-			return n, err
-		}
-		if err := dropGoneTagKeys(ctx, tx, s.Dialect, gone); err != nil {
+		if err := s.dropKeysOfGone(ctx, tx, ids, gone); err != nil {
 			return n, err
 		}
 	}
@@ -109,6 +106,15 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id) RETURNIN
 		return n, err
 	}
 	return n, bumpIoCStats(ctx, exec, -n)
+}
+
+// dropKeysOfGone drops the order keys of those of ids that are gone, and
+// the tag keys of gone, the IoCs a sweeper's delete returned.
+func (s *Store) dropKeysOfGone(ctx context.Context, tx bun.Tx, ids []int64, gone []goneIoC) error {
+	if err := dropGoneKeys(ctx, tx, s.orderKeys(), ids); err != nil {
+		return err
+	}
+	return dropGoneTagKeys(ctx, tx, s.Dialect, gone)
 }
 
 // deleteInline deletes at most limit IoCs whose one sighting is the feed's,
@@ -157,10 +163,7 @@ func (s *Store) deleteInline(ctx context.Context, tx bun.Tx, feedID int64, cond 
 	if err != nil || deleted == 0 {
 		return len(ids), deleted, err
 	}
-	if err := dropGoneKeys(ctx, tx, s.orderKeys(), ids); err != nil {
-		return len(ids), deleted, err
-	}
-	if err := dropGoneTagKeys(ctx, tx, s.Dialect, gone); err != nil {
+	if err := s.dropKeysOfGone(ctx, tx, ids, gone); err != nil {
 		return len(ids), deleted, err
 	}
 	return len(ids), deleted, bumpIoCStats(ctx, txExec(tx), -deleted)
