@@ -673,6 +673,17 @@ func (s *Store) pageOfEachKind(ctx context.Context, f IoCFilter, desc, after boo
 		return nil, err
 	}
 	byID := IoCOrder{Field: IoCOrderID, Desc: desc}
+	// keysFor reads no kinds: one plan in id order serves every kind.
+	plan, err := s.keysFor(ctx, f, byID)
+	if err != nil {
+		return nil, err
+	}
+	// The walk reads the filter's keys when it has keys in id order, else
+	// the IoCs; it meets a kind's matches spread through them.
+	walked := total
+	if plan != nil && plan.find != nil && plan.find.ordered() {
+		walked = int64(plan.find.keys)
+	}
 	cursorKind, _ := cursorValue.(string)
 	out := []IoC{}
 	for _, k := range kindsFrom(f.Types, desc, after, cursorKind) {
@@ -687,16 +698,6 @@ func (s *Store) pageOfEachKind(ctx context.Context, f IoCFilter, desc, after boo
 		kind := f
 		kind.Types = []ioc.Kind{ioc.Kind(k)}
 		fromCursor := after && k == cursorKind
-		plan, err := s.keysFor(ctx, kind, byID)
-		if err != nil {
-			return nil, err
-		}
-		// The walk reads the filter's keys when it has keys in id order,
-		// else the IoCs; it meets the kind's matches spread through them.
-		walked := total
-		if plan != nil && plan.find != nil && plan.find.ordered() {
-			walked = int64(plan.find.keys)
-		}
 		var rows []IoC
 		if whole := int64(need)*walked > n.matches*n.all; kindWays.whole && (whole || !kindWays.walk) {
 			q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows), kind)
