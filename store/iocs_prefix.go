@@ -7,8 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
+	"strings"
 
 	"github.com/uptrace/bun"
 
@@ -70,10 +69,10 @@ var prefixWays = struct{ walk, span bool }{walk: true, span: true}
 // cursor with the filter checked on each IoC (done at the page's last
 // match), or reading the prefix's range of the (type, value) index and
 // keeping the first in the page's order (done at the range's end). It takes
-// both at once, on two reader connections, in steps each twice as long as
-// the last, and the first done gives the page: it costs about the cheaper
-// way's time, whichever way that is, and the other way as much again, on
-// the other core. (Taking the two in turns on one connection, the next step
+// both at once (race), in steps each twice as long as the last, and the
+// first done gives the page: it costs about the cheaper way's time,
+// whichever way that is, and the other way as much again, on the other
+// core. (Taking the two in turns on one connection, the next step
 // going to the way that had taken less time, cost the two ways' times
 // added: 57-70 ms a first page of 50,000 URLs of one host among 10,000,000
 // IoCs on PostgreSQL where the range alone took 25-30.)
@@ -94,70 +93,30 @@ func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, cappe
 		return s.pageOfPrefixByKind(ctx, f, o.Desc, after, cursorValue, cursorID, limit)
 	}
 	// The walk's first step is as long as the cap, and at least twice the
-	// page: a short one could never fill a page.
+	// page: a short one could never fill a page. With more IoCs of the
+	// prefix than the cap, most pages meet theirs within it (1.5-2 ms on
+	// PostgreSQL), where the range's first step, read beside it, would
+	// cost 5-8 ms more, mostly after the page was found: the walk's first
+	// step goes alone (race).
 	walk := &prefixWalk{after: after, key: cursorValue, id: cursorID, rows: max(s.countCap(), 2*limit)}
-	if prefixWays.walk && prefixWays.span {
-		// The walk's first step alone first: with more IoCs of the prefix
-		// than the cap, most pages meet theirs within it (1.5-2 ms on
-		// PostgreSQL), where the range's first step, read beside it,
-		// would cost 5-8 ms more, mostly after the page was found.
-		if done, err := s.stepPrefixWalk(ctx, f, o, limit, walk); err != nil {
-			return nil, err
-		} else if done {
-			return s.iocsOfPrefix(ctx, f, o, walk.found, limit)
-		}
-	}
-	// On PostgreSQL the way not done first stops after the step it is
-	// taking: cancelled mid-statement, pgx closes the connection, and the
-	// next request on it would dial and prepare anew. Its steps are
-	// detached from ctx, then, except that ctx ending before the page is
-	// found stops both ways.
-	steps, stop := context.WithCancel(context.WithoutCancel(ctx))
-	unwatch := context.AfterFunc(ctx, stop)
-	var found atomic.Bool
-	type outcome struct {
-		matches []prefixMatch
-		err     error
-	}
-	outcomes := make(chan outcome, 2)
-	var ways sync.WaitGroup
-	take := func(step func(context.Context) (bool, error), matches *[]prefixMatch) {
-		ways.Add(1)
-		go func() {
-			defer ways.Done()
-			for !found.Load() {
-				if done, err := step(steps); err != nil || done {
-					outcomes <- outcome{*matches, err}
-					return
-				}
-			}
-		}()
-	}
-	if prefixWays.walk {
-		take(func(ctx context.Context) (bool, error) { return s.stepPrefixWalk(ctx, f, o, limit, walk) }, &walk.found)
-	}
 	span := &prefixRange{rows: s.countCap()}
+	var ways []wayStep
+	var answers []*[]prefixMatch
+	if prefixWays.walk {
+		ways = append(ways, func(ctx context.Context) (bool, error) { return s.stepPrefixWalk(ctx, f, o, limit, walk) })
+		answers = append(answers, &walk.found)
+	}
 	if prefixWays.span {
-		take(func(ctx context.Context) (bool, error) {
+		ways = append(ways, func(ctx context.Context) (bool, error) {
 			return s.stepPrefixRange(ctx, f, o, after, cursorValue, cursorID, limit, span)
-		}, &span.first)
+		})
+		answers = append(answers, &span.first)
 	}
-	first := <-outcomes
-	found.Store(true)
-	unwatch()
-	if s.Dialect == SQLite {
-		// SQLite interrupts a statement where it stands and keeps its
-		// connection: the other way stops at once, its core freed.
-		stop()
+	way, err := s.race(ctx, 0, ways...)
+	if err != nil {
+		return nil, err
 	}
-	go func() {
-		ways.Wait()
-		stop()
-	}()
-	if first.err != nil {
-		return nil, first.err
-	}
-	return s.iocsOfPrefix(ctx, f, o, first.matches, limit)
+	return s.iocsOfPrefix(ctx, f, o, *answers[way], limit)
 }
 
 // pageOfPrefixByKind reads up to limit IoCs of f's prefix, past the cap,
@@ -221,7 +180,7 @@ func (s *Store) stepPrefixWalk(ctx context.Context, f IoCFilter, o IoCOrder, lim
 		return orderPage(q, col, "iocs.id", o, w.after, w.key, w.id, rows)
 	}
 	var found []prefixMatch
-	walked := window(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(prefixColumns(f, o)), w.rows)
+	walked := window(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(stepColumns(f, o)), w.rows)
 	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr("(?) AS iocs", walked).ColumnExpr(prefixMatchColumns(o)), f)
 	// The window comes in the page's order: the page stops at its limit
 	// without a sort.
@@ -272,19 +231,23 @@ func prefixMatchColumns(o IoCOrder) string {
 	return "iocs.id, iocs." + string(o.Field) + " AS key"
 }
 
-// prefixColumns is the columns of iocs that pageOfPrefix's steps read to
-// check f (a prefix, kinds, a tag) and order by o: not the whole row, which
-// PostgreSQL took apart for every IoC walked (a walk of 80,000 IoCs 14.9
-// ms, 11.3 with these; a range step of 40,000 12.2 ms, 11.0).
-func prefixColumns(f IoCFilter, o IoCOrder) string {
-	cols := "iocs.id, iocs.type, iocs.value"
-	if f.Tag != "" {
-		cols += ", iocs.tags"
+// stepColumns is the columns of iocs that the steps of a way to a page
+// (pageOfPrefix's, pageOfZones') read to check f (a prefix, kinds, a tag,
+// an expiry range, a minimum score) and order by o: not the whole row,
+// which PostgreSQL took apart for every IoC walked (a walk of 80,000 IoCs
+// 14.9 ms, 11.3 with these; a range step of 40,000 12.2 ms, 11.0).
+func stepColumns(f IoCFilter, o IoCOrder) string {
+	cols := []string{"id", "type", "value"}
+	add := func(col string, needed bool) {
+		if needed && !slices.Contains(cols, col) {
+			cols = append(cols, col)
+		}
 	}
-	if o.Field != IoCOrderID {
-		cols += ", iocs." + string(o.Field)
-	}
-	return cols
+	add("tags", f.Tag != "")
+	add("expires_at", f.ExpiresBefore != nil || f.ExpiresAfter != nil)
+	add("score", f.MinScore != nil)
+	add(string(o.Field), true)
+	return "iocs." + strings.Join(cols, ", iocs.")
 }
 
 // prefixSpan selects cols of the first limit IoCs of f's kinds and prefix
@@ -333,7 +296,7 @@ func (s *Store) prefixSpan(f IoCFilter, from *prefixRange, cols string, limit in
 func (s *Store) stepPrefixRange(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int, r *prefixRange) (done bool, err error) {
 	col := "iocs." + string(o.Field)
 	var first []prefixMatch
-	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr("(?) AS iocs", s.prefixSpan(f, r, prefixColumns(f, o), r.rows)).
+	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr("(?) AS iocs", s.prefixSpan(f, r, stepColumns(f, o), r.rows)).
 		ColumnExpr(prefixMatchColumns(o)), beyondPrefix(f))
 	if err := orderPage(q, col, "iocs.id", o, after, cursorValue, cursorID, limit).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("store: unable to list indicators: %w", err)
