@@ -192,3 +192,11 @@ func KindWays(walk, whole bool) (restore func()) {
 	kindWays.walk, kindWays.whole = walk, whole
 	return func() { kindWays = saved }
 }
+
+// ZoneWays lets tests take one way only to a page of an expiry range in an
+// order the zones bound: walking the order, or reading the zones.
+func ZoneWays(walk, zones bool) (restore func()) {
+	saved := zoneWays
+	zoneWays.walk, zoneWays.zones = walk, zones
+	return func() { zoneWays = saved }
+}

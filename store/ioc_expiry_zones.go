@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/uptrace/bun"
 )
@@ -19,13 +20,17 @@ import (
 // before its first match (2.7 s on PostgreSQL, 0.6-1.2 s on SQLite;
 // docs/benchmarks.md, "Expiry zones").
 //
+// Each zone keeps the same of its IoCs' first and last sightings and
+// scores (migration 20270119000100), by which pageOfZones reads the zones
+// of an expiry range in those orders.
+//
 // A zone's span holds every IoC of the zone changed up to the key tables'
 // stamp (ioc_keys_state.stamp): the key indexer widens the zones with each
 // chunk it takes, in the chunk's transaction, and readers take the IoCs
 // changed since from iocs. A span only widens with changes; the sweep and
 // the other deleters narrow the zones of the IoCs they delete, and the
 // cleaner recomputes every zone in its passes (a re-sighting leaves the
-// old expiry in lo).
+// old expiry in lo, the old sighting in last_lo).
 
 // expiryZone is how many ids a zone covers: at 10,000,000 IoCs some 600
 // zones, read whole by a page in a fraction of a millisecond, and a zone
@@ -34,31 +39,74 @@ import (
 // store's first IoC, and the migration's 16384 otherwise.
 var expiryZone int64 = 16384
 
+// zoneBounds are the columns whose earliest and latest value among a
+// zone's IoCs ioc_expiry_zones keeps, each with its two columns there: the
+// expiry, which a range of it selects zones by, and the orders that a page
+// of such a range reads zone by zone (pageOfZones).
+var zoneBounds = []struct {
+	field  IoCOrderField
+	lo, hi string
+}{
+	{IoCOrderExpiresAt, "lo", "hi"},
+	{IoCOrderFirstSeen, "first_lo", "first_hi"},
+	{IoCOrderLastSeen, "last_lo", "last_hi"},
+	{IoCOrderScore, "score_lo", "score_hi"},
+}
+
+// zoneBoundsOf returns the columns of ioc_expiry_zones that bound field
+// in each zone, if it has some.
+func zoneBoundsOf(field IoCOrderField) (lo, hi string, ok bool) {
+	for _, b := range zoneBounds {
+		if b.field == field {
+			return b.lo, b.hi, true
+		}
+	}
+	return "", "", false
+}
+
+// zoneColumns lists ioc_expiry_zones' bounds, in zoneBounds' order, and
+// the aggregates of iocs that make them (each column + 0: see zoneSpan).
+func zoneColumns() (cols, aggregates string) {
+	var c, a []string
+	for _, b := range zoneBounds {
+		c = append(c, b.lo, b.hi)
+		a = append(a, "min("+string(b.field)+" + 0)", "max("+string(b.field)+" + 0)")
+	}
+	return strings.Join(c, ", "), strings.Join(a, ", ")
+}
+
 // widenExpiryZones widens the zones of the IoCs changed after from up to
-// to to hold their expiry.
+// to to hold their expiry, sightings and score.
 func widenExpiryZones(ctx context.Context, tx bun.Tx, d Dialect, from, to int64) error {
 	least, greatest := "min", "max"
 	if d == Postgres {
 		least, greatest = "least", "greatest"
 	}
-	_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO ioc_expiry_zones (zone, lo, hi)
-SELECT id / %[1]d, min(expires_at), max(expires_at) FROM iocs WHERE changed_at > ? AND changed_at <= ? GROUP BY id / %[1]d
-ON CONFLICT (zone) DO UPDATE SET lo = %[2]s(ioc_expiry_zones.lo, excluded.lo), hi = %[3]s(ioc_expiry_zones.hi, excluded.hi)`,
-		expiryZone, least, greatest), from, to)
+	cols, aggregates := zoneColumns()
+	var widen []string
+	for _, b := range zoneBounds {
+		widen = append(widen, fmt.Sprintf("%[1]s = %[2]s(ioc_expiry_zones.%[1]s, excluded.%[1]s)", b.lo, least),
+			fmt.Sprintf("%[1]s = %[2]s(ioc_expiry_zones.%[1]s, excluded.%[1]s)", b.hi, greatest))
+	}
+	_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO ioc_expiry_zones (zone, %[2]s)
+SELECT id / %[1]d, %[3]s FROM iocs WHERE changed_at > ? AND changed_at <= ? GROUP BY id / %[1]d
+ON CONFLICT (zone) DO UPDATE SET %[4]s`,
+		expiryZone, cols, aggregates, strings.Join(widen, ", ")), from, to)
 	if err != nil {
 		return fmt.Errorf("store: unable to widen the expiry zones: %w", err)
 	}
 	return nil
 }
 
-// zoneSpan returns the span of the zone of ioc_expiry_zones' row computed from
-// the IoCs in it: lo, then hi. expires_at + 0 keeps PostgreSQL from
-// finding the min and the max through iocs_expires_idx, walking the index
-// from its end until an IoC of the zone (minutes for all the zones at
-// 10,000,000 IoCs): the zone's range of the primary key is the walk.
+// zoneSpan returns the bounds of the zone of ioc_expiry_zones' row
+// computed from the IoCs in it, in one walk of them. Each column + 0 keeps
+// PostgreSQL from finding a min or a max through the column's index,
+// walking the index from its end until an IoC of the zone (minutes for
+// all the zones at 10,000,000 IoCs): the zone's range of the primary key
+// is the walk.
 func zoneSpan() string {
-	return fmt.Sprintf(`lo = (SELECT min(expires_at + 0) FROM iocs WHERE %[1]s),
-hi = (SELECT max(expires_at + 0) FROM iocs WHERE %[1]s)`, inZone())
+	cols, aggregates := zoneColumns()
+	return fmt.Sprintf(`(%s) = (SELECT %s FROM iocs WHERE %s)`, cols, aggregates, inZone())
 }
 
 // zoneEmpty says, of ioc_expiry_zones' row, that its zone has no IoC.
@@ -151,22 +199,7 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 	if err != nil {
 		return nil, false, err
 	}
-	// The expiry conditions on expires_at + 0, which no index serves: the
-	// walk is the primary key's. PostgreSQL, its statistics not yet
-	// holding the IoCs just written, read the short-lived ones through
-	// iocs_expires_idx, all of them, to sort them by id.
-	rest := f
-	rest.ExpiresBefore, rest.ExpiresAfter = nil, nil
-	filter := func(q *bun.SelectQuery) *bun.SelectQuery {
-		q, _, _ = s.applyIoCFilter(q, rest)
-		if f.ExpiresBefore != nil {
-			q = q.Where("iocs.expires_at + 0 < ?", micros(*f.ExpiresBefore))
-		}
-		if f.ExpiresAfter != nil {
-			q = q.Where("iocs.expires_at + 0 > ?", micros(*f.ExpiresAfter))
-		}
-		return q
-	}
+	filter := s.inZonesFilter(f)
 	rows = []IoC{}
 	for _, r := range runs {
 		need := limit - len(rows)
@@ -199,16 +232,31 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 	return mergeByID(rows, changed, o.Desc, limit), true, nil
 }
 
+// inZonesFilter returns what applies f to a read of zones' ranges of the
+// primary key: its expiry conditions on expires_at + 0, which no index
+// serves, so that the walk is the primary key's. PostgreSQL, its
+// statistics not yet holding the IoCs just written, read the short-lived
+// ones through iocs_expires_idx, all of them, to sort them by id.
+func (s *Store) inZonesFilter(f IoCFilter) func(q *bun.SelectQuery) *bun.SelectQuery {
+	rest := f
+	rest.ExpiresBefore, rest.ExpiresAfter = nil, nil
+	return func(q *bun.SelectQuery) *bun.SelectQuery {
+		q, _, _ = s.applyIoCFilter(q, rest)
+		if f.ExpiresBefore != nil {
+			q = q.Where("iocs.expires_at + 0 < ?", micros(*f.ExpiresBefore))
+		}
+		if f.ExpiresAfter != nil {
+			q = q.Where("iocs.expires_at + 0 > ?", micros(*f.ExpiresAfter))
+		}
+		return q
+	}
+}
+
 // expiryZoneRuns returns the runs of consecutive zones whose span meets f's
 // expiry range, as id ranges in the page's direction, from the cursor's
 // zone on.
 func (s *Store) expiryZoneRuns(ctx context.Context, f IoCFilter, desc, after bool, cursorID int64) ([]idRange, error) {
-	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	for _, c := range rangeConditions(f) {
-		if c.field == IoCOrderExpiresAt {
-			lo, hi = c.lo, c.hi
-		}
-	}
+	lo, hi := expiryRange(f)
 	q := s.reader().NewSelect().Table("ioc_expiry_zones").Column("zone").Where("lo <= ? AND hi >= ?", hi, lo)
 	if after && desc {
 		q = q.Where("zone <= ?", cursorID/expiryZone)
@@ -231,6 +279,17 @@ func (s *Store) expiryZoneRuns(ctx context.Context, f IoCFilter, desc, after boo
 		slices.Reverse(runs)
 	}
 	return runs, nil
+}
+
+// expiryRange returns f's range of expiries, both bounds included.
+func expiryRange(f IoCFilter) (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	for _, c := range rangeConditions(f) {
+		if c.field == IoCOrderExpiresAt {
+			lo, hi = c.lo, c.hi
+		}
+	}
+	return lo, hi
 }
 
 // mergeByID merges two pages of IoCs in id order (descending when desc),

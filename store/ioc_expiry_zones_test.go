@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun/migrate"
+
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 	"github.com/tifeeds/tifeeds/store/storetest"
@@ -82,13 +84,17 @@ func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
 			t.Errorf("after the sweep an expiresBefore +1d page walks %v (%v), want no zone", runs, err)
 		}
 
-		// The migration makes the zones from the IoCs, of its own size.
-		m, mig := migration(t, s, "20270113000100")
-		if err := mig.Down(ctx, m, mig); err != nil {
-			t.Fatal(err)
-		}
-		if err := mig.Up(ctx, m, mig); err != nil {
-			t.Fatal(err)
+		// The migrations make the zones and their bounds from the IoCs, of
+		// their own size.
+		m, zones := migration(t, s, "20270113000100")
+		_, bounds := migration(t, s, "20270119000100")
+		for _, step := range []struct {
+			run func(context.Context, *migrate.Migrator, *migrate.Migration) error
+			of  *migrate.Migration
+		}{{bounds.Down, bounds}, {zones.Down, zones}, {zones.Up, zones}, {bounds.Up, bounds}} {
+			if err := step.run(ctx, m, step.of); err != nil {
+				t.Fatal(err)
+			}
 		}
 		*store.ExpiryZone = saved
 		defer func() { *store.ExpiryZone = 4 }()
@@ -142,10 +148,7 @@ func zoneBatches(t *testing.T, s *store.Store, feed int64) func(from, to int, no
 func checkZones(t *testing.T, s *store.Store, state string, f store.IoCFilter, want int) {
 	t.Helper()
 	ctx := context.Background()
-	if n := countRows(t, s, fmt.Sprintf(`iocs WHERE changed_at <= (SELECT stamp FROM ioc_keys_state) AND NOT EXISTS (
-	SELECT 1 FROM ioc_expiry_zones z WHERE z.zone = iocs.id / %d AND iocs.expires_at BETWEEN z.lo AND z.hi)`, *store.ExpiryZone)); n != 0 {
-		t.Errorf("%s: %d IoCs outside their zone's span", state, n)
-	}
+	checkZoneSpans(t, s, state)
 	var all []int64
 	if err := store.Reader(s).NewRaw("SELECT id FROM iocs WHERE expires_at < ? ORDER BY id", f.ExpiresBefore.UnixMicro()).Scan(ctx, &all); err != nil {
 		t.Fatal(err)
@@ -168,16 +171,32 @@ func checkZones(t *testing.T, s *store.Store, state string, f store.IoCFilter, w
 	}
 }
 
+// checkZoneSpans checks that every IoC changed up to the keys' stamp is
+// within its zone's bounds.
+func checkZoneSpans(t *testing.T, s *store.Store, state string) {
+	t.Helper()
+	if n := countRows(t, s, fmt.Sprintf(`iocs WHERE changed_at <= (SELECT stamp FROM ioc_keys_state) AND NOT EXISTS (
+	SELECT 1 FROM ioc_expiry_zones z WHERE z.zone = iocs.id / %d AND iocs.expires_at BETWEEN z.lo AND z.hi
+	AND iocs.first_seen BETWEEN z.first_lo AND z.first_hi AND iocs.last_seen BETWEEN z.last_lo AND z.last_hi
+	AND iocs.score BETWEEN z.score_lo AND z.score_hi)`, *store.ExpiryZone)); n != 0 {
+		t.Errorf("%s: %d IoCs outside their zone's span", state, n)
+	}
+}
+
 // zonesExact says whether every zone's span is its IoCs' and every zone
 // with IoCs has one.
 func zonesExact(t *testing.T, s *store.Store) bool {
 	t.Helper()
-	type zoneRow struct{ Zone, Lo, Hi int64 }
+	type zoneRow struct {
+		Zone, Lo, Hi, FirstLo, FirstHi, LastLo, LastHi, ScoreLo, ScoreHi int64
+	}
 	var zones, spans []zoneRow
-	if err := store.Reader(s).NewRaw("SELECT zone, lo, hi FROM ioc_expiry_zones ORDER BY zone").Scan(context.Background(), &zones); err != nil {
+	if err := store.Reader(s).NewRaw("SELECT zone, lo, hi, first_lo, first_hi, last_lo, last_hi, score_lo, score_hi FROM ioc_expiry_zones ORDER BY zone").Scan(context.Background(), &zones); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Reader(s).NewRaw(fmt.Sprintf("SELECT id / %[1]d AS zone, min(expires_at) AS lo, max(expires_at) AS hi FROM iocs GROUP BY id / %[1]d ORDER BY 1", *store.ExpiryZone)).Scan(context.Background(), &spans); err != nil {
+	if err := store.Reader(s).NewRaw(fmt.Sprintf(`SELECT id / %[1]d AS zone, min(expires_at) AS lo, max(expires_at) AS hi,
+	min(first_seen) AS first_lo, max(first_seen) AS first_hi, min(last_seen) AS last_lo, max(last_seen) AS last_hi,
+	min(score) AS score_lo, max(score) AS score_hi FROM iocs GROUP BY id / %[1]d ORDER BY 1`, *store.ExpiryZone)).Scan(context.Background(), &spans); err != nil {
 		t.Fatal(err)
 	}
 	return slices.Equal(zones, spans)

@@ -550,6 +550,8 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 	rows := []IoC{}
 	var q *bun.SelectQuery
 	switch {
+	case s.zonesServe(f, o, capped, plan, keys):
+		return s.pageOfZones(ctx, f, o, plan, keys, after, cursorValue, cursorID, limit)
 	case keys != nil:
 		return s.pageByKeys(ctx, f, plan.stamp, keys, o, after, cursorValue, cursorID, limit)
 	case o.Field == IoCOrderType && f.empty():

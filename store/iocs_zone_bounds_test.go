@@ -1,0 +1,165 @@
+package store_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
+	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
+)
+
+// A page of an expiry range by first or last sighting or by score, past
+// the count cap, reads the expiry zones in the order of their bounds of
+// that order, or walks the order, or both at once (pageOfZones): each way's
+// pages, in both directions, are the matching IoCs in the page's order,
+// before the keys are made, after, and after re-sightings that moved
+// sightings and scores since (which the zones hold only once the keys
+// catch up). Some batches come with an earlier time than the one before,
+// so that zones' bounds overlap.
+func TestExpiryRangePagesReadTheZonesByBound(t *testing.T) {
+	withExpiryZones(t, 4)
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "zones")
+		batch := func(from, to int, now time.Time, retention time.Duration, score func(int) int) {
+			t.Helper()
+			var inds []ioc.Indicator
+			for i := from; i < to; i++ {
+				var tags []string
+				if i%3 == 0 {
+					tags = []string{"third"}
+				}
+				inds = append(inds, dom(fmt.Sprintf("b%02d.example", i), "src", score(i), tags...))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: now, Retention: retention, Indicators: inds})
+		}
+		spread := func(i int) int { return i * 37 % 101 }
+		// Long-lived IoCs first, then short-lived ones, one batch of them
+		// seen before the batch before it. The short-lived share a score
+		// but one, so that zones' bounds tie, and the zone of the one is
+		// read first, before zones of lower ids.
+		batch(0, 10, t0, 30*day, spread)
+		batch(10, 20, t0.Add(time.Minute), 30*day, spread)
+		batch(20, 27, t0.Add(3*time.Minute), time.Hour, func(int) int { return 50 })
+		batch(27, 34, t0.Add(2*time.Minute), time.Hour, func(i int) int {
+			if i == 32 {
+				return 40
+			}
+			return 50
+		})
+		batch(34, 40, t0.Add(4*time.Minute), 30*day, spread)
+
+		soon := t0.Add(day)
+		later := t0.Add(2 * day)
+		cases := []struct {
+			name string
+			f    store.IoCFilter
+		}{
+			{"expires before +1d", store.IoCFilter{ExpiresBefore: &soon}},
+			{"expires after +1d", store.IoCFilter{ExpiresAfter: &soon}},
+			{"expires before +2d, tag", store.IoCFilter{ExpiresBefore: &later, Tag: "third"}},
+			{"expires before +1d, min score 30", store.IoCFilter{ExpiresBefore: &soon, MinScore: ptr(30)}},
+		}
+		type row struct {
+			ID        int64  `bun:"id"`
+			Score     int64  `bun:"score"`
+			Tags      string `bun:"tags"`
+			FirstSeen int64  `bun:"first_seen"`
+			LastSeen  int64  `bun:"last_seen"`
+			Expires   int64  `bun:"expires_at"`
+		}
+		matches := func(r row, f store.IoCFilter) bool {
+			var tags []string
+			if r.Tags != "" {
+				if err := json.Unmarshal([]byte(r.Tags), &tags); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return (f.ExpiresBefore == nil || r.Expires < f.ExpiresBefore.UnixMicro()) &&
+				(f.ExpiresAfter == nil || r.Expires > f.ExpiresAfter.UnixMicro()) &&
+				(f.Tag == "" || slices.Contains(tags, f.Tag)) &&
+				(f.MinScore == nil || r.Score >= int64(*f.MinScore))
+		}
+		orders := map[store.IoCOrderField]func(row) int64{
+			store.IoCOrderFirstSeen: func(r row) int64 { return r.FirstSeen },
+			store.IoCOrderLastSeen:  func(r row) int64 { return r.LastSeen },
+			store.IoCOrderScore:     func(r row) int64 { return r.Score },
+		}
+		check := func(state string) {
+			t.Helper()
+			var all []row
+			if err := s.DB.NewSelect().Table("iocs").Column("id", "score", "tags", "first_seen", "last_seen", "expires_at").Scan(ctx, &all); err != nil {
+				t.Fatal(err)
+			}
+			savedSparse, savedCap := *store.SparseKeys, s.IoCCountCap
+			defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, savedCap }()
+			s.IoCCountCap = 3
+			ways := map[string][2]bool{"both": {true, true}, "walk": {true, false}, "zones": {false, true}}
+			// Sparse keys of 1: SQLite walks the order's keys, where the
+			// range's few keys would be read and sorted instead.
+			for _, sparse := range []int{savedSparse, 1} {
+				*store.SparseKeys = sparse
+				for _, c := range cases {
+					for field, key := range orders {
+						for _, desc := range []bool{false, true} {
+							var want []int64
+							for _, r := range slices.SortedFunc(slices.Values(all), func(a, b row) int {
+								if desc {
+									a, b = b, a
+								}
+								return cmp.Or(cmp.Compare(key(a), key(b)), cmp.Compare(a.ID, b.ID))
+							}) {
+								if matches(r, c.f) {
+									want = append(want, r.ID)
+								}
+							}
+							if len(want) <= 3 {
+								t.Fatalf("%s: %d IoCs, want more than the cap", c.name, len(want))
+							}
+							for way, takes := range ways {
+								restore := store.ZoneWays(takes[0], takes[1])
+								got := pagedIDs(t, s, c.f, store.IoCOrder{Field: field, Desc: desc}, 2, nil)
+								restore()
+								if !slices.Equal(got, want) {
+									t.Errorf("%s, %s by %s, desc %v, sparse %d, %s: pages\n got %v\nwant %v",
+										state, c.name, field, desc, sparse, way, got, want)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		check("before the keys")
+		catchUpAll(t, s.CatchUpKeys, 1000)
+		check("keys caught up")
+		// Re-sighted later with other scores: their zones hold the new
+		// sightings and scores only once the keys catch up.
+		batch(0, 6, t0.Add(5*time.Minute), 30*day, func(i int) int { return 100 - spread(i) })
+		batch(20, 24, t0.Add(6*time.Minute), time.Hour, func(int) int { return 5 })
+		check("re-sighted since the keys")
+		catchUpAll(t, s.CatchUpKeys, 1000)
+		check("re-sighted, keys caught up")
+		checkZoneSpans(t, s, "re-sighted, keys caught up")
+
+		// The migration makes every zone's bounds from its IoCs, in zones
+		// of its own size, 16384 ids: one here.
+		m, bounds := migration(t, s, "20270119000100")
+		if err := bounds.Down(ctx, m, bounds); err != nil {
+			t.Fatal(err)
+		}
+		*store.ExpiryZone = 16384
+		if err := bounds.Up(ctx, m, bounds); err != nil {
+			t.Fatal(err)
+		}
+		if n := countRows(t, s, "ioc_expiry_zones"); n != 1 || !zonesExact(t, s) {
+			t.Errorf("%d zones after the migration, want 1, exact: %v", n, zonesExact(t, s))
+		}
+	})
+}
