@@ -14,15 +14,17 @@ func init() {
 		// their bounds and stops at the first zone that cannot hold an IoC
 		// of the page, where the walk of the order met the range's IoCs
 		// after every other (store/ioc_expiry_zones.go). Filled here from
-		// every IoC, one walk of each zone's range of the primary key.
+		// every IoC, one walk of each zone's range of the primary key. A zone
+		// row inserted without these (by an older version) takes the
+		// widest bounds, which hold any IoC.
 		return exec(ctx, db,
 			`DELETE FROM ioc_expiry_zones WHERE NOT EXISTS (SELECT 1 FROM iocs WHERE iocs.id >= ioc_expiry_zones.zone * 16384 AND iocs.id < ioc_expiry_zones.zone * 16384 + 16384)`,
-			`ALTER TABLE ioc_expiry_zones ADD COLUMN first_lo BIGINT NOT NULL DEFAULT 0`,
-			`ALTER TABLE ioc_expiry_zones ADD COLUMN first_hi BIGINT NOT NULL DEFAULT 0`,
-			`ALTER TABLE ioc_expiry_zones ADD COLUMN last_lo BIGINT NOT NULL DEFAULT 0`,
-			`ALTER TABLE ioc_expiry_zones ADD COLUMN last_hi BIGINT NOT NULL DEFAULT 0`,
-			`ALTER TABLE ioc_expiry_zones ADD COLUMN score_lo BIGINT NOT NULL DEFAULT 0`,
-			`ALTER TABLE ioc_expiry_zones ADD COLUMN score_hi BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE ioc_expiry_zones ADD COLUMN first_lo BIGINT NOT NULL DEFAULT -4611686018427387904`,
+			`ALTER TABLE ioc_expiry_zones ADD COLUMN first_hi BIGINT NOT NULL DEFAULT 4611686018427387904`,
+			`ALTER TABLE ioc_expiry_zones ADD COLUMN last_lo BIGINT NOT NULL DEFAULT -4611686018427387904`,
+			`ALTER TABLE ioc_expiry_zones ADD COLUMN last_hi BIGINT NOT NULL DEFAULT 4611686018427387904`,
+			`ALTER TABLE ioc_expiry_zones ADD COLUMN score_lo BIGINT NOT NULL DEFAULT -4611686018427387904`,
+			`ALTER TABLE ioc_expiry_zones ADD COLUMN score_hi BIGINT NOT NULL DEFAULT 4611686018427387904`,
 			`UPDATE ioc_expiry_zones SET (lo, hi, first_lo, first_hi, last_lo, last_hi, score_lo, score_hi) = (SELECT
 	min(expires_at + 0), max(expires_at + 0), min(first_seen + 0), max(first_seen + 0),
 	min(last_seen + 0), max(last_seen + 0), min(score + 0), max(score + 0)
