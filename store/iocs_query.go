@@ -550,6 +550,12 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 	rows := []IoC{}
 	var q *bun.SelectQuery
 	switch {
+	case s.fewExpiring(f, o, capped, keys):
+		rows, ok, err := s.pageOfFewExpiring(ctx, f, o, after, cursorValue, cursorID, limit)
+		if err != nil || ok {
+			return rows, err
+		}
+		return s.pageOf(ctx, f, o, plan, true, after, cursorValue, cursorID, limit)
 	case s.zonesServe(f, o, capped, plan, keys):
 		return s.pageOfZones(ctx, f, o, plan, keys, after, cursorValue, cursorID, limit)
 	case keys != nil:
@@ -587,24 +593,30 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 // cursor, limit rows; col and id are the columns that carry the order: iocs'
 // own, or a key table's, which lead the planner to its key.
 func orderPage(q *bun.SelectQuery, col, id string, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) *bun.SelectQuery {
-	dir, cmp := "ASC", ">"
-	if o.Desc {
-		dir, cmp = "DESC", "<"
-	}
 	if after {
-		if o.Field == IoCOrderID {
-			q = q.Where("? "+cmp+" ?", bun.Safe(id), cursorID)
-		} else {
-			if t, isTime := cursorValue.(time.Time); isTime {
-				cursorValue = micros(t)
-			}
-			q = q.Where("(?, ?) "+cmp+" (?, ?)", bun.Safe(col), bun.Safe(id), cursorValue, cursorID)
-		}
+		q = afterCursor(q, col, id, o, cursorValue, cursorID)
+	}
+	dir := "ASC"
+	if o.Desc {
+		dir = "DESC"
 	}
 	if o.Field != IoCOrderID {
 		q = q.OrderExpr(col + " " + dir)
 	}
 	return q.OrderExpr(id + " " + dir).Limit(int64(limit))
+}
+
+// afterCursor keeps of q the IoCs after the cursor in order o, whose
+// columns are col and id (see orderPage).
+func afterCursor(q *bun.SelectQuery, col, id string, o IoCOrder, cursorValue any, cursorID int64) *bun.SelectQuery {
+	cmp := ">"
+	if o.Desc {
+		cmp = "<"
+	}
+	if o.Field == IoCOrderID {
+		return q.Where("? "+cmp+" ?", bun.Safe(id), cursorID)
+	}
+	return q.Where("(?, ?) "+cmp+" (?, ?)", bun.Safe(col), bun.Safe(id), orderKeyValue(cursorValue), cursorID)
 }
 
 // denseKind is how many IoCs of a kind make SQLite read it in id order

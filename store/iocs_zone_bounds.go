@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -130,8 +131,8 @@ func (s *Store) stepZones(ctx context.Context, f IoCFilter, o IoCOrder, after bo
 		if z.zones, err = s.zonesByBound(ctx, f, o, after, cursorValue); err != nil {
 			return false, err
 		}
-		recent, _, _ := s.applyIoCFilter(s.changedIoCs(stamp).ExcludeColumn("*").ColumnExpr(prefixMatchColumns(o)), f)
-		if err := orderPage(recent, col, "iocs.id", o, after, cursorValue, cursorID, limit).Scan(ctx, &z.best); err != nil {
+		recent, _, _ := s.applyIoCFilter(s.changedIoCs(stamp), f)
+		if err := s.changedPage(recent, o, true, after, cursorValue, cursorID, limit).Scan(ctx, &z.best); err != nil {
 			return false, fmt.Errorf("store: unable to list indicators: %w", err)
 		}
 		return z.over(o, limit), nil
@@ -223,4 +224,65 @@ func firstMatches(a, b []prefixMatch, desc bool, limit int) []prefixMatch {
 		}
 	}
 	return out
+}
+
+// fewExpiring says whether a page of f in order o, with keys the keys
+// pageOf would walk (nil for none), is pageOfFewExpiring's: on PostgreSQL,
+// f is an expiry range that no more IoCs match than the count cap, and o is
+// neither id order (the zones serve it) nor the expiry's (its index does).
+func (s *Store) fewExpiring(f IoCFilter, o IoCOrder, capped bool, keys *iocKeys) bool {
+	return s.Dialect == Postgres && !capped && keys == nil && walksExpiryZones(f) &&
+		o.Field != IoCOrderID && o.Field != IoCOrderExpiresAt
+}
+
+// pageOfFewExpiring reads up to limit IoCs of f (fewExpiring) in order o
+// after the cursor: every match, through iocs_expires_idx, sorted. Left to
+// the planner, whose statistics did not yet hold a sweep or an ingest just
+// done, the page walked the order's index expecting many matches: 1.4-2.0
+// s for expiresBefore +1d by first sighting, with none left, right after a
+// sweep of 2,000,000 at 11,000,000 IoCs. An expiresBefore alone walks down
+// from its bound, as its count does. ok is false when more IoCs match now
+// than the cap (written since the count): the page is then a capped one.
+func (s *Store) pageOfFewExpiring(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) (rows []IoC, ok bool, err error) {
+	dir := "ASC"
+	if f.ExpiresBefore != nil && f.ExpiresAfter == nil {
+		dir = "DESC"
+	}
+	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows), f)
+	if after {
+		q = afterCursor(q, "iocs."+string(o.Field), "iocs.id", o, cursorValue, cursorID)
+	}
+	q = q.OrderExpr("iocs.expires_at " + dir + ", iocs.id " + dir).Limit(int64(s.countCap()) + 1)
+	if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
+	}
+	if len(rows) > s.countCap() {
+		return nil, false, nil
+	}
+	slices.SortFunc(rows, func(a, b IoC) int {
+		if o.Desc {
+			a, b = b, a
+		}
+		return cmp.Or(compareIn(o.Field, &a, &b), cmp.Compare(a.ID, b.ID))
+	})
+	return rows[:min(len(rows), limit)], true, nil
+}
+
+// compareIn compares two IoCs by field's column.
+func compareIn(field IoCOrderField, a, b *IoC) int {
+	switch field {
+	case IoCOrderValue:
+		return cmp.Compare(a.Value, b.Value)
+	case IoCOrderType:
+		return cmp.Compare(a.Type, b.Type)
+	case IoCOrderScore:
+		return cmp.Compare(a.Score, b.Score)
+	case IoCOrderFirstSeen:
+		return a.FirstSeen.Compare(b.FirstSeen)
+	case IoCOrderLastSeen:
+		return a.LastSeen.Compare(b.LastSeen)
+	case IoCOrderExpiresAt:
+		return a.ExpiresAt.Compare(b.ExpiresAt)
+	}
+	return 0
 }
