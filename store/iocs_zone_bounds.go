@@ -32,7 +32,7 @@ func (s *Store) zonesServe(f IoCFilter, o IoCOrder, capped bool, plan *keyPlan, 
 
 // zonesAlone is how long a page's walk runs alone before pageOfZones' read
 // of the zones starts beside it: most walks find their page sooner.
-var zonesAlone = 10 * time.Millisecond
+var zonesAlone = 2 * time.Millisecond
 
 // zoneWays is which of its two ways pageOfZones takes: both, but tests
 // take one alone.
