@@ -166,8 +166,9 @@ type prefixWalk struct {
 	after bool
 	key   any
 	id    int64
-	// rows is how many IoCs the next step walks.
-	rows int
+	// rows is how many IoCs the next step walks: twice the last step's,
+	// up to most unless most is 0.
+	rows, most int
 	// found is the matches met so far, in the page's order.
 	found []prefixMatch
 }
@@ -202,6 +203,9 @@ func (s *Store) stepPrefixWalk(ctx context.Context, f IoCFilter, o IoCOrder, lim
 	}
 	w.after, w.key, w.id = true, key, id
 	w.rows *= 2
+	if w.most > 0 {
+		w.rows = min(w.rows, w.most)
+	}
 	return false, nil
 }
 

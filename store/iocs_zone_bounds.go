@@ -64,7 +64,11 @@ func (s *Store) pageOfZones(ctx context.Context, f IoCFilter, o IoCOrder, plan *
 		}
 		walked = func(context.Context) ([]IoC, error) { return rows, nil }
 	} else {
+		// Steps of the cap, not doubling: the way not done first ends the
+		// step it is taking on PostgreSQL (race), beside the next
+		// requests, and the zones' read wins most races it starts.
 		w := &prefixWalk{after: after, key: cursorValue, id: cursorID, rows: max(s.countCap(), 2*limit)}
+		w.most = w.rows
 		walk = func(ctx context.Context) (bool, error) { return s.stepPrefixWalk(ctx, f, o, limit, w) }
 		walked = func(ctx context.Context) ([]IoC, error) { return s.iocsOfPrefix(ctx, f, o, w.found, limit) }
 	}
