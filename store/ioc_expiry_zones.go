@@ -24,13 +24,15 @@ import (
 // scores (migration 20270119000100), by which pageOfZones reads the zones
 // of an expiry range in those orders.
 //
-// A zone's span holds every IoC of the zone changed up to the key tables'
-// stamp (ioc_keys_state.stamp): the key indexer widens the zones with each
-// chunk it takes, in the chunk's transaction, and readers take the IoCs
-// changed since from iocs. A span only widens with changes; the sweep and
-// the other deleters narrow the zones of the IoCs they delete, and the
-// cleaner recomputes every zone in its passes (a re-sighting leaves the
-// old expiry in lo, the old sighting in last_lo).
+// A zone's span holds every IoC of the zone: each writer of iocs widens
+// the zones of the IoCs it changes in its own transaction
+// (widenExpiryZones), where the key indexer did with each chunk, and
+// readers took the IoCs changed since from iocs. A span only widens with
+// changes; the sweep and the other deleters narrow the zones of the IoCs
+// they delete, and the cleaner recomputes every zone in its passes (a
+// re-sighting leaves the old expiry in lo, the old sighting in last_lo).
+// pageInExpiryZones still reads the IoCs changed since the keys' stamp, which
+// its zones now hold too.
 
 // expiryZone is how many ids a zone covers: at 10,000,000 IoCs some 600
 // zones, read whole by a page in a fraction of a millisecond, and a zone
@@ -76,20 +78,20 @@ func zoneColumns() (cols, aggregates string) {
 }
 
 // widenExpiryZones widens the zones of the IoCs changed after from up to
-// to to hold their expiry, sightings and score.
-func widenExpiryZones(ctx context.Context, tx bun.Tx, d Dialect, from, to int64) error {
-	least, greatest := "min", "max"
-	if d == Postgres {
-		least, greatest = "least", "greatest"
-	}
+// to to hold their expiry, sightings and score. Every writer of iocs does,
+// in its transaction, for the change stamps it took (under the IoC write
+// lock on PostgreSQL, SQLite's one writer: no other writer's are among
+// them), so that a zone always holds its IoCs.
+func widenExpiryZones(ctx context.Context, exec writerExec, from, to int64) error {
 	cols, aggregates := zoneColumns()
 	var widen []string
 	for _, b := range zoneBounds {
-		widen = append(widen, fmt.Sprintf("%[1]s = %[2]s(ioc_expiry_zones.%[1]s, excluded.%[1]s)", b.lo, least),
-			fmt.Sprintf("%[1]s = %[2]s(ioc_expiry_zones.%[1]s, excluded.%[1]s)", b.hi, greatest))
+		widen = append(widen,
+			fmt.Sprintf("%[1]s = CASE WHEN excluded.%[1]s < ioc_expiry_zones.%[1]s THEN excluded.%[1]s ELSE ioc_expiry_zones.%[1]s END", b.lo),
+			fmt.Sprintf("%[1]s = CASE WHEN excluded.%[1]s > ioc_expiry_zones.%[1]s THEN excluded.%[1]s ELSE ioc_expiry_zones.%[1]s END", b.hi))
 	}
-	_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO ioc_expiry_zones (zone, %[2]s)
-SELECT id / %[1]d, %[3]s FROM iocs WHERE changed_at > ? AND changed_at <= ? GROUP BY id / %[1]d
+	_, err := exec(ctx, fmt.Sprintf(`INSERT INTO ioc_expiry_zones (zone, %[2]s)
+SELECT id / %[1]d, %[3]s FROM iocs WHERE changed_at > $1 AND changed_at <= $2 GROUP BY id / %[1]d
 ON CONFLICT (zone) DO UPDATE SET %[4]s`,
 		expiryZone, cols, aggregates, strings.Join(widen, ", ")), from, to)
 	if err != nil {

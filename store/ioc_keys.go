@@ -225,9 +225,6 @@ WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY `+byKey+`
 ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 			return err
 		}
-		if err := widenExpiryZones(ctx, tx, s.Dialect, from, to); err != nil {
-			return err
-		}
 		_, err = tx.ExecContext(ctx, "UPDATE ioc_keys_state SET stamp = ? WHERE id = 1", to)
 		return err
 	})

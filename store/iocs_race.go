@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,16 +11,12 @@ import (
 // has its answer.
 type wayStep func(ctx context.Context) (done bool, err error)
 
-// errNoWay is what a way's step returns when the way cannot give the page
-// (its reads would not hold): the race goes on with the others.
-var errNoWay = errors.New("store: no such way to the page")
-
 // race takes ways to one page at once, each a series of steps on a reader
 // connection of its own, and returns the index of the first way done (or
 // failed). The first way starts alone; the others start when its first
 // step is over, or when it has run alone for alone (unless 0): most pages
 // are found by the first way's first step, which the others would only
-// slow. errNoWay comes back when every way gave up.
+// slow.
 //
 // On PostgreSQL a way not done first stops after the step it is taking:
 // cancelled mid-statement, pgx closes the connection, and the next request
@@ -59,27 +54,20 @@ func (s *Store) race(ctx context.Context, alone time.Duration, ways ...wayStep) 
 			}
 			for first := true; !found.Load(); first = false {
 				done, err := step(steps)
-				over := done || err != nil
-				if over && !errors.Is(err, errNoWay) {
+				if done || err != nil {
+					// The others, waiting to start, see it done and end.
 					found.Store(true)
+					startOthers()
+					outcomes <- outcome{i, err}
+					return
 				}
 				if i == 0 && first {
 					startOthers()
 				}
-				if over {
-					outcomes <- outcome{i, err}
-					return
-				}
 			}
 		}()
 	}
-	first := outcome{-1, errNoWay}
-	for range ways {
-		if o := <-outcomes; !errors.Is(o.err, errNoWay) {
-			first = o
-			break
-		}
-	}
+	first := <-outcomes
 	found.Store(true)
 	unwatch()
 	if s.Dialect == SQLite {

@@ -86,12 +86,6 @@ func (s *Store) pageOfZones(ctx context.Context, f IoCFilter, o IoCOrder, plan *
 		answer = append(answer, func(ctx context.Context) ([]IoC, error) { return s.iocsOfPrefix(ctx, f, o, z.best, limit) })
 	}
 	way, err := s.race(ctx, zonesAlone, ways...)
-	if errors.Is(err, errNoWay) {
-		// Too many IoCs changed since the zones' stamp for a read of the
-		// zones (a test's zones alone): the walk.
-		answer = []func(context.Context) ([]IoC, error){walked}
-		way, err = s.race(ctx, 0, walk)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -117,27 +111,18 @@ type zoneBound struct {
 }
 
 // stepZones takes one step of pageOfZones' read of the zones: the first
-// reads the zones that meet f's expiry range and the IoCs of f changed
-// since the zones' stamp (which a zone may not hold yet), each after reads
-// the next zone; done says no zone left can hold an IoC of the page.
+// reads the zones that meet f's expiry range, each after reads the next
+// zone; done says no zone left can hold an IoC of the page. The writers
+// widen a zone in the transaction that changes one of its IoCs, so the
+// zones hold every IoC a read can see.
 func (s *Store) stepZones(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int, z *zoneRead) (done bool, err error) {
 	col := "iocs." + string(o.Field)
 	filter := s.inZonesFilter(f)
 	if !z.started {
 		z.started = true
-		stamp, ok, err := s.keyedStamp(ctx)
-		if err != nil {
-			return false, err
-		}
-		if !ok {
-			return false, errNoWay
-		}
+		var err error
 		if z.zones, err = s.zonesByBound(ctx, f, o, after, cursorValue); err != nil {
 			return false, err
-		}
-		recent, _, _ := s.applyIoCFilter(s.changedIoCs(stamp), f)
-		if err := s.changedPage(recent, o, true, after, cursorValue, cursorID, limit).Scan(ctx, &z.best); err != nil {
-			return false, fmt.Errorf("store: unable to list indicators: %w", err)
 		}
 		return z.over(o, limit), nil
 	}

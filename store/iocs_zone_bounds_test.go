@@ -151,6 +151,22 @@ func TestExpiryRangePagesReadTheZonesByBound(t *testing.T) {
 		check("re-sighted, keys caught up")
 		checkZoneSpans(t, s, "re-sighted, keys caught up")
 
+		// Seen by another feed for longer, with a lower score: when the
+		// sweep drops the first feed's sighting, the IoC's score and
+		// expiry fall below the rest of its zone's, which the zone must
+		// hold.
+		other := newFeed(t, s, "other")
+		apply(t, s, store.Batch{FeedID: other, Now: t0.Add(7 * time.Minute), Retention: 30 * day,
+			Indicators: []ioc.Indicator{dom("b25.example", "src", 1)}})
+		if _, n, err := s.SweepExpired(ctx, t0.Add(2*time.Hour), 0); err != nil || n == 0 {
+			t.Fatalf("swept %d, %v; want the short-lived", n, err)
+		}
+		checkZoneSpans(t, s, "swept, one IoC kept by another feed")
+		first, err := s.IoCs(ctx, store.IoCFilter{ExpiresAfter: &soon}, store.IoCOrder{Field: store.IoCOrderScore}, 1, "")
+		if err != nil || len(first.IoCs) != 1 || first.IoCs[0].Value != "b25.example" {
+			t.Errorf("swept: first by score %+v (%v), want b25.example, its score now 1", first, err)
+		}
+
 		// The migration makes every zone's bounds from its IoCs, in zones
 		// of its own size, 16384 ids: one here.
 		m, bounds := migration(t, s, "20270119000100")

@@ -105,6 +105,9 @@ AND NOT EXISTS (SELECT 1 FROM sighting_rows s WHERE s.ioc_id = iocs.id) RETURNIN
 	if _, err := tx.ExecContext(ctx, s.recomputeSQL(len(ids)), append(pairs, bun.In(ids))...); err != nil {
 		return n, err
 	}
+	if err := widenExpiryZones(ctx, exec, stamp-1, stamp+int64(len(ids))-1); err != nil {
+		return n, err
+	}
 	return n, bumpIoCStats(ctx, exec, -n)
 }
 
