@@ -174,6 +174,10 @@ func TestExpiryRangePagesReadTheZonesByBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		*store.ExpiryZone = 16384
+		// Zones the key indexer had not made before the upgrade.
+		if _, err := s.DB.ExecContext(ctx, "DELETE FROM ioc_expiry_zones"); err != nil {
+			t.Fatal(err)
+		}
 		if err := bounds.Up(ctx, m, bounds); err != nil {
 			t.Fatal(err)
 		}
