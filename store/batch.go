@@ -72,8 +72,6 @@ type batchWriter interface {
 	sightings(ctx context.Context, keys map[ioc.Kind][]string) ([]storedSighting, error)
 	// updateIoCs sets the aggregates of stored IoCs.
 	updateIoCs(ctx context.Context, aggs []*aggregate) error
-	// stamp reads the last change stamp taken (ioc_stats.stamp).
-	stamp(ctx context.Context) (int64, error)
 	// insertSightings writes stored sightings into sighting_rows as they
 	// are: the inline sightings of IoCs that gain another.
 	insertSightings(ctx context.Context, rows []storedSighting) error

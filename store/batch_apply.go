@@ -42,10 +42,6 @@ type batchApply struct {
 // whose aggregates are recomputed from all their sightings.
 func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchResult, error) {
 	ap := &batchApply{w: w, pb: pb, b: pb.b, now: pb.now, upserts: pb.upserts}
-	before, err := w.stamp(ctx)
-	if err != nil {
-		return ap.res, fmt.Errorf("store: unable to read the change stamp: %w", err)
-	}
 	if err := ap.insertFresh(ctx); err != nil {
 		return ap.res, err
 	}
@@ -60,13 +56,8 @@ func applyBatch(ctx context.Context, w batchWriter, pb *PreparedBatch) (BatchRes
 	if err := ap.write(ctx); err != nil {
 		return ap.res, err
 	}
-	// The stamps the batch took are its IoCs' since before.
-	if after, err := w.stamp(ctx); err != nil {
-		return ap.res, fmt.Errorf("store: unable to read the change stamp: %w", err)
-	} else if after > before {
-		if err := widenExpiryZones(ctx, w.exec, before, after); err != nil {
-			return ap.res, err
-		}
+	if err := widenZonesOf(ctx, w.exec, ap.pb.fresh, ap.live); err != nil {
+		return ap.res, err
 	}
 	if err := finishBatch(ctx, w, ap.b, ap.res); err != nil {
 		return ap.res, err

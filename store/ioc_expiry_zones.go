@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -78,26 +80,79 @@ func zoneColumns() (cols, aggregates string) {
 }
 
 // widenExpiryZones widens the zones of the IoCs changed after from up to
-// to to hold their expiry, sightings and score. Every writer of iocs does,
-// in its transaction, for the change stamps it took (under the IoC write
-// lock on PostgreSQL, SQLite's one writer: no other writer's are among
-// them), so that a zone always holds its IoCs.
+// to to hold their expiry, sightings and score. Every writer of iocs
+// widens the zones of what it writes in its transaction, so that a zone
+// always holds its IoCs: the sweeper's and a feed removal's recompute
+// through this, over the change stamps it took (under the IoC write lock
+// on PostgreSQL, SQLite's one writer: no other writer's are among them),
+// and the batches through widenZonesOf.
 func widenExpiryZones(ctx context.Context, exec writerExec, from, to int64) error {
 	cols, aggregates := zoneColumns()
+	_, err := exec(ctx, fmt.Sprintf(`INSERT INTO ioc_expiry_zones (zone, %[2]s)
+SELECT id / %[1]d, %[3]s FROM iocs WHERE changed_at > $1 AND changed_at <= $2 GROUP BY id / %[1]d
+ON CONFLICT (zone) DO UPDATE SET %[4]s`,
+		expiryZone, cols, aggregates, zoneWidening()), from, to)
+	if err != nil {
+		return fmt.Errorf("store: unable to widen the expiry zones: %w", err)
+	}
+	return nil
+}
+
+// widenZonesOf widens the zones of the IoCs of aggs that a batch wrote
+// (those with an id) to hold the values it wrote: the same as
+// widenExpiryZones over the batch's stamps, from what the batch holds
+// rather than a read of its rows again (7 ms a batch of 5,000 on SQLite, a
+// fifth of its TSV ingest's rate).
+func widenZonesOf(ctx context.Context, exec writerExec, aggs ...[]*aggregate) error {
+	type span struct{ lo, hi [4]int64 } // in zoneBounds' order
+	spans := map[int64]*span{}
+	for _, list := range aggs {
+		for _, a := range list {
+			if a.id == 0 {
+				continue
+			}
+			v := [4]int64{a.expires, a.first, a.last, int64(a.score)}
+			z := spans[a.id/expiryZone]
+			if z == nil {
+				spans[a.id/expiryZone] = &span{v, v}
+				continue
+			}
+			for i := range v {
+				z.lo[i], z.hi[i] = min(z.lo[i], v[i]), max(z.hi[i], v[i])
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	var rows []string
+	for _, zone := range slices.Sorted(maps.Keys(spans)) {
+		z := spans[zone]
+		row := []string{strconv.FormatInt(zone, 10)}
+		for i := range z.lo {
+			row = append(row, strconv.FormatInt(z.lo[i], 10), strconv.FormatInt(z.hi[i], 10))
+		}
+		rows = append(rows, "("+strings.Join(row, ", ")+")")
+	}
+	cols, _ := zoneColumns()
+	_, err := exec(ctx, fmt.Sprintf(`INSERT INTO ioc_expiry_zones (zone, %s) VALUES %s
+ON CONFLICT (zone) DO UPDATE SET %s`, cols, strings.Join(rows, ", "), zoneWidening()))
+	if err != nil {
+		return fmt.Errorf("store: unable to widen the expiry zones: %w", err)
+	}
+	return nil
+}
+
+// zoneWidening is the SET list of an upsert into ioc_expiry_zones that
+// widens a zone to hold the bounds it is given (excluded).
+func zoneWidening() string {
 	var widen []string
 	for _, b := range zoneBounds {
 		widen = append(widen,
 			fmt.Sprintf("%[1]s = CASE WHEN excluded.%[1]s < ioc_expiry_zones.%[1]s THEN excluded.%[1]s ELSE ioc_expiry_zones.%[1]s END", b.lo),
 			fmt.Sprintf("%[1]s = CASE WHEN excluded.%[1]s > ioc_expiry_zones.%[1]s THEN excluded.%[1]s ELSE ioc_expiry_zones.%[1]s END", b.hi))
 	}
-	_, err := exec(ctx, fmt.Sprintf(`INSERT INTO ioc_expiry_zones (zone, %[2]s)
-SELECT id / %[1]d, %[3]s FROM iocs WHERE changed_at > $1 AND changed_at <= $2 GROUP BY id / %[1]d
-ON CONFLICT (zone) DO UPDATE SET %[4]s`,
-		expiryZone, cols, aggregates, strings.Join(widen, ", ")), from, to)
-	if err != nil {
-		return fmt.Errorf("store: unable to widen the expiry zones: %w", err)
-	}
-	return nil
+	return strings.Join(widen, ", ")
 }
 
 // zoneSpan returns the bounds of the zone of ioc_expiry_zones' row
