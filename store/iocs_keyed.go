@@ -463,35 +463,27 @@ func (s *Store) pageByKeys(ctx context.Context, f IoCFilter, stamp int64, keys *
 // a stamp, filtered) in order o after the cursor: their ids sorted
 // (changedPage), then their rows read by id.
 func (s *Store) changedRows(recent *bun.SelectQuery, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) *bun.SelectQuery {
-	ids := s.changedPage(recent, o, false, after, cursorValue, cursorID, limit)
+	ids := s.changedPage(recent, o, after, cursorValue, cursorID, limit)
 	rows := s.reader().NewSelect().Model((*IoC)(nil)).Where("iocs.id IN (?)", ids)
 	return orderPage(rows, "iocs."+string(o.Field), "iocs.id", o, false, nil, 0, limit)
 }
 
 // changedPage selects the ids of the first limit IoCs of recent (IoCs
-// changed since a stamp, filtered) in order o after the cursor, and with
-// withKey their values of o's column as key. On PostgreSQL they are found
-// first, through iocs_changed_idx, and sorted after: ordered as a whole,
-// the planner walked the primary key from its start checking each IoC's
-// stamp, expecting the changed IoCs spread through the table where they are
-// the newest (2.6-4.0 s for a tag's first page during an ingest at
-// 10,000,000 IoCs; 5.2 s for expiresBefore +1d by first sighting, walking
-// that order's index). A subquery with an OFFSET is not pulled up into the
-// query that sorts it.
-func (s *Store) changedPage(recent *bun.SelectQuery, o IoCOrder, withKey, after bool, cursorValue any, cursorID int64, limit int) *bun.SelectQuery {
+// changed since a stamp, filtered) in order o after the cursor. On
+// PostgreSQL they are found first, through iocs_changed_idx, and sorted
+// after: ordered as a whole, the planner walked the primary key from its
+// start checking each IoC's stamp, expecting the changed IoCs spread
+// through the table where they are the newest (2.6-4.0 s for a tag's
+// first page during an ingest at 10,000,000 IoCs). A subquery with an
+// OFFSET is not pulled up into the query that sorts it.
+func (s *Store) changedPage(recent *bun.SelectQuery, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int) *bun.SelectQuery {
 	col := "iocs." + string(o.Field)
 	ids := recent.ExcludeColumn("*").ColumnExpr("iocs.id")
 	if s.Dialect != Postgres {
-		if withKey {
-			ids = ids.ColumnExpr(col + " AS key")
-		}
 		return orderPage(ids, col, "iocs.id", o, after, cursorValue, cursorID, limit)
 	}
 	ids = ids.ColumnExpr(col + " AS k")
 	changed := s.reader().NewSelect().TableExpr("(? OFFSET 0) AS r", ids).ColumnExpr("r.id")
-	if withKey {
-		changed = changed.ColumnExpr("r.k AS key")
-	}
 	return orderPage(changed, "r.k", "r.id", o, after, cursorValue, cursorID, limit)
 }
 
