@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -305,14 +304,7 @@ func (s *Store) stepPrefixRange(ctx context.Context, f IoCFilter, o IoCOrder, af
 	if err := orderPage(q, col, "iocs.id", o, after, cursorValue, cursorID, limit).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
-	r.first = append(r.first, first...)
-	slices.SortFunc(r.first, func(a, b prefixMatch) int {
-		if o.Desc {
-			a, b = b, a
-		}
-		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.ID, b.ID))
-	})
-	r.first = r.first[:min(len(r.first), limit)]
+	r.first = firstMatches(r.first, first, o.Desc, limit)
 	// The step's last entry, read through the index alone: the next step
 	// starts after it. None: the range has no more.
 	last := s.reader().NewSelect().TableExpr("(?) AS iocs", s.prefixSpan(f, r, "iocs.type, iocs.value", r.rows)).
