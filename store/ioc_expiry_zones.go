@@ -33,8 +33,6 @@ import (
 // changes; the sweep and the other deleters narrow the zones of the IoCs
 // they delete, and the cleaner recomputes every zone in its passes (a
 // re-sighting leaves the old expiry in lo, the old sighting in last_lo).
-// pageInExpiryZones still reads the IoCs changed since the keys' stamp, which
-// its zones now hold too.
 
 // expiryZone is how many ids a zone covers: at 10,000,000 IoCs some 600
 // zones, read whole by a page in a fraction of a millisecond, and a zone
@@ -243,21 +241,15 @@ type idRange struct{ lo, hi int64 }
 
 // pageInExpiryZones reads up to limit IoCs of f (walksExpiryZones) in id
 // order o after the cursor: each run of zones whose span meets f's expiry
-// range, in the page's direction, until the page is full, and the IoCs
-// changed since the zones' stamp. ok is false, and the page is left to the
-// plain query, while more have changed since than a keyed page sorts
-// (recentKeysMost).
-func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorID int64, limit int) (rows []IoC, ok bool, err error) {
-	stamp, ok, err := s.keyedStamp(ctx)
-	if err != nil || !ok {
-		return nil, false, err
-	}
+// range, in the page's direction, until the page is full. The zones hold
+// every IoC a read can see (the writers widen them).
+func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorID int64, limit int) ([]IoC, error) {
 	runs, err := s.expiryZoneRuns(ctx, f, o.Desc, after, cursorID)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	filter := s.inZonesFilter(f)
-	rows = []IoC{}
+	rows := []IoC{}
 	for _, r := range runs {
 		need := limit - len(rows)
 		if need <= 0 {
@@ -267,26 +259,11 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 		q := filter(s.reader().NewSelect().Model(&part))
 		q = orderPage(q.Where("iocs.id BETWEEN ? AND ?", r.lo, r.hi), "", "iocs.id", o, after, nil, cursorID, need)
 		if err := q.Scan(ctx); err != nil {
-			return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
+			return nil, fmt.Errorf("store: unable to list indicators: %w", err)
 		}
 		rows = append(rows, part...)
 	}
-	// The IoCs changed since, which a zone may not hold yet; when the
-	// zones filled the page, only those before its last id (checked on
-	// iocs_changed_idx's entries, as pageByKeys does).
-	recent := filter(s.changedIoCs(stamp))
-	if len(rows) == limit {
-		beyond := "<"
-		if o.Desc {
-			beyond = ">"
-		}
-		recent = recent.Where("iocs.id "+beyond+" ?", rows[limit-1].ID)
-	}
-	var changed []IoC
-	if err := s.changedRows(recent, o, after, nil, cursorID, limit).Scan(ctx, &changed); err != nil {
-		return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
-	}
-	return mergeByID(rows, changed, o.Desc, limit), true, nil
+	return rows, nil
 }
 
 // inZonesFilter returns what applies f to a read of zones' ranges of the
@@ -347,27 +324,4 @@ func expiryRange(f IoCFilter) (lo, hi int64) {
 		}
 	}
 	return lo, hi
-}
-
-// mergeByID merges two pages of IoCs in id order (descending when desc),
-// each in that order, into the first limit of both, an IoC in both once.
-func mergeByID(a, b []IoC, desc bool, limit int) []IoC {
-	out := make([]IoC, 0, min(len(a)+len(b), limit))
-	before := func(x, y int64) bool {
-		if desc {
-			return x > y
-		}
-		return x < y
-	}
-	for len(out) < limit && (len(a) > 0 || len(b) > 0) {
-		switch {
-		case len(b) == 0 || len(a) > 0 && before(a[0].ID, b[0].ID):
-			out, a = append(out, a[0]), a[1:]
-		case len(a) == 0 || before(b[0].ID, a[0].ID):
-			out, b = append(out, b[0]), b[1:]
-		default: // the same IoC
-			out, a, b = append(out, b[0]), a[1:], b[1:]
-		}
-	}
-	return out
 }

@@ -142,8 +142,7 @@ func zoneBatches(t *testing.T, s *store.Store, feed int64) func(from, to int, no
 	}
 }
 
-// checkZones checks that every IoC changed up to the keys' stamp is in its
-// zone's span, and that the pages of f (an expiry range) in id order, both
+// checkZones checks that every IoC is in its zone's span, and that the pages of f (an expiry range) in id order, both
 // ways, are the IoCs that match it (want of them), in pages of 3.
 func checkZones(t *testing.T, s *store.Store, state string, f store.IoCFilter, want int) {
 	t.Helper()

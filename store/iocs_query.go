@@ -542,10 +542,7 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 		keys = plan.walk
 	}
 	if keys == nil && o.Field == IoCOrderID && walksExpiryZones(f) {
-		rows, ok, err := s.pageInExpiryZones(ctx, f, o, after, cursorID, limit)
-		if err != nil || ok {
-			return rows, err
-		}
+		return s.pageInExpiryZones(ctx, f, o, after, cursorID, limit)
 	}
 	rows := []IoC{}
 	var q *bun.SelectQuery
