@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/tifeeds/tifeeds/internal/background"
 	"github.com/tifeeds/tifeeds/store"
 )
 
@@ -154,7 +155,9 @@ func (r *Runner) runClaimed(ctx context.Context, feedID int64, ar *activeRun, wh
 		r.log.Info("Feed ran recently, skipping", "feed_id", feedID)
 		return
 	}
-	r.execute(ctx, f)
+	// A run's fetching and parsing is background work, as its batches are
+	// (store.ApplyPrepared): requests take a core first.
+	background.Run(func() { r.execute(ctx, f) })
 }
 
 // release lets go of a feed claimed by claimLocked, and starts the run

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
+	"github.com/tifeeds/tifeeds/internal/background"
 	"github.com/tifeeds/tifeeds/ioc"
 )
 
@@ -164,9 +165,15 @@ func PrepareBatch(b Batch) (*PreparedBatch, error) {
 // Len is how many indicators the batch had.
 func (p *PreparedBatch) Len() int { return p.n }
 
-// ApplyPrepared writes a prepared batch as ApplyBatch does. A batch that
-// failed may be applied again.
-func (s *Store) ApplyPrepared(ctx context.Context, p *PreparedBatch) (BatchResult, error) {
+// ApplyPrepared writes a prepared batch as ApplyBatch does, at the
+// background's priority (background.Run). A batch that failed may be applied
+// again.
+func (s *Store) ApplyPrepared(ctx context.Context, p *PreparedBatch) (res BatchResult, err error) {
+	background.Run(func() { res, err = s.applyPrepared(ctx, p) })
+	return res, err
+}
+
+func (s *Store) applyPrepared(ctx context.Context, p *PreparedBatch) (BatchResult, error) {
 	b := p.b
 	var res BatchResult
 	if len(p.upserts) == 0 && len(p.revoked) == 0 && b.Cursor == nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/tifeeds/tifeeds/internal/background"
 )
 
 // KeyIndexer keeps the key tables. It catches up when the IoCs have been
@@ -100,9 +102,14 @@ const DefaultCleanStarved = time.Minute
 // pages fell back to plain queries, and EXPIRATION_DATE DESC took 625 ms.
 func (k *KeyIndexer) Keep() { k.Store.keysKept.Store(true) }
 
-// Tick does the indexer's work of one tick at now: call it every second or
-// so.
-func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) error {
+// Tick does the indexer's work of one tick at now, at the background's
+// priority (inBackground): call it every second or so.
+func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) (err error) {
+	background.Run(func() { err = k.tick(ctx, now) })
+	return err
+}
+
+func (k *KeyIndexer) tick(ctx context.Context, now time.Time) error {
 	chunk, maxLag, keepUnder, budget, clock := k.Chunk, k.MaxLag, k.KeepUnder, k.Budget, k.Clock
 	if chunk <= 0 {
 		chunk = DefaultKeyChunk

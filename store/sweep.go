@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/tifeeds/tifeeds/internal/background"
 )
 
 // recomputeSQL sets the aggregates of n IoCs from their remaining
@@ -179,9 +181,10 @@ const maintenanceBatch = 5000
 
 // DeleteFeedSightings removes the feed's sightings and the IoCs left without
 // one, in transactions of a few thousand IoCs (no long lock), recomputing the
-// aggregates of IoCs that keep sightings of other feeds.
+// aggregates of IoCs that keep sightings of other feeds, at the background's
+// priority (inBackground).
 func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedIoCs int64, err error) {
-	_, removedIoCs, err = s.deleteFeedSightings(ctx, feedID, maintenanceBatch)
+	background.Run(func() { _, removedIoCs, err = s.deleteFeedSightings(ctx, feedID, maintenanceBatch) })
 	return removedIoCs, err
 }
 
@@ -234,8 +237,13 @@ func (s *Store) deleteFeedSightings(ctx context.Context, feedID int64, batchSize
 // recomputing the aggregates of IoCs that keep live sightings. It also
 // deletes the sightings of feeds that are gone (a feed row deleted without
 // DeleteFeedSightings), as deleting the feed would have, with the IoCs
-// they leave behind.
+// they leave behind. It runs at the background's priority (background.Run).
 func (s *Store) SweepExpired(ctx context.Context, now time.Time, batchSize int) (sightings, iocs int64, err error) {
+	background.Run(func() { sightings, iocs, err = s.sweepExpired(ctx, now, batchSize) })
+	return sightings, iocs, err
+}
+
+func (s *Store) sweepExpired(ctx context.Context, now time.Time, batchSize int) (sightings, iocs int64, err error) {
 	if batchSize <= 0 {
 		batchSize = maintenanceBatch
 	}
@@ -363,7 +371,13 @@ func (s *Store) CountFeedIoCs(ctx context.Context, feedID int64) (int64, error) 
 // list calls it after a complete run that started at since: every value
 // the run handed over had its sighting's last_seen set to the time of its
 // batch (not before since), so what is older was dropped from the list.
+// It runs at the background's priority (background.Run).
 func (s *Store) ExpireUnseen(ctx context.Context, feedID int64, source string, since time.Time) (removed int64, err error) {
+	background.Run(func() { removed, err = s.expireUnseen(ctx, feedID, source, since) })
+	return removed, err
+}
+
+func (s *Store) expireUnseen(ctx context.Context, feedID int64, source string, since time.Time) (removed int64, err error) {
 	sinceUS := micros(since)
 	for {
 		var n int

@@ -32,6 +32,7 @@ import (
 	"github.com/tifeeds/tifeeds/ingest"
 	"github.com/tifeeds/tifeeds/ingest/source"
 	"github.com/tifeeds/tifeeds/ingest/tsv"
+	"github.com/tifeeds/tifeeds/internal/background"
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
 )
@@ -633,11 +634,14 @@ func child(args []string) error {
 	if os.Getenv(rareTagEnv) != "" {
 		to = &rareTagging{Sink: sink}
 	}
-	lines, err := tsv.Read(ctx, io.Reader(f), to)
+	// As a feed's run reads (ingest.Runner), at the background's priority.
+	var lines int64
+	background.Run(func() {
+		if lines, err = tsv.Read(ctx, io.Reader(f), to); err == nil {
+			err = sink.Flush(ctx)
+		}
+	})
 	if err != nil {
-		return err
-	}
-	if err := sink.Flush(ctx); err != nil {
 		return err
 	}
 	secs := time.Since(start).Seconds()

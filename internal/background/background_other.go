@@ -1,0 +1,7 @@
+//go:build !linux
+
+package background
+
+func lowerPriority(int) bool { return false }
+
+func currentThread() Thread { return Thread{} }
