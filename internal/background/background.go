@@ -23,8 +23,11 @@ var lower = lowerPriority
 // fn goes on in the caller. The thread ends with fn (its goroutine stays
 // locked to it): a thread cannot take its priority back without
 // privilege, and must not run anything else at the lower one. Goroutines
-// fn starts run at the usual priority. A thread costs some tens of
-// microseconds to start, against the milliseconds of any work it carries.
+// fn starts run at the usual priority: a thread inherits its creator's
+// priority, but the runtime has a thread of its own create the threads it
+// needs while on a locked one (runtime.newm), for this very reason. A
+// thread costs some tens of microseconds to start, against the
+// milliseconds of any work it carries.
 func Run(fn func()) {
 	done := make(chan any, 1)
 	go func() {
