@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,31 @@ func TestRunLowersTheWorksThreadAlone(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the work's thread %d is still there after the work", tid)
+		}
+	}
+	// Threads the runtime starts while the work runs do not inherit its
+	// priority: goroutines the work starts, each holding a thread of its
+	// own until all have one, run at the caller's.
+	const held = 8
+	var ready sync.WaitGroup
+	ready.Add(held)
+	nices := make(chan int, held)
+	background.Run(func() {
+		for range held {
+			go func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				n, _ := background.ThreadNice(0)
+				nices <- n
+				ready.Done()
+				ready.Wait()
+			}()
+		}
+		ready.Wait()
+	})
+	for range held {
+		if n := <-nices; n != callerNice {
+			t.Errorf("a goroutine the work started ran at nice %d, want the caller's %d", n, callerNice)
 		}
 	}
 	func() {
