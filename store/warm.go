@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"runtime"
 	"sync"
+
+	"github.com/tifeeds/tifeeds/internal/background"
 )
 
 // CacheWarmth is what WarmCache did.
@@ -54,26 +55,22 @@ func (s *Store) WarmCache(ctx context.Context) (CacheWarmth, error) {
 	}
 	// On a thread of its own, which ends with the reads, for the idle I/O
 	// class it takes.
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
+	background.OnOwnThread(func() {
 		idleIO()
 		for _, name := range files {
-			f, err := s.warmFiles.open(name)
-			if err != nil {
-				done <- fmt.Errorf("store: unable to read %s into memory: %w", name, err)
-				return
+			var f *os.File
+			var read int64
+			if f, err = s.warmFiles.open(name); err == nil {
+				read, err = warmFile(ctx, f)
+				w.Read += read
 			}
-			read, err := warmFile(ctx, f)
-			w.Read += read
 			if err != nil {
-				done <- fmt.Errorf("store: unable to read %s into memory: %w", name, err)
+				err = fmt.Errorf("store: unable to read %s into memory: %w", name, err)
 				return
 			}
 		}
-		done <- nil
-	}()
-	return w, <-done
+	})
+	return w, err
 }
 
 // warmFiles keeps the descriptors WarmCache reads the database's files

@@ -22,7 +22,7 @@ const warmWindow = 64 << 20
 // kernel's scheduler (mq-deadline, bfq) serves when no other waits: the
 // warm-up's then keep out of the way of the first requests' own. It
 // reports whether the class was taken; the thread keeps it, so the caller
-// must be locked to a thread that ends with it.
+// must be on a thread that ends with it (background.OnOwnThread).
 func idleIO() bool {
 	const whoProcess, classIdle, classShift = 1, 3, 13
 	_, _, errno := unix.Syscall(unix.SYS_IOPRIO_SET, whoProcess, 0, classIdle<<classShift)

@@ -19,21 +19,29 @@ const Nice = 10
 // for tests).
 var lower = lowerPriority
 
-// Run runs fn on a thread of its own at Nice and waits for it; a panic in
-// fn goes on in the caller. The thread ends with fn (its goroutine stays
-// locked to it): a thread cannot take its priority back without
-// privilege, and must not run anything else at the lower one. Goroutines
-// fn starts run at the usual priority: a thread inherits its creator's
-// priority, but the runtime has a thread of its own create the threads it
-// needs while on a locked one (runtime.newm), for this very reason. A
-// thread costs some tens of microseconds to start, against the
-// milliseconds of any work it carries.
+// Run runs fn on a thread of its own at Nice and waits for it
+// (OnOwnThread). Goroutines fn starts run at the usual priority: a thread
+// inherits its creator's priority, but the runtime has a thread of its own
+// create the threads it needs while on a locked one (runtime.newm), for
+// this very reason. A thread costs some tens of microseconds to start,
+// against the milliseconds of any work it carries.
 func Run(fn func()) {
+	OnOwnThread(func() {
+		lower(Nice)
+		fn()
+	})
+}
+
+// OnOwnThread runs fn on a thread of its own and waits for it; a panic in
+// fn goes on in the caller. fn may change what the kernel keeps of its
+// thread (its CPU priority, its I/O class): the thread ends with fn (its
+// goroutine stays locked to it), since a thread cannot take its priority
+// back without privilege, and must not run anything else at the lower one.
+func OnOwnThread(fn func()) {
 	done := make(chan any, 1)
 	go func() {
 		runtime.LockOSThread()
 		defer func() { done <- recover() }()
-		lower(Nice)
 		fn()
 	}()
 	if p := <-done; p != nil {
