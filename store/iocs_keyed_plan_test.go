@@ -51,26 +51,9 @@ func TestOrderPagesWalkTheIndexesOnPostgres(t *testing.T) {
 		t.Helper()
 		var nodes []string
 		for _, q := range sent() {
-			if !strings.Contains(q, marker) || strings.HasPrefix(q, "EXPLAIN") {
-				continue
+			if strings.Contains(q, marker) && !strings.HasPrefix(q, "EXPLAIN") {
+				nodes = append(nodes, planNodes(t, s, q)...)
 			}
-			var doc string
-			if err := s.DB.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+q).Scan(&doc); err != nil {
-				t.Fatal(err)
-			}
-			var plans []map[string]map[string]any
-			if err := json.Unmarshal([]byte(doc), &plans); err != nil {
-				t.Fatal(err)
-			}
-			var walk func(n map[string]any)
-			walk = func(n map[string]any) {
-				nodes = append(nodes, strings.TrimSpace(fmt.Sprint(n["Node Type"], " ", n["Index Name"])))
-				children, _ := n["Plans"].([]any)
-				for _, c := range children {
-					walk(c.(map[string]any))
-				}
-			}
-			walk(plans[0]["Plan"])
 		}
 		return nodes
 	}
@@ -103,6 +86,46 @@ func TestOrderPagesWalkTheIndexesOnPostgres(t *testing.T) {
 	if nodes := plan("count(*)"); !slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(n, " iocs_expires_idx") }) {
 		t.Errorf("the expiresBefore count is planned as %q, want a walk of iocs_expires_idx", nodes)
 	}
+}
+
+// planNodes explains q on PostgreSQL, with each of settings SET for it,
+// and returns its plan's nodes, each as "type index".
+func planNodes(t *testing.T, s *store.Store, q string, settings ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, setting := range settings {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL "+setting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var doc string
+	if err := tx.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+q).Scan(&doc); err != nil {
+		t.Fatal(err)
+	}
+	var plans []map[string]map[string]any
+	if err := json.Unmarshal([]byte(doc), &plans); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		node := fmt.Sprint(n["Node Type"])
+		if index, ok := n["Index Name"].(string); ok {
+			node += " " + index
+		}
+		nodes = append(nodes, node)
+		children, _ := n["Plans"].([]any)
+		for _, c := range children {
+			walk(c.(map[string]any))
+		}
+	}
+	walk(plans[0]["Plan"])
+	return nodes
 }
 
 // recordStatements records the statements s sends from now on; the
