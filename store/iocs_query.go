@@ -560,6 +560,8 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 		return s.pageOf(ctx, f, o, plan, true, after, cursorValue, cursorID, limit)
 	case s.zonesServe(f, o, capped, plan, keys):
 		return s.pageOfZones(ctx, f, o, plan, keys, after, cursorValue, cursorID, limit)
+	case s.keysRaceRange(f, capped, plan, keys):
+		return s.pageOfPrefixByKeys(ctx, f, o, plan, keys, after, cursorValue, cursorID, limit)
 	case keys != nil:
 		return s.pageByKeys(ctx, f, plan.stamp, keys, o, after, cursorValue, cursorID, limit)
 	case o.Field == IoCOrderType && f.empty():
