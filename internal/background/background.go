@@ -37,6 +37,9 @@ func Run(fn func()) {
 // thread (its CPU priority, its I/O class): the thread ends with fn (its
 // goroutine stays locked to it), since a thread cannot take its priority
 // back without privilege, and must not run anything else at the lower one.
+// (When fn's goroutine happens to run on the process's main thread, the
+// runtime parks that thread for good rather than end it: it runs nothing
+// else either.)
 func OnOwnThread(fn func()) {
 	done := make(chan any, 1)
 	go func() {
