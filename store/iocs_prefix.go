@@ -48,12 +48,18 @@ func (s *Store) prefixPaged(f IoCFilter, o IoCOrder, capped bool) bool {
 	if !capped {
 		return s.Dialect == Postgres
 	}
-	rest := beyondPrefix(f)
-	rest.Tag = ""
-	if !rest.empty() {
+	if !prefixBesideTagAlone(f) {
 		return false
 	}
 	return s.Dialect == Postgres || o.Field == IoCOrderID || o.Field == IoCOrderType
+}
+
+// prefixBesideTagAlone says whether f has no condition beside its prefix
+// and what a prefix's range or a walk checks with it: its kinds and a tag.
+func prefixBesideTagAlone(f IoCFilter) bool {
+	rest := beyondPrefix(f)
+	rest.Tag = ""
+	return rest.empty()
 }
 
 // prefixWays is which of the two ways to a page of a prefix past the cap
@@ -140,18 +146,13 @@ func (s *Store) raceRange(ctx context.Context, f IoCFilter, o IoCOrder, after bo
 	return answers[way](ctx)
 }
 
-// keysRaceRange says whether a page of f in order o, which pageOf would
-// read by walking keys (the order's keys, plan's walk), on SQLite, races
-// that walk against the prefix's range (pageOfPrefixByKeys): f has a
-// prefix, more IoCs match than the cap, and nothing beside the prefix,
-// its kinds and a tag (prefixPaged's filters).
+// keysRaceRange says whether a page of f, which pageOf would read by
+// walking keys (the order's keys, plan's walk), on SQLite, races that walk
+// against the prefix's range (pageOfPrefixByKeys): f has a prefix, more
+// IoCs match than the cap, and nothing beside the prefix, its kinds and a
+// tag (prefixPaged's filters).
 func (s *Store) keysRaceRange(f IoCFilter, capped bool, plan *keyPlan, keys *iocKeys) bool {
-	if s.Dialect != SQLite || f.ValuePrefix == "" || !capped || keys == nil || keys != plan.walk {
-		return false
-	}
-	rest := beyondPrefix(f)
-	rest.Tag = ""
-	return rest.empty()
+	return s.Dialect == SQLite && f.ValuePrefix != "" && capped && keys != nil && keys == plan.walk && prefixBesideTagAlone(f)
 }
 
 // pageOfPrefixByKeys reads up to limit IoCs of f (keysRaceRange) in order

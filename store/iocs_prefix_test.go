@@ -239,7 +239,7 @@ func TestPrefixRangeReadsTheValueIndexAloneOnPostgres(t *testing.T) {
 		// entry and its matches), above the span's scan; none between the
 		// index and the span's limit.
 		for i, n := range nodes {
-			if n == "Limit" && i+1 < len(nodes) && nodes[i+1] == "Sort" && strings.HasPrefix(nodes[i+2], "Index") {
+			if n == "Limit" && i+2 < len(nodes) && nodes[i+1] == "Sort" && strings.HasPrefix(nodes[i+2], "Index") {
 				t.Errorf("a step sorts the index's entries: %q\n%s", nodes, q)
 			}
 		}

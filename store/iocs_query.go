@@ -345,7 +345,9 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 		})
 	}
 	if f.ValuePrefix != "" {
-		q = whereValuePrefix(q, f.ValuePrefix)
+		// A range rather than LIKE, so that the byte-ordered index serves it
+		// on both databases; no valid UTF-8 string sorts after U+10FFFF.
+		q = q.Where("iocs.value >= ? AND iocs.value < ?", f.ValuePrefix, f.ValuePrefix+"\U0010FFFF")
 		if len(f.Types) == 0 {
 			// Every kind named, so that the databases read the range of
 			// each in the unique (type, value) index; without a type
@@ -403,13 +405,6 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 		q = q.Where("iocs.expires_at > ?", micros(*f.ExpiresAfter))
 	}
 	return q, true, nil
-}
-
-// whereValuePrefix keeps of q the IoCs whose value starts with prefix: a
-// range rather than LIKE, so that the byte-ordered index serves it on both
-// databases; no valid UTF-8 string sorts after U+10FFFF.
-func whereValuePrefix(q *bun.SelectQuery, prefix string) *bun.SelectQuery {
-	return q.Where("iocs.value >= ? AND iocs.value < ?", prefix, prefix+"\U0010FFFF")
 }
 
 // IoCs returns the first IoCs matching f after the cursor after (empty for
