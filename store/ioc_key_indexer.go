@@ -103,7 +103,7 @@ const DefaultCleanStarved = time.Minute
 func (k *KeyIndexer) Keep() { k.Store.keysKept.Store(true) }
 
 // Tick does the indexer's work of one tick at now, at the background's
-// priority (inBackground): call it every second or so.
+// priority (background.Run): call it every second or so.
 func (k *KeyIndexer) Tick(ctx context.Context, now time.Time) (err error) {
 	background.Run(func() { err = k.tick(ctx, now) })
 	return err

@@ -182,7 +182,7 @@ const maintenanceBatch = 5000
 // DeleteFeedSightings removes the feed's sightings and the IoCs left without
 // one, in transactions of a few thousand IoCs (no long lock), recomputing the
 // aggregates of IoCs that keep sightings of other feeds, at the background's
-// priority (inBackground).
+// priority (background.Run).
 func (s *Store) DeleteFeedSightings(ctx context.Context, feedID int64) (removedIoCs int64, err error) {
 	background.Run(func() { _, removedIoCs, err = s.deleteFeedSightings(ctx, feedID, maintenanceBatch) })
 	return removedIoCs, err
