@@ -198,7 +198,7 @@ func (s *Store) pageOfPrefixByKind(ctx context.Context, f IoCFilter, desc, after
 		// A kind with none of the prefix's values costs a probe of the
 		// index, not a first step of each way.
 		var first []int64
-		if err := s.prefixSpan(kind, nil, "iocs.id", 1).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		if err := s.prefixSpan(kind, "iocs.id", 1).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("store: unable to list indicators: %w", err)
 		}
 		if len(first) == 0 {
@@ -271,11 +271,13 @@ func (s *Store) stepPrefixWalk(ctx context.Context, f IoCFilter, o IoCOrder, lim
 }
 
 // prefixRange is how far pageOfPrefix has read the prefix's range of the
-// (type, value) index.
+// (type, value) index: kind after kind, in the index's order.
 type prefixRange struct {
-	// started says the range goes on after (kind, value).
-	started     bool
-	kind, value string
+	// kind is the kind being read ("" before the first step), after value
+	// when started.
+	kind    string
+	started bool
+	value   string
 	// rows is how many entries the next step reads.
 	rows int
 	// first is the first matches read so far in the page's order, after
@@ -316,21 +318,13 @@ func stepColumns(f IoCFilter, o IoCOrder) string {
 }
 
 // prefixSpan selects cols of the first limit IoCs of f's kinds and prefix
-// (f's other conditions left out) in the order of the (type, value) index,
-// after from's position, within its kind, when it has one. The order leads
-// the planner to the prefix's range of that index whatever its statistics
-// say of the prefix, given the LIMIT: a walk of the index that stops early
-// costs less than a scan of the table and a sort.
-func (s *Store) prefixSpan(f IoCFilter, from *prefixRange, cols string, limit int) *bun.SelectQuery {
-	kinds := f.Types
-	if from != nil && from.started {
-		kinds = []ioc.Kind{ioc.Kind(from.kind)}
-	}
+// (f's other conditions left out) in the order of the (type, value) index.
+// The order leads the planner to the prefix's range of that index whatever
+// its statistics say of the prefix, given the LIMIT: a walk of the index
+// that stops early costs less than a scan of the table and a sort.
+func (s *Store) prefixSpan(f IoCFilter, cols string, limit int) *bun.SelectQuery {
 	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(cols),
-		IoCFilter{Types: kinds, ValuePrefix: f.ValuePrefix})
-	if from != nil && from.started {
-		q = q.Where("iocs.value > ?", from.value)
-	}
+		IoCFilter{Types: f.Types, ValuePrefix: f.ValuePrefix})
 	return q.OrderExpr("iocs.type, iocs.value").Limit(int64(limit))
 }
 
@@ -350,82 +344,122 @@ func kindsAfter(f IoCFilter, kind string) []ioc.Kind {
 	return later
 }
 
-// stepPrefixRange reads r.rows more entries of f's prefix range, keeping
-// the first limit of f's matches in order o after the page's cursor; done
-// says the range has been read to its end.
-//
-// A step after a position reads the rest of the position's kind, and when
-// that kind ends within the step, goes on into the kinds after it: each a
-// read of one range, in the index's order. As one statement (the kind's
-// rest and the later kinds' ranges merged in (type, value) order), both
-// databases sorted the two again to merge them: 14-25 ms on SQLite and 9
-// ms on PostgreSQL of a step of 12,222 entries at 10,000,000 IoCs. As one
-// row comparison beside the kinds' list and the prefix's bounds,
-// PostgreSQL read the kind's index from the position to the kind's end
-// (1.1-1.7 s for 20,000 entries of a prefix among 2,000,000 URLs).
+// firstPrefixKind is the first of kinds, in the index's order, with an
+// entry in f's prefix's range; "" when none has.
+func (s *Store) firstPrefixKind(ctx context.Context, f IoCFilter, kinds []ioc.Kind) (string, error) {
+	var first []string
+	if err := s.prefixSpan(IoCFilter{Types: kinds, ValuePrefix: f.ValuePrefix}, "iocs.type", 1).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("store: unable to list indicators: %w", err)
+	}
+	if len(first) == 0 {
+		return "", nil
+	}
+	return first[0], nil
+}
+
+// stepPrefixRange reads up to r.rows more entries of f's prefix range,
+// within one kind, keeping the first limit of f's matches in order o
+// after the page's cursor; done says the range has been read to its end.
+// A kind's end ends a step: the next starts at the next kind with an
+// entry (a probe of the index), so that each step reads one range of the
+// index.
 func (s *Store) stepPrefixRange(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int, r *prefixRange) (done bool, err error) {
-	cols := stepColumns(f, o)
-	kind := r.kind
-	read, err := s.readPrefixSpan(ctx, f, o, after, cursorValue, cursorID, limit, s.prefixSpan(f, r, cols, r.rows), r)
+	if r.kind == "" {
+		kinds := f.Types
+		if len(kinds) == 0 {
+			kinds = ioc.Kinds
+		}
+		if r.kind, err = s.firstPrefixKind(ctx, f, kinds); err != nil || r.kind == "" {
+			return true, err
+		}
+	}
+	full, err := s.readPrefixSpan(ctx, f, o, after, cursorValue, cursorID, limit, r)
 	if err != nil {
 		return false, err
 	}
-	if later := kindsAfter(f, kind); r.started && read < r.rows && len(later) > 0 {
-		rest := f
-		rest.Types = later
-		more, err := s.readPrefixSpan(ctx, f, o, after, cursorValue, cursorID, limit, s.prefixSpan(rest, nil, cols, r.rows-read), r)
-		if err != nil {
-			return false, err
-		}
-		read += more
+	if full {
+		r.started = true
+		r.rows *= 2
+		return false, nil
 	}
-	if read < r.rows {
+	later := kindsAfter(f, r.kind)
+	if len(later) == 0 {
 		return true, nil
 	}
-	r.started = true
-	r.rows *= 2
-	return false, nil
+	next, err := s.firstPrefixKind(ctx, f, later)
+	if err != nil {
+		return false, err
+	}
+	r.kind, r.started = next, false
+	return next == "", nil
 }
 
-// readPrefixSpan reads span, entries of a prefix's range in the (type,
-// value) index's order, keeping the first limit of f's matches among them
-// in order o after the page's cursor, and moves r's position to the last
-// entry; read is how many entries span had.
+// readPrefixSpan reads the span of r.rows entries of f's prefix range in
+// r's kind, after r's position, keeping the first limit of f's matches
+// among them in order o after the page's cursor; full says the kind had
+// that many, and r's position moves to the span's last entry.
 //
-// One statement reads span once (materialized) for both its matches and
-// its last entry. Reading the last entry apart read the span a second time
-// and, on PostgreSQL, sorted it again: 11 ms more a step of 10,000 entries
-// at 10,000,000 IoCs.
-func (s *Store) readPrefixSpan(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int, span *bun.SelectQuery, r *prefixRange) (read int, err error) {
-	matches, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr("span AS iocs").ColumnExpr(prefixMatchColumns(o)), beyondPrefix(f))
+// One statement (one snapshot, so that no entry falls between two reads
+// of a moving range) finds the span's last entry through the index alone,
+// then reads the matches between the position and that entry: a range of
+// the index with two bounds, read in whatever way the planner likes best,
+// since only the matches' order matters. A span read in the index's order
+// and materialized, for its matches and for its last entry (and count)
+// both, took 13-15 ms for 10,000 entries at 10,000,000 IoCs on
+// PostgreSQL, where this takes 3-4 ms; reading 22,222 entries to the
+// range's end, the planner sorted them by value for the span's LIMIT (a
+// bitmap scan): 23-57 ms.
+func (s *Store) readPrefixSpan(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int, r *prefixRange) (full bool, err error) {
+	// One bound each way: SQLite bounds its walk of an index by one
+	// condition on each side, and given two took the prefix's own (each
+	// step of "host-1", 222,222 domains, read from its position to the
+	// prefix's end: 84 ms for a step of 10,000).
+	end := f.ValuePrefix + "\U0010FFFF"
+	inSpan := func(cols string) *bun.SelectQuery {
+		q := s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(cols).Where("iocs.type = ?", r.kind)
+		if r.started {
+			return q.Where("iocs.value > ?", r.value)
+		}
+		return q.Where("iocs.value >= ?", f.ValuePrefix)
+	}
+	last := inSpan("iocs.value").Where("iocs.value < ?", end).OrderExpr("iocs.type, iocs.value").Limit(1).Offset(int64(r.rows - 1))
+	// With fewer entries than the span's, the prefix's end ends the span
+	// (a value equal to end is left out after). OFFSET 0 keeps the planner
+	// from walking another order's index for the page's few matches, the
+	// range's IoCs taken to be spread evenly over it (prefixPaged).
+	span := inSpan(stepColumns(f, o)).Where("iocs.value <= COALESCE((SELECT last.value FROM last), ?)", end)
+	apart := "(? OFFSET 0) AS iocs"
+	if s.Dialect == SQLite {
+		apart = "(? LIMIT -1 OFFSET 0) AS iocs"
+	}
+	matches, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr(apart, span).ColumnExpr(prefixMatchColumns(o)).Where("iocs.value < ?", end), beyondPrefix(f))
 	matches = orderPage(matches, "iocs."+string(o.Field), "iocs.id", o, after, cursorValue, cursorID, limit)
-	// The span's last entry, and how many entries it has, in each row; an
-	// empty span gives no row.
-	last := s.reader().NewSelect().TableExpr("span").
-		ColumnExpr("span.type AS last_kind, span.value AS last_value, (SELECT count(*) FROM span) AS read").
-		OrderExpr("span.type DESC, span.value DESC").Limit(1)
-	rows, err := s.reader().NewSelect().WithQuery(bun.NewWithQuery("span", span).Materialized()).
-		TableExpr("(?) AS last", last).Join("LEFT JOIN (?) AS iocs ON 1 = 1", matches).
-		ColumnExpr("iocs.id, iocs.key, last.last_kind, last.last_value, last.read").Rows(ctx)
+	rows, err := s.reader().NewSelect().WithQuery(bun.NewWithQuery("last", last).Materialized()).
+		TableExpr("(SELECT 1) AS one").Join("LEFT JOIN (?) AS iocs ON 1 = 1", matches).
+		ColumnExpr("iocs.id, iocs.key, (SELECT last.value FROM last) AS last_value").Rows(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("store: unable to list indicators: %w", err)
+		return false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
 	defer rows.Close()
 	var first []prefixMatch
+	var lastValue sql.NullString
 	for rows.Next() {
 		var id, key sql.NullInt64
-		if err := rows.Scan(&id, &key, &r.kind, &r.value, &read); err != nil {
-			return 0, fmt.Errorf("store: unable to list indicators: %w", err)
+		if err := rows.Scan(&id, &key, &lastValue); err != nil {
+			return false, fmt.Errorf("store: unable to list indicators: %w", err)
 		}
 		if id.Valid {
 			first = append(first, prefixMatch{ID: id.Int64, Key: key.Int64})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("store: unable to list indicators: %w", err)
+		return false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
 	r.first = firstMatches(r.first, first, o.Desc, limit)
-	return read, nil
+	if lastValue.Valid {
+		r.value = lastValue.String
+	}
+	return lastValue.Valid, nil
 }
 
 // iocsOfPrefix reads the IoCs of matches in order o, by id alone: the
