@@ -197,11 +197,11 @@ func (s *Store) pageOfPrefixByKind(ctx context.Context, f IoCFilter, desc, after
 		kind.Types = []ioc.Kind{ioc.Kind(k)}
 		// A kind with none of the prefix's values costs a probe of the
 		// index, not a first step of each way.
-		var first []int64
-		if err := s.prefixSpan(kind, "iocs.id", 1).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("store: unable to list indicators: %w", err)
+		first, err := s.firstPrefixKind(ctx, f.ValuePrefix, kind.Types)
+		if err != nil {
+			return nil, err
 		}
-		if len(first) == 0 {
+		if first == "" {
 			continue
 		}
 		rows, err := s.pageOfPrefix(ctx, kind, IoCOrder{Field: IoCOrderID, Desc: desc}, true, after && k == cursorKind, nil, cursorID, limit-len(out))
@@ -317,19 +317,9 @@ func stepColumns(f IoCFilter, o IoCOrder) string {
 	return "iocs." + strings.Join(cols, ", iocs.")
 }
 
-// prefixSpan selects cols of the first limit IoCs of f's kinds and prefix
-// (f's other conditions left out) in the order of the (type, value) index.
-// The order leads the planner to the prefix's range of that index whatever
-// its statistics say of the prefix, given the LIMIT: a walk of the index
-// that stops early costs less than a scan of the table and a sort.
-func (s *Store) prefixSpan(f IoCFilter, cols string, limit int) *bun.SelectQuery {
-	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(cols),
-		IoCFilter{Types: f.Types, ValuePrefix: f.ValuePrefix})
-	return q.OrderExpr("iocs.type, iocs.value").Limit(int64(limit))
-}
-
 // kindsAfter is f's kinds (every kind when f names none) that sort after
-// kind; kinds sort the same in byte order and in any collation's.
+// kind (all of them after ""); kinds sort the same in byte order and in
+// any collation's.
 func kindsAfter(f IoCFilter, kind string) []ioc.Kind {
 	kinds := f.Types
 	if len(kinds) == 0 {
@@ -345,10 +335,15 @@ func kindsAfter(f IoCFilter, kind string) []ioc.Kind {
 }
 
 // firstPrefixKind is the first of kinds, in the index's order, with an
-// entry in f's prefix's range; "" when none has.
-func (s *Store) firstPrefixKind(ctx context.Context, f IoCFilter, kinds []ioc.Kind) (string, error) {
+// entry in prefix's range; "" when none has. The order leads the planner
+// to the prefix's range of the (type, value) index whatever its statistics
+// say of the prefix, given the LIMIT: a walk of the index that stops at
+// once costs less than a scan of the table and a sort.
+func (s *Store) firstPrefixKind(ctx context.Context, prefix string, kinds []ioc.Kind) (string, error) {
+	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr("iocs.type"),
+		IoCFilter{Types: kinds, ValuePrefix: prefix})
 	var first []string
-	if err := s.prefixSpan(IoCFilter{Types: kinds, ValuePrefix: f.ValuePrefix}, "iocs.type", 1).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := q.OrderExpr("iocs.type, iocs.value").Limit(1).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("store: unable to list indicators: %w", err)
 	}
 	if len(first) == 0 {
@@ -360,17 +355,12 @@ func (s *Store) firstPrefixKind(ctx context.Context, f IoCFilter, kinds []ioc.Ki
 // stepPrefixRange reads up to r.rows more entries of f's prefix range,
 // within one kind, keeping the first limit of f's matches in order o
 // after the page's cursor; done says the range has been read to its end.
-// A kind's end ends a step: the next starts at the next kind with an
-// entry (a probe of the index), so that each step reads one range of the
-// index.
+// A kind's end ends a step, and the next starts at the next kind with an
+// entry (nextPrefixKind), so that each step reads one range of the index.
 func (s *Store) stepPrefixRange(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int, r *prefixRange) (done bool, err error) {
 	if r.kind == "" {
-		kinds := f.Types
-		if len(kinds) == 0 {
-			kinds = ioc.Kinds
-		}
-		if r.kind, err = s.firstPrefixKind(ctx, f, kinds); err != nil || r.kind == "" {
-			return true, err
+		if done, err := s.nextPrefixKind(ctx, f, r); done || err != nil {
+			return done, err
 		}
 	}
 	full, err := s.readPrefixSpan(ctx, f, o, after, cursorValue, cursorID, limit, r)
@@ -382,13 +372,26 @@ func (s *Store) stepPrefixRange(ctx context.Context, f IoCFilter, o IoCOrder, af
 		r.rows *= 2
 		return false, nil
 	}
+	return s.nextPrefixKind(ctx, f, r)
+}
+
+// nextPrefixKind moves r to the start of the first of f's kinds after r's
+// (all of them before the first step) with an entry in f's prefix's range;
+// done says none has. A probe of the index skips the kinds with none, but
+// one kind left is taken as it is: its step finds it empty as cheaply, and
+// pageOfPrefixByKind has probed its kind already.
+func (s *Store) nextPrefixKind(ctx context.Context, f IoCFilter, r *prefixRange) (done bool, err error) {
 	later := kindsAfter(f, r.kind)
-	if len(later) == 0 {
+	var next string
+	switch len(later) {
+	case 0:
 		return true, nil
-	}
-	next, err := s.firstPrefixKind(ctx, f, later)
-	if err != nil {
-		return false, err
+	case 1:
+		next = string(later[0])
+	default:
+		if next, err = s.firstPrefixKind(ctx, f.ValuePrefix, later); err != nil {
+			return false, err
+		}
 	}
 	r.kind, r.started = next, false
 	return next == "", nil
