@@ -184,6 +184,14 @@ func PrefixWays(walk, span bool) (restore func()) {
 	return func() { prefixWays = saved }
 }
 
+// PrefixHandOff sets how many entries a prefix's range may have for the
+// walk to hand off to it rather than race it (-1: never).
+func PrefixHandOff(entries int) (restore func()) {
+	saved := prefixHandOff
+	prefixHandOff = entries
+	return func() { prefixHandOff = saved }
+}
+
 // KindWays lets tests take one way only to each kind's IoCs in a filtered
 // page in type order: walking the filter's id order, or reading the kind
 // whole.

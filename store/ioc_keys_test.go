@@ -1069,13 +1069,14 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 		}
 		// A prefix past the cap has two ways to its pages (pageOfPrefix),
 		// taken at once: each is checked alone as well.
-		paces := map[string][2]bool{"": {true, true}}
+		paces := map[string]prefixWay{"": {true, true, false}}
 		if c.filter.ValuePrefix != "" && dense {
-			paces[", walked"] = [2]bool{true, false}
-			paces[", ranged"] = [2]bool{false, true}
+			paces[", raced"] = prefixWay{true, true, true}
+			paces[", walked"] = prefixWay{true, false, false}
+			paces[", ranged"] = prefixWay{false, true, false}
 		}
 		for pace, ways := range paces {
-			restore := store.PrefixWays(ways[0], ways[1])
+			restore := takePrefixWay(ways)
 			checkKeyedCase(t, s, state+pace, c, want, countCap)
 			restore()
 		}

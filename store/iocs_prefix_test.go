@@ -40,7 +40,7 @@ func TestPrefixPagesInTypeOrder(t *testing.T) {
 					}
 				}
 				for way, takes := range prefixWays {
-					restore := store.PrefixWays(takes[0], takes[1])
+					restore := takePrefixWay(takes)
 					got := pagedIDs(t, s, c.filter, store.IoCOrder{Field: store.IoCOrderType, Desc: desc}, 4, func(page *store.IoCPage) {
 						if page.Total != 3 || !page.TotalCapped {
 							t.Errorf("%s, desc %v, %s: total %d capped %v, want 3 capped", c.name, desc, way, page.Total, page.TotalCapped)
@@ -123,9 +123,69 @@ func prefixKindCases(odd map[string]bool) []prefixCase {
 	}
 }
 
-// prefixWays is the ways to a page of a prefix past the cap
-// (store.PrefixWays): both at once, and each alone.
-var prefixWays = map[string][2]bool{"both ways": {true, true}, "walked": {true, false}, "ranged": {false, true}}
+// prefixWay is which ways to a page of a prefix past the cap a test
+// takes (store.PrefixWays), and whether the walk hands off to a small
+// range (store.PrefixHandOff) or races it.
+type prefixWay struct{ walk, span, raced bool }
+
+// prefixWays is both ways, the walk handing off to the range (every
+// range of these tests is small) or racing it, and each way alone.
+var prefixWays = map[string]prefixWay{"both ways": {true, true, false}, "both ways raced": {true, true, true},
+	"walked": {true, false, false}, "ranged": {false, true, false}}
+
+// takePrefixWay has the store take w until restore.
+func takePrefixWay(w prefixWay) (restore func()) {
+	ways := store.PrefixWays(w.walk, w.span)
+	handOff := func() {}
+	if w.raced {
+		handOff = store.PrefixHandOff(-1)
+	}
+	return func() { handOff(); ways() }
+}
+
+// A walk that did not find the page in its first step hands off to a
+// prefix's range of few entries rather than race it: it takes no second
+// step (on SQLite its statement stops where it stands).
+func TestPrefixWalkHandsOffToASmallRange(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		// The prefix's 5 IoCs are the oldest: a walk from the newest
+		// meets the 50 others first.
+		for b, values := range [][]string{{"zz0", "zz1", "zz2", "zz3", "zz4"}, nil} {
+			if b == 1 {
+				for i := range 50 {
+					values = append(values, fmt.Sprintf("other%02d", i))
+				}
+			}
+			var inds []ioc.Indicator
+			for _, v := range values {
+				inds = append(inds, dom(v+".example", "src", 50))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(b) * time.Minute), Retention: 10 * day, Indicators: inds})
+		}
+		savedCap := s.IoCCountCap
+		defer func() { s.IoCCountCap = savedCap }()
+		s.IoCCountCap = 3
+		// A walk's first step reads max(3, 2 * 3) IoCs, its second 12.
+		sent := recordStatements(s)
+		page, err := s.IoCs(ctx, store.IoCFilter{ValuePrefix: "zz"}, store.IoCOrder{Field: store.IoCOrderID, Desc: true}, 2, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eachIoCs(page.IoCs, func(r store.IoC) string { return r.Value }); !slices.Equal(got, []string{"zz4.example", "zz3.example"}) {
+			t.Fatalf("first page of zz newest first: %v", got)
+		}
+		var first, second int
+		for _, q := range sent() {
+			first += strings.Count(q, "LIMIT 6")
+			second += strings.Count(q, "LIMIT 12")
+		}
+		if first == 0 || second > 0 {
+			t.Errorf("the walk read windows of 6 in %d statements and of 12 in %d, want some and none", first, second)
+		}
+	})
+}
 
 // The prefix's range is read in steps that double, each after the last
 // one's final entry. A step that starts within one kind and reaches that
@@ -162,7 +222,7 @@ func TestPrefixRangeGoesOnIntoLaterKinds(t *testing.T) {
 					}
 				}
 				for way, takes := range prefixWays {
-					restore := store.PrefixWays(takes[0], takes[1])
+					restore := takePrefixWay(takes)
 					got := pagedIDs(t, s, c.filter, o, 4, nil)
 					restore()
 					if !slices.Equal(got, want) {

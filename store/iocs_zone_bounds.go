@@ -85,7 +85,7 @@ func (s *Store) pageOfZones(ctx context.Context, f IoCFilter, o IoCOrder, plan *
 		ways = append(ways, zones)
 		answer = append(answer, func(ctx context.Context) ([]IoC, error) { return s.iocsOfPrefix(ctx, f, o, z.best, limit) })
 	}
-	way, err := s.race(ctx, zonesAlone, ways...)
+	way, err := s.race(ctx, zonesAlone, nil, ways...)
 	if err != nil {
 		return nil, err
 	}
