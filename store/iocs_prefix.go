@@ -276,16 +276,39 @@ type prefixWalk struct {
 	// rows is how many IoCs the next step walks: twice the last step's,
 	// up to most unless most is 0.
 	rows, most int
+	// ended says the last step's window is behind the walk, its last IoC
+	// still to be found: the next step, if any, starts there (a walk
+	// handing off to the range takes no next step, and on PostgreSQL the
+	// last of a window of 10,000 by first sighting cost 5.9 ms).
+	ended bool
 	// found is the matches met so far, in the page's order.
 	found []prefixMatch
 }
 
 // stepPrefixWalk walks w.rows more IoCs in order o, keeping the matches of
-// f, up to limit; done says the page is full or the walk met the last IoC.
+// f, up to limit, from where the last step's window ended; done says the
+// page is full or the walk met the last IoC.
 func (s *Store) stepPrefixWalk(ctx context.Context, f IoCFilter, o IoCOrder, limit int, w *prefixWalk) (done bool, err error) {
 	col := "iocs." + string(o.Field)
 	window := func(q *bun.SelectQuery, rows int) *bun.SelectQuery {
 		return orderPage(q, col, "iocs.id", o, w.after, w.key, w.id, rows)
+	}
+	if w.ended {
+		// The last window's last IoC, read through the order's index
+		// alone: this window starts after it. None: the walk met the
+		// last IoC.
+		var key, id int64
+		last := window(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(col+", iocs.id"), 1).Offset(int64(w.rows - 1))
+		if err := last.Scan(ctx, &key, &id); errors.Is(err, sql.ErrNoRows) {
+			return true, nil
+		} else if err != nil {
+			return false, fmt.Errorf("store: unable to list indicators: %w", err)
+		}
+		w.after, w.key, w.id, w.ended = true, key, id, false
+		w.rows *= 2
+		if w.most > 0 {
+			w.rows = min(w.rows, w.most)
+		}
 	}
 	var found []prefixMatch
 	walked := window(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(stepColumns(f, o)), w.rows)
@@ -299,20 +322,7 @@ func (s *Store) stepPrefixWalk(ctx context.Context, f IoCFilter, o IoCOrder, lim
 	if len(w.found) == limit {
 		return true, nil
 	}
-	// The window's last IoC, read through the order's index alone: the
-	// next window starts after it. None: the walk met the last IoC.
-	var key, id int64
-	last := window(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(col+", iocs.id"), 1).Offset(int64(w.rows - 1))
-	if err := last.Scan(ctx, &key, &id); errors.Is(err, sql.ErrNoRows) {
-		return true, nil
-	} else if err != nil {
-		return false, fmt.Errorf("store: unable to list indicators: %w", err)
-	}
-	w.after, w.key, w.id = true, key, id
-	w.rows *= 2
-	if w.most > 0 {
-		w.rows = min(w.rows, w.most)
-	}
+	w.ended = true
 	return false, nil
 }
 
