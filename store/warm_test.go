@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tifeeds/tifeeds/store"
+	"github.com/tifeeds/tifeeds/store/storetest"
 )
 
 // openFile opens a store on a new SQLite file, closed when the test ends.
@@ -141,4 +142,31 @@ func TestWarmCacheKeepsSQLitesLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	held("after WarmCache")
+}
+
+// On PostgreSQL WarmCache readies the pool's first connections, each a
+// backend of its own that has planned a read of iocs, and the pool keeps
+// them for the first requests.
+func TestWarmCacheReadiesPostgresConnections(t *testing.T) {
+	s := storetest.NewPostgres(t)
+	sent := recordStatements(s)
+	w, err := s.WarmCache(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Connections != 4 {
+		t.Errorf("readied %d connections, want 4", w.Connections)
+	}
+	planned := 0
+	for _, q := range sent() {
+		if strings.HasPrefix(q, "EXPLAIN SELECT iocs.id FROM iocs") {
+			planned++
+		}
+	}
+	if planned != 4 {
+		t.Errorf("planned a read of iocs %d times, want 4", planned)
+	}
+	if st := s.DB.Stats(); st.Idle < 4 {
+		t.Errorf("the pool keeps %d idle connections (%d open), want 4 or more", st.Idle, st.OpenConnections)
+	}
 }

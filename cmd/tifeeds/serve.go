@@ -78,7 +78,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warmCache := fs.Bool("warm-cache", warmCacheEnv,
-		"read the SQLite database's pages that are not in memory at start, in the background (TIFEEDS_WARM_CACHE)")
+		"read the SQLite database's pages that are not in memory at start, or ready PostgreSQL's first connections, in the background (TIFEEDS_WARM_CACHE)")
 	logFormat := fs.String("log-format", envDefault("TIFEEDS_LOG_FORMAT", "text"), "text or json (TIFEEDS_LOG_FORMAT)")
 	allowPrivateEnv, err := envBool("TIFEEDS_FEED_ALLOW_PRIVATE", false)
 	if err != nil {
@@ -441,9 +441,10 @@ func parsePrefixes(list string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// warmDatabase has the SQLite database's files read into the page cache
-// (Store.WarmCache), so that the first requests after the machine started
-// do not each wait for the disk, and says what it did.
+// warmDatabase has the SQLite database's files read into the page cache,
+// or PostgreSQL's first connections readied (Store.WarmCache), so that the
+// first requests after a start do not each wait for them, and says what
+// it did.
 func warmDatabase(ctx context.Context, st *store.Store, log *slog.Logger) {
 	start := time.Now()
 	w, err := st.WarmCache(ctx)
@@ -454,5 +455,7 @@ func warmDatabase(ctx context.Context, st *store.Store, log *slog.Logger) {
 		log.Info("Left the database to be read into memory as requests need it", "reason", w.Skipped)
 	case w.Read > 0:
 		log.Info("Read the database into memory", "read_mb", w.Read>>20, "size_mb", w.Size>>20, "took", time.Since(start).Round(time.Millisecond))
+	case w.Connections > 0:
+		log.Info("Readied the database's connections", "connections", w.Connections, "took", time.Since(start).Round(time.Millisecond))
 	}
 }
