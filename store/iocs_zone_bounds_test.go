@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,6 +184,51 @@ func TestExpiryRangePagesReadTheZonesByBound(t *testing.T) {
 		}
 		if n := countRows(t, s, "ioc_expiry_zones"); n != 1 || !zonesExact(t, s) {
 			t.Errorf("%d zones after the migration, want 1, exact: %v", n, zonesExact(t, s))
+		}
+	})
+}
+
+// The zones' read goes alone for its first step, the zones that meet the
+// range and the first one's IoCs: when that finds the page, as for the
+// short-lived IoCs of the last batch by first sighting, the walk of the
+// order (SQLite's keys, PostgreSQL's index) never starts.
+func TestExpiryZonesReadAloneFirst(t *testing.T) {
+	withExpiryZones(t, 16)
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "zones")
+		for b, retention := range []time.Duration{30 * day, 30 * day, time.Hour} {
+			var inds []ioc.Indicator
+			for i := range 16 {
+				inds = append(inds, dom(fmt.Sprintf("z%d-%02d.example", b, i), "src", 50))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Duration(b) * time.Minute), Retention: retention, Indicators: inds})
+		}
+		catchUpAll(t, s.CatchUpKeys, 1000)
+		// Few keys past the cap: SQLite's page walks the order's keys
+		// rather than find the range's few, as among millions.
+		savedSparse, savedCap := *store.SparseKeys, s.IoCCountCap
+		defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, savedCap }()
+		*store.SparseKeys, s.IoCCountCap = 1, 3
+		soon := t0.Add(day)
+		sent := recordStatements(s)
+		page, err := s.IoCs(ctx, store.IoCFilter{ExpiresBefore: &soon}, store.IoCOrder{Field: store.IoCOrderFirstSeen}, 4, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.IoCs) != 4 || !page.TotalCapped || !strings.HasPrefix(page.IoCs[0].Value, "z2-") {
+			t.Fatalf("first page of the short-lived by first sighting: %v, capped %v",
+				eachIoCs(page.IoCs, func(r store.IoC) string { return r.Value }), page.TotalCapped)
+		}
+		zones := false
+		for _, q := range sent() {
+			zones = zones || strings.Contains(q, "ioc_expiry_zones")
+			if strings.Contains(q, "WITH keyed AS MATERIALIZED") || strings.Contains(q, ") AS iocs") {
+				t.Errorf("the walk started: %.120s", q)
+			}
+		}
+		if !zones {
+			t.Error("the page did not read the zones")
 		}
 	})
 }
