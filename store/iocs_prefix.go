@@ -137,7 +137,9 @@ func (s *Store) raceRange(ctx context.Context, f IoCFilter, o IoCOrder, after bo
 	alone time.Duration, walk wayStep, walked func(context.Context) ([]IoC, error)) ([]IoC, error) {
 	var handOff func() bool
 	if prefixHandOff >= 0 {
-		handOff = s.prefixRangeSmall(ctx, f)
+		var counted func()
+		handOff, counted = s.prefixRangeSmall(ctx, f)
+		defer counted()
 	}
 	span := &prefixRange{rows: s.countCap()}
 	var ways []wayStep
@@ -166,25 +168,34 @@ var prefixHandOff = 30_000
 
 // prefixRangeSmall counts f's prefix's range (prefixRangeAtMost) beside
 // the walk's start, and returns what says, once the count is done,
-// whether it has at most prefixHandOff entries. The count costs 1-2 ms on
-// SQLite and some 5 on PostgreSQL, which a page the walk finds at once
-// would otherwise wait for. A count that failed says no: the two ways
-// race, as they did before it.
-func (s *Store) prefixRangeSmall(ctx context.Context, f IoCFilter) func() bool {
+// whether it has at most prefixHandOff entries, and what to call once the
+// page is found. The count costs 1-2 ms on SQLite and some 5 on
+// PostgreSQL, which a page the walk finds at once would otherwise wait
+// for. A count that failed says no: the two ways race, as they did before
+// it. Like the race's steps, the count is detached from ctx: on
+// PostgreSQL one cancelled mid-statement, as it would be when a page the
+// walk found at once had been answered, closes its connection; on SQLite
+// done stops it where it stands.
+func (s *Store) prefixRangeSmall(ctx context.Context, f IoCFilter) (small func() bool, done func()) {
+	counting, stop := context.WithCancel(context.WithoutCancel(ctx))
 	counted := make(chan bool, 1)
 	go func() {
-		small, err := s.prefixRangeAtMost(ctx, f, prefixHandOff)
+		defer stop()
+		small, err := s.prefixRangeAtMost(counting, f, prefixHandOff)
 		counted <- small && err == nil
 	}()
-	return func() bool { return <-counted }
+	done = func() {}
+	if s.Dialect == SQLite {
+		done = stop
+	}
+	return func() bool { return <-counted }, done
 }
 
 // prefixRangeAtMost says whether f's prefix's range, in f's kinds, has no
 // more than n entries: a count of the range through the (type, value)
 // index alone, which stops past n.
 func (s *Store) prefixRangeAtMost(ctx context.Context, f IoCFilter, n int) (bool, error) {
-	entries, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr("1"),
-		IoCFilter{Types: f.Types, ValuePrefix: f.ValuePrefix})
+	entries := s.prefixEntries(f.ValuePrefix, f.Types, "1")
 	var count int
 	if err := s.reader().NewSelect().TableExpr("(?) AS entries", entries.Limit(int64(n)+1)).ColumnExpr("count(*)").Scan(ctx, &count); err != nil {
 		return false, fmt.Errorf("store: unable to count indicators: %w", err)
@@ -390,14 +401,21 @@ func kindsAfter(f IoCFilter, kind string) []ioc.Kind {
 	return later
 }
 
+// prefixEntries selects cols of the entries of prefix's range in kinds
+// (every kind when none), and nothing else of a filter.
+func (s *Store) prefixEntries(prefix string, kinds []ioc.Kind, cols string) *bun.SelectQuery {
+	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(cols),
+		IoCFilter{Types: kinds, ValuePrefix: prefix})
+	return q
+}
+
 // firstPrefixKind is the first of kinds, in the index's order, with an
 // entry in prefix's range; "" when none has. The order leads the planner
 // to the prefix's range of the (type, value) index whatever its statistics
 // say of the prefix, given the LIMIT: a walk of the index that stops at
 // once costs less than a scan of the table and a sort.
 func (s *Store) firstPrefixKind(ctx context.Context, prefix string, kinds []ioc.Kind) (string, error) {
-	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr("iocs.type"),
-		IoCFilter{Types: kinds, ValuePrefix: prefix})
+	q := s.prefixEntries(prefix, kinds, "iocs.type")
 	var first []string
 	if err := q.OrderExpr("iocs.type, iocs.value").Limit(1).Scan(ctx, &first); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("store: unable to list indicators: %w", err)
@@ -473,7 +491,7 @@ func (s *Store) readPrefixSpan(ctx context.Context, f IoCFilter, o IoCOrder, aft
 	// condition on each side, and given two took the prefix's own (each
 	// step of "host-1", 222,222 domains, read from its position to the
 	// prefix's end: 84 ms for a step of 10,000).
-	end := f.ValuePrefix + "\U0010FFFF"
+	end := prefixEnd(f.ValuePrefix)
 	inSpan := func(cols string) *bun.SelectQuery {
 		q := s.reader().NewSelect().Model((*IoC)(nil)).ExcludeColumn("*").ColumnExpr(cols).Where("iocs.type = ?", r.kind)
 		if r.started {

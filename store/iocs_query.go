@@ -346,8 +346,8 @@ func (s *Store) applyIoCFilter(q *bun.SelectQuery, f IoCFilter) (*bun.SelectQuer
 	}
 	if f.ValuePrefix != "" {
 		// A range rather than LIKE, so that the byte-ordered index serves it
-		// on both databases; no valid UTF-8 string sorts after U+10FFFF.
-		q = q.Where("iocs.value >= ? AND iocs.value < ?", f.ValuePrefix, f.ValuePrefix+"\U0010FFFF")
+		// on both databases.
+		q = q.Where("iocs.value >= ? AND iocs.value < ?", f.ValuePrefix, prefixEnd(f.ValuePrefix))
 		if len(f.Types) == 0 {
 			// Every kind named, so that the databases read the range of
 			// each in the unique (type, value) index; without a type
@@ -877,3 +877,7 @@ func (s *Store) Sightings(ctx context.Context, iocID int64) ([]Sighting, error) 
 	}
 	return out, nil
 }
+
+// prefixEnd is the upper bound, left out, of the values that start with
+// prefix: no valid UTF-8 string sorts after U+10FFFF.
+func prefixEnd(prefix string) string { return prefix + "\U0010FFFF" }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/uptrace/bun"
+
 	"github.com/tifeeds/tifeeds/internal/background"
 )
 
@@ -135,53 +137,34 @@ func (w *warmFiles) close() {
 // beside the race of its two ways), and the next request one more.
 const warmedConnections = 4
 
-// warmConnections opens warmedConnections of the pool's connections at
-// once and has each plan a read of iocs, which loads into its backend the
-// table's and its indexes' catalog entries and the columns' statistics,
-// as every backend does for its first statements on a table. Left to the
-// first requests, that cost them: on a fresh process at 10,000,000 IoCs
-// the first page of a prefix by first sighting took 49-51 ms, 27-30 with
-// the connections readied (readying them took 70-72 ms), and the first
-// page in id order 8-10 ms against 4 (docs/benchmarks.md). The pool keeps
-// them until they idle for its idle time.
+// warmConnections opens warmedConnections of the pool's connections,
+// each held until all are open so that each is one of its own, and has
+// each plan a read of iocs, which loads into its backend the table's and
+// its indexes' catalog entries and the columns' statistics, as every
+// backend does for its first statements on a table. Left to the first
+// requests, that cost them: on a fresh process at 10,000,000 IoCs the
+// first page of a prefix by first sighting took 49-51 ms, 27-30 with the
+// connections readied (readying them took 70-72 ms), and the first page
+// in id order 8-10 ms against 4 (docs/benchmarks.md). The pool keeps them
+// until they idle for its idle time.
 func (s *Store) warmConnections(ctx context.Context) (int, error) {
-	var (
-		mu        sync.Mutex
-		opened    int
-		errs      []error
-		ran, held sync.WaitGroup
-	)
-	// Each is held until every one has run its statement, so that each is
-	// a connection of its own rather than the first one again.
-	ready := make(chan struct{})
+	var conns []bun.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
 	for range warmedConnections {
-		ran.Add(1)
-		held.Add(1)
-		go func() {
-			defer held.Done()
-			conn, err := s.DB.Conn(ctx)
-			if err == nil {
-				defer conn.Close()
-				_, err = conn.ExecContext(ctx, `EXPLAIN SELECT iocs.id FROM iocs WHERE iocs.type = 'domain' AND iocs.value >= 'a'
+		c, err := s.DB.Conn(ctx)
+		if err != nil {
+			return len(conns), fmt.Errorf("store: unable to ready the database's connections: %w", err)
+		}
+		conns = append(conns, c)
+		if _, err := c.ExecContext(ctx, `EXPLAIN SELECT iocs.id FROM iocs WHERE iocs.type = 'domain' AND iocs.value >= 'a'
 AND iocs.score >= 0 AND iocs.first_seen >= 0 AND iocs.last_seen >= 0 AND iocs.expires_at >= 0 AND iocs.changed_at >= 0
-ORDER BY iocs.first_seen DESC LIMIT 1`)
-			}
-			mu.Lock()
-			if err == nil {
-				opened++
-			} else {
-				errs = append(errs, err)
-			}
-			mu.Unlock()
-			ran.Done()
-			<-ready
-		}()
+ORDER BY iocs.first_seen DESC LIMIT 1`); err != nil {
+			return len(conns) - 1, fmt.Errorf("store: unable to ready the database's connections: %w", err)
+		}
 	}
-	ran.Wait()
-	close(ready)
-	held.Wait()
-	if len(errs) > 0 {
-		return opened, fmt.Errorf("store: unable to ready the database's connections: %w", errors.Join(errs...))
-	}
-	return opened, nil
+	return len(conns), nil
 }
