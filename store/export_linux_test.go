@@ -1,6 +1,11 @@
 package store
 
-import "golang.org/x/sys/unix"
+import (
+	"context"
+	"database/sql"
+
+	"golang.org/x/sys/unix"
+)
 
 // ResidentShare is the share of s's database file in the page cache, read
 // through WarmCache's descriptor, which stays open.
@@ -36,3 +41,7 @@ func Evict(s *Store) error {
 	}
 	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
+
+// ReadConn is a connection of s's read pool, for a test that must read
+// twice through the same page cache.
+func ReadConn(ctx context.Context, s *Store) (*sql.Conn, error) { return s.readDB().Conn(ctx) }
