@@ -176,13 +176,24 @@ func TestPrefixWalkHandsOffToASmallRange(t *testing.T) {
 		if got := eachIoCs(page.IoCs, func(r store.IoC) string { return r.Value }); !slices.Equal(got, []string{"zz4.example", "zz3.example"}) {
 			t.Fatalf("first page of zz newest first: %v", got)
 		}
-		var first, second int
+		var first, second, spans, bounded int
 		for _, q := range sent() {
 			first += strings.Count(q, "LIMIT 6")
 			second += strings.Count(q, "LIMIT 12")
+			if strings.Contains(q, "AS last_value") {
+				spans++
+				if strings.Contains(q, `"last"`) {
+					bounded++
+				}
+			}
 		}
 		if first == 0 || second > 0 {
 			t.Errorf("the walk read windows of 6 in %d statements and of 12 in %d, want some and none", first, second)
+		}
+		// The range, known small, reads its kind in one statement rather
+		// than in spans of the cap that each find their last entry first.
+		if spans != 1 || bounded > 0 {
+			t.Errorf("the range read %d spans, %d of them to a last entry, want one span to the prefix's end", spans, bounded)
 		}
 	})
 }
