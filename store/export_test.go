@@ -184,8 +184,8 @@ func PrefixWays(walk, span bool) (restore func()) {
 	return func() { prefixWays = saved }
 }
 
-// PrefixHandOff sets how many entries a prefix's range may have for the
-// walk to hand off to it rather than race it (-1: never).
+// PrefixHandOff sets how many entries a prefix's range may have to be
+// read alone rather than race the walk (-1: none).
 func PrefixHandOff(entries int) (restore func()) {
 	saved := prefixHandOff
 	prefixHandOff = entries

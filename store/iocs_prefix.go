@@ -124,26 +124,37 @@ func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, cappe
 // raceRange takes walk, a way to a page of f's prefix past the cap in
 // order o (walked gives its page once done), and the prefix's range at
 // once (race, walk alone first: for its first step, or for alone when
-// that is not 0), and returns the page of the first done. When the range
-// has no more than prefixHandOff entries, the walk hands off to it
-// instead: the range alone costs little more than the two at once on a
-// free core, and far less than them beside an ingest, where both ways
-// shared the core it left. On SQLite at 10,000,000 IoCs, pages of
-// "host-12" (22,222 IoCs) by first sighting and by score, called back to
-// back during an ingest, had medians of 30.8-33.4 / 27.6-28.0 ms and p90
-// 62.8-95.6 / 63.5-77.6 racing, 23.4-24.0 / 19.1-19.4 and 37.4-43.5 /
-// 34.9-36.1 handing off (docs/benchmarks.md).
+// that is not 0), and returns the page of the first done. A range of no
+// more than prefixHandOff entries, which a count through the index tells
+// first, is read alone instead, each kind in one statement: on two cores
+// beside an ingest the two ways at once shared the core it left, and the
+// walk, even handing off to the range once the count had come back beside
+// it, took a core for its first step. On SQLite at 10,000,000 IoCs,
+// pages of "host-12" (22,222 IoCs) by first sighting and by score, called
+// back to back during an ingest, had medians of 30.8-33.4 / 27.6-28.0 ms
+// racing, 23.4-24.0 / 19.1-19.4 with the walk handing off, and 10.4-12.3
+// / 7.0-9.4 with the range alone from the start (docs/benchmarks.md). A
+// page the walk would have found at once waits for the count: it stops
+// past prefixHandOff entries, 1-2 ms.
 func (s *Store) raceRange(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int,
 	alone time.Duration, walk wayStep, walked func(context.Context) ([]IoC, error)) ([]IoC, error) {
 	span := &prefixRange{rows: s.countCap()}
-	var handOff func() bool
-	if prefixHandOff >= 0 {
-		small, counted := s.prefixRangeSmall(ctx, f)
-		defer counted()
-		// The race asks once, before the range's first step.
-		handOff = func() bool {
-			span.whole = small()
-			return span.whole
+	if prefixHandOff >= 0 && prefixWays.walk && prefixWays.span {
+		small, err := s.prefixRangeAtMost(ctx, f, prefixHandOff)
+		if err != nil {
+			return nil, err
+		}
+		if small {
+			span.whole = true
+			for {
+				done, err := s.stepPrefixRange(ctx, f, o, after, cursorValue, cursorID, limit, span)
+				if err != nil {
+					return nil, err
+				}
+				if done {
+					return s.iocsOfPrefix(ctx, f, o, span.first, limit)
+				}
+			}
 		}
 	}
 	var ways []wayStep
@@ -157,43 +168,18 @@ func (s *Store) raceRange(ctx context.Context, f IoCFilter, o IoCOrder, after bo
 		})
 		answers = append(answers, func(ctx context.Context) ([]IoC, error) { return s.iocsOfPrefix(ctx, f, o, span.first, limit) })
 	}
-	way, err := s.race(ctx, alone, handOff, ways...)
+	way, err := s.race(ctx, alone, ways...)
 	if err != nil {
 		return nil, err
 	}
 	return answers[way](ctx)
 }
 
-// prefixHandOff is how many entries of a prefix's range raceRange reads
-// alone once the walk's start found no page: some 20 ms on SQLite, 10 on
+// prefixHandOff is the most entries of a prefix's range that raceRange
+// reads alone rather than race the walk: some 7 ms on SQLite, 10 on
 // PostgreSQL, at 10,000,000 IoCs. A variable for the tests (-1: the walk
 // always races the range).
 var prefixHandOff = 30_000
-
-// prefixRangeSmall counts f's prefix's range (prefixRangeAtMost) beside
-// the walk's start, and returns what says, once the count is done,
-// whether it has at most prefixHandOff entries, and what to call once the
-// page is found. The count costs 1-2 ms on SQLite and some 5 on
-// PostgreSQL, which a page the walk finds at once would otherwise wait
-// for. A count that failed says no: the two ways race, as they did before
-// it. Like the race's steps, the count is detached from ctx: on
-// PostgreSQL one cancelled mid-statement, as it would be when a page the
-// walk found at once had been answered, closes its connection; on SQLite
-// done stops it where it stands.
-func (s *Store) prefixRangeSmall(ctx context.Context, f IoCFilter) (small func() bool, done func()) {
-	counting, stop := context.WithCancel(context.WithoutCancel(ctx))
-	counted := make(chan bool, 1)
-	go func() {
-		defer stop()
-		small, err := s.prefixRangeAtMost(counting, f, prefixHandOff)
-		counted <- small && err == nil
-	}()
-	done = func() {}
-	if s.Dialect == SQLite {
-		done = stop
-	}
-	return func() bool { return <-counted }, done
-}
 
 // prefixRangeAtMost says whether f's prefix's range, in f's kinds, has no
 // more than n entries: a count of the range through the (type, value)
@@ -292,9 +278,10 @@ type prefixWalk struct {
 	// up to most unless most is 0.
 	rows, most int
 	// ended says the last step's window is behind the walk, its last IoC
-	// still to be found: the next step, if any, starts there (a walk
-	// handing off to the range takes no next step, and on PostgreSQL the
-	// last of a window of 10,000 by first sighting cost 5.9 ms).
+	// still to be found: the next step, if any, starts there (a walk the
+	// range beats after its first step takes no next step, and on
+	// PostgreSQL the last of a window of 10,000 by first sighting cost
+	// 5.9 ms).
 	ended bool
 	// found is the matches met so far, in the page's order.
 	found []prefixMatch
@@ -351,7 +338,7 @@ type prefixRange struct {
 	value   string
 	// rows is how many entries the next step reads, unless whole: each
 	// step reads the rest of its kind, the range being known to be small
-	// (prefixHandOff). In steps of 10,000, the 22,222 entries of "host-12"
+	// and read alone (prefixHandOff). In steps of 10,000, the 22,222 entries of "host-12"
 	// took two statements of 3.2 and 4.3 ms on SQLite at 10,000,000 IoCs,
 	// where one reading them all took 6.2-6.6 ms.
 	rows  int

@@ -124,29 +124,29 @@ func prefixKindCases(odd map[string]bool) []prefixCase {
 }
 
 // prefixWay is which ways to a page of a prefix past the cap a test
-// takes (store.PrefixWays), and whether the walk hands off to a small
-// range (store.PrefixHandOff) or races it.
+// takes (store.PrefixWays), and whether a small range is read alone
+// (store.PrefixHandOff) or races the walk.
 type prefixWay struct{ walk, span, raced bool }
 
-// prefixWays is both ways, the walk handing off to the range (every
-// range of these tests is small) or racing it, and each way alone.
+// prefixWays is both ways, the range read alone (every range of these
+// tests is small) or racing the walk, and each way alone.
 var prefixWays = map[string]prefixWay{"both ways": {true, true, false}, "both ways raced": {true, true, true},
 	"walked": {true, false, false}, "ranged": {false, true, false}}
 
 // takePrefixWay has the store take w until restore.
 func takePrefixWay(w prefixWay) (restore func()) {
 	ways := store.PrefixWays(w.walk, w.span)
-	handOff := func() {}
+	alone := func() {}
 	if w.raced {
-		handOff = store.PrefixHandOff(-1)
+		alone = store.PrefixHandOff(-1)
 	}
-	return func() { handOff(); ways() }
+	return func() { alone(); ways() }
 }
 
-// A walk that did not find the page in its first step hands off to a
-// prefix's range of few entries rather than race it: it takes no second
-// step (on SQLite its statement stops where it stands).
-func TestPrefixWalkHandsOffToASmallRange(t *testing.T) {
+// A prefix's range of few entries is read alone, each kind in one
+// statement: the walk takes no step. Past the bound (PrefixHandOff) the
+// walk races the range.
+func TestSmallPrefixRangeReadAlone(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		feed := newFeed(t, s, "f")
@@ -167,33 +167,38 @@ func TestPrefixWalkHandsOffToASmallRange(t *testing.T) {
 		savedCap := s.IoCCountCap
 		defer func() { s.IoCCountCap = savedCap }()
 		s.IoCCountCap = 3
-		// A walk's first step reads max(3, 2 * 3) IoCs, its second 12.
-		sent := recordStatements(s)
-		page, err := s.IoCs(ctx, store.IoCFilter{ValuePrefix: "zz"}, store.IoCOrder{Field: store.IoCOrderID, Desc: true}, 2, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := eachIoCs(page.IoCs, func(r store.IoC) string { return r.Value }); !slices.Equal(got, []string{"zz4.example", "zz3.example"}) {
-			t.Fatalf("first page of zz newest first: %v", got)
-		}
-		var first, second, spans, bounded int
-		for _, q := range sent() {
-			first += strings.Count(q, "LIMIT 6")
-			second += strings.Count(q, "LIMIT 12")
-			if strings.Contains(q, "AS last_value") {
-				spans++
-				if strings.Contains(q, `"last"`) {
-					bounded++
+		for _, c := range []struct {
+			name   string
+			bound  int
+			walked bool
+		}{{"a range of 5 under a bound of 30,000", 30_000, false}, {"a range of 5 past a bound of 4", 4, true}} {
+			restore := store.PrefixHandOff(c.bound)
+			// A walk's first step reads max(3, 2 * 3) IoCs.
+			sent := recordStatements(s)
+			page, err := s.IoCs(ctx, store.IoCFilter{ValuePrefix: "zz"}, store.IoCOrder{Field: store.IoCOrderID, Desc: true}, 2, "")
+			restore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := eachIoCs(page.IoCs, func(r store.IoC) string { return r.Value }); !slices.Equal(got, []string{"zz4.example", "zz3.example"}) {
+				t.Fatalf("%s: first page of zz newest first: %v", c.name, got)
+			}
+			var windows, spans, bounded int
+			for _, q := range sent() {
+				windows += strings.Count(q, "LIMIT 6")
+				if strings.Contains(q, "AS last_value") {
+					spans++
+					if strings.Contains(q, `"last"`) {
+						bounded++
+					}
 				}
 			}
-		}
-		if first == 0 || second > 0 {
-			t.Errorf("the walk read windows of 6 in %d statements and of 12 in %d, want some and none", first, second)
-		}
-		// The range, known small, reads its kind in one statement rather
-		// than in spans of the cap that each find their last entry first.
-		if spans != 1 || bounded > 0 {
-			t.Errorf("the range read %d spans, %d of them to a last entry, want one span to the prefix's end", spans, bounded)
+			if walked := windows > 0; walked != c.walked {
+				t.Errorf("%s: the walk read %d windows, want it to walk: %v", c.name, windows, c.walked)
+			}
+			if !c.walked && (spans != 1 || bounded > 0) {
+				t.Errorf("%s: the range read %d spans, %d of them to a last entry, want one span to the prefix's end", c.name, spans, bounded)
+			}
 		}
 	})
 }

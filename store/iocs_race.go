@@ -16,10 +16,7 @@ type wayStep func(ctx context.Context) (done bool, err error)
 // failed). The first way starts alone; the others start when its first
 // step is over, or when it has run alone for alone (unless 0): most pages
 // are found by the first way's first step, which the others would only
-// slow. When handOff (unless nil) says so as they start, the first way
-// stops then, for when they are known to cost little: two ways at once
-// take two cores, and on two beside an ingest each took twice as long
-// (raceRange).
+// slow.
 //
 // On PostgreSQL a way not done first stops after the step it is taking:
 // cancelled mid-statement, pgx closes the connection, and the next request
@@ -27,13 +24,8 @@ type wayStep func(ctx context.Context) (done bool, err error)
 // except that ctx ending before a way is done stops every way. SQLite
 // interrupts a statement where it stands and keeps its connection: there
 // the other ways stop at once, their cores freed.
-func (s *Store) race(ctx context.Context, alone time.Duration, handOff func() bool, ways ...wayStep) (int, error) {
+func (s *Store) race(ctx context.Context, alone time.Duration, ways ...wayStep) (int, error) {
 	steps, stop := context.WithCancel(context.WithoutCancel(ctx))
-	// The first way's steps, which a hand-off ends: on SQLite where its
-	// statement stands, on PostgreSQL after its step (as a way not done
-	// first ends).
-	firstSteps, stopFirst := context.WithCancel(steps)
-	var handedOff atomic.Bool
 	unwatch := context.AfterFunc(ctx, stop)
 	var found atomic.Bool
 	type outcome struct {
@@ -43,17 +35,7 @@ func (s *Store) race(ctx context.Context, alone time.Duration, handOff func() bo
 	outcomes := make(chan outcome, len(ways))
 	start := make(chan struct{})
 	var begin sync.Once
-	startOthers := func() {
-		begin.Do(func() {
-			if handOff != nil && len(ways) > 1 && !found.Load() && handOff() {
-				handedOff.Store(true)
-				if s.Dialect == SQLite {
-					stopFirst()
-				}
-			}
-			close(start)
-		})
-	}
+	startOthers := func() { begin.Do(func() { close(start) }) }
 	if alone > 0 {
 		defer time.AfterFunc(alone, startOthers).Stop()
 	}
@@ -70,20 +52,8 @@ func (s *Store) race(ctx context.Context, alone time.Duration, handOff func() bo
 					return
 				}
 			}
-			own := steps
-			if i == 0 {
-				own = firstSteps
-			}
 			for first := true; !found.Load(); first = false {
-				if i == 0 && handedOff.Load() {
-					return
-				}
-				done, err := step(own)
-				if i == 0 && handedOff.Load() && (!done || err != nil) {
-					// Handed off mid-step (stopped there on SQLite): the
-					// others give the page.
-					return
-				}
+				done, err := step(steps)
 				if done || err != nil {
 					// The others, waiting to start, see it done and end.
 					found.Store(true)
@@ -105,7 +75,6 @@ func (s *Store) race(ctx context.Context, alone time.Duration, handOff func() bo
 	}
 	go func() {
 		running.Wait()
-		stopFirst()
 		stop()
 	}()
 	return first.way, first.err

@@ -88,7 +88,7 @@ func (s *Store) pageOfZones(ctx context.Context, f IoCFilter, o IoCOrder, plan *
 	if zoneWays.walk {
 		ways, answer = append(ways, walk), append(answer, walked)
 	}
-	way, err := s.race(ctx, 0, nil, ways...)
+	way, err := s.race(ctx, 0, ways...)
 	if err != nil {
 		return nil, err
 	}
