@@ -338,9 +338,9 @@ type prefixRange struct {
 	value   string
 	// rows is how many entries the next step reads, unless whole: each
 	// step reads the rest of its kind, the range being known to be small
-	// and read alone (prefixHandOff). In steps of 10,000, the 22,222 entries of "host-12"
-	// took two statements of 3.2 and 4.3 ms on SQLite at 10,000,000 IoCs,
-	// where one reading them all took 6.2-6.6 ms.
+	// and read alone (prefixHandOff). In steps of 10,000, the 22,222
+	// entries of "host-12" took two statements of 3.2 and 4.3 ms on SQLite
+	// at 10,000,000 IoCs, where one reading them all took 6.2-6.6 ms.
 	rows  int
 	whole bool
 	// first is the first matches read so far in the page's order, after
