@@ -496,26 +496,28 @@ func (s *Store) readPrefixSpan(ctx context.Context, f IoCFilter, o IoCOrder, aft
 		}
 		return q.Where("iocs.value >= ?", f.ValuePrefix)
 	}
-	last := inSpan("iocs.value").Where("iocs.value < ?", end).OrderExpr("iocs.type, iocs.value").Limit(1).Offset(int64(r.rows - 1))
-	// With fewer entries than the span's, the prefix's end ends the span
-	// (a value equal to end is left out after). OFFSET 0 keeps the planner
-	// from walking another order's index for the page's few matches, the
-	// range's IoCs taken to be spread evenly over it (prefixPaged).
-	span := inSpan(stepColumns(f, o)).Where("iocs.value <= COALESCE((SELECT last.value FROM last), ?)", end)
-	lastValue := "(SELECT last.value FROM last)"
+	read, span := s.reader().NewSelect(), inSpan(stepColumns(f, o))
+	lastValue := "NULL"
 	if r.whole {
-		span, lastValue = inSpan(stepColumns(f, o)).Where("iocs.value < ?", end), "NULL"
+		// The rest of the kind, up to the prefix's end.
+		span = span.Where("iocs.value < ?", end)
+	} else {
+		last := inSpan("iocs.value").Where("iocs.value < ?", end).OrderExpr("iocs.type, iocs.value").Limit(1).Offset(int64(r.rows - 1))
+		read = read.WithQuery(bun.NewWithQuery("last", last).Materialized())
+		// With fewer entries than the span's, the prefix's end ends the
+		// span (a value equal to end is left out after).
+		span = span.Where("iocs.value <= COALESCE((SELECT last.value FROM last), ?)", end)
+		lastValue = "(SELECT last.value FROM last)"
 	}
+	// OFFSET 0 keeps the planner from walking another order's index for
+	// the page's few matches, the range's IoCs taken to be spread evenly
+	// over it (prefixPaged).
 	apart := "(? OFFSET 0) AS iocs"
 	if s.Dialect == SQLite {
 		apart = "(? LIMIT -1 OFFSET 0) AS iocs"
 	}
 	matches, _, _ := s.applyIoCFilter(s.reader().NewSelect().TableExpr(apart, span).ColumnExpr(prefixMatchColumns(o)).Where("iocs.value < ?", end), beyondPrefix(f))
 	matches = orderPage(matches, "iocs."+string(o.Field), "iocs.id", o, after, cursorValue, cursorID, limit)
-	read := s.reader().NewSelect()
-	if !r.whole {
-		read = read.WithQuery(bun.NewWithQuery("last", last).Materialized())
-	}
 	rows, err := read.TableExpr("(SELECT 1) AS one").Join("LEFT JOIN (?) AS iocs ON 1 = 1", matches).
 		ColumnExpr("iocs.id, iocs.key, " + lastValue + " AS last_value").Rows(ctx)
 	if err != nil {

@@ -133,8 +133,9 @@ func (w *warmFiles) close() {
 }
 
 // warmedConnections is how many of PostgreSQL's pool connections
-// WarmCache readies: a page takes up to three at once (the prefix's count
-// beside the race of its two ways), and the next request one more.
+// WarmCache readies: a page takes up to two at once (the race of its two
+// ways), and the next requests more. (Four were measured, below, when a
+// prefix's count still ran beside the race, three at once.)
 const warmedConnections = 4
 
 // warmConnections opens warmedConnections of the pool's connections,
