@@ -139,6 +139,37 @@ func SampleTrigrams(ctx context.Context, s *Store) error { return s.sampleTrigra
 // HasTrigramSample says whether s holds a sample of the value keys.
 func HasTrigramSample(s *Store) bool { return s.trigrams.current.Load() != nil }
 
+// TrigramSampleOf is s's sample of the value keys: when it was taken and
+// how many forms it has (zero time when s has none).
+func TrigramSampleOf(s *Store) (taken time.Time, rows int) {
+	if t := s.trigrams.current.Load(); t != nil {
+		return t.taken, t.rows
+	}
+	return time.Time{}, 0
+}
+
+// KeepAndReadTrigramSample keeps a sample of forms in s's database and
+// reads it back: the trigrams of each form it reads, in order.
+func KeepAndReadTrigramSample(ctx context.Context, s *Store, forms []string) ([][]int32, error) {
+	if err := s.keepTrigramSample(ctx, forms, time.Now()); err != nil {
+		return nil, err
+	}
+	kept, err := s.keptTrigramSample(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][]int32, kept.rows)
+	for code, list := range kept.posts {
+		for _, row := range list {
+			rows[row] = append(rows[row], int32(code))
+		}
+	}
+	return rows, nil
+}
+
+// SpreadWithin is spreadWithin: every k-th of forms within most bytes.
+var SpreadWithin = spreadWithin
+
 // SetMemoryAvailable has WarmCache see n bytes of memory available until
 // the test ends.
 func SetMemoryAvailable(t interface{ Cleanup(func()) }, n int64) {

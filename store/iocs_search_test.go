@@ -72,6 +72,102 @@ func TestSearchTellsPunctuationApart(t *testing.T) {
 	})
 }
 
+// The sample of the value keys outlives its process on PostgreSQL: the
+// next store on the database (a restart, another instance) starts with it
+// rather than taking its own, until it is old.
+func TestSearchSampleKeptForTheNextStore(t *testing.T) {
+	dsn := storetest.NewPostgresDSN(t)
+	ctx := context.Background()
+	openStore := func() *store.Store {
+		s, err := store.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	sampled := func(s *store.Store) (time.Time, int) {
+		s.StartSearchSample()
+		deadline := time.Now().Add(10 * time.Second)
+		for !store.HasTrigramSample(s) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		taken, rows := store.TrigramSampleOf(s)
+		if taken.IsZero() {
+			t.Fatal("no sample 10 s after StartSearchSample")
+		}
+		return taken, rows
+	}
+	first := openStore()
+	feed := newFeed(t, first, "f")
+	var inds []ioc.Indicator
+	for i := range 300 {
+		inds = append(inds, dom(fmt.Sprintf("host-%d.example", i), "src", 10))
+	}
+	apply(t, first, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
+	catchUpAll(t, first.CatchUpValueKeys, 1000)
+	taken, rows := sampled(first)
+	if rows != 300 {
+		t.Fatalf("the first store's sample has %d forms, want the 300 value keys", rows)
+	}
+
+	// More value keys: a sample taken now would have them.
+	inds = inds[:0]
+	for i := range 100 {
+		inds = append(inds, dom(fmt.Sprintf("other-%d.example", i), "src", 10))
+	}
+	apply(t, first, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
+	catchUpAll(t, first.CatchUpValueKeys, 1000)
+	if gotTaken, gotRows := sampled(openStore()); !gotTaken.Equal(taken) || gotRows != rows {
+		t.Errorf("the next store's sample: taken %v with %d forms, want the kept one (%v, %d)", gotTaken, gotRows, taken, rows)
+	}
+
+	// A form's own line break breaks its trigrams as any punctuation
+	// would, and the form stays one.
+	forms, err := store.KeepAndReadTrigramSample(ctx, first, []string{"abc\ndef", "abc def", "abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(forms) != 3 || !slices.Equal(forms[0], forms[1]) || len(forms[0]) != 2 || len(forms[2]) != 4 {
+		t.Errorf("forms with and without a line break kept as %v, want 3 forms, the first two of 2 trigrams alike", forms)
+	}
+	storetest.MustExec(t, first, "UPDATE search_trigram_sample SET taken = taken - interval '2 hours'")
+	renewed, renewedRows := sampled(openStore())
+	if !renewed.After(taken) || renewedRows != 400 {
+		t.Errorf("past its age the kept sample gave way to: taken %v with %d forms, want a new one of 400", renewed, renewedRows)
+	}
+	var kept time.Time
+	if err := first.DB.QueryRowContext(ctx, "SELECT taken FROM search_trigram_sample").Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if !kept.Equal(renewed) {
+		t.Errorf("the kept sample was taken %v, want the new one's %v", kept, renewed)
+	}
+}
+
+// A sample's forms beyond its bound in bytes are thinned evenly over the
+// table's order, not cut at its first pages.
+func TestSampleFormsSpreadWithinTheirBound(t *testing.T) {
+	var forms []string
+	for i := range 1000 {
+		forms = append(forms, fmt.Sprintf("%09d", i))
+	}
+	if got := store.SpreadWithin(forms, 10*len(forms)); len(got) != len(forms) {
+		t.Errorf("within the bound: %d forms kept of %d", len(got), len(forms))
+	}
+	got := store.SpreadWithin(forms, 900)
+	bytes := 0
+	for _, f := range got {
+		bytes += len(f)
+	}
+	if bytes > 900 || len(got) < 90 {
+		t.Errorf("bound 900: kept %d forms, %d bytes; want about 100 within 900 bytes", len(got), bytes)
+	}
+	if got[0] != forms[0] || got[len(got)-1] < forms[900] {
+		t.Errorf("bound 900: kept %s ... %s, want them spread from the first to the last tenth", got[0], got[len(got)-1])
+	}
+}
+
 // The Go form of a search is the form PostgreSQL's expression gives the
 // values: for every ASCII character and some that are not.
 func TestValueKeyFormIsPostgreSQLs(t *testing.T) {

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -39,10 +41,10 @@ const (
 )
 
 // trigramSample is the trigrams of a random sample of value keys: for each,
-// the sampled values that hold it, ascending.
+// the sampled values that hold it, ascending, at its code (trigramCode).
 type trigramSample struct {
 	rows  int
-	posts map[string][]int32
+	posts [][]int32
 	taken time.Time
 }
 
@@ -100,28 +102,58 @@ func (t *backgroundRun) stop() {
 // sampleWork is the sampler's work in the log's words.
 const sampleWork = "sample the value keys' trigrams"
 
-// newTrigramSample indexes the sampled value keys' forms.
+// newTrigramSample indexes the sampled value keys' forms. By the trigrams'
+// codes, without a set of each form's: 29,097 forms of host names took
+// 120-141 ms with maps, and a restart's first search waited on them.
 func newTrigramSample(forms []string, taken time.Time) *trigramSample {
-	t := &trigramSample{rows: len(forms), posts: map[string][]int32{}, taken: taken}
+	t := &trigramSample{rows: len(forms), posts: make([][]int32, trigramCodes), taken: taken}
+	var tris []string
+	var codes []int
 	for row, form := range forms {
-		seen := map[string]bool{}
-		for _, tri := range trigrams(form) {
-			if !seen[tri] {
-				seen[tri] = true
-				t.posts[tri] = append(t.posts[tri], int32(row))
-			}
+		tris, codes = appendTrigrams(tris[:0], form), codes[:0]
+		for _, tri := range tris {
+			codes = append(codes, trigramCode(tri))
+		}
+		slices.Sort(codes)
+		for _, code := range slices.Compact(codes) {
+			t.posts[code] = append(t.posts[code], int32(row))
 		}
 	}
 	return t
+}
+
+// list is the sampled values that hold tri, a trigram of trigrams'.
+func (t *trigramSample) list(tri string) []int32 { return t.posts[trigramCode(tri)] }
+
+// trigramCodes is how many trigrams of lowercase ASCII letters and digits
+// there are: trigramCode numbers them from 0.
+const trigramCodes = 36 * 36 * 36
+
+// trigramCode is tri's number, tri being three lowercase ASCII letters or
+// digits.
+func trigramCode(tri string) int {
+	code := 0
+	for i := range 3 {
+		c := int(tri[i])
+		if c >= 'a' {
+			c -= 'a' - 10
+		} else {
+			c -= '0'
+		}
+		code = 36*code + c
+	}
+	return code
 }
 
 // trigrams returns the trigrams pg_trgm makes of the letters and digits of
 // form, lowercased: those of each run of ASCII letters and digits (pg_trgm
 // breaks words at anything else; a form has no ASCII punctuation left).
 // Runs shorter than three make none.
-func trigrams(form string) []string {
+func trigrams(form string) []string { return appendTrigrams(nil, form) }
+
+// appendTrigrams appends form's trigrams (trigrams) to out.
+func appendTrigrams(out []string, form string) []string {
 	lower := strings.ToLower(form)
-	var out []string
 	start := 0
 	for i := 0; i <= len(lower); i++ {
 		if i < len(lower) && isASCIIAlnum(lower[i]) {
@@ -159,14 +191,14 @@ func (t *trigramSample) indexTrigrams(form string) []string {
 	}
 	// Most common first; ties by the trigram, so that a choice repeats.
 	slices.SortFunc(kept, func(a, b string) int {
-		if n := len(t.posts[b]) - len(t.posts[a]); n != 0 {
+		if n := len(t.list(b)) - len(t.list(a)); n != 0 {
 			return n
 		}
 		return strings.Compare(a, b)
 	})
 	bound := t.holding(kept, t.rows) + 1
 	dropped := false
-	for len(kept) > keptTrigrams && float64(len(t.posts[kept[0]])) >= commonTrigram*float64(t.rows) {
+	for len(kept) > keptTrigrams && float64(len(t.list(kept[0]))) >= commonTrigram*float64(t.rows) {
 		if t.holding(kept[1:], bound) > bound {
 			break
 		}
@@ -184,7 +216,7 @@ func (t *trigramSample) indexTrigrams(form string) []string {
 func (t *trigramSample) holding(tris []string, most int) int {
 	lists := make([][]int32, 0, len(tris))
 	for _, tri := range tris {
-		lists = append(lists, t.posts[tri])
+		lists = append(lists, t.list(tri))
 	}
 	slices.SortFunc(lists, func(a, b []int32) int { return len(a) - len(b) })
 	n := 0
@@ -209,47 +241,141 @@ func (t *trigramSample) holding(tris []string, most int) int {
 // and, when it is missing or old, starts taking the next.
 func (s *Store) searchTrigrams() *trigramSample {
 	current := s.trigrams.current.Load()
-	if current != nil && (time.Since(current.taken) < smallSampleAge ||
-		current.rows >= trigramSampleRows/2 && time.Since(current.taken) < trigramSampleAge) {
+	if current.fresh(time.Now()) {
 		return current
 	}
 	s.trigrams.start(sampleWork, s.sampleTrigrams)
 	return current
 }
 
-// StartSearchSample starts taking, in the background, the sample of the
+// fresh says whether the sample still serves at now: for trigramSampleAge,
+// or smallSampleAge when it is of a table smaller than the sample's size.
+func (t *trigramSample) fresh(now time.Time) bool {
+	if t == nil {
+		return false
+	}
+	age := now.Sub(t.taken)
+	return age < smallSampleAge || t.rows >= trigramSampleRows/2 && age < trigramSampleAge
+}
+
+// StartSearchSample starts setting, in the background, the sample of the
 // value keys that searches choose their trigrams by, which the first
 // search would otherwise start: tifeeds serve calls it before its first
 // request, so that a search right after a restart does not go without one
 // (at 10,000,000 IoCs the bench's search took 30 ms without a sample, 5 ms
-// with; the sample takes about 150 ms). Nothing on SQLite.
+// with). The sample kept in the database serves at once when fresh (one
+// row); taking one takes 0.1-0.3 s. Nothing on SQLite.
 func (s *Store) StartSearchSample() {
 	if s.Dialect == Postgres {
 		s.trigrams.start(sampleWork, s.sampleTrigrams)
 	}
 }
 
-// sampleTrigrams takes a sample of PostgreSQL's value keys for searches to
-// choose their trigrams by (see trigramSample): about trigramSampleRows of
-// them, from random pages (TABLESAMPLE SYSTEM, which reads only those).
+// sampleTrigrams sets the store's sample on PostgreSQL: the one kept in
+// the database when it is fresh (this process's before it restarted, or
+// another instance's), else a new one, which it keeps there for them.
 func (s *Store) sampleTrigrams(ctx context.Context) error {
 	if s.Dialect != Postgres {
 		return nil
 	}
+	kept, err := s.keptTrigramSample(ctx)
+	if err != nil {
+		return err
+	}
+	if kept.fresh(time.Now()) {
+		s.trigrams.current.Store(kept)
+		return nil
+	}
+	forms, err := s.sampleValueKeys(ctx)
+	if err != nil {
+		return err
+	}
+	// In PostgreSQL's precision, so that the kept sample is this one.
+	sample := newTrigramSample(forms, time.Now().Truncate(time.Microsecond))
+	// Kept first, so that whoever sees it serving finds it kept; it serves
+	// this process whether or not it could be kept.
+	err = s.keepTrigramSample(ctx, forms, sample.taken)
+	s.trigrams.current.Store(sample)
+	return err
+}
+
+// trigramSampleBytes bounds the bytes of a sample's forms, in memory and
+// kept, and trigramFormBytes each form's: every value key is sampled alike
+// however long, and 60,000 URLs of some kilobytes each would take hundreds
+// of megabytes. Host names and hashes take 1-2 MB.
+const trigramSampleBytes, trigramFormBytes = 4 << 20, 512
+
+// sampleValueKeys takes a sample of PostgreSQL's value keys: about
+// trigramSampleRows of them, from random pages (TABLESAMPLE SYSTEM, which
+// reads only those), and of those evenly spread ones up to
+// trigramSampleBytes.
+func (s *Store) sampleValueKeys(ctx context.Context) ([]string, error) {
 	var estimate float64
 	if err := s.reader().NewRaw("SELECT reltuples FROM pg_class WHERE relname = 'ioc_value_keys'").Scan(ctx, &estimate); err != nil {
-		return err
+		return nil, err
 	}
 	percent := 100.0
 	if estimate > 0 {
 		percent = min(100, 100*trigramSampleRows/estimate)
 	}
 	var forms []string
-	// LIMIT only bounds the memory: it would keep the table's first pages.
-	if err := s.reader().NewRaw("SELECT value FROM ioc_value_keys TABLESAMPLE SYSTEM (?) LIMIT ?", percent, 2*trigramSampleRows).
+	// LIMIT only bounds the rows: it would keep the table's first pages.
+	if err := s.reader().NewRaw("SELECT left(value, ?) FROM ioc_value_keys TABLESAMPLE SYSTEM (?) LIMIT ?", trigramFormBytes, percent, 2*trigramSampleRows).
 		Scan(ctx, &forms); err != nil {
-		return err
+		return nil, err
 	}
-	s.trigrams.current.Store(newTrigramSample(forms, time.Now()))
-	return nil
+	return spreadWithin(forms, trigramSampleBytes), nil
+}
+
+// spreadWithin returns every k-th of forms, the fewest k that keeps their
+// bytes within most (the rows come in the table's order: the first alone
+// would be its first pages').
+func spreadWithin(forms []string, most int) []string {
+	total := 0
+	for _, f := range forms {
+		total += len(f)
+	}
+	if total <= most {
+		return forms
+	}
+	for every := (total + most - 1) / most; ; every++ {
+		var kept []string
+		bytes := 0
+		for i := 0; i < len(forms); i += every {
+			kept, bytes = append(kept, forms[i]), bytes+len(forms[i])
+		}
+		if bytes <= most {
+			return kept
+		}
+	}
+}
+
+// keptTrigramSample is the sample kept in the database; nil when none is.
+func (s *Store) keptTrigramSample(ctx context.Context) (*trigramSample, error) {
+	var (
+		taken time.Time
+		forms string
+	)
+	err := s.reader().QueryRowContext(ctx, "SELECT taken, forms FROM search_trigram_sample WHERE id = 1").Scan(&taken, &forms)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return newTrigramSample(strings.Split(forms, "\n"), taken), nil
+}
+
+// keepTrigramSample keeps a sample's forms, taken at taken, in the
+// database in place of the last: one text, a line a form, a form's own
+// line breaks made spaces (a trigram is of letters and digits, and either
+// breaks it). Split, they took a tenth of the time of a JSON array's
+// decoding.
+func (s *Store) keepTrigramSample(ctx context.Context, forms []string, taken time.Time) error {
+	lines := make([]string, len(forms))
+	for i, form := range forms {
+		lines[i] = strings.ReplaceAll(form, "\n", " ")
+	}
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO search_trigram_sample (id, taken, forms) VALUES (1, ?, ?)
+ON CONFLICT (id) DO UPDATE SET taken = EXCLUDED.taken, forms = EXCLUDED.forms`, taken, strings.Join(lines, "\n"))
+	return err
 }
