@@ -126,7 +126,9 @@ func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, cappe
 // once (race, walk alone first: for its first step, or for alone when
 // that is not 0), and returns the page of the first done. A range of no
 // more than prefixHandOff entries, which a count through the index tells
-// first, is read alone instead, each kind in one statement: on two cores
+// first (the page's count of its total, when the prefix and its kinds are
+// all of f: IoCs counts on to prefixHandOff), is read alone instead, each
+// kind in one statement: on two cores
 // beside an ingest the two ways at once shared the core it left, and the
 // walk, even handing off to the range once the count had come back beside
 // it, took a core for its first step. On SQLite at 10,000,000 IoCs,
@@ -140,9 +142,12 @@ func (s *Store) raceRange(ctx context.Context, f IoCFilter, o IoCOrder, after bo
 	alone time.Duration, walk wayStep, walked func(context.Context) ([]IoC, error)) ([]IoC, error) {
 	span := &prefixRange{rows: s.countCap()}
 	if prefixHandOff >= 0 && prefixWays.walk && prefixWays.span {
-		small, err := s.prefixRangeAtMost(ctx, f, prefixHandOff)
-		if err != nil {
-			return nil, err
+		small := f.prefixCounted && f.prefixEntries <= prefixHandOff
+		if !f.prefixCounted {
+			var err error
+			if small, err = s.prefixRangeAtMost(ctx, f, prefixHandOff); err != nil {
+				return nil, err
+			}
 		}
 		if small {
 			span.whole = true
@@ -180,6 +185,16 @@ func (s *Store) raceRange(ctx context.Context, f IoCFilter, o IoCOrder, after bo
 // PostgreSQL, at 10,000,000 IoCs. A variable for the tests (-1: the walk
 // always races the range).
 var prefixHandOff = 30_000
+
+// rangeCountedOn says whether the count of a page of f's total counts on
+// to prefixHandOff, for raceRange: f has a prefix and no condition beyond
+// its kinds, and the page, of first IoCs, goes through raceRange when more
+// match than the cap, as in every order but by value (the prefix's range in
+// the index's own order) and by kind (each kind's count of its own).
+func (s *Store) rangeCountedOn(f IoCFilter, o IoCOrder, first int) bool {
+	return first > 0 && f.ValuePrefix != "" && beyondPrefix(f).empty() && prefixHandOff > s.countCap() &&
+		o.Field != IoCOrderValue && o.Field != IoCOrderType
+}
 
 // prefixRangeAtMost says whether f's prefix's range, in f's kinds, has no
 // more than n entries: a count of the range through the (type, value)
@@ -242,6 +257,7 @@ func (s *Store) pageOfPrefixByKind(ctx context.Context, f IoCFilter, desc, after
 		}
 		kind := f
 		kind.Types = []ioc.Kind{ioc.Kind(k)}
+		kind.prefixCounted = false // f's count was of all its kinds
 		// A kind with none of the prefix's values costs a probe of the
 		// index, not a first step of each way.
 		first, err := s.firstPrefixKind(ctx, f.ValuePrefix, kind.Types)

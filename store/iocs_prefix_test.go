@@ -145,7 +145,9 @@ func takePrefixWay(w prefixWay) (restore func()) {
 
 // A prefix's range of few entries is read alone, each kind in one
 // statement: the walk takes no step. Past the bound (PrefixHandOff) the
-// walk races the range.
+// walk races the range. Either way the page's count of its total, which
+// counts on to the bound, tells the range's size: the range is counted
+// once.
 func TestSmallPrefixRangeReadAlone(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -183,9 +185,13 @@ func TestSmallPrefixRangeReadAlone(t *testing.T) {
 			if got := eachIoCs(page.IoCs, func(r store.IoC) string { return r.Value }); !slices.Equal(got, []string{"zz4.example", "zz3.example"}) {
 				t.Fatalf("%s: first page of zz newest first: %v", c.name, got)
 			}
-			var windows, spans, bounded int
+			if page.Total != 3 || !page.TotalCapped {
+				t.Errorf("%s: total %d (capped %v), want the cap, 3, capped", c.name, page.Total, page.TotalCapped)
+			}
+			var windows, spans, bounded, counts int
 			for _, q := range sent() {
 				windows += strings.Count(q, "LIMIT 6")
+				counts += strings.Count(q, "count(*)")
 				if strings.Contains(q, "AS last_value") {
 					spans++
 					if strings.Contains(q, `"last"`) {
@@ -198,6 +204,21 @@ func TestSmallPrefixRangeReadAlone(t *testing.T) {
 			}
 			if !c.walked && (spans != 1 || bounded > 0) {
 				t.Errorf("%s: the range read %d spans, %d of them to a last entry, want one span to the prefix's end", c.name, spans, bounded)
+			}
+			// The page's count of its total tells the range's size too.
+			if counts != 1 {
+				t.Errorf("%s: %d counts, want the page's one", c.name, counts)
+			}
+		}
+		// In value order the page reads the range in the index's own
+		// order, and counts only to the cap.
+		sent := recordStatements(s)
+		if _, err := s.IoCs(ctx, store.IoCFilter{ValuePrefix: "zz"}, store.IoCOrder{Field: store.IoCOrderValue}, 2, ""); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range sent() {
+			if strings.Contains(q, "count(*)") && !strings.Contains(q, "LIMIT 4)") {
+				t.Errorf("in value order the page counted past the cap: %s", q)
 			}
 		}
 	})

@@ -49,6 +49,12 @@ type IoCFilter struct {
 	MinScore      *int
 	ExpiresBefore *time.Time
 	ExpiresAfter  *time.Time
+	// prefixEntries, when prefixCounted, is how many entries of the
+	// prefix's range in Types IoCs counted, up to one past prefixHandOff,
+	// which raceRange would otherwise count again (f having no other
+	// condition).
+	prefixEntries int
+	prefixCounted bool
 }
 
 // empty says whether f selects every IoC.
@@ -476,8 +482,14 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		// Few IoCs match and a condition's own index finds them, or many
 		// match and counting stops soon.
 		limit := s.countCap()
+		counted := limit
+		if s.rangeCountedOn(f, o, first) {
+			// The page past the cap asks the same count of the prefix's
+			// range, up to prefixHandOff (raceRange): one count for both.
+			counted = prefixHandOff
+		}
 		// One more than the cap tells "more than" from "exactly".
-		capped := count.ExcludeColumn("*").ColumnExpr("1").Limit(int64(limit) + 1)
+		capped := count.ExcludeColumn("*").ColumnExpr("1").Limit(int64(counted) + 1)
 		if col := s.indexedRange(f); col != "" {
 			// Counted in the index's order, the count walks the range's
 			// entries and stops at the cap. Unordered, PostgreSQL
@@ -500,6 +512,9 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 		}
 		page.Total = min(total, limit)
 		page.TotalCapped = total > limit
+		if counted > limit {
+			f.prefixEntries, f.prefixCounted = total, true
+		}
 	}
 	if first == 0 {
 		return page, nil
