@@ -131,8 +131,24 @@ func TestSearchSampleKeptForTheNextStore(t *testing.T) {
 	if len(forms) != 3 || !slices.Equal(forms[0], forms[1]) || len(forms[0]) != 2 || len(forms[2]) != 4 {
 		t.Errorf("forms with and without a line break kept as %v, want 3 forms, the first two of 2 trigrams alike", forms)
 	}
+	// Past its age, the kept sample serves a store that has none while
+	// it takes a new one (the value keys locked meanwhile), then gives way.
 	storetest.MustExec(t, first, "UPDATE search_trigram_sample SET taken = taken - interval '2 hours'")
-	renewed, renewedRows := sampled(openStore())
+	var stale time.Time
+	if err := first.DB.QueryRowContext(ctx, "SELECT taken FROM search_trigram_sample").Scan(&stale); err != nil {
+		t.Fatal(err)
+	}
+	release := storetest.HoldWrite(t, first, "LOCK TABLE ioc_value_keys IN ACCESS EXCLUSIVE MODE")
+	next := openStore()
+	if serving, _ := sampled(next); !serving.Equal(stale) {
+		t.Errorf("while a new sample is taken, the store serves one taken %v, want the kept one, %v", serving, stale)
+	}
+	release()
+	deadline := time.Now().Add(10 * time.Second)
+	for taken, _ := store.TrigramSampleOf(next); taken.Equal(stale) && time.Now().Before(deadline); taken, _ = store.TrigramSampleOf(next) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	renewed, renewedRows := store.TrigramSampleOf(next)
 	if !renewed.After(taken) || renewedRows != 400 {
 		t.Errorf("past its age the kept sample gave way to: taken %v with %d forms, want a new one of 400", renewed, renewedRows)
 	}

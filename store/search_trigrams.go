@@ -273,7 +273,10 @@ func (s *Store) StartSearchSample() {
 
 // sampleTrigrams sets the store's sample on PostgreSQL: the one kept in
 // the database when it is fresh (this process's before it restarted, or
-// another instance's), else a new one, which it keeps there for them.
+// another instance's), else a new one, which it keeps there for them. A
+// store with none yet serves with the kept one, however old, until the
+// new one is taken: the values' trigrams change slowly, and a search
+// without a sample reads every trigram's posting list.
 func (s *Store) sampleTrigrams(ctx context.Context) error {
 	if s.Dialect != Postgres {
 		return nil
@@ -282,8 +285,10 @@ func (s *Store) sampleTrigrams(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if kept.fresh(time.Now()) {
+	if kept.fresh(time.Now()) || kept != nil && s.trigrams.current.Load() == nil {
 		s.trigrams.current.Store(kept)
+	}
+	if kept.fresh(time.Now()) {
 		return nil
 	}
 	forms, err := s.sampleValueKeys(ctx)
