@@ -207,3 +207,51 @@ func TestManyKeysCountThroughTheKeys(t *testing.T) {
 		t.Errorf("no count through ioc_expires_keys among the statements sent:\n%s", strings.Join(sent, "\n"))
 	}
 }
+
+// A tag's page walking an order's keys on SQLite probes each key's IoC in
+// the tag keys before it reads the IoC's row: the probe is a join between
+// the order's keys and iocs. The page is the one the rows give, with an
+// IoC that lost the tag since the keys (its tag key stale) and one that
+// gained it (not yet keyed).
+func TestTagWalkProbesTheTagKeysBeforeTheRows(t *testing.T) {
+	s := storetest.NewSQLite(t)
+	ctx := context.Background()
+	feed, other := newFeed(t, s, "f"), newFeed(t, s, "other")
+	var inds []ioc.Indicator
+	for i := range 40 {
+		var tags []string
+		if i%4 == 0 {
+			tags = append(tags, "rare")
+		}
+		inds = append(inds, dom(fmt.Sprintf("t%02d.example", i), "src", i, tags...))
+	}
+	apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day, Indicators: inds})
+	// t39 takes the tag on from another feed, after the keys; t37 loses
+	// it when that feed's sightings go.
+	apply(t, s, store.Batch{FeedID: other, Now: t0, Retention: 10 * day, Indicators: []ioc.Indicator{dom("t37.example", "src", 37, "rare")}})
+	catchUpAll(t, s.CatchUpKeys, 1000)
+	apply(t, s, store.Batch{FeedID: other, Now: t0.Add(time.Minute), Retention: 10 * day, Indicators: []ioc.Indicator{dom("t39.example", "src", 39, "rare")}})
+	if _, err := s.DeleteFeedSightings(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, store.Batch{FeedID: other, Now: t0.Add(2 * time.Minute), Retention: 10 * day, Indicators: []ioc.Indicator{dom("t39.example", "src", 39, "rare")}})
+	savedSparse := *store.SparseKeys
+	*store.SparseKeys, s.IoCCountCap = 1, 3
+	defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, 0 }()
+	recorded := recordStatements(s)
+	page, err := s.IoCs(ctx, store.IoCFilter{Tag: "rare"}, store.IoCOrder{Field: store.IoCOrderScore, Desc: true}, 4, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := eachIoCs(page.IoCs, func(r store.IoC) string { return r.Value })
+	if want := []string{"t39.example", "t36.example", "t32.example", "t28.example"}; !slices.Equal(got, want) {
+		t.Errorf("the rare tag by score desc: %v, want %v", got, want)
+	}
+	probed := false
+	for _, q := range recorded() {
+		probed = probed || strings.Contains(q, `"ioc_score_keys" AS x CROSS JOIN ioc_tag_keys AS t CROSS JOIN iocs AS iocs`)
+	}
+	if !probed {
+		t.Error("no walk of the score keys probed the tag keys before the rows")
+	}
+}
