@@ -100,24 +100,14 @@ func TestSearchSampleKeptForTheNextStore(t *testing.T) {
 	}
 	first := openStore()
 	feed := newFeed(t, first, "f")
-	var inds []ioc.Indicator
-	for i := range 300 {
-		inds = append(inds, dom(fmt.Sprintf("host-%d.example", i), "src", 10))
-	}
-	apply(t, first, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
-	catchUpAll(t, first.CatchUpValueKeys, 1000)
+	addKeyedDomains(t, first, feed, "host-%d.example", 300)
 	taken, rows := sampled(first)
 	if rows != 300 {
 		t.Fatalf("the first store's sample has %d forms, want the 300 value keys", rows)
 	}
 
 	// More value keys: a sample taken now would have them.
-	inds = inds[:0]
-	for i := range 100 {
-		inds = append(inds, dom(fmt.Sprintf("other-%d.example", i), "src", 10))
-	}
-	apply(t, first, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
-	catchUpAll(t, first.CatchUpValueKeys, 1000)
+	addKeyedDomains(t, first, feed, "other-%d.example", 100)
 	if gotTaken, gotRows := sampled(openStore()); !gotTaken.Equal(taken) || gotRows != rows {
 		t.Errorf("the next store's sample: taken %v with %d forms, want the kept one (%v, %d)", gotTaken, gotRows, taken, rows)
 	}
@@ -262,13 +252,7 @@ func TestSearchChoosesItsTrigramsBySample(t *testing.T) {
 // PostgreSQL; SQLite has none to take.
 func TestStartSearchSampleTakesOne(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		feed := newFeed(t, s, "f")
-		var inds []ioc.Indicator
-		for i := range 50 {
-			inds = append(inds, dom(fmt.Sprintf("host-%d.example", i), "src", 10))
-		}
-		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
-		catchUpAll(t, s.CatchUpValueKeys, 1000)
+		addKeyedDomains(t, s, newFeed(t, s, "f"), "host-%d.example", 50)
 		if store.HasTrigramSample(s) {
 			t.Fatal("a sample before any was started")
 		}
@@ -281,4 +265,16 @@ func TestStartSearchSampleTakesOne(t *testing.T) {
 			t.Errorf("a sample after StartSearchSample: %v, want %v", got, want)
 		}
 	})
+}
+
+// addKeyedDomains stores n domains of feed named by format and makes their
+// value keys.
+func addKeyedDomains(t *testing.T, s *store.Store, feed int64, format string, n int) {
+	t.Helper()
+	var inds []ioc.Indicator
+	for i := range n {
+		inds = append(inds, dom(fmt.Sprintf(format, i), "src", 10))
+	}
+	apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
+	catchUpAll(t, s.CatchUpValueKeys, 1000)
 }
