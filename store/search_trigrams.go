@@ -305,10 +305,10 @@ func (s *Store) sampleTrigrams(ctx context.Context) error {
 }
 
 // trigramSampleBytes bounds the bytes of a sample's forms, in memory and
-// kept, and trigramFormBytes each form's: every value key is sampled alike
-// however long, and 60,000 URLs of some kilobytes each would take hundreds
-// of megabytes. Host names and hashes take 1-2 MB.
-const trigramSampleBytes, trigramFormBytes = 4 << 20, 512
+// kept, and trigramFormChars each form's characters: every value key is
+// sampled alike however long, and 60,000 URLs of some kilobytes each would
+// take hundreds of megabytes. Host names and hashes take 1-2 MB.
+const trigramSampleBytes, trigramFormChars = 4 << 20, 512
 
 // sampleValueKeys takes a sample of PostgreSQL's value keys: about
 // trigramSampleRows of them, from random pages (TABLESAMPLE SYSTEM, which
@@ -325,7 +325,7 @@ func (s *Store) sampleValueKeys(ctx context.Context) ([]string, error) {
 	}
 	var forms []string
 	// LIMIT only bounds the rows: it would keep the table's first pages.
-	if err := s.reader().NewRaw("SELECT left(value, ?) FROM ioc_value_keys TABLESAMPLE SYSTEM (?) LIMIT ?", trigramFormBytes, percent, 2*trigramSampleRows).
+	if err := s.reader().NewRaw("SELECT left(value, ?) FROM ioc_value_keys TABLESAMPLE SYSTEM (?) LIMIT ?", trigramFormChars, percent, 2*trigramSampleRows).
 		Scan(ctx, &forms); err != nil {
 		return nil, err
 	}
