@@ -139,8 +139,8 @@ func joinKeys(q *bun.SelectQuery, table, holds, tag string) *bun.SelectQuery {
 			bun.Ident(table))
 	}
 	if tag != "" {
-		return q.ModelTableExpr("? AS x CROSS JOIN ioc_tag_keys AS t CROSS JOIN iocs AS iocs", bun.Ident(table)).
-			Where("t.tag = ? AND t.id = x.id", tag).
+		return q.ModelTableExpr("? AS x CROSS JOIN ioc_tag_keys AS tk CROSS JOIN iocs AS iocs", bun.Ident(table)).
+			Where("tk.tag = ? AND tk.id = x.id", tag).
 			Where("iocs.id = x.id AND " + holds)
 	}
 	return q.ModelTableExpr("? AS x CROSS JOIN iocs AS iocs", bun.Ident(table)).

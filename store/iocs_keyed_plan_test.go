@@ -249,7 +249,7 @@ func TestTagWalkProbesTheTagKeysBeforeTheRows(t *testing.T) {
 	}
 	probed := false
 	for _, q := range recorded() {
-		probed = probed || strings.Contains(q, `"ioc_score_keys" AS x CROSS JOIN ioc_tag_keys AS t CROSS JOIN iocs AS iocs`)
+		probed = probed || strings.Contains(q, `"ioc_score_keys" AS x CROSS JOIN ioc_tag_keys AS tk CROSS JOIN iocs AS iocs`)
 	}
 	if !probed {
 		t.Error("no walk of the score keys probed the tag keys before the rows")
