@@ -60,7 +60,9 @@ func (b *readBench) pagesWhile(ctx context.Context, busy func() bool, cold bool)
 	// merge each kind's values (value order), where a kind that has none of
 	// a filter's IoCs cost a walk of the whole kind; a prefix newest first
 	// and by score, whose IoCs (old ones, at 10,000,000) a walk of the
-	// order meets after most others; and an expiry range in orders whose
+	// order meets after most others; a tag of few IoCs by score, whose walk
+	// of the score's keys meets a page after a hundred keys a match; and an
+	// expiry range in orders whose
 	// walk meets the short-lived IoCs of a run after every other, which
 	// the expiry zones' bounds serve.
 	for _, c := range []struct {
@@ -76,6 +78,7 @@ func (b *readBench) pagesWhile(ctx context.Context, busy func() bool, cold bool)
 		{"type DOMAIN", map[string]any{"type": []string{"DOMAIN"}}, "TYPE", "ASC"},
 		{"valuePrefix", map[string]any{"valuePrefix": "host-12"}, "FIRST_SEEN", "DESC"},
 		{"valuePrefix", map[string]any{"valuePrefix": "host-12"}, "SCORE", "DESC"},
+		{"tag (1%)", map[string]any{"tag": rareTag}, "SCORE", "DESC"},
 		{"expiresBefore +1d", map[string]any{"expiresBefore": now.Add(24 * time.Hour).Format(time.RFC3339)}, "FIRST_SEEN", "ASC"},
 		{"expiresBefore +1d", map[string]any{"expiresBefore": now.Add(24 * time.Hour).Format(time.RFC3339)}, "SCORE", "ASC"},
 	} {
