@@ -128,10 +128,10 @@ func (s *Store) pageOfPrefix(ctx context.Context, f IoCFilter, o IoCOrder, cappe
 // more than prefixHandOff entries, which a count through the index tells
 // first (the page's count of its total, when the prefix and its kinds are
 // all of f: IoCs counts on to prefixHandOff), is read alone instead, each
-// kind in one statement: on two cores
-// beside an ingest the two ways at once shared the core it left, and the
-// walk, even handing off to the range once the count had come back beside
-// it, took a core for its first step. On SQLite at 10,000,000 IoCs,
+// kind in one statement: on two cores beside an ingest the two ways at
+// once shared the core it left, and the walk, even handing off to the
+// range once the count had come back beside it, took a core for its first
+// step. On SQLite at 10,000,000 IoCs,
 // pages of "host-12" (22,222 IoCs) by first sighting and by score, called
 // back to back during an ingest, had medians of 30.8-33.4 / 27.6-28.0 ms
 // racing, 23.4-24.0 / 19.1-19.4 with the walk handing off, and 10.4-12.3
@@ -189,8 +189,11 @@ var prefixHandOff = 30_000
 // rangeCountedOn says whether the count of a page of f's total counts on
 // to prefixHandOff, for raceRange: f has a prefix and no condition beyond
 // its kinds, and the page, of first IoCs, goes through raceRange when more
-// match than the cap, as in every order but by value (the prefix's range in
-// the index's own order) and by kind (each kind's count of its own).
+// match than the cap. That is every order on PostgreSQL but by value (the
+// prefix's range in the index's own order) and by kind (each kind's count
+// of its own); on SQLite, id order, and the others while their keys serve
+// them. While the keys lag, such a count goes past the cap for nothing: at
+// most 20,000 more entries of the index.
 func (s *Store) rangeCountedOn(f IoCFilter, o IoCOrder, first int) bool {
 	return first > 0 && f.ValuePrefix != "" && beyondPrefix(f).empty() && prefixHandOff > s.countCap() &&
 		o.Field != IoCOrderValue && o.Field != IoCOrderType

@@ -285,10 +285,11 @@ func (s *Store) sampleTrigrams(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if kept.fresh(time.Now()) || kept != nil && s.trigrams.current.Load() == nil {
+	fresh := kept.fresh(time.Now())
+	if fresh || kept != nil && s.trigrams.current.Load() == nil {
 		s.trigrams.current.Store(kept)
 	}
-	if kept.fresh(time.Now()) {
+	if fresh {
 		return nil
 	}
 	forms, err := s.sampleValueKeys(ctx)

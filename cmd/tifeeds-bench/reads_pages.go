@@ -62,9 +62,8 @@ func (b *readBench) pagesWhile(ctx context.Context, busy func() bool, cold bool)
 	// and by score, whose IoCs (old ones, at 10,000,000) a walk of the
 	// order meets after most others; a tag of few IoCs by score, whose walk
 	// of the score's keys meets a page after a hundred keys a match; and an
-	// expiry range in orders whose
-	// walk meets the short-lived IoCs of a run after every other, which
-	// the expiry zones' bounds serve.
+	// expiry range in orders whose walk meets the short-lived IoCs of a run
+	// after every other, which the expiry zones' bounds serve.
 	for _, c := range []struct {
 		name       string
 		v          map[string]any
