@@ -239,3 +239,12 @@ func ZoneWays(walk, zones bool) (restore func()) {
 	zoneWays.walk, zoneWays.zones = walk, zones
 	return func() { zoneWays = saved }
 }
+
+// SparseWays lets tests take one way only to a page of a sparse find:
+// walking the page's order, or reading the keys; race sets how many keys
+// past which the two race (pageOfSparse).
+func SparseWays(walk, read bool, race int) (restore func()) {
+	saved, savedRace := sparseWays, sparseRaceKeys
+	sparseWays.walk, sparseWays.read, sparseRaceKeys = walk, read, race
+	return func() { sparseWays, sparseRaceKeys = saved, savedRace }
+}

@@ -980,6 +980,12 @@ func keyedCases() []keyedCase {
 		{"rare, score desc", store.IoCFilter{Tag: "rare"}, order(store.IoCOrderScore, true), has("rare"), keyedOrder(score, true)},
 		{"rare, last seen", store.IoCFilter{Tag: "rare"}, order(store.IoCOrderLastSeen, false), has("rare"), keyedOrder(last, false)},
 		{"rare, min score 40", store.IoCFilter{Tag: "rare", MinScore: ptr(40)}, store.IoCOrder{}, and(has("rare"), minScore), keyedOrder(id, false)},
+		{"rare, value", store.IoCFilter{Tag: "rare"}, order(store.IoCOrderValue, false), has("rare"),
+			func(a, b keyedRow) int { return cmp.Or(strings.Compare(a.value, b.value), cmp.Compare(a.id, b.id)) }},
+		// Every IoC here is a domain: type order goes by id within it.
+		{"rare, type desc", store.IoCFilter{Tag: "rare"}, order(store.IoCOrderType, true), has("rare"), keyedOrder(id, true)},
+		{"min score 40, value desc", store.IoCFilter{MinScore: ptr(40)}, order(store.IoCOrderValue, true), minScore,
+			func(a, b keyedRow) int { return cmp.Or(strings.Compare(b.value, a.value), cmp.Compare(b.id, a.id)) }},
 		{"common, id desc", store.IoCFilter{Tag: "common"}, order(store.IoCOrderID, true), has("common"), keyedOrder(id, true)},
 		{"common, first seen desc", store.IoCFilter{Tag: "common"}, order(store.IoCOrderFirstSeen, true), has("common"), keyedOrder(first, true)},
 		{"search 1.EX", store.IoCFilter{Search: "1.EX"}, store.IoCOrder{}, contains("1.ex"), keyedOrder(id, false)},
@@ -1079,6 +1085,16 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 			restore := takePrefixWay(ways)
 			checkKeyedCase(t, s, state+pace, c, want, countCap)
 			restore()
+		}
+		// A find through few keys races a walk of the page's order on
+		// SQLite past some keys (pageOfSparse): every find here, raced,
+		// and each way alone.
+		if !dense {
+			for pace, ways := range map[string][2]bool{", sparse raced": {true, true}, ", sparse walked": {true, false}, ", sparse read": {false, true}} {
+				restore := store.SparseWays(ways[0], ways[1], 0)
+				checkKeyedCase(t, s, state+pace, c, want, countCap)
+				restore()
+			}
 		}
 	}
 }

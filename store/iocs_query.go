@@ -544,6 +544,9 @@ func (s *Store) IoCs(ctx context.Context, f IoCFilter, o IoCOrder, first int, af
 // serves f and o best.
 func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPlan, capped, after bool, cursorValue any, cursorID int64, limit int) ([]IoC, error) {
 	f.typesDense = len(f.Types) > 0 && capped
+	if s.racesSparse(f, plan) {
+		return s.pageOfSparse(ctx, f, o, plan, capped, after, cursorValue, cursorID, limit)
+	}
 	var keys *iocKeys
 	switch {
 	case plan == nil:
