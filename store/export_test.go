@@ -242,9 +242,10 @@ func ZoneWays(walk, zones bool) (restore func()) {
 
 // SparseWays lets tests take one way only to a page of a sparse find:
 // walking the page's order, or reading the keys; race sets how many keys
-// past which the two race (pageOfSparse).
-func SparseWays(walk, read bool, race int) (restore func()) {
-	saved, savedRace := sparseWays, sparseRaceKeys
-	sparseWays.walk, sparseWays.read, sparseRaceKeys = walk, read, race
-	return func() { sparseWays, sparseRaceKeys = saved, savedRace }
+// past which the two race, changed how many IoCs changed since the keys
+// past which the page takes one (pageOfSparse).
+func SparseWays(walk, read bool, race, changed int) (restore func()) {
+	saved, savedRace, savedChanged := sparseWays, sparseRaceKeys, sparseRaceChanged
+	sparseWays.walk, sparseWays.read, sparseRaceKeys, sparseRaceChanged = walk, read, race, changed
+	return func() { sparseWays, sparseRaceKeys, sparseRaceChanged = saved, savedRace, savedChanged }
 }

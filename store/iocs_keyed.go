@@ -88,8 +88,10 @@ type keyPlan struct {
 	// short-lived ones a sweep was expiring), read nearly all of them:
 	// expiresBefore +1d took 0.3-2.8 s at 1-10 M IoCs.
 	count *iocKeys
-	// stored is how many IoCs there are (ioc_stats), as the stamp was read.
-	stored int64
+	// stored is how many IoCs there are (ioc_stats), and changed how many
+	// changed since the stamp, as it was read.
+	stored  int64
+	changed int
 	// settled says a sparse find is the page's way, not raced against a
 	// walk (pageOfSparse).
 	settled bool
@@ -272,11 +274,11 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 	if plan.walk == nil && len(finders) == 0 {
 		return nil, nil
 	}
-	stamp, stored, ok, err := s.keyedStampOf(ctx)
+	stamp, stored, changed, ok, err := s.keyedStampOf(ctx)
 	if err != nil || !ok {
 		return nil, err
 	}
-	plan.stamp, plan.stored = stamp, stored
+	plan.stamp, plan.stored, plan.changed = stamp, stored, changed
 	if plan.find, err = s.pickFinder(ctx, finders, f.keysCounted); err != nil {
 		return nil, err
 	}
@@ -388,22 +390,23 @@ func (s *Store) changedIoCs(stamp int64) *bun.SelectQuery {
 // keyedStamp reads the key tables' stamp for a keyed read; ok is false
 // while more IoCs changed since than such a read sorts (recentKeysMost).
 func (s *Store) keyedStamp(ctx context.Context) (stamp int64, ok bool, err error) {
-	stamp, _, ok, err = s.keyedStampOf(ctx)
+	stamp, _, _, ok, err = s.keyedStampOf(ctx)
 	return stamp, ok, err
 }
 
-// keyedStampOf is keyedStamp, with how many IoCs are stored (ioc_stats).
-func (s *Store) keyedStampOf(ctx context.Context) (stamp, stored int64, ok bool, err error) {
+// keyedStampOf is keyedStamp, with how many IoCs are stored (ioc_stats)
+// and how many changed since the stamp.
+func (s *Store) keyedStampOf(ctx context.Context) (stamp, stored int64, changed int, ok bool, err error) {
 	if stamp, err = s.keysStamp(ctx); err != nil {
-		return 0, 0, false, err
+		return 0, 0, 0, false, err
 	}
 	st, err := s.IoCStats(ctx)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, 0, false, err
 	}
 	most := recentKeysMost(st.Count)
 	recent, err := s.changedSinceAt(ctx, stamp, st.Version, most+1)
-	return stamp, st.Count, err == nil && recent <= most, err
+	return stamp, st.Count, recent, err == nil && recent <= most, err
 }
 
 // changedCount is a count of the IoCs changed since a stamp, up to a limit,
