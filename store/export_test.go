@@ -249,3 +249,12 @@ func SparseWays(walk, read bool, race, changed int) (restore func()) {
 	sparseWays.walk, sparseWays.read, sparseRaceKeys, sparseRaceChanged = walk, read, race, changed
 	return func() { sparseWays, sparseRaceKeys, sparseRaceChanged = saved, savedRace, savedChanged }
 }
+
+// SparseWalkBound sets how many IoCs pageOfSparseBounded's walk reads at
+// most, the walk taken whatever the keys (0: half the keys, when a page of
+// matches spread evenly lies within).
+func SparseWalkBound(rows int) (restore func()) {
+	saved := sparseWalkBound
+	sparseWalkBound = rows
+	return func() { sparseWalkBound = saved }
+}

@@ -547,6 +547,9 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 	if s.racesSparse(f, plan) {
 		return s.pageOfSparse(ctx, f, o, plan, capped, after, cursorValue, cursorID, limit)
 	}
+	if s.boundsSparse(f, plan) {
+		return s.pageOfSparseBounded(ctx, f, o, plan, capped, after, cursorValue, cursorID, limit)
+	}
 	var keys *iocKeys
 	switch {
 	case plan == nil:
