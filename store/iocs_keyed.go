@@ -92,8 +92,8 @@ type keyPlan struct {
 	// changed since the stamp, as it was read.
 	stored  int64
 	changed int
-	// settled says a sparse find is the page's way, not raced against a
-	// walk (pageOfSparse).
+	// settled says a sparse find is the page's way, not to be weighed
+	// against a walk of the order (sparseWalked).
 	settled bool
 }
 

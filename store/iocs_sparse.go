@@ -29,13 +29,20 @@ var sparseRaceChanged = 10_000
 // pageOfSparse takes: both, but tests take one alone.
 var sparseWays = struct{ walk, read bool }{walk: true, read: true}
 
+// sparseWalked says whether a page of f through plan may walk its order
+// rather than read its few keys (pageOfSparse, pageOfSparseBounded): plan
+// finds its IoCs through more keys than sparseRaceKeys, not in the page's
+// order, and f has no expiry range, whose pages the zones serve
+// (pageOfZones, pageInExpiryZones).
+func sparseWalked(f IoCFilter, plan *keyPlan) bool {
+	return plan != nil && !plan.settled && plan.find != nil && plan.find.sparse && !plan.find.ordered() &&
+		plan.find.keys > sparseRaceKeys && f.ExpiresBefore == nil && f.ExpiresAfter == nil
+}
+
 // racesSparse says whether a page of f through plan goes through
-// pageOfSparse: on SQLite, when plan finds its IoCs through more keys than
-// sparseRaceKeys, not in the page's order, and f has no expiry range,
-// whose pages the zones serve (pageOfZones, pageInExpiryZones).
+// pageOfSparse: on SQLite (sparseWalked).
 func (s *Store) racesSparse(f IoCFilter, plan *keyPlan) bool {
-	return s.Dialect == SQLite && plan != nil && !plan.settled && plan.find != nil && plan.find.sparse &&
-		!plan.find.ordered() && plan.find.keys > sparseRaceKeys && f.ExpiresBefore == nil && f.ExpiresAfter == nil
+	return s.Dialect == SQLite && sparseWalked(f, plan)
 }
 
 // pageOfSparse reads up to limit IoCs of f in order o after the cursor,
@@ -106,12 +113,9 @@ func (s *Store) pageOfSparse(ctx context.Context, f IoCFilter, o IoCOrder, plan 
 var sparseWalkBound = 0
 
 // boundsSparse says whether a page of f through plan goes through
-// pageOfSparseBounded: on PostgreSQL, when plan finds its IoCs through more
-// keys than sparseRaceKeys, not in the page's order, and f has no expiry
-// range (racesSparse's conditions, where SQLite races).
+// pageOfSparseBounded: on PostgreSQL (sparseWalked).
 func (s *Store) boundsSparse(f IoCFilter, plan *keyPlan) bool {
-	return s.Dialect == Postgres && plan != nil && !plan.settled && plan.find != nil && plan.find.sparse &&
-		!plan.find.ordered() && plan.find.keys > sparseRaceKeys && f.ExpiresBefore == nil && f.ExpiresAfter == nil
+	return s.Dialect == Postgres && sparseWalked(f, plan)
 }
 
 // pageOfSparseBounded is pageOfSparse on PostgreSQL, where a way not done
