@@ -1,12 +1,16 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
+
+	"github.com/tifeeds/tifeeds/ioc"
 )
 
 // sparseRaceKeys is the most keys of a sparse find (sparseKeys) that a
@@ -125,8 +129,8 @@ func (s *Store) boundsSparse(f IoCFilter, plan *keyPlan) bool {
 // found no page within its bound. The walk is taken when a page of
 // matches spread evenly through the order lies within the bound, so that
 // a page costs the read and half again at worst, where the matches lie
-// together at the order's far end. In value order the keys are read; in
-// type order the page goes kind by kind (pageOfEachKind), each kind
+// together at the order's far end. In value order each kind walks its own
+// values (boundedValueWalk); in type order the page goes kind by kind (pageOfEachKind), each kind
 // through the keys in id order, whose walk the keys bound. At 3,000,000
 // IoCs the tag of 1 % (30,000 keys) read and sorted took 72-78 ms quiet,
 // medians of 99-108 ms during an ingest or a sweep.
@@ -141,13 +145,18 @@ func (s *Store) pageOfSparseBounded(ctx context.Context, f IoCFilter, o IoCOrder
 	if sparseWalkBound > 0 {
 		bound, spread = sparseWalkBound, true
 	}
-	// Not in value order: each kind's walk would need its own bound, and a
-	// kind with few matches would miss its page within any (left, noted).
-	if o.Field != IoCOrderValue && sparseWays.walk && (spread || !sparseWays.read) {
+	if sparseWays.walk && (spread || !sparseWays.read) {
 		if !sparseWays.read {
 			bound = math.MaxInt32
 		}
-		rows, ok, err := s.boundedWalk(ctx, f, o, after, cursorValue, cursorID, limit, bound)
+		var rows []IoC
+		var ok bool
+		var err error
+		if o.Field == IoCOrderValue {
+			rows, ok, err = s.boundedValueWalk(ctx, f, o, after, cursorValue, cursorID, limit, bound)
+		} else {
+			rows, _, ok, err = s.boundedWalk(ctx, f, o, after, cursorValue, cursorID, limit, bound)
+		}
 		if err != nil || ok {
 			return rows, err
 		}
@@ -155,26 +164,86 @@ func (s *Store) pageOfSparseBounded(ctx context.Context, f IoCFilter, o IoCOrder
 	return s.pageOf(ctx, f, o, &readPlan, capped, after, cursorValue, cursorID, limit)
 }
 
+// boundedValueWalk is boundedWalk in value order: each kind that may match
+// walks its own values (the (type, value) index), within an equal share of
+// bound. A kind that found fewer than limit within its share knows its
+// matches up to its last walked value, its edge; the page, the first of
+// the kinds' matches merged, holds when it is full and ends before every
+// such edge.
+func (s *Store) boundedValueWalk(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit, bound int) ([]IoC, bool, error) {
+	kinds, err := s.kindsMatching(ctx, f)
+	if err != nil || len(kinds) == 0 {
+		return []IoC{}, err == nil, err
+	}
+	share := max(limit, bound/len(kinds))
+	page := []IoC{}
+	var edges []string
+	for _, k := range kinds {
+		kind := f
+		kind.Types = []ioc.Kind{k}
+		rows, edge, ok, err := s.boundedWalk(ctx, kind, o, after, cursorValue, cursorID, limit, share)
+		if err != nil {
+			return nil, false, err
+		}
+		page = append(page, rows...)
+		if !ok {
+			edges = append(edges, edge)
+		}
+	}
+	slices.SortFunc(page, func(a, b IoC) int {
+		if o.Desc {
+			a, b = b, a
+		}
+		return cmp.Or(cmp.Compare(a.Value, b.Value), cmp.Compare(a.ID, b.ID))
+	})
+	page = page[:min(len(page), limit)]
+	for _, edge := range edges {
+		// A kind's matches not walked lie past its edge (values are unique
+		// within a kind).
+		if len(page) < limit || !o.Desc && page[len(page)-1].Value > edge || o.Desc && page[len(page)-1].Value < edge {
+			return nil, false, nil
+		}
+	}
+	return page, true, nil
+}
+
 // boundedWalk reads up to limit IoCs of f in order o after the cursor among
-// the first bound IoCs of that order. ok is false when it found fewer than
-// limit among bound: past them, the page is not known.
-func (s *Store) boundedWalk(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit, bound int) (rows []IoC, ok bool, err error) {
+// the first bound IoCs of that order (in value order, of f's one kind,
+// whose values the (type, value) index walks). ok is false when it found
+// fewer than limit among bound: past them, the page is not known; in value
+// order edge is then the last value walked.
+func (s *Store) boundedWalk(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit, bound int) (rows []IoC, edge string, ok bool, err error) {
 	col := "iocs." + string(o.Field)
+	walked := s.reader().NewSelect().Model((*IoC)(nil))
+	last := "NULL"
+	if o.Field == IoCOrderValue {
+		walked = walked.Where("iocs.type = ?", string(f.Types[0]))
+		from := ">="
+		last = "max(walked.value)"
+		if o.Desc {
+			from, last = "<=", "min(walked.value)"
+		}
+		if after {
+			// The bound on value alone is the one the index serves.
+			walked = walked.Where("iocs.value "+from+" ?", cursorValue)
+		}
+	}
 	// A subquery with a LIMIT is read as written: the order's index, in
 	// its order, up to bound rows.
-	walked := orderPage(s.reader().NewSelect().Model((*IoC)(nil)), col, "iocs.id", o, after, cursorValue, cursorID, bound)
+	walked = orderPage(walked, col, "iocs.id", o, after, cursorValue, cursorID, bound)
 	rows = []IoC{}
 	q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model(&rows).ModelTableExpr("(?) AS iocs", walked), f)
 	if err := orderPage(q, col, "iocs.id", o, false, nil, 0, limit).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
+		return nil, "", false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
 	if len(rows) == limit {
-		return rows, true, nil
+		return rows, "", true, nil
 	}
 	var n int
-	if err := s.reader().NewSelect().TableExpr("(?) AS walked", walked.ExcludeColumn("*").ColumnExpr("1")).
-		ColumnExpr("count(*)").Scan(ctx, &n); err != nil {
-		return nil, false, fmt.Errorf("store: unable to list indicators: %w", err)
+	var lastWalked sql.NullString
+	if err := s.reader().NewSelect().TableExpr("(?) AS walked", walked.ExcludeColumn("*").ColumnExpr("iocs.value")).
+		ColumnExpr("count(*), "+last).Scan(ctx, &n, &lastWalked); err != nil {
+		return nil, "", false, fmt.Errorf("store: unable to list indicators: %w", err)
 	}
-	return rows, n < bound, nil
+	return rows, lastWalked.String, n < bound, nil
 }
