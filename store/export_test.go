@@ -180,7 +180,10 @@ func SetMemoryAvailable(t interface{ Cleanup(func()) }, n int64) {
 
 // KeyedStamp is keyedStamp: the key tables' stamp, and whether a keyed
 // read sorts the IoCs changed since rather than falling back.
-func KeyedStamp(ctx context.Context, s *Store) (int64, bool, error) { return s.keyedStamp(ctx) }
+func KeyedStamp(ctx context.Context, s *Store) (int64, bool, error) {
+	stamp, _, _, ok, err := s.keyedStamp(ctx)
+	return stamp, ok, err
+}
 
 // FillValueTail reads the IoCs after PostgreSQL's value keys into the
 // searches' tail now, as a search starts it in the background.

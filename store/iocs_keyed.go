@@ -274,7 +274,7 @@ func (s *Store) keysFor(ctx context.Context, f IoCFilter, o IoCOrder) (*keyPlan,
 	if plan.walk == nil && len(finders) == 0 {
 		return nil, nil
 	}
-	stamp, stored, changed, ok, err := s.keyedStampOf(ctx)
+	stamp, stored, changed, ok, err := s.keyedStamp(ctx)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -387,16 +387,10 @@ func (s *Store) changedIoCs(stamp int64) *bun.SelectQuery {
 	return q.Where("iocs.changed_at > ?", stamp)
 }
 
-// keyedStamp reads the key tables' stamp for a keyed read; ok is false
-// while more IoCs changed since than such a read sorts (recentKeysMost).
-func (s *Store) keyedStamp(ctx context.Context) (stamp int64, ok bool, err error) {
-	stamp, _, _, ok, err = s.keyedStampOf(ctx)
-	return stamp, ok, err
-}
-
-// keyedStampOf is keyedStamp, with how many IoCs are stored (ioc_stats)
-// and how many changed since the stamp.
-func (s *Store) keyedStampOf(ctx context.Context) (stamp, stored int64, changed int, ok bool, err error) {
+// keyedStamp reads the key tables' stamp for a keyed read, how many IoCs
+// are stored (ioc_stats) and how many changed since the stamp; ok is false
+// while more changed than such a read sorts (recentKeysMost).
+func (s *Store) keyedStamp(ctx context.Context) (stamp, stored int64, changed int, ok bool, err error) {
 	if stamp, err = s.keysStamp(ctx); err != nil {
 		return 0, 0, 0, false, err
 	}

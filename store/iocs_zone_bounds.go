@@ -254,13 +254,18 @@ func (s *Store) pageOfFewExpiring(ctx context.Context, f IoCFilter, o IoCOrder, 
 	if len(rows) > s.countCap() {
 		return nil, false, nil
 	}
+	sortInOrder(rows, o)
+	return rows[:min(len(rows), limit)], true, nil
+}
+
+// sortInOrder sorts rows in order o, then by id.
+func sortInOrder(rows []IoC, o IoCOrder) {
 	slices.SortFunc(rows, func(a, b IoC) int {
 		if o.Desc {
 			a, b = b, a
 		}
 		return cmp.Or(compareIn(o.Field, &a, &b), cmp.Compare(a.ID, b.ID))
 	})
-	return rows[:min(len(rows), limit)], true, nil
 }
 
 // compareIn compares two IoCs by field's column.
