@@ -254,10 +254,13 @@ func SparseWays(walk, read bool, race, changed int) (restore func()) {
 }
 
 // SparseWalkBound sets how many IoCs pageOfSparseBounded's walk reads at
-// most, the walk taken whatever the keys (0: half the keys, when a page of
-// matches spread evenly lies within).
+// most, the walk taken whatever the keys (0: sparseWalkRows).
 func SparseWalkBound(rows int) (restore func()) {
 	saved := sparseWalkBound
 	sparseWalkBound = rows
 	return func() { sparseWalkBound = saved }
 }
+
+// SparseWalkRows is pageOfSparseBounded's bound of its walk and whether to
+// walk, for a page of limit IoCs among stored, keys of them matching.
+var SparseWalkRows = sparseWalkRows

@@ -70,3 +70,30 @@ func TestSparseValuePagesAcrossKinds(t *testing.T) {
 		}
 	})
 }
+
+// TestSparseWalkRows checks when PostgreSQL walks a sparse find's page
+// rather than reading its keys, and how far: a page of matches spread
+// evenly within the bound with half as much again to spare, and the walk
+// never longer than twice the keys, whose read follows a walk that fails.
+func TestSparseWalkRows(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		limit       int
+		stored      int64
+		keys, bound int
+		walk        bool
+	}{
+		{"a tag of 1 % at 1,000,000", 101, 1_000_000, 10_000, 15_150, true},
+		{"a tag of 1 % at 3,000,000", 101, 3_000_000, 30_000, 15_150, true},
+		{"a common tag: half the keys", 101, 1_000_000, 40_000, 20_000, true},
+		{"half as much again within twice the keys", 101, 1_320_099, 10_000, 19_999, true},
+		{"just past it", 101, 1_320_100, 10_000, 20_000, false},
+		{"a tag of 0.1 %", 101, 10_000_000, 10_000, 20_000, false},
+		{"no keys", 101, 1_000_000, 0, 0, false},
+	} {
+		bound, walk := store.SparseWalkRows(c.limit, c.stored, c.keys)
+		if bound != c.bound || walk != c.walk {
+			t.Errorf("%s: bound %d, walk %v; want %d, %v", c.name, bound, walk, c.bound, c.walk)
+		}
+	}
+}
