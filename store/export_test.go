@@ -253,14 +253,15 @@ func SparseWays(walk, read bool, race, changed int) (restore func()) {
 	return func() { sparseWays, sparseRaceKeys, sparseRaceChanged = saved, savedRace, savedChanged }
 }
 
-// SparseWalkBound sets how many IoCs pageOfSparseBounded's walk reads at
-// most, the walk taken whatever the keys (0: sparseWalkRows).
-func SparseWalkBound(rows int) (restore func()) {
-	saved := sparseWalkBound
-	sparseWalkBound = rows
-	return func() { sparseWalkBound = saved }
+// SparseWalkBudget sets how many IoCs pageOfSparseBounded's walks read at
+// most in all, the walk taken whatever the keys (0: sparseWalkRows).
+func SparseWalkBudget(rows int) (restore func()) {
+	saved := sparseWalkBudget
+	sparseWalkBudget = rows
+	return func() { sparseWalkBudget = saved }
 }
 
-// SparseWalkRows is pageOfSparseBounded's bound of its walk and whether to
-// walk, for a page of limit IoCs among stored, keys of them matching.
+// SparseWalkRows is pageOfSparseBounded's budget of rows for its walks and
+// whether to walk, for a page of limit IoCs among stored, keys of them
+// matching.
 var SparseWalkRows = sparseWalkRows

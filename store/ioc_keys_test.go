@@ -1100,10 +1100,11 @@ func checkKeyedPagesNow(t *testing.T, s *store.Store, state string, dense bool) 
 				checkKeyedCase(t, s, state+pace, c, want, countCap)
 				restore()
 			}
-			// PostgreSQL's walk, bounded: within a few rows (the read
-			// follows most pages) and within more than there are.
-			for _, bound := range []int{3, 1000} {
-				restoreWays, restoreBound := store.SparseWays(true, true, 0, 1<<30), store.SparseWalkBound(bound)
+			// PostgreSQL's walks, bounded: within a few rows (the read
+			// follows most pages), within some, in steps of a quarter of
+			// them, and within more than there are.
+			for _, bound := range []int{3, 40, 1000} {
+				restoreWays, restoreBound := store.SparseWays(true, true, 0, 1<<30), store.SparseWalkBudget(bound)
 				checkKeyedCase(t, s, fmt.Sprintf("%s, sparse walk bounded to %d", state, bound), c, want, countCap)
 				restoreBound()
 				restoreWays()
