@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -188,6 +189,10 @@ func TestExpiryRangePagesReadTheZonesByBound(t *testing.T) {
 	})
 }
 
+// walkedAsIoCs matches a statement that reads a walk of an order's index,
+// a LIMIT of it, as iocs.
+var walkedAsIoCs = regexp.MustCompile(`LIMIT \d+\) AS iocs`)
+
 // The zones' read goes alone for its first step, the zones that meet the
 // range and the first one's IoCs: when that finds the page, as for the
 // short-lived IoCs of the last batch by first sighting, the walk of the
@@ -223,7 +228,9 @@ func TestExpiryZonesReadAloneFirst(t *testing.T) {
 		zones := false
 		for _, q := range sent() {
 			zones = zones || strings.Contains(q, "ioc_expiry_zones")
-			if strings.Contains(q, "WITH keyed AS MATERIALIZED") || strings.Contains(q, ") AS iocs") {
+			// A walk reads a LIMIT of the order's index as iocs; the rows
+			// read by id on PostgreSQL are a subquery too, without one.
+			if strings.Contains(q, "WITH keyed AS MATERIALIZED") || walkedAsIoCs.MatchString(q) {
 				t.Errorf("the walk started: %.120s", q)
 			}
 		}
