@@ -185,6 +185,13 @@ func KeyedStamp(ctx context.Context, s *Store) (int64, bool, error) {
 	return stamp, ok, err
 }
 
+// ChangedSinceKeys is how many IoCs a keyed read takes to have changed
+// since the keys' stamp (keyedStamp).
+func ChangedSinceKeys(ctx context.Context, s *Store) (int, error) {
+	_, _, changed, _, err := s.keyedStamp(ctx)
+	return changed, err
+}
+
 // FillValueTail reads the IoCs after PostgreSQL's value keys into the
 // searches' tail now, as a search starts it in the background.
 func (s *Store) FillValueTail(ctx context.Context) error { return s.fillValueTail(ctx, false) }

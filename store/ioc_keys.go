@@ -225,7 +225,13 @@ WHERE iocs.changed_at > ? AND iocs.changed_at <= ? ORDER BY `+byKey+`
 ON CONFLICT (tag, id) DO UPDATE SET stamp = excluded.stamp`, from, to); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE ioc_keys_state SET stamp = ? WHERE id = 1", to)
+		if _, err := tx.ExecContext(ctx, "UPDATE ioc_keys_state SET stamp = ? WHERE id = 1", to); err != nil {
+			return err
+		}
+		// The change marks below the keys' stamp but its last serve no one
+		// (changesSince).
+		_, err = tx.ExecContext(ctx, `DELETE FROM ioc_change_marks
+	WHERE stamp < (SELECT max(stamp) FROM ioc_change_marks WHERE stamp <= ?)`, to)
 		return err
 	})
 	if err != nil {

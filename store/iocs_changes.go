@@ -41,8 +41,9 @@ func stampChange(ctx context.Context, exec func(ctx context.Context, query strin
 	return nil
 }
 
-// takeStampsSQL takes $1 stamps.
-const takeStampsSQL = `UPDATE ioc_stats SET stamp = stamp + $1 WHERE id = 1`
+// takeStampsSQL takes $1 stamps, and counts them among the changes ($2,
+// the same number: ioc_stats.changes, markChangesSQL).
+const takeStampsSQL = `UPDATE ioc_stats SET stamp = stamp + $1, changes = changes + $2 WHERE id = 1`
 
 // takeStamps reserves n change stamps for the IoC rows a statement of the
 // transaction is about to write, one each, and returns the first: the rows
@@ -54,7 +55,7 @@ func takeStamps(ctx context.Context, read func(ctx context.Context) (int64, erro
 	exec func(ctx context.Context, query string, args ...any) (int64, error), n int) (int64, error) {
 	last, err := read(ctx)
 	if err == nil {
-		_, err = exec(ctx, takeStampsSQL, n)
+		_, err = exec(ctx, takeStampsSQL, n, n)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("store: unable to stamp indicators: %w", err)

@@ -271,6 +271,57 @@ func TestKeyedReadsFollowTheChangedCount(t *testing.T) {
 	})
 }
 
+// The IoCs changed since the keys are read from the writers' marks of
+// their changes: exact while new IoCs come in, more when some change
+// again or a statement reserved stamps it did not use (never fewer than
+// changed), none once the keys caught up; the indexer keeps one mark at
+// or below its stamp; without one, the IoCs changed since are counted.
+func TestChangedSinceTheKeysFromTheMarks(t *testing.T) {
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, s, "f")
+		var inds []ioc.Indicator
+		for i := range 5 {
+			inds = append(inds, dom(fmt.Sprintf("m%d.example", i), "src", 50))
+		}
+		// changed checks the IoCs changed since the keys: from least to
+		// most (a change stamp reserved for an IoC that a statement did
+		// not write counts too), and never fewer than counted.
+		changed := func(least, most int, state string) {
+			t.Helper()
+			n, err := store.ChangedSinceKeys(ctx, s)
+			if err != nil || n < least || n > most {
+				t.Fatalf("%s: %d changed since the keys (%v), want %d to %d", state, n, err, least, most)
+			}
+			var counted int
+			if err := s.DB.QueryRowContext(ctx, "SELECT count(*) FROM iocs WHERE changed_at > (SELECT stamp FROM ioc_keys_state)").Scan(&counted); err != nil {
+				t.Fatal(err)
+			}
+			if n < counted {
+				t.Fatalf("%s: %d changed since the keys, fewer than the %d counted", state, n, counted)
+			}
+		}
+		catchUpAll(t, s.CatchUpKeys, 100)
+		changed(0, 0, "no IoC")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: 10 * day, Indicators: inds})
+		changed(5, 5, "5 new")
+		apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(time.Hour), Retention: 10 * day, Indicators: inds[:2]})
+		changed(7, 9, "2 of them sighted again")
+		catchUpAll(t, s.CatchUpKeys, 100)
+		changed(0, 0, "caught up")
+		if n := countRows(t, s, "ioc_change_marks"); n != 1 {
+			t.Errorf("%d change marks once the keys caught up, want 1", n)
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(2 * time.Hour), Retention: 10 * day, Indicators: inds[:3]})
+		changed(3, 6, "3 sighted again since the keys")
+		if _, err := s.DB.ExecContext(ctx, "DELETE FROM ioc_change_marks"); err != nil {
+			t.Fatal(err)
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0.Add(3 * time.Hour), Retention: 10 * day, Indicators: inds[:3]})
+		changed(3, 3, "the same 3 again, no mark at or below the keys' stamp: counted")
+	})
+}
+
 // A minScore page alone is counted from the IoCs kept per score, not
 // through the score keys or index: the count follows the kept rows (shown
 // by skewing them), capped as any count is.

@@ -26,9 +26,19 @@ type IoCStats struct {
 const bumpIoCStatsSQL = `UPDATE ioc_stats SET version = version + 1,
 	changed_at = $1, ioc_count = ioc_count + $2 WHERE id = 1`
 
-// bumpIoCStats moves ioc_stats for a change of iocs in exec's transaction.
+// markChangesSQL marks how many change stamps were taken (one an IoC row
+// written) up to the last one: the IoCs changed since a stamp are at most
+// the changes taken since the last mark at or below it (changedSinceAt).
+const markChangesSQL = `INSERT INTO ioc_change_marks (stamp, changes)
+	SELECT stamp, changes FROM ioc_stats WHERE id = 1 ON CONFLICT (stamp) DO NOTHING`
+
+// bumpIoCStats moves ioc_stats for a change of iocs in exec's transaction,
+// and marks its changes as they stand.
 func bumpIoCStats(ctx context.Context, exec func(ctx context.Context, query string, args ...any) (int64, error), delta int64) error {
 	if _, err := exec(ctx, bumpIoCStatsSQL, micros(time.Now()), delta); err != nil {
+		return fmt.Errorf("store: unable to record a change of indicators: %w", err)
+	}
+	if _, err := exec(ctx, markChangesSQL); err != nil {
 		return fmt.Errorf("store: unable to record a change of indicators: %w", err)
 	}
 	return nil
