@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 )
 
@@ -82,11 +83,25 @@ func (s *Store) payKeyDebt(ctx context.Context) error {
 // walks the range of the index: not knowing the stamp when it plans, it
 // scanned iocs from its start for IoCs changed since, which are the
 // newest (2.3 s a batch at 10,000,000 IoCs).
+//
+// The IoCs changed since are the writers' changes since their last mark at
+// or below the stamp (changesSince), when there is one: counted, they cost
+// every batch 45-154 ms during an ingest at 1,000,000 IoCs on PostgreSQL
+// (40,000-60,000 entries, each a heap fetch).
 func (s *Store) keysLag(ctx context.Context, limit int64) (changed, unvalued int64, err error) {
+	var marked sql.NullInt64
 	if err := s.reader().QueryRowContext(ctx, `SELECT
-	(SELECT count(*) FROM (SELECT 1 FROM iocs WHERE changed_at > k.stamp ORDER BY changed_at LIMIT ?) c),
+	(SELECT changes FROM ioc_stats WHERE id = 1) -
+	(SELECT m.changes FROM ioc_change_marks m WHERE m.stamp <= k.stamp ORDER BY m.stamp DESC LIMIT 1),
 	(SELECT coalesce(max(id), 0) FROM iocs) - k.value_id
-FROM ioc_keys_state k WHERE k.id = 1`, limit+1).Scan(&changed, &unvalued); err != nil {
+FROM ioc_keys_state k WHERE k.id = 1`).Scan(&marked, &unvalued); err != nil {
+		return 0, 0, fmt.Errorf("store: unable to read how far the indicator keys lag: %w", err)
+	}
+	if marked.Valid {
+		return min(max(marked.Int64, 0), limit+1), unvalued, nil
+	}
+	if err := s.reader().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM iocs
+	WHERE changed_at > (SELECT stamp FROM ioc_keys_state WHERE id = 1) ORDER BY changed_at LIMIT ?) c`, limit+1).Scan(&changed); err != nil {
 		return 0, 0, fmt.Errorf("store: unable to read how far the indicator keys lag: %w", err)
 	}
 	return changed, unvalued, nil
