@@ -89,20 +89,19 @@ func (s *Store) payKeyDebt(ctx context.Context) error {
 // every batch 45-154 ms during an ingest at 1,000,000 IoCs on PostgreSQL
 // (40,000-60,000 entries, each a heap fetch).
 func (s *Store) keysLag(ctx context.Context, limit int64) (changed, unvalued int64, err error) {
+	var stamp int64
 	var marked sql.NullInt64
-	if err := s.reader().QueryRowContext(ctx, `SELECT
-	(SELECT changes FROM ioc_stats WHERE id = 1) -
-	(SELECT m.changes FROM ioc_change_marks m WHERE m.stamp <= k.stamp ORDER BY m.stamp DESC LIMIT 1),
+	if err := s.reader().QueryRowContext(ctx, `SELECT k.stamp, `+changesSinceMarkSQL("k.stamp")+`,
 	(SELECT coalesce(max(id), 0) FROM iocs) - k.value_id
-FROM ioc_keys_state k WHERE k.id = 1`).Scan(&marked, &unvalued); err != nil {
+FROM ioc_keys_state k WHERE k.id = 1`).Scan(&stamp, &marked, &unvalued); err != nil {
 		return 0, 0, fmt.Errorf("store: unable to read how far the indicator keys lag: %w", err)
 	}
 	if marked.Valid {
 		return min(max(marked.Int64, 0), limit+1), unvalued, nil
 	}
-	if err := s.reader().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM iocs
-	WHERE changed_at > (SELECT stamp FROM ioc_keys_state WHERE id = 1) ORDER BY changed_at LIMIT ?) c`, limit+1).Scan(&changed); err != nil {
+	n, err := s.changedSince(ctx, stamp, int(limit+1))
+	if err != nil {
 		return 0, 0, fmt.Errorf("store: unable to read how far the indicator keys lag: %w", err)
 	}
-	return changed, unvalued, nil
+	return int64(n), unvalued, nil
 }

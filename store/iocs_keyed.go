@@ -448,11 +448,17 @@ func (s *Store) changedSinceAt(ctx context.Context, stamp, version int64, limit 
 // and the key indexer deletes those it has passed).
 func (s *Store) changesSince(ctx context.Context, stamp int64) (n int, marked bool, err error) {
 	var since sql.NullInt64
-	if err := s.reader().QueryRowContext(ctx, `SELECT (SELECT changes FROM ioc_stats WHERE id = 1) -
-	(SELECT changes FROM ioc_change_marks WHERE stamp <= ? ORDER BY stamp DESC LIMIT 1)`, stamp).Scan(&since); err != nil {
+	if err := s.reader().QueryRowContext(ctx, "SELECT "+changesSinceMarkSQL("?"), stamp).Scan(&since); err != nil {
 		return 0, false, fmt.Errorf("store: unable to read the indicators' changes: %w", err)
 	}
 	return int(max(since.Int64, 0)), since.Valid, nil
+}
+
+// changesSinceMarkSQL is the expression of changesSince for the stamp
+// stamp (a placeholder or a column): NULL when no mark is that old.
+func changesSinceMarkSQL(stamp string) string {
+	return `(SELECT changes FROM ioc_stats WHERE id = 1) -
+	(SELECT m.changes FROM ioc_change_marks m WHERE m.stamp <= ` + stamp + ` ORDER BY m.stamp DESC LIMIT 1)`
 }
 
 // keysStamp reads how far the key tables are complete.

@@ -238,17 +238,18 @@ func (s *Store) walkSparse(ctx context.Context, f IoCFilter, o IoCOrder, rate fl
 			return nil, false, nil
 		}
 		quota := limit - len(next.rows)
-		rows := stepMost
-		if next.rate > 0 {
-			rows = int(min(math.Ceil(float64(quota)*1.5/next.rate), float64(stepMost)))
-		}
+		most := stepMost
 		if next.walked > 0 {
 			// At the rate it met, the walk goes on if its share of the
 			// page lies within the budget left.
 			if float64(quota)/next.rate > float64(budget-walked) {
 				return nil, false, nil
 			}
-			rows = int(min(math.Ceil(float64(quota)*1.5/next.rate), float64(budget-walked)))
+			most = budget - walked
+		}
+		rows := most
+		if next.rate > 0 {
+			rows = int(min(math.Ceil(float64(quota)*1.5/next.rate), float64(most)))
 		}
 		rows = max(min(rows, budget-walked), 1)
 		if alone {
