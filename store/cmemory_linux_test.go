@@ -1,8 +1,14 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -58,4 +64,93 @@ INSERT INTO cache_probe SELECT randomblob(3000) FROM n`, pages)
 	if faults := read(); faults > pages/10 {
 		t.Errorf("the read after a commit faulted %d times for %d pages, want the memory the cache freed kept", faults, pages)
 	}
+}
+
+// firstReadProbe is set in the environment of the programs that
+// TestFirstReadAfterAStartFaultsHugePages starts: they count the faults of
+// a first read and print them.
+const firstReadProbe = "TIFEEDS_FIRST_READ_PROBE"
+
+// TestFirstReadAfterAStartFaultsHugePages: a process just started reads
+// into memory that glibc maps in huge pages (cmemory.go), so a reader's
+// first read of 1,500 pages faults a few times rather than once a page.
+// The test starts itself again twice, as a user would start tifeeds
+// (without GLIBC_TUNABLES) and with glibc.malloc.hugetlb=0, which keeps
+// glibc's own pages: that one must fault once a page or so, or the probe
+// shows nothing.
+func TestFirstReadAfterAStartFaultsHugePages(t *testing.T) {
+	const pages = 1500
+	if os.Getenv(firstReadProbe) != "" {
+		fmt.Printf("%s=%d\n", firstReadProbe, firstReadFaults(t, pages))
+		return
+	}
+	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || bytes.Contains(thp, []byte("[never]")) {
+		t.Skip("the kernel gives no huge pages to glibc's heaps here")
+	}
+	faults := func(tunables ...string) int {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFirstReadAfterAStartFaultsHugePages$", "-test.count=1")
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "GLIBC_TUNABLES=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, firstReadProbe+"=1")
+		for _, v := range tunables {
+			cmd.Env = append(cmd.Env, "GLIBC_TUNABLES="+v)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the probe failed: %v\n%s", err, out)
+		}
+		_, after, ok := bytes.Cut(out, []byte(firstReadProbe+"="))
+		if !ok {
+			t.Fatalf("the probe printed no count:\n%s", out)
+		}
+		n, err := strconv.Atoi(string(bytes.Fields(after)[0]))
+		if err != nil {
+			t.Fatalf("the probe's count: %v\n%s", err, out)
+		}
+		return n
+	}
+	huge, small := faults(), faults("glibc.malloc.hugetlb=0")
+	t.Logf("first read of %d pages: %d faults as started, %d with glibc's own pages", pages, huge, small)
+	if small < pages/2 {
+		t.Fatalf("with glibc's own pages the first read faulted %d times for %d pages: the probe cannot tell", small, pages)
+	}
+	if huge > pages/10 {
+		t.Errorf("the first read after a start faulted %d times for %d pages, want huge pages", huge, pages)
+	}
+}
+
+// firstReadFaults writes pages pages of blobs and counts the faults of a
+// new reader's first read of them, on its thread.
+func firstReadFaults(t *testing.T, pages int) int64 {
+	s := storetest.NewSQLite(t)
+	ctx := context.Background()
+	storetest.MustExec(t, s, "CREATE TABLE cache_probe (b BLOB)")
+	storetest.MustExec(t, s, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+INSERT INTO cache_probe SELECT randomblob(3000) FROM n`, pages)
+	conn, err := store.ReadConn(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var before, after unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &before); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	if err := conn.QueryRowContext(ctx, "SELECT sum(length(b)) FROM cache_probe").Scan(&total); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &after); err != nil {
+		t.Fatal(err)
+	}
+	if total < int64(pages)*3000 {
+		t.Fatalf("read %d bytes of the probe, want %d at least", total, pages*3000)
+	}
+	return after.Minflt - before.Minflt
 }
