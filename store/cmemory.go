@@ -67,6 +67,12 @@ static void tifeeds_restart_with_huge_pages(char **argv) {
 	strcat(value, tifeeds_huge_pages);
 	if (setenv("GLIBC_TUNABLES", value, 1) == 0) {
 		execv("/proc/self/exe", argv);
+		// Not executed: the environment says what this process runs with.
+		if (tunables != NULL) {
+			setenv("GLIBC_TUNABLES", tunables, 1);
+		} else {
+			unsetenv("GLIBC_TUNABLES");
+		}
 	}
 	free(value);
 }
