@@ -23,9 +23,27 @@ import (
 // faulted in anew (cmemory.go). With glibc's own thresholds the
 // second read of these 1,500 pages faulted 481 times.
 func TestReaderRefillsItsCacheInKeptMemory(t *testing.T) {
-	s := storetest.NewSQLite(t)
-	ctx := context.Background()
 	const pages = 1500
+	s, read := newCacheProbe(t, pages)
+	read()
+	if warm := read(); warm > pages/10 {
+		t.Fatalf("a warm read faulted %d times: the cache did not hold the probe", warm)
+	}
+	storetest.MustExec(t, s, "INSERT INTO cache_probe VALUES (x'00')")
+	if faults := read(); faults > pages/10 {
+		t.Errorf("the read after a commit faulted %d times for %d pages, want the memory the cache freed kept", faults, pages)
+	}
+}
+
+// newCacheProbe writes pages pages of blobs into a new SQLite store and
+// returns it with read, which reads them all on one reader connection and
+// counts the faults of its thread meanwhile. SQLite runs on the calling
+// goroutine's thread (the context never ends), whose faults alone
+// RUSAGE_THREAD counts: the test's goroutine stays on its thread.
+func newCacheProbe(t *testing.T, pages int) (s *store.Store, read func() (faults int64)) {
+	t.Helper()
+	s = storetest.NewSQLite(t)
+	ctx := context.Background()
 	storetest.MustExec(t, s, "CREATE TABLE cache_probe (b BLOB)")
 	storetest.MustExec(t, s, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
 INSERT INTO cache_probe SELECT randomblob(3000) FROM n`, pages)
@@ -33,12 +51,10 @@ INSERT INTO cache_probe SELECT randomblob(3000) FROM n`, pages)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	// SQLite runs on the calling goroutine's thread (the context never
-	// ends), whose faults alone RUSAGE_THREAD counts.
+	t.Cleanup(func() { conn.Close() })
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	read := func() (faults int64) {
+	t.Cleanup(runtime.UnlockOSThread)
+	return s, func() int64 {
 		t.Helper()
 		var before, after unix.Rusage
 		if err := unix.Getrusage(unix.RUSAGE_THREAD, &before); err != nil {
@@ -51,18 +67,10 @@ INSERT INTO cache_probe SELECT randomblob(3000) FROM n`, pages)
 		if err := unix.Getrusage(unix.RUSAGE_THREAD, &after); err != nil {
 			t.Fatal(err)
 		}
-		if total < pages*3000 {
+		if total < int64(pages)*3000 {
 			t.Fatalf("read %d bytes of the probe, want %d at least", total, pages*3000)
 		}
 		return after.Minflt - before.Minflt
-	}
-	read()
-	if warm := read(); warm > pages/10 {
-		t.Fatalf("a warm read faulted %d times: the cache did not hold the probe", warm)
-	}
-	storetest.MustExec(t, s, "INSERT INTO cache_probe VALUES (x'00')")
-	if faults := read(); faults > pages/10 {
-		t.Errorf("the read after a commit faulted %d times for %d pages, want the memory the cache freed kept", faults, pages)
 	}
 }
 
@@ -81,7 +89,8 @@ const firstReadProbe = "TIFEEDS_FIRST_READ_PROBE"
 func TestFirstReadAfterAStartFaultsHugePages(t *testing.T) {
 	const pages = 1500
 	if os.Getenv(firstReadProbe) != "" {
-		fmt.Printf("%s=%d\n", firstReadProbe, firstReadFaults(t, pages))
+		_, read := newCacheProbe(t, pages)
+		fmt.Printf("%s=%d\n", firstReadProbe, read())
 		return
 	}
 	if thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || bytes.Contains(thp, []byte("[never]")) {
@@ -121,36 +130,4 @@ func TestFirstReadAfterAStartFaultsHugePages(t *testing.T) {
 	if huge > pages/10 {
 		t.Errorf("the first read after a start faulted %d times for %d pages, want huge pages", huge, pages)
 	}
-}
-
-// firstReadFaults writes pages pages of blobs and counts the faults of a
-// new reader's first read of them, on its thread.
-func firstReadFaults(t *testing.T, pages int) int64 {
-	s := storetest.NewSQLite(t)
-	ctx := context.Background()
-	storetest.MustExec(t, s, "CREATE TABLE cache_probe (b BLOB)")
-	storetest.MustExec(t, s, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-INSERT INTO cache_probe SELECT randomblob(3000) FROM n`, pages)
-	conn, err := store.ReadConn(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var before, after unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &before); err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	if err := conn.QueryRowContext(ctx, "SELECT sum(length(b)) FROM cache_probe").Scan(&total); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &after); err != nil {
-		t.Fatal(err)
-	}
-	if total < int64(pages)*3000 {
-		t.Fatalf("read %d bytes of the probe, want %d at least", total, pages*3000)
-	}
-	return after.Minflt - before.Minflt
 }
