@@ -17,7 +17,8 @@ package store
 // 5 ms with the memory kept. Kept in up to 8 heaps a core (glibc's
 // default), the memory added up: a reading process peaked at 194-218 MB;
 // in one heap a core, at 135-141 MB, against 153-166 with glibc's
-// defaults (docs/benchmarks.md); in one heap, the same.
+// defaults (docs/benchmarks.md); in one heap (below), the growth curve's
+// process at 1 M peaked at 174 MB against 191.
 //
 // The trim threshold keeps 64 MB free at the top of a heap, and the mmap
 // threshold (32 MB, glibc's most) leaves a statement's sorter to a heap
@@ -34,8 +35,9 @@ package store
 // so the constructor first starts the program again with that one added to
 // GLIBC_TUNABLES, before anything else has run, unless the variable names
 // it already (glibc.malloc.hugetlb=0 keeps glibc's own pages). That first
-// call then took 35-52 ms, and 11 ms in the growth curve's restart at 1 M
-// (docs/decisions.md). Where the C library is not glibc, nothing is set.
+// call then took 40-52 ms at 10 M, and 37 ms in the growth curve's restart
+// at 1 M (docs/decisions.md). Where the C library is not glibc, nothing is
+// set.
 
 /*
 #include <unistd.h>
