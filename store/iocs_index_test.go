@@ -19,7 +19,9 @@ import (
 // inline sighting, for the feed's sweep, deletion and counts). On SQLite
 // every other read goes through the key tables (docs/decisions.md, "Order
 // keys"); on PostgreSQL the four orders have their indexes on iocs
-// ("PostgreSQL: the orders on indexes again").
+// ("PostgreSQL: the orders on indexes again"), and so has an expiry range
+// in value order ("An expiry range in value order merges its days, on
+// PostgreSQL").
 func TestIoCIndexes(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		query := "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'iocs' AND name NOT LIKE 'sqlite_autoindex_%' ORDER BY 1"
@@ -32,7 +34,7 @@ func TestIoCIndexes(t *testing.T) {
 		}
 		want := []string{"iocs_changed_idx", "iocs_feed_idx"}
 		if s.Dialect == store.Postgres {
-			want = []string{"iocs_changed_idx", "iocs_expires_idx", "iocs_feed_idx", "iocs_first_seen_idx", "iocs_last_seen_idx", "iocs_score_idx"}
+			want = []string{"iocs_changed_idx", "iocs_expires_idx", "iocs_expiry_day_value_idx", "iocs_feed_idx", "iocs_first_seen_idx", "iocs_last_seen_idx", "iocs_score_idx"}
 		}
 		if !slices.Equal(names, want) {
 			t.Errorf("indexes on iocs besides its keys: %q, want %q", names, want)

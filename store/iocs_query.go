@@ -565,6 +565,12 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 	if keys == nil && o.Field == IoCOrderID && walksExpiryZones(f) {
 		return s.pageInExpiryZones(ctx, f, o, after, cursorID, limit)
 	}
+	if keys == nil && s.expiryDaysServe(f, o) {
+		rows, ok, err := s.pageOfExpiryDays(ctx, f, o, after, cursorValue, cursorID, limit)
+		if err != nil || ok {
+			return rows, err
+		}
+	}
 	rows := []IoC{}
 	var q *bun.SelectQuery
 	switch {
@@ -844,29 +850,12 @@ func kindsFrom(kinds []ioc.Kind, desc, after bool, cursorKind string) []string {
 // ingestion, docs/benchmarks.md), and ordering a million values for a first
 // page took 55-60 ms.
 func (s *Store) byValueOfEachKind(f IoCFilter, kinds []ioc.Kind, desc bool, after bool, cursorValue any, cursorID int64, limit int, into *[]IoC) *bun.SelectQuery {
-	dir, cmp, bound := "ASC", ">", ">="
-	if desc {
-		dir, cmp, bound = "DESC", "<", "<="
-	}
-	var union strings.Builder
+	members := make([]*bun.SelectQuery, len(kinds))
 	for i, k := range kinds {
 		q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
-		q = q.Where("iocs.type = ?", string(k))
-		if after {
-			// The bound on value alone is the one the index serves.
-			q = q.Where("iocs.value "+bound+" ?", cursorValue).
-				Where("(iocs.value, iocs.id) "+cmp+" (?, ?)", cursorValue, cursorID)
-		}
-		q = q.OrderExpr("iocs.value " + dir).Limit(int64(limit))
-		if i > 0 {
-			union.WriteString(" UNION ALL ")
-		}
-		// Each member a subquery: SQLite takes no ORDER BY or LIMIT on the
-		// members of a compound select.
-		fmt.Fprintf(&union, "SELECT * FROM (%s) AS k%d", q.String(), i)
+		members[i] = inValueOrder(q.Where("iocs.type = ?", string(k)), true, desc, after, cursorValue, cursorID, limit)
 	}
-	return s.reader().NewSelect().Model(into).ModelTableExpr("(?) AS iocs", bun.Safe(union.String())).
-		OrderExpr("iocs.value " + dir).OrderExpr("iocs.id " + dir).Limit(int64(limit))
+	return s.mergedInValueOrder(members, desc, limit, into)
 }
 
 // IoC returns the IoC with id.
