@@ -63,7 +63,8 @@ func (b *readBench) pagesWhile(ctx context.Context, busy func() bool, cold bool)
 	// order meets after most others; a tag of few IoCs by score, whose walk
 	// of the score's keys meets a page after a hundred keys a match; and an
 	// expiry range in orders whose walk meets the short-lived IoCs of a run
-	// after every other, which the expiry zones' bounds serve.
+	// after every other: by sightings and score, which the expiry zones'
+	// bounds serve, and by value, which the days of expiries serve.
 	for _, c := range []struct {
 		name       string
 		v          map[string]any
@@ -80,6 +81,7 @@ func (b *readBench) pagesWhile(ctx context.Context, busy func() bool, cold bool)
 		{"tag (1%)", map[string]any{"tag": rareTag}, "SCORE", "DESC"},
 		{"expiresBefore +1d", map[string]any{"expiresBefore": now.Add(24 * time.Hour).Format(time.RFC3339)}, "FIRST_SEEN", "ASC"},
 		{"expiresBefore +1d", map[string]any{"expiresBefore": now.Add(24 * time.Hour).Format(time.RFC3339)}, "SCORE", "ASC"},
+		{"expiresBefore +1d", map[string]any{"expiresBefore": now.Add(24 * time.Hour).Format(time.RFC3339)}, "VALUE", "ASC"},
 	} {
 		cases = append(cases, pageCase{name: c.name + ", " + c.field + " " + c.dir, filter: c.v,
 			order: map[string]any{"field": c.field, "direction": c.dir}})
