@@ -3,7 +3,6 @@ package store_test
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,34 +68,10 @@ func TestValuePagesOfAnExpiryRangeMergeItsDays(t *testing.T) {
 			{"expires after now", store.IoCFilter{ExpiresAfter: at(0)}, false},
 			{"expires after +2d", store.IoCFilter{ExpiresAfter: at(2 * day)}, false},
 		}
-		type row struct {
-			ID      int64  `bun:"id"`
-			Type    string `bun:"type"`
-			Value   string `bun:"value"`
-			Score   int64  `bun:"score"`
-			Tags    string `bun:"tags"`
-			Expires int64  `bun:"expires_at"`
-		}
-		matches := func(r row, f store.IoCFilter) bool {
-			var tags []string
-			if r.Tags != "" {
-				if err := json.Unmarshal([]byte(r.Tags), &tags); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return (f.ExpiresBefore == nil || r.Expires < f.ExpiresBefore.UnixMicro()) &&
-				(f.ExpiresAfter == nil || r.Expires > f.ExpiresAfter.UnixMicro()) &&
-				(f.Tag == "" || slices.Contains(tags, f.Tag)) &&
-				(f.MinScore == nil || r.Score >= int64(*f.MinScore)) &&
-				(len(f.Types) == 0 || slices.Contains(f.Types, ioc.Kind(r.Type)))
-		}
 		sent := recordStatements(s)
 		check := func(state string) {
 			t.Helper()
-			var all []row
-			if err := s.DB.NewSelect().Table("iocs").Column("id", "type", "value", "score", "tags", "expires_at").Scan(ctx, &all); err != nil {
-				t.Fatal(err)
-			}
+			all := storedRows(t, s)
 			savedSparse, savedCap := *store.SparseKeys, s.IoCCountCap
 			defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, savedCap }()
 			for _, sparse := range []int{savedSparse, 1} {
@@ -105,13 +80,13 @@ func TestValuePagesOfAnExpiryRangeMergeItsDays(t *testing.T) {
 					for _, c := range cases {
 						for _, desc := range []bool{false, true} {
 							var want []int64
-							for _, r := range slices.SortedFunc(slices.Values(all), func(a, b row) int {
+							for _, r := range slices.SortedFunc(slices.Values(all), func(a, b storedRow) int {
 								if desc {
 									a, b = b, a
 								}
 								return cmp.Or(cmp.Compare(a.Value, b.Value), cmp.Compare(a.ID, b.ID))
 							}) {
-								if matches(r, c.f) {
+								if r.matches(t, c.f) {
 									want = append(want, r.ID)
 								}
 							}

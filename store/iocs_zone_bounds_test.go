@@ -68,37 +68,14 @@ func TestExpiryRangePagesReadTheZonesByBound(t *testing.T) {
 			{"expires before +2d, tag", store.IoCFilter{ExpiresBefore: &later, Tag: "third"}},
 			{"expires before +1d, min score 30", store.IoCFilter{ExpiresBefore: &soon, MinScore: ptr(30)}},
 		}
-		type row struct {
-			ID        int64  `bun:"id"`
-			Score     int64  `bun:"score"`
-			Tags      string `bun:"tags"`
-			FirstSeen int64  `bun:"first_seen"`
-			LastSeen  int64  `bun:"last_seen"`
-			Expires   int64  `bun:"expires_at"`
-		}
-		matches := func(r row, f store.IoCFilter) bool {
-			var tags []string
-			if r.Tags != "" {
-				if err := json.Unmarshal([]byte(r.Tags), &tags); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return (f.ExpiresBefore == nil || r.Expires < f.ExpiresBefore.UnixMicro()) &&
-				(f.ExpiresAfter == nil || r.Expires > f.ExpiresAfter.UnixMicro()) &&
-				(f.Tag == "" || slices.Contains(tags, f.Tag)) &&
-				(f.MinScore == nil || r.Score >= int64(*f.MinScore))
-		}
-		orders := map[store.IoCOrderField]func(row) int64{
-			store.IoCOrderFirstSeen: func(r row) int64 { return r.FirstSeen },
-			store.IoCOrderLastSeen:  func(r row) int64 { return r.LastSeen },
-			store.IoCOrderScore:     func(r row) int64 { return r.Score },
+		orders := map[store.IoCOrderField]func(storedRow) int64{
+			store.IoCOrderFirstSeen: func(r storedRow) int64 { return r.FirstSeen },
+			store.IoCOrderLastSeen:  func(r storedRow) int64 { return r.LastSeen },
+			store.IoCOrderScore:     func(r storedRow) int64 { return r.Score },
 		}
 		check := func(state string) {
 			t.Helper()
-			var all []row
-			if err := s.DB.NewSelect().Table("iocs").Column("id", "score", "tags", "first_seen", "last_seen", "expires_at").Scan(ctx, &all); err != nil {
-				t.Fatal(err)
-			}
+			all := storedRows(t, s)
 			savedSparse, savedCap := *store.SparseKeys, s.IoCCountCap
 			defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, savedCap }()
 			ways := map[string][2]bool{"both": {true, true}, "walk": {true, false}, "zones": {false, true}}
@@ -113,13 +90,13 @@ func TestExpiryRangePagesReadTheZonesByBound(t *testing.T) {
 						for field, key := range orders {
 							for _, desc := range []bool{false, true} {
 								var want []int64
-								for _, r := range slices.SortedFunc(slices.Values(all), func(a, b row) int {
+								for _, r := range slices.SortedFunc(slices.Values(all), func(a, b storedRow) int {
 									if desc {
 										a, b = b, a
 									}
 									return cmp.Or(cmp.Compare(key(a), key(b)), cmp.Compare(a.ID, b.ID))
 								}) {
-									if matches(r, c.f) {
+									if r.matches(t, c.f) {
 										want = append(want, r.ID)
 									}
 								}
@@ -238,4 +215,45 @@ func TestExpiryZonesReadAloneFirst(t *testing.T) {
 			t.Error("the page did not read the zones")
 		}
 	})
+}
+
+// storedRow is a stored IoC's columns that tests' oracles filter and order
+// IoCs by.
+type storedRow struct {
+	ID        int64  `bun:"id"`
+	Type      string `bun:"type"`
+	Value     string `bun:"value"`
+	Score     int64  `bun:"score"`
+	Tags      string `bun:"tags"`
+	FirstSeen int64  `bun:"first_seen"`
+	LastSeen  int64  `bun:"last_seen"`
+	Expires   int64  `bun:"expires_at"`
+}
+
+// storedRows reads every stored IoC's storedRow.
+func storedRows(t *testing.T, s *store.Store) []storedRow {
+	t.Helper()
+	var all []storedRow
+	if err := s.DB.NewSelect().Table("iocs").Column("id", "type", "value", "score", "tags", "first_seen", "last_seen", "expires_at").
+		Scan(context.Background(), &all); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// matches says whether r matches f's types, tag, minScore and expiry
+// range, the conditions an oracle checks on its own.
+func (r storedRow) matches(t *testing.T, f store.IoCFilter) bool {
+	t.Helper()
+	var tags []string
+	if r.Tags != "" {
+		if err := json.Unmarshal([]byte(r.Tags), &tags); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return (f.ExpiresBefore == nil || r.Expires < f.ExpiresBefore.UnixMicro()) &&
+		(f.ExpiresAfter == nil || r.Expires > f.ExpiresAfter.UnixMicro()) &&
+		(f.Tag == "" || slices.Contains(tags, f.Tag)) &&
+		(f.MinScore == nil || r.Score >= int64(*f.MinScore)) &&
+		(len(f.Types) == 0 || slices.Contains(f.Types, ioc.Kind(r.Type)))
 }
