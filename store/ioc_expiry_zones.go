@@ -248,7 +248,7 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 	if err != nil {
 		return nil, err
 	}
-	filter := s.inZonesFilter(f)
+	filter := s.rowExpiryFilter(f)
 	rows := []IoC{}
 	for _, r := range runs {
 		need := limit - len(rows)
@@ -266,12 +266,14 @@ func (s *Store) pageInExpiryZones(ctx context.Context, f IoCFilter, o IoCOrder, 
 	return rows, nil
 }
 
-// inZonesFilter returns what applies f to a read of zones' ranges of the
-// primary key: its expiry conditions on expires_at + 0, which no index
-// serves, so that the walk is the primary key's. PostgreSQL, its
-// statistics not yet holding the IoCs just written, read the short-lived
-// ones through iocs_expires_idx, all of them, to sort them by id.
-func (s *Store) inZonesFilter(f IoCFilter) func(q *bun.SelectQuery) *bun.SelectQuery {
+// rowExpiryFilter returns what applies f to a read whose walk the page
+// has chosen (a zone's range of the primary key, a day's run of
+// iocs_expiry_day_value_idx): its expiry conditions on expires_at + 0,
+// which no index serves, so that they are checked on each row the walk
+// meets. PostgreSQL, its statistics not yet holding the IoCs just written,
+// read the short-lived ones through iocs_expires_idx, all of them, to sort
+// them by id.
+func (s *Store) rowExpiryFilter(f IoCFilter) func(q *bun.SelectQuery) *bun.SelectQuery {
 	rest := f
 	rest.ExpiresBefore, rest.ExpiresAfter = nil, nil
 	return func(q *bun.SelectQuery) *bun.SelectQuery {

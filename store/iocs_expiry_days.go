@@ -59,7 +59,7 @@ func (s *Store) pageOfExpiryDays(ctx context.Context, f IoCFilter, o IoCOrder, a
 	if len(days) == 0 {
 		return rows, true, nil
 	}
-	filter := s.inZonesFilter(f)
+	filter := s.rowExpiryFilter(f)
 	members := make([]*bun.SelectQuery, len(days))
 	for i, day := range days {
 		q := filter(s.reader().NewSelect().Model((*IoC)(nil))).Where(dayOfExpiry+" = ?", day)

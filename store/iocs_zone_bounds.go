@@ -121,7 +121,7 @@ type zoneBound struct {
 // zones hold every IoC a read can see.
 func (s *Store) stepZones(ctx context.Context, f IoCFilter, o IoCOrder, after bool, cursorValue any, cursorID int64, limit int, z *zoneRead) (done bool, err error) {
 	col := "iocs." + string(o.Field)
-	filter := s.inZonesFilter(f)
+	filter := s.rowExpiryFilter(f)
 	if !z.started {
 		z.started = true
 		var err error
