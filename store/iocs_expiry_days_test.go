@@ -118,13 +118,20 @@ func TestValuePagesOfAnExpiryRangeMergeItsDays(t *testing.T) {
 		check("keys caught up")
 
 		// The migration builds PostgreSQL's index over the IoCs already
-		// stored.
+		// stored, and takes it away going down.
+		made := func() bool { return slices.Contains(iocIndexes(t, s), "iocs_expiry_day_value_idx") }
 		m, days := migration(t, s, "20270123000100")
 		if err := days.Down(ctx, m, days); err != nil {
 			t.Fatal(err)
 		}
+		if made() {
+			t.Error("the index is there after its migration went down")
+		}
 		if err := days.Up(ctx, m, days); err != nil {
 			t.Fatal(err)
+		}
+		if made() != (s.Dialect == store.Postgres) {
+			t.Errorf("the index made %v after its migration went up, want it on PostgreSQL only", made())
 		}
 		check("index made again")
 	})

@@ -24,14 +24,7 @@ import (
 // PostgreSQL").
 func TestIoCIndexes(t *testing.T) {
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
-		query := "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'iocs' AND name NOT LIKE 'sqlite_autoindex_%' ORDER BY 1"
-		if s.Dialect == store.Postgres {
-			query = "SELECT indexname FROM pg_indexes WHERE tablename = 'iocs' AND indexname NOT IN ('iocs_pkey', 'iocs_type_value_key') ORDER BY 1"
-		}
-		var names []string
-		if err := s.DB.NewRaw(query).Scan(context.Background(), &names); err != nil {
-			t.Fatal(err)
-		}
+		names := iocIndexes(t, s)
 		want := []string{"iocs_changed_idx", "iocs_feed_idx"}
 		if s.Dialect == store.Postgres {
 			want = []string{"iocs_changed_idx", "iocs_expires_idx", "iocs_expiry_day_value_idx", "iocs_feed_idx", "iocs_first_seen_idx", "iocs_last_seen_idx", "iocs_score_idx"}
@@ -40,6 +33,21 @@ func TestIoCIndexes(t *testing.T) {
 			t.Errorf("indexes on iocs besides its keys: %q, want %q", names, want)
 		}
 	})
+}
+
+// iocIndexes returns the names of the indexes on iocs besides its keys
+// (the primary key and the unique (type, value)), in order.
+func iocIndexes(t *testing.T, s *store.Store) []string {
+	t.Helper()
+	query := "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'iocs' AND name NOT LIKE 'sqlite_autoindex_%' ORDER BY 1"
+	if s.Dialect == store.Postgres {
+		query = "SELECT indexname FROM pg_indexes WHERE tablename = 'iocs' AND indexname NOT IN ('iocs_pkey', 'iocs_type_value_key') ORDER BY 1"
+	}
+	var names []string
+	if err := s.DB.NewRaw(query).Scan(context.Background(), &names); err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
 
 // Tag and search filters answer the same IoCs, totals and pages whether
