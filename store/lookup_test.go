@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -71,6 +74,77 @@ func TestIoCsByKeysReadsAsTheModel(t *testing.T) {
 		}
 		if c := got[store.IoCKey{Type: ioc.IP, Value: "203.0.113.7"}]; c != nil && !c.FirstSeen.Equal(at) {
 			t.Errorf("first seen %v, want %v", c.FirstSeen, at)
+		}
+	})
+}
+
+// TestIoCsByKeysSharedOutFindsEach: a lookup of thousands of values of
+// several kinds, shared out among four cores' connections, finds each stored
+// key once with its own IoC, none of the absent, and fails whole when its
+// context is cancelled.
+func TestIoCsByKeysSharedOutFindsEach(t *testing.T) {
+	// Four cores' shares, wherever the test runs: how many there are is a
+	// matter of speed, what they find is not.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	storetest.EachDB(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		feed := newFeed(t, st, "TSV_lookup")
+		var inds []ioc.Indicator
+		var keys []store.IoCKey
+		for i := range 1500 {
+			stored := []ioc.Indicator{
+				{Kind: ioc.Domain, Value: fmt.Sprintf("host-%d.example", i)},
+				{Kind: ioc.IP, Value: fmt.Sprintf("10.%d.%d.1", i/256, i%256)},
+			}
+			if i%3 == 0 {
+				stored = append(stored, ioc.Indicator{Kind: ioc.MD5, Value: fmt.Sprintf("%032x", i)})
+			}
+			for _, ind := range stored {
+				ind.Source, ind.Score = "list", 50
+				inds = append(inds, ind)
+				keys = append(keys, store.IoCKey{Type: ind.Kind, Value: ind.Value})
+			}
+			// Absent: another host, the stored domain's value as a URL.
+			keys = append(keys, store.IoCKey{Type: ioc.Domain, Value: fmt.Sprintf("absent-%d.example", i)},
+				store.IoCKey{Type: ioc.URL, Value: fmt.Sprintf("host-%d.example", i)})
+		}
+		apply(t, st, store.Batch{FeedID: feed, Now: t0, Retention: day, Indicators: inds})
+		keys = append(keys, keys[:500]...) // asked twice
+		var ids []struct {
+			ID    int64
+			Type  ioc.Kind
+			Value string
+		}
+		if err := st.DB.NewRaw("SELECT id, type, value FROM iocs").Scan(ctx, &ids); err != nil {
+			t.Fatal(err)
+		}
+		want := map[store.IoCKey]int64{}
+		for _, r := range ids {
+			want[store.IoCKey{Type: r.Type, Value: r.Value}] = r.ID
+		}
+		if len(want) != len(inds) {
+			t.Fatalf("%d IoCs stored, want %d", len(want), len(inds))
+		}
+		got, err := st.IoCsByKeys(ctx, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("found %d IoCs, want %d", len(got), len(want))
+		}
+		for k, id := range want {
+			c, ok := got[k]
+			switch {
+			case !ok:
+				t.Errorf("%v not found", k)
+			case c.ID != id || c.Type != k.Type || c.Value != k.Value:
+				t.Errorf("%v found as IoC %d %s %q, want IoC %d", k, c.ID, c.Type, c.Value, id)
+			}
+		}
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		if got, err := st.IoCsByKeys(cancelled, keys); !errors.Is(err, context.Canceled) || got != nil {
+			t.Errorf("cancelled lookup: %d found, error %v; want none and context.Canceled", len(got), err)
 		}
 	})
 }
