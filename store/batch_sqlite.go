@@ -35,13 +35,23 @@ func (w *sqliteWriter) exec(ctx context.Context, query string, args ...any) (int
 	return r.RowsAffected()
 }
 
-// insertNew inserts the IoCs with multi-row INSERTs, which return no ids.
+// insertNew inserts the IoCs of aggs not stored yet (insertRows) and
+// widens their zones' values to hold them.
+func (w *sqliteWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
+	if err := w.insertRows(ctx, aggs); err != nil {
+		return err
+	}
+	return widenZoneValues(ctx, w.exec, aggs)
+}
+
+// insertRows inserts the IoCs with multi-row INSERTs, which return no ids.
 // iocs.id is AUTOINCREMENT and this transaction is the only writer: every
 // row inserted gets an id above any the table had, in the order of the
 // rows. So when every row went in and the largest id moved by their number,
 // their ids are the next ones in order; otherwise (some were stored
-// already) the ids above the old largest are read back.
-func (w *sqliteWriter) insertNew(ctx context.Context, aggs []*aggregate) error {
+// already) the ids above the old largest are read back, and those that
+// were stored keep id 0.
+func (w *sqliteWriter) insertRows(ctx context.Context, aggs []*aggregate) error {
 	var before int64
 	if err := w.tx.Tx.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'iocs'), 0),
 	coalesce((SELECT max(id) FROM iocs), 0))`).Scan(&before); err != nil {

@@ -66,8 +66,8 @@ func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if !zonesExact(t, s) {
-			t.Error("zones not their spans after the cleaner's pass")
+		if !zonesExact(t, s) || !zoneValuesExact(t, s) {
+			t.Error("zones not their spans (or values) after the cleaner's pass")
 		}
 		checkZones(t, s, "cleaned", expiring, 4)
 
@@ -84,22 +84,23 @@ func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
 			t.Errorf("after the sweep an expiresBefore +1d page walks %v (%v), want no zone", runs, err)
 		}
 
-		// The migrations make the zones and their bounds from the IoCs, of
-		// their own size.
+		// The migrations make the zones, their bounds and (SQLite) their
+		// values from the IoCs, of their own size.
 		m, zones := migration(t, s, "20270113000100")
 		_, bounds := migration(t, s, "20270119000100")
+		_, values := migration(t, s, "20270124000100")
 		for _, step := range []struct {
 			run func(context.Context, *migrate.Migrator, *migrate.Migration) error
 			of  *migrate.Migration
-		}{{bounds.Down, bounds}, {zones.Down, zones}, {zones.Up, zones}, {bounds.Up, bounds}} {
+		}{{values.Down, values}, {bounds.Down, bounds}, {zones.Down, zones}, {zones.Up, zones}, {bounds.Up, bounds}, {values.Up, values}} {
 			if err := step.run(ctx, m, step.of); err != nil {
 				t.Fatal(err)
 			}
 		}
 		*store.ExpiryZone = saved
 		defer func() { *store.ExpiryZone = 4 }()
-		if n := countRows(t, s, "ioc_expiry_zones"); n != 1 || !zonesExact(t, s) {
-			t.Errorf("%d zones after the migration, want 1 (28 IoCs), exact: %v", n, zonesExact(t, s))
+		if n := countRows(t, s, "ioc_expiry_zones"); n != 1 || !zonesExact(t, s) || !zoneValuesExact(t, s) {
+			t.Errorf("%d zones after the migration, want 1 (28 IoCs), exact: %v, values %v", n, zonesExact(t, s), zoneValuesExact(t, s))
 		}
 		batch(32, 36, t0.Add(4*time.Minute), time.Hour)
 		checkZones(t, s, "migrated, more short-lived IoCs", expiring, 4)
@@ -180,6 +181,14 @@ func checkZoneSpans(t *testing.T, s *store.Store, state string) {
 	AND iocs.score BETWEEN z.score_lo AND z.score_hi)`, *store.ExpiryZone)); n != 0 {
 		t.Errorf("%s: %d IoCs outside their zone's span", state, n)
 	}
+	if s.Dialect != store.SQLite {
+		return
+	}
+	if n := countRows(t, s, fmt.Sprintf(`iocs WHERE NOT EXISTS (
+	SELECT 1 FROM ioc_zone_values v WHERE v.zone = iocs.id / %d AND v.type = iocs.type AND iocs.value BETWEEN v.lo AND v.hi)`,
+		*store.ExpiryZone)); n != 0 {
+		t.Errorf("%s: %d IoCs outside their zone's values", state, n)
+	}
 }
 
 // zonesExact says whether every zone's span is its IoCs' and every zone
@@ -199,6 +208,29 @@ func zonesExact(t *testing.T, s *store.Store) bool {
 		t.Fatal(err)
 	}
 	return slices.Equal(zones, spans)
+}
+
+// zoneValuesExact says whether, on SQLite, the values of every kind of
+// every zone are its IoCs' least and greatest.
+func zoneValuesExact(t *testing.T, s *store.Store) bool {
+	t.Helper()
+	if s.Dialect != store.SQLite {
+		return true
+	}
+	type valuesRow struct {
+		Zone   int64
+		Type   string
+		Lo, Hi string
+	}
+	var kept, made []valuesRow
+	if err := store.Reader(s).NewRaw("SELECT zone, type, lo, hi FROM ioc_zone_values ORDER BY zone, type").Scan(context.Background(), &kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Reader(s).NewRaw(fmt.Sprintf(`SELECT id / %[1]d AS zone, type, min(value) AS lo, max(value) AS hi
+	FROM iocs GROUP BY id / %[1]d, type ORDER BY 1, 2`, *store.ExpiryZone)).Scan(context.Background(), &made); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Equal(kept, made)
 }
 
 // withExpiryZones cuts the ids into expiry zones of n for the test, and

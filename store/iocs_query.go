@@ -597,7 +597,17 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 		if err != nil || len(kinds) == 0 {
 			return rows, err
 		}
-		q = s.byValueOfEachKind(f, kinds, o.Desc, after, cursorValue, cursorID, limit, &rows)
+		var spans map[ioc.Kind]valueSpan
+		if s.Dialect == SQLite && walksExpiryZones(f) {
+			if spans, err = s.zoneValueSpans(ctx, f); err != nil {
+				return nil, err
+			}
+			kinds = slices.DeleteFunc(kinds, func(k ioc.Kind) bool { _, ok := spans[k]; return !ok })
+			if len(kinds) == 0 {
+				return rows, nil
+			}
+		}
+		q = s.byValueOfEachKind(f, kinds, spans, o.Desc, after, cursorValue, cursorID, limit, &rows)
 	case s.prefixPaged(f, o, capped):
 		return s.pageOfPrefix(ctx, f, o, capped, after, cursorValue, cursorID, limit)
 	case o.Field == IoCOrderType && capped:
@@ -844,18 +854,43 @@ func kindsFrom(kinds []ioc.Kind, desc, after bool, cursorKind string) []string {
 // byValueOfEachKind is the query of a page in value order: the page of
 // each of kinds (those whose IoCs may match f, kindsMatching: each kind
 // that has none costs a walk of all its values), read in the order of the
-// unique (type, value) index, merged.
+// unique (type, value) index, merged. A kind with a span in spans (the
+// expiry zones' values, zoneValueSpans) is walked only within it.
 // Values are unique within a kind, so a kind's first rows by value are its
 // first by (value, id). Reason: no index leads with value (each costs
 // ingestion, docs/benchmarks.md), and ordering a million values for a first
 // page took 55-60 ms.
-func (s *Store) byValueOfEachKind(f IoCFilter, kinds []ioc.Kind, desc bool, after bool, cursorValue any, cursorID int64, limit int, into *[]IoC) *bun.SelectQuery {
+func (s *Store) byValueOfEachKind(f IoCFilter, kinds []ioc.Kind, spans map[ioc.Kind]valueSpan, desc bool, after bool, cursorValue any, cursorID int64, limit int, into *[]IoC) *bun.SelectQuery {
 	members := make([]*bun.SelectQuery, len(kinds))
 	for i, k := range kinds {
 		q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
-		members[i] = inValueOrder(q.Where("iocs.type = ?", string(k)), true, desc, after, cursorValue, cursorID, limit)
+		q = q.Where("iocs.type = ?", string(k))
+		kindAfter := after
+		if span, ok := spans[k]; ok {
+			q, kindAfter = withinSpan(q, span, desc, after, cursorValue)
+		}
+		members[i] = inValueOrder(q, true, desc, kindAfter, cursorValue, cursorID, limit)
 	}
 	return s.mergedInValueOrder(members, desc, limit, into)
+}
+
+// withinSpan bounds q, a walk of one kind's values in value order (desc or
+// not) after the cursor when after, to span, and says whether the cursor
+// still bounds it. The walk starts from one bound: the cursor's when it
+// lies within the span or past its start, else the span's start, every
+// value from which is past the cursor's value and so after the cursor.
+func withinSpan(q *bun.SelectQuery, span valueSpan, desc, after bool, cursorValue any) (*bun.SelectQuery, bool) {
+	start, end := span.lo, span.hi
+	from, to := ">=", "<="
+	if desc {
+		start, end, from, to = end, start, to, from
+	}
+	q = q.Where("iocs.value "+to+" ?", end)
+	cursor, ok := cursorValue.(string)
+	if after && (!ok || desc && cursor <= start || !desc && cursor >= start) {
+		return q, true
+	}
+	return q.Where("iocs.value "+from+" ?", start), false
 }
 
 // IoC returns the IoC with id.
