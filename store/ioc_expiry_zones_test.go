@@ -20,7 +20,7 @@ import (
 // only the zones that meet the range, and finds what the plain query
 // finds.
 func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
-	saved := withExpiryZones(t, 4)
+	withExpiryZones(t, 4)
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		feed := newFeed(t, s, "f")
@@ -84,21 +84,9 @@ func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
 			t.Errorf("after the sweep an expiresBefore +1d page walks %v (%v), want no zone", runs, err)
 		}
 
-		// The migrations make the zones, their bounds and (SQLite) their
-		// values from the IoCs, of their own size.
-		m, zones := migration(t, s, "20270113000100")
-		_, bounds := migration(t, s, "20270119000100")
-		_, values := migration(t, s, "20270124000100")
-		for _, step := range []struct {
-			run func(context.Context, *migrate.Migrator, *migrate.Migration) error
-			of  *migrate.Migration
-		}{{values.Down, values}, {bounds.Down, bounds}, {zones.Down, zones}, {zones.Up, zones}, {bounds.Up, bounds}, {values.Up, values}} {
-			if err := step.run(ctx, m, step.of); err != nil {
-				t.Fatal(err)
-			}
-		}
-		*store.ExpiryZone = saved
-		defer func() { *store.ExpiryZone = 4 }()
+		// The migrations make the zones and their bounds from the IoCs, of
+		// their own size.
+		migrateZonesAgain(t, s)
 		if n := countRows(t, s, "ioc_expiry_zones"); n != 1 || !zonesExact(t, s) || !zoneValuesExact(t, s) {
 			t.Errorf("%d zones after the migration, want 1 (28 IoCs), exact: %v, values %v", n, zonesExact(t, s), zoneValuesExact(t, s))
 		}
@@ -231,6 +219,29 @@ func zoneValuesExact(t *testing.T, s *store.Store) bool {
 		t.Fatal(err)
 	}
 	return slices.Equal(kept, made)
+}
+
+// migrateZonesAgain takes the expiry zones' migrations down and up again,
+// which make the zones, their bounds and (SQLite) their values from the
+// IoCs in zones of the migrations' own 16384 ids; the store's zones are cut
+// so until the end of t.
+func migrateZonesAgain(t *testing.T, s *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	m, zones := migration(t, s, "20270113000100")
+	_, bounds := migration(t, s, "20270119000100")
+	_, values := migration(t, s, "20270124000100")
+	for _, step := range []struct {
+		run func(context.Context, *migrate.Migrator, *migrate.Migration) error
+		of  *migrate.Migration
+	}{{values.Down, values}, {bounds.Down, bounds}, {zones.Down, zones}, {zones.Up, zones}, {bounds.Up, bounds}, {values.Up, values}} {
+		if err := step.run(ctx, m, step.of); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prev := *store.ExpiryZone
+	*store.ExpiryZone = 16384
+	t.Cleanup(func() { *store.ExpiryZone = prev })
 }
 
 // withExpiryZones cuts the ids into expiry zones of n for the test, and

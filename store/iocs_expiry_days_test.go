@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -72,46 +71,31 @@ func TestValuePagesOfAnExpiryRangeMergeItsDays(t *testing.T) {
 		check := func(state string) {
 			t.Helper()
 			all := storedRows(t, s)
-			savedSparse, savedCap := *store.SparseKeys, s.IoCCountCap
-			defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, savedCap }()
-			for _, sparse := range []int{savedSparse, 1} {
-				for _, countCap := range []int{3, 1000} {
-					*store.SparseKeys, s.IoCCountCap = sparse, countCap
-					for _, c := range cases {
-						for _, desc := range []bool{false, true} {
-							var want []int64
-							for _, r := range slices.SortedFunc(slices.Values(all), func(a, b storedRow) int {
-								if desc {
-									a, b = b, a
-								}
-								return cmp.Or(cmp.Compare(a.Value, b.Value), cmp.Compare(a.ID, b.ID))
-							}) {
-								if r.matches(t, c.f) {
-									want = append(want, r.ID)
-								}
-							}
-							sent()
-							got := pagedIDs(t, s, c.f, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, 2, nil)
-							if !slices.Equal(got, want) {
-								t.Errorf("%s, %s, desc %v, sparse %d, cap %d: pages\n got %v\nwant %v",
-									state, c.name, desc, sparse, countCap, got, want)
-							}
-							// With few keys read (a tag's), the page reads
-							// them and sorts them; SQLite has no index of
-							// the days.
-							if sparse != 1 {
-								continue
-							}
-							merged := slices.ContainsFunc(sent(), func(q string) bool {
-								return strings.Contains(q, "expires_at / 86400000000 = ")
-							})
-							if want := c.merged && s.Dialect == store.Postgres; merged != want {
-								t.Errorf("%s, %s, desc %v, cap %d: read the days %v, want %v", state, c.name, desc, countCap, merged, want)
-							}
+			eachPageSetting(s, func(sparse, countCap int) {
+				for _, c := range cases {
+					for _, desc := range []bool{false, true} {
+						want := idsByValue(t, all, c.f, desc)
+						sent()
+						got := pagedIDs(t, s, c.f, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, 2, nil)
+						if !slices.Equal(got, want) {
+							t.Errorf("%s, %s, desc %v, sparse %d, cap %d: pages\n got %v\nwant %v",
+								state, c.name, desc, sparse, countCap, got, want)
+						}
+						// With few keys read (a tag's), the page reads
+						// them and sorts them; SQLite has no index of
+						// the days.
+						if sparse != 1 {
+							continue
+						}
+						merged := slices.ContainsFunc(sent(), func(q string) bool {
+							return strings.Contains(q, "expires_at / 86400000000 = ")
+						})
+						if want := c.merged && s.Dialect == store.Postgres; merged != want {
+							t.Errorf("%s, %s, desc %v, cap %d: read the days %v, want %v", state, c.name, desc, countCap, merged, want)
 						}
 					}
 				}
-			}
+			})
 		}
 		check("before the keys")
 		catchUpAll(t, s.CatchUpKeys, 1000)

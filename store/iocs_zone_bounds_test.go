@@ -249,6 +249,38 @@ func storedRows(t *testing.T, s *store.Store) []storedRow {
 	return all
 }
 
+// idsByValue is the ids of those of rows that match f, by (value, id),
+// descending when desc: the oracle of pages in value order.
+func idsByValue(t *testing.T, rows []storedRow, f store.IoCFilter, desc bool) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, r := range slices.SortedFunc(slices.Values(rows), func(a, b storedRow) int {
+		if desc {
+			a, b = b, a
+		}
+		return cmp.Or(cmp.Compare(a.Value, b.Value), cmp.Compare(a.ID, b.ID))
+	}) {
+		if r.matches(t, f) {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
+}
+
+// eachPageSetting calls check with the sparse keys' bound at its own and at
+// 1 and the count cap at 3 and at 1000, the ways a page may take, and puts
+// both back after.
+func eachPageSetting(s *store.Store, check func(sparse, countCap int)) {
+	savedSparse, savedCap := *store.SparseKeys, s.IoCCountCap
+	defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, savedCap }()
+	for _, sparse := range []int{savedSparse, 1} {
+		for _, countCap := range []int{3, 1000} {
+			*store.SparseKeys, s.IoCCountCap = sparse, countCap
+			check(sparse, countCap)
+		}
+	}
+}
+
 // matches says whether r matches f's types, tag, minScore and expiry
 // range, the conditions an oracle checks on its own.
 func (r storedRow) matches(t *testing.T, f store.IoCFilter) bool {

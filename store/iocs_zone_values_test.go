@@ -1,15 +1,12 @@
 package store_test
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -79,45 +76,30 @@ func TestValuePagesOfAnExpiryRangeWalkTheirZonesValues(t *testing.T) {
 			t.Helper()
 			checkZoneSpans(t, s, state)
 			all := storedRows(t, s)
-			savedSparse, savedCap := *store.SparseKeys, s.IoCCountCap
-			defer func() { *store.SparseKeys, s.IoCCountCap = savedSparse, savedCap }()
-			for _, sparse := range []int{savedSparse, 1} {
-				for _, countCap := range []int{3, 1000} {
-					*store.SparseKeys, s.IoCCountCap = sparse, countCap
-					for _, c := range filters {
-						for _, desc := range []bool{false, true} {
-							var want []int64
-							for _, r := range slices.SortedFunc(slices.Values(all), func(a, b storedRow) int {
-								if desc {
-									a, b = b, a
-								}
-								return cmp.Or(cmp.Compare(a.Value, b.Value), cmp.Compare(a.ID, b.ID))
-							}) {
-								if r.matches(t, c.f) {
-									want = append(want, r.ID)
-								}
+			eachPageSetting(s, func(sparse, countCap int) {
+				for _, c := range filters {
+					for _, desc := range []bool{false, true} {
+						want := idsByValue(t, all, c.f, desc)
+						sent()
+						for _, size := range []int{2, 3} {
+							got := pagedIDs(t, s, c.f, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size, nil)
+							if !slices.Equal(got, want) {
+								t.Errorf("%s, %s, desc %v, sparse %d, cap %d, pages of %d:\n got %v\nwant %v",
+									state, c.name, desc, sparse, countCap, size, got, want)
 							}
-							sent()
-							for _, size := range []int{2, 3} {
-								got := pagedIDs(t, s, c.f, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size, nil)
-								if !slices.Equal(got, want) {
-									t.Errorf("%s, %s, desc %v, sparse %d, cap %d, pages of %d:\n got %v\nwant %v",
-										state, c.name, desc, sparse, countCap, size, got, want)
-								}
-							}
-							// Matches, few keys read, the keys caught up:
-							// the walk of each kind's values, within the
-							// zones' values on SQLite.
-							if !keyed || sparse != 1 || countCap != 3 || s.Dialect != store.SQLite || len(want) == 0 {
-								continue
-							}
-							if !slices.ContainsFunc(sent(), func(q string) bool { return strings.Contains(q, "ioc_zone_values") }) {
-								t.Errorf("%s, %s, desc %v: the pages did not read the zones' values", state, c.name, desc)
-							}
+						}
+						// Matches, few keys read, the keys caught up:
+						// the walk of each kind's values, within the
+						// zones' values on SQLite.
+						if !keyed || sparse != 1 || countCap != 3 || s.Dialect != store.SQLite || len(want) == 0 {
+							continue
+						}
+						if !slices.ContainsFunc(sent(), func(q string) bool { return strings.Contains(q, "ioc_zone_values") }) {
+							t.Errorf("%s, %s, desc %v: the pages did not read the zones' values", state, c.name, desc)
 						}
 					}
 				}
-			}
+			})
 		}
 		check("before the keys")
 		catchUpAll(t, s.CatchUpKeys, 1000)
@@ -148,20 +130,7 @@ func TestValuePagesOfAnExpiryRangeWalkTheirZonesValues(t *testing.T) {
 		if !zoneValuesExact(t, s) {
 			t.Error("zones' values not exact after the cleaner's pass")
 		}
-		// The migrations make the zones and their values of their own
-		// size, 16384 ids: one zone here.
-		m, zones := migration(t, s, "20270113000100")
-		_, bounds := migration(t, s, "20270119000100")
-		_, values := migration(t, s, "20270124000100")
-		for _, step := range []struct {
-			run func(context.Context, *migrate.Migrator, *migrate.Migration) error
-			of  *migrate.Migration
-		}{{values.Down, values}, {bounds.Down, bounds}, {zones.Down, zones}, {zones.Up, zones}, {bounds.Up, bounds}, {values.Up, values}} {
-			*store.ExpiryZone = 16384
-			if err := step.run(ctx, m, step.of); err != nil {
-				t.Fatal(err)
-			}
-		}
+		migrateZonesAgain(t, s)
 		if n := countRows(t, s, "ioc_expiry_zones"); n != 1 || !zoneValuesExact(t, s) {
 			t.Errorf("%d zones after the migrations, want 1, values exact: %v", n, zoneValuesExact(t, s))
 		}
