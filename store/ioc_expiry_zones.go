@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -253,35 +252,38 @@ type valueSpan struct{ lo, hi string }
 
 // widenZoneValues widens the zone values of the IoCs of aggs that were just
 // inserted (those with an id) to hold their values: one upsert of a row
-// per zone and kind, the batch's new IoCs being in one zone or two.
+// per zone and kind, the batch's new IoCs being in one zone or two. A
+// batch's aggregates come in (kind, value) order and their ids in the same
+// order, so a zone's IoCs of one kind are one run of them: spans are made
+// run by run rather than through a map (2 % of SQLite's TSV ingest). Out
+// of that order a zone and kind would only take two rows of the upsert,
+// which SQLite applies one after the other.
 func widenZoneValues(ctx context.Context, exec writerExec, aggs []*aggregate) error {
-	type zoneKind struct {
+	type zoneSpan struct {
 		zone int64
 		kind ioc.Kind
+		valueSpan
 	}
-	spans := map[zoneKind]*valueSpan{}
+	var spans []zoneSpan
 	for _, a := range aggs {
 		if a.id == 0 {
 			continue
 		}
-		k := zoneKind{a.id / expiryZone, a.kind}
-		if z := spans[k]; z == nil {
-			spans[k] = &valueSpan{a.value, a.value}
-		} else {
-			z.lo, z.hi = min(z.lo, a.value), max(z.hi, a.value)
+		zone := a.id / expiryZone
+		if n := len(spans) - 1; n >= 0 && spans[n].zone == zone && spans[n].kind == a.kind {
+			spans[n].lo, spans[n].hi = min(spans[n].lo, a.value), max(spans[n].hi, a.value)
+			continue
 		}
+		spans = append(spans, zoneSpan{zone, a.kind, valueSpan{a.value, a.value}})
 	}
 	if len(spans) == 0 {
 		return nil
 	}
-	keys := slices.SortedFunc(maps.Keys(spans), func(x, y zoneKind) int {
-		return cmp.Or(cmp.Compare(x.zone, y.zone), cmp.Compare(x.kind, y.kind))
-	})
-	rows := make([]string, 0, len(keys))
-	args := make([]any, 0, 4*len(keys))
-	for _, k := range keys {
+	rows := make([]string, 0, len(spans))
+	args := make([]any, 0, 4*len(spans))
+	for _, z := range spans {
 		rows = append(rows, "(?, ?, ?, ?)")
-		args = append(args, k.zone, string(k.kind), spans[k].lo, spans[k].hi)
+		args = append(args, z.zone, string(z.kind), z.lo, z.hi)
 	}
 	_, err := exec(ctx, `INSERT INTO ioc_zone_values (zone, type, lo, hi) VALUES `+strings.Join(rows, ", ")+`
 ON CONFLICT (zone, type) DO UPDATE SET lo = min(ioc_zone_values.lo, excluded.lo), hi = max(ioc_zone_values.hi, excluded.hi)`, args...)
