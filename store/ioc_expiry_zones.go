@@ -255,9 +255,10 @@ type valueSpan struct{ lo, hi string }
 // per zone and kind, the batch's new IoCs being in one zone or two. A
 // batch's aggregates come in (kind, value) order and their ids in the same
 // order, so a zone's IoCs of one kind are one run of them: spans are made
-// run by run rather than through a map (2 % of SQLite's TSV ingest). Out
-// of that order a zone and kind would only take two rows of the upsert,
-// which SQLite applies one after the other.
+// run by run, without a map lookup an IoC (in all, 1.5 % of the writer's
+// CPU in the bench's TSV ingest). Out of that order a zone and kind would
+// only take two rows of the upsert, which SQLite applies one after the
+// other.
 func widenZoneValues(ctx context.Context, exec writerExec, aggs []*aggregate) error {
 	type zoneSpan struct {
 		zone int64
