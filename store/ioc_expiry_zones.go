@@ -299,14 +299,13 @@ ON CONFLICT (zone, type) DO UPDATE SET lo = min(ioc_zone_values.lo, excluded.lo)
 // that matches the range has a value between them, and a kind absent has
 // none that does. One read of the zones and of their values' rows.
 func (s *Store) zoneValueSpans(ctx context.Context, f IoCFilter) (map[ioc.Kind]valueSpan, error) {
-	lo, hi := expiryRange(f)
 	var rows []struct {
 		Type   ioc.Kind
 		Lo, Hi string
 	}
-	err := s.reader().NewRaw(`SELECT v.type, min(v.lo) AS lo, max(v.hi) AS hi FROM ioc_expiry_zones AS z
-JOIN ioc_zone_values AS v ON v.zone = z.zone WHERE z.lo <= ? AND z.hi >= ? GROUP BY v.type`, hi, lo).Scan(ctx, &rows)
-	if err != nil {
+	q := s.reader().NewSelect().TableExpr("ioc_expiry_zones AS z").Join("JOIN ioc_zone_values AS v ON v.zone = z.zone").
+		ColumnExpr("v.type, min(v.lo) AS lo, max(v.hi) AS hi").GroupExpr("v.type")
+	if err := zonesMeeting(q, "z", f).Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("store: unable to read the values of the expiry zones: %w", err)
 	}
 	spans := make(map[ioc.Kind]valueSpan, len(rows))
@@ -411,8 +410,7 @@ func (s *Store) rowExpiryFilter(f IoCFilter) func(q *bun.SelectQuery) *bun.Selec
 // expiry range, as id ranges in the page's direction, from the cursor's
 // zone on.
 func (s *Store) expiryZoneRuns(ctx context.Context, f IoCFilter, desc, after bool, cursorID int64) ([]idRange, error) {
-	lo, hi := expiryRange(f)
-	q := s.reader().NewSelect().Table("ioc_expiry_zones").Column("zone").Where("lo <= ? AND hi >= ?", hi, lo)
+	q := zonesMeeting(s.reader().NewSelect().Table("ioc_expiry_zones").Column("zone"), "ioc_expiry_zones", f)
 	if after && desc {
 		q = q.Where("zone <= ?", cursorID/expiryZone)
 	} else if after {
@@ -434,6 +432,14 @@ func (s *Store) expiryZoneRuns(ctx context.Context, f IoCFilter, desc, after boo
 		slices.Reverse(runs)
 	}
 	return runs, nil
+}
+
+// zonesMeeting keeps of q, a read of ioc_expiry_zones as table, the zones
+// whose span meets f's expiry range: both ends included on either side, as
+// an IoC's expiry may be a span's bound and the range's.
+func zonesMeeting(q *bun.SelectQuery, table string, f IoCFilter) *bun.SelectQuery {
+	lo, hi := expiryRange(f)
+	return q.Where("?.lo <= ? AND ?.hi >= ?", bun.Ident(table), hi, bun.Ident(table), lo)
 }
 
 // expiryRange returns f's range of expiries, both bounds included.

@@ -173,9 +173,7 @@ func (s *Store) zonesByBound(ctx context.Context, f IoCFilter, o IoCOrder, after
 	if o.Desc {
 		near, far, dir = hi, lo, "DESC"
 	}
-	expLo, expHi := expiryRange(f)
-	q := s.reader().NewSelect().Table("ioc_expiry_zones").ColumnExpr("zone, "+near+" AS bound").
-		Where("lo <= ? AND hi >= ?", expHi, expLo)
+	q := zonesMeeting(s.reader().NewSelect().Table("ioc_expiry_zones").ColumnExpr("zone, "+near+" AS bound"), "ioc_expiry_zones", f)
 	if after {
 		// A zone whose far bound is before the cursor holds nothing after it.
 		cmp := ">="

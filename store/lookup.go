@@ -40,7 +40,7 @@ func (s *Store) IoCsByKeys(ctx context.Context, keys []IoCKey) (map[IoCKey]*IoC,
 			byType[k.Type] = append(byType[k.Type], k.Value)
 		}
 	}
-	shares := lookupShares(byType, len(seen), lookupWorkers(len(seen)))
+	shares := lookupShares(byType, lookupWorkers(len(seen)))
 	read := make([][]*IoC, len(shares))
 	readShare := func(ctx context.Context, i int) (err error) {
 		for _, p := range shares[i] {
@@ -94,12 +94,16 @@ func lookupWorkers(n int) int {
 	return max(1, min(runtime.GOMAXPROCS(0), sqliteReaders))
 }
 
-// lookupShares cuts n values, by kind, into at most workers shares of the
-// same size but the last. Each share takes the kinds in turn where the one
-// before left off, so a lookup runs at most one statement more per share
-// than it has kinds, and every value is in exactly one part.
-func lookupShares(byType map[ioc.Kind][]string, n, workers int) [][]lookupPart {
+// lookupShares cuts the values of byType, by kind, into at most workers
+// shares of the same size but the last. Each share takes the kinds in turn
+// where the one before left off, so a lookup runs at most one statement
+// more per share than it has kinds, and every value is in exactly one part.
+func lookupShares(byType map[ioc.Kind][]string, workers int) [][]lookupPart {
 	kinds := slices.Sorted(maps.Keys(byType))
+	n := 0
+	for _, values := range byType {
+		n += len(values)
+	}
 	size := (n + workers - 1) / max(workers, 1)
 	var shares [][]lookupPart
 	var share []lookupPart

@@ -33,7 +33,7 @@ func TestLookupSharesCutEveryValueOnce(t *testing.T) {
 			n += c
 		}
 		for workers := 1; workers <= 4; workers++ {
-			shares := lookupShares(byType, n, workers)
+			shares := lookupShares(byType, workers)
 			name := fmt.Sprintf("%v in %d", counts, workers)
 			if len(shares) > workers {
 				t.Errorf("%s: %d shares", name, len(shares))
