@@ -355,6 +355,21 @@ func generate(path string, rows int, size int64) (int64, error) {
 // generateFrom is generate starting at the from-th indicator, so that files
 // generated one after another hold distinct indicators (make bench-scale's runs).
 func generateFrom(path string, from, rows int, size int64) (int64, error) {
+	return generateRun(path, from, rows, size, false)
+}
+
+// spreadDomainEvery is how many of a run's domain rows one spread domain
+// stands for (generateRun): 50 in a run of 500,000.
+const spreadDomainEvery = 2000
+
+// generateRun is generateFrom, and with spreadDomains the run's domains
+// few and spread over every stored domain's values: one domain row in
+// spreadDomainEvery is a domain numbered at random among the store's
+// (host-N.example.net beside their host-N.example.com), the others IPs. A
+// feed of IPs with a few domains, short-lived: an expiry range's domains
+// then lie among millions of other domains (make bench-scale's runs to be
+// swept).
+func generateRun(path string, from, rows int, size int64, spreadDomains bool) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, err
@@ -368,9 +383,12 @@ func generateFrom(path string, from, rows int, size int64) (int64, error) {
 		case rows == 0:
 			line = fmt.Sprintf("url\thttps://files%d.example.net/download/%d/%s/payload.exe?campaign=%d\t%s\t%d\n",
 				i%5000, i, strings.Repeat("x", 120), i, src, score)
-		case i%5 == 0:
+		case i%5 == 0 && spreadDomains && i/5%spreadDomainEvery == 0:
+			// Odd and prime to 10, the factor numbers each i apart below 10^9.
+			line = fmt.Sprintf("domain\thost-%d.example.net\t%s\t%d\n", uint64(i)*2654435761%1_000_000_000, src, score)
+		case i%5 == 0 && !spreadDomains:
 			line = fmt.Sprintf("domain\thost-%d.example.com\t%s\t%d\n", i, src, score)
-		case i%5 == 1:
+		case i%5 <= 1:
 			line = fmt.Sprintf("ip\t%d.%d.%d.%d\t%s\t%d\n", 11+i>>24&127, i>>16&255, i>>8&255, i&255, src, score)
 		case i%5 == 2:
 			line = fmt.Sprintf("url\thttp://site-%d.example.org/path/%d?id=%d\t%s\t%d\n", i%10007, i, i, src, score)

@@ -150,7 +150,7 @@ type scaleIngest struct {
 	last       float64 // the last run's rate, IoCs/s
 	n          int
 	peakRSS    int64
-	short      bool // the next run's IoCs have shortRetention
+	short      bool // the next run's IoCs have shortRetention and spread domains (generateRun)
 	base       *baselineLoad
 	background chan scaleRunResult
 	busy       atomic.Bool
@@ -235,7 +235,7 @@ func (in *scaleIngest) child(rows int) (result, error) {
 	in.busy.Store(true)
 	defer in.busy.Store(false)
 	file := in.runFile()
-	if _, err := generateFrom(file, in.next, rows, 0); err != nil {
+	if _, err := generateRun(file, in.next, rows, 0, in.short); err != nil {
 		return result{}, err
 	}
 	in.next += rows

@@ -87,6 +87,39 @@ func TestGenerateFromDistinct(t *testing.T) {
 	}
 }
 
+// TestSpreadDomainRunsAddNewIoCs checks that runs with spread domains, as
+// the growth curve writes between its others, hold indicators no run wrote
+// before, a domain one domain row in spreadDomainEvery, the rest IPs.
+func TestSpreadDomainRunsAddNewIoCs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.tsv")
+	seen := map[string]bool{}
+	const rows = 5 * spreadDomainEvery * 3
+	for i, from := range []int{0, rows, 2 * rows, 3 * rows} {
+		spread := i%2 == 1
+		if _, err := generateRun(path, from, rows, 0, spread); err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]int{}
+		for _, l := range readLines(t, path) {
+			f := strings.Split(l, "\t")
+			key := f[0] + "\t" + f[1]
+			if seen[key] {
+				t.Fatalf("run %d: %s %s written by an earlier run", i, f[0], f[1])
+			}
+			seen[key] = true
+			kinds[f[0]]++
+		}
+		wantDomains, wantIPs := rows/5, rows/5
+		if spread {
+			wantDomains, wantIPs = rows/5/spreadDomainEvery, 2*rows/5-rows/5/spreadDomainEvery
+		}
+		if kinds["domain"] != wantDomains || kinds["ip"] != wantIPs {
+			t.Errorf("run %d: %d domains and %d IPs, want %d and %d", i, kinds["domain"], kinds["ip"], wantDomains, wantIPs)
+		}
+	}
+}
+
 // TestBaselineGrowsWithTheStore: the scale curve's SQLite baseline adds each
 // run's rows to the table it kept, counts them, and fails a load that did
 // not store every row (rows an earlier run had).
