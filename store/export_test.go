@@ -102,6 +102,14 @@ func KeysTx(s *Store, ctx context.Context, fn func(ctx context.Context, tx bun.T
 // store's first IoC.
 var ExpiryZone = &expiryZone
 
+// ZoneKindListed lets tests list the ids of fewer IoCs of a kind in a
+// zone: set it before a store's first IoC.
+var ZoneKindListed = &zoneKindListed
+
+// ListedRead is how many listed ids of a kind a page reads rather than
+// walk the kind's values.
+var ListedRead = &listedRead
+
 // ExpiryZoneRuns returns the runs of ids, each [lo, hi], that a first page
 // of f in id order (descending when desc) walks.
 func ExpiryZoneRuns(ctx context.Context, s *Store, f IoCFilter, desc bool) ([][2]int64, error) {

@@ -217,10 +217,11 @@ AND NOT EXISTS (SELECT 1 FROM ioc_expiry_zones WHERE ioc_expiry_zones.zone = ioc
 		return fmt.Errorf("store: unable to recompute the values of expiry zones: %w", err)
 	}
 	b, _ := json.Marshal(zones)
-	_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO ioc_zone_values (zone, type, lo, hi)
-SELECT z.value, iocs.type, min(iocs.value), max(iocs.value) FROM json_each(?) AS z
+	_, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO ioc_zone_values (zone, type, lo, hi, n, ids)
+SELECT z.value, iocs.type, min(iocs.value), max(iocs.value), count(*), CASE WHEN count(*) <= %[2]d THEN group_concat(iocs.id) END
+FROM json_each(?) AS z
 JOIN iocs ON iocs.id >= z.value * %[1]d AND iocs.id < z.value * %[1]d + %[1]d
-GROUP BY z.value, iocs.type`, expiryZone), string(b))
+GROUP BY z.value, iocs.type`, expiryZone, zoneKindListed), string(b))
 	if err != nil {
 		return fmt.Errorf("store: unable to recompute the values of expiry zones: %w", err)
 	}
@@ -238,7 +239,7 @@ GROUP BY z.value, iocs.type`, expiryZone), string(b))
 // growth curve's expiresBefore +1d by value took 0.2-0.3 s at 3,000,000
 // IoCs during an ingest and 0.6-0.9 s at 10,000,000 during a sweep. Each
 // kind's walk now runs only between the least and the greatest value of
-// the zones that meet the range (zoneValueSpans), and a kind none of them
+// the zones that meet the range (zonesKinds), and a kind none of them
 // holds is not walked (docs/decisions.md, "On SQLite an expiry range in
 // value order walks each kind within its zones' values"). A value never
 // changes, so only the IoCs a batch inserts widen them (widenZoneValues);
@@ -249,6 +250,34 @@ GROUP BY z.value, iocs.type`, expiryZone), string(b))
 
 // valueSpan is the least and the greatest value of one kind in some zones.
 type valueSpan struct{ lo, hi string }
+
+// A kind with few matches in a range, spread over its values, among many
+// IoCs of its own outside it (a feed of IPs that brings a few domains,
+// short-lived) made its walk run from the least to the greatest value of
+// the range's zones, nearly all its kind: 0.2-0.36 s at 10,000,000 IoCs.
+// So the zones' values also count each kind's IoCs in each zone (n) and
+// list their ids while they are few (ids, up to zoneKindListed; NULL past
+// it, n counting on). A page reads a kind whose every zone of the range
+// lists it, at most listedRead ids in all, by those ids, and sorts them
+// (zonesKinds). Like the values, n and the ids only grow with inserts; a
+// delete leaves ids of IoCs gone, which a read finds no more, and the
+// cleaner's pass makes them anew.
+
+// zoneKindListed is how many IoCs of one kind a zone lists the ids of: a
+// sixty-fourth of the zone, the list's text some 2 KB at most.
+var zoneKindListed = 256
+
+// listedRead is how many listed ids of one kind a page reads, rather than
+// walk the kind's values: a few milliseconds of reads by id.
+var listedRead = 4096
+
+// zonesKind is what the zones that meet an expiry range hold of one kind:
+// the span of its values and, when every such zone lists their ids and
+// they are at most listedRead, the ids (else nil).
+type zonesKind struct {
+	valueSpan
+	ids []int64
+}
 
 // widenZoneValues widens the zone values of the IoCs of aggs that were just
 // inserted (those with an id) to hold their values: one upsert of a row
@@ -264,6 +293,8 @@ func widenZoneValues(ctx context.Context, exec writerExec, aggs []*aggregate) er
 		zone int64
 		kind ioc.Kind
 		valueSpan
+		n   int
+		ids []byte // while n is at most zoneKindListed
 	}
 	var spans []zoneSpan
 	for _, a := range aggs {
@@ -271,48 +302,95 @@ func widenZoneValues(ctx context.Context, exec writerExec, aggs []*aggregate) er
 			continue
 		}
 		zone := a.id / expiryZone
-		if n := len(spans) - 1; n >= 0 && spans[n].zone == zone && spans[n].kind == a.kind {
+		n := len(spans) - 1
+		if n >= 0 && spans[n].zone == zone && spans[n].kind == a.kind {
 			spans[n].lo, spans[n].hi = min(spans[n].lo, a.value), max(spans[n].hi, a.value)
-			continue
+			spans[n].n++
+		} else {
+			spans = append(spans, zoneSpan{zone: zone, kind: a.kind, valueSpan: valueSpan{a.value, a.value}, n: 1})
+			n++
 		}
-		spans = append(spans, zoneSpan{zone, a.kind, valueSpan{a.value, a.value}})
+		if z := &spans[n]; z.n <= zoneKindListed {
+			if z.n > 1 {
+				z.ids = append(z.ids, ',')
+			}
+			z.ids = strconv.AppendInt(z.ids, a.id, 10)
+		}
 	}
 	if len(spans) == 0 {
 		return nil
 	}
 	rows := make([]string, 0, len(spans))
-	args := make([]any, 0, 4*len(spans))
+	args := make([]any, 0, 6*len(spans))
 	for _, z := range spans {
-		rows = append(rows, "(?, ?, ?, ?)")
-		args = append(args, z.zone, string(z.kind), z.lo, z.hi)
+		var ids any
+		if z.n <= zoneKindListed {
+			ids = string(z.ids)
+		}
+		rows = append(rows, "(?, ?, ?, ?, ?, ?)")
+		args = append(args, z.zone, string(z.kind), z.lo, z.hi, z.n, ids)
 	}
-	_, err := exec(ctx, `INSERT INTO ioc_zone_values (zone, type, lo, hi) VALUES `+strings.Join(rows, ", ")+`
-ON CONFLICT (zone, type) DO UPDATE SET lo = min(ioc_zone_values.lo, excluded.lo), hi = max(ioc_zone_values.hi, excluded.hi)`, args...)
+	// Every expression of the update reads the row as it was: n the count
+	// before this batch's.
+	_, err := exec(ctx, `INSERT INTO ioc_zone_values (zone, type, lo, hi, n, ids) VALUES `+strings.Join(rows, ", ")+`
+ON CONFLICT (zone, type) DO UPDATE SET lo = min(ioc_zone_values.lo, excluded.lo), hi = max(ioc_zone_values.hi, excluded.hi),
+	n = ioc_zone_values.n + excluded.n,
+	ids = CASE WHEN ioc_zone_values.n + excluded.n <= `+strconv.Itoa(zoneKindListed)+` THEN ioc_zone_values.ids || ',' || excluded.ids END`, args...)
 	if err != nil {
 		return fmt.Errorf("store: unable to widen the values of the expiry zones: %w", err)
 	}
 	return nil
 }
 
-// zoneValueSpans returns, for each kind, the least and the greatest value
-// among the zones whose span meets f's expiry range: every IoC of the kind
-// that matches the range has a value between them, and a kind absent has
-// none that does. One read of the zones and of their values' rows.
-func (s *Store) zoneValueSpans(ctx context.Context, f IoCFilter) (map[ioc.Kind]valueSpan, error) {
+// zonesKinds returns, for each kind, what the zones whose span meets f's
+// expiry range hold of it (zonesKind): every IoC of the kind that matches
+// the range has a value within its span, and an id among its ids when it
+// has them; a kind absent has none that does. One read of the zones and of
+// their values' rows, and one more of the ids of the kinds they list.
+func (s *Store) zonesKinds(ctx context.Context, f IoCFilter) (map[ioc.Kind]zonesKind, error) {
 	var rows []struct {
-		Type   ioc.Kind
-		Lo, Hi string
+		Type     ioc.Kind
+		Lo, Hi   string
+		N        int64
+		Unlisted int64
 	}
 	q := s.reader().NewSelect().TableExpr("ioc_expiry_zones AS z").Join("JOIN ioc_zone_values AS v ON v.zone = z.zone").
-		ColumnExpr("v.type, min(v.lo) AS lo, max(v.hi) AS hi").GroupExpr("v.type")
+		ColumnExpr("v.type, min(v.lo) AS lo, max(v.hi) AS hi, sum(v.n) AS n, count(*) - count(v.ids) AS unlisted").GroupExpr("v.type")
 	if err := zonesMeeting(q, "z", f).Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("store: unable to read the values of the expiry zones: %w", err)
 	}
-	spans := make(map[ioc.Kind]valueSpan, len(rows))
+	kinds := make(map[ioc.Kind]zonesKind, len(rows))
+	var listed []string
 	for _, r := range rows {
-		spans[r.Type] = valueSpan{r.Lo, r.Hi}
+		kinds[r.Type] = zonesKind{valueSpan: valueSpan{r.Lo, r.Hi}}
+		if r.Unlisted == 0 && r.N <= int64(listedRead) {
+			listed = append(listed, string(r.Type))
+		}
 	}
-	return spans, nil
+	if len(listed) == 0 {
+		return kinds, nil
+	}
+	var lists []struct {
+		Type ioc.Kind
+		IDs  string `bun:"ids"`
+	}
+	q = s.reader().NewSelect().TableExpr("ioc_expiry_zones AS z").Join("JOIN ioc_zone_values AS v ON v.zone = z.zone").
+		ColumnExpr("v.type, v.ids").Where("v.type IN (?)", bun.In(listed))
+	if err := zonesMeeting(q, "z", f).Scan(ctx, &lists); err != nil {
+		return nil, fmt.Errorf("store: unable to read the ids of the expiry zones: %w", err)
+	}
+	for _, l := range lists {
+		k := kinds[l.Type]
+		for id := range strings.SplitSeq(l.IDs, ",") {
+			n, err := strconv.ParseInt(id, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("store: the expiry zones list %q as an id of %s", id, l.Type)
+			}
+			k.ids = append(k.ids, n)
+		}
+		kinds[l.Type] = k
+	}
+	return kinds, nil
 }
 
 // zonesOf returns the zones of ids, each once.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,6 +178,14 @@ func checkZoneSpans(t *testing.T, s *store.Store, state string) {
 		*store.ExpiryZone)); n != 0 {
 		t.Errorf("%s: %d IoCs outside their zone's values", state, n)
 	}
+	if n := countRows(t, s, fmt.Sprintf(`iocs JOIN ioc_zone_values v ON v.zone = iocs.id / %d AND v.type = iocs.type
+	WHERE v.ids IS NOT NULL AND ',' || v.ids || ',' NOT LIKE '%%,' || iocs.id || ',%%'`, *store.ExpiryZone)); n != 0 {
+		t.Errorf("%s: %d IoCs not among the ids their zone lists", state, n)
+	}
+	if n := countRows(t, s, fmt.Sprintf(`ioc_zone_values v WHERE v.n < (SELECT count(*) FROM iocs WHERE iocs.id / %d = v.zone AND iocs.type = v.type)
+	OR (v.ids IS NULL) != (v.n > %d)`, *store.ExpiryZone, *store.ZoneKindListed)); n != 0 {
+		t.Errorf("%s: %d zones' kinds count fewer IoCs than they hold, or list ids past %d or none below", state, n, *store.ZoneKindListed)
+	}
 }
 
 // zonesExact says whether every zone's span is its IoCs' and every zone
@@ -209,16 +218,30 @@ func zoneValuesExact(t *testing.T, s *store.Store) bool {
 		Zone   int64
 		Type   string
 		Lo, Hi string
+		N      int64
+		IDs    *string `bun:"ids"`
 	}
 	var kept, made []valuesRow
-	if err := store.Reader(s).NewRaw("SELECT zone, type, lo, hi FROM ioc_zone_values ORDER BY zone, type").Scan(context.Background(), &kept); err != nil {
+	if err := store.Reader(s).NewRaw("SELECT zone, type, lo, hi, n, ids FROM ioc_zone_values ORDER BY zone, type").Scan(context.Background(), &kept); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Reader(s).NewRaw(fmt.Sprintf(`SELECT id / %[1]d AS zone, type, min(value) AS lo, max(value) AS hi
-	FROM iocs GROUP BY id / %[1]d, type ORDER BY 1, 2`, *store.ExpiryZone)).Scan(context.Background(), &made); err != nil {
+	if err := store.Reader(s).NewRaw(fmt.Sprintf(`SELECT id / %[1]d AS zone, type, min(value) AS lo, max(value) AS hi,
+	count(*) AS n, CASE WHEN count(*) <= %[2]d THEN group_concat(id) END AS ids
+	FROM iocs GROUP BY id / %[1]d, type ORDER BY 1, 2`, *store.ExpiryZone, *store.ZoneKindListed)).Scan(context.Background(), &made); err != nil {
 		t.Fatal(err)
 	}
-	return slices.Equal(kept, made)
+	// The lists as sets: each writer appends its own.
+	sorted := func(ids *string) string {
+		if ids == nil {
+			return "none"
+		}
+		list := strings.Split(*ids, ",")
+		slices.Sort(list)
+		return strings.Join(list, ",")
+	}
+	return slices.EqualFunc(kept, made, func(a, b valuesRow) bool {
+		return a.Zone == b.Zone && a.Type == b.Type && a.Lo == b.Lo && a.Hi == b.Hi && a.N == b.N && sorted(a.IDs) == sorted(b.IDs)
+	})
 }
 
 // migrateZonesAgain takes the expiry zones' migrations down and up again,
@@ -231,17 +254,19 @@ func migrateZonesAgain(t *testing.T, s *store.Store) {
 	m, zones := migration(t, s, "20270113000100")
 	_, bounds := migration(t, s, "20270119000100")
 	_, values := migration(t, s, "20270124000100")
+	_, ids := migration(t, s, "20270125000100")
 	for _, step := range []struct {
 		run func(context.Context, *migrate.Migrator, *migrate.Migration) error
 		of  *migrate.Migration
-	}{{values.Down, values}, {bounds.Down, bounds}, {zones.Down, zones}, {zones.Up, zones}, {bounds.Up, bounds}, {values.Up, values}} {
+	}{{ids.Down, ids}, {values.Down, values}, {bounds.Down, bounds}, {zones.Down, zones},
+		{zones.Up, zones}, {bounds.Up, bounds}, {values.Up, values}, {ids.Up, ids}} {
 		if err := step.run(ctx, m, step.of); err != nil {
 			t.Fatal(err)
 		}
 	}
-	prev := *store.ExpiryZone
-	*store.ExpiryZone = 16384
-	t.Cleanup(func() { *store.ExpiryZone = prev })
+	prevZone, prevListed := *store.ExpiryZone, *store.ZoneKindListed
+	*store.ExpiryZone, *store.ZoneKindListed = 16384, 256
+	t.Cleanup(func() { *store.ExpiryZone, *store.ZoneKindListed = prevZone, prevListed })
 }
 
 // withExpiryZones cuts the ids into expiry zones of n for the test, and

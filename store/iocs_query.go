@@ -597,17 +597,17 @@ func (s *Store) pageOf(ctx context.Context, f IoCFilter, o IoCOrder, plan *keyPl
 		if err != nil || len(kinds) == 0 {
 			return rows, err
 		}
-		var spans map[ioc.Kind]valueSpan
+		var inZones map[ioc.Kind]zonesKind
 		if s.Dialect == SQLite && walksExpiryZones(f) {
-			if spans, err = s.zoneValueSpans(ctx, f); err != nil {
+			if inZones, err = s.zonesKinds(ctx, f); err != nil {
 				return nil, err
 			}
-			kinds = slices.DeleteFunc(kinds, func(k ioc.Kind) bool { _, ok := spans[k]; return !ok })
+			kinds = slices.DeleteFunc(kinds, func(k ioc.Kind) bool { _, ok := inZones[k]; return !ok })
 			if len(kinds) == 0 {
 				return rows, nil
 			}
 		}
-		q = s.byValueOfEachKind(f, kinds, spans, o.Desc, after, cursorValue, cursorID, limit, &rows)
+		q = s.byValueOfEachKind(f, kinds, inZones, o.Desc, after, cursorValue, cursorID, limit, &rows)
 	case s.prefixPaged(f, o, capped):
 		return s.pageOfPrefix(ctx, f, o, capped, after, cursorValue, cursorID, limit)
 	case o.Field == IoCOrderType && capped:
@@ -854,20 +854,33 @@ func kindsFrom(kinds []ioc.Kind, desc, after bool, cursorKind string) []string {
 // byValueOfEachKind is the query of a page in value order: the page of
 // each of kinds (those whose IoCs may match f, kindsMatching: each kind
 // that has none costs a walk of all its values), read in the order of the
-// unique (type, value) index, merged. A kind with a span in spans (the
-// expiry zones' values, zoneValueSpans) is walked only within it.
+// unique (type, value) index, merged. A kind in inZones (what the expiry
+// zones of f's range hold, zonesKinds) is read by the ids they list, or
+// else walked only within their values.
 // Values are unique within a kind, so a kind's first rows by value are its
 // first by (value, id). Reason: no index leads with value (each costs
 // ingestion, docs/benchmarks.md), and ordering a million values for a first
 // page took 55-60 ms.
-func (s *Store) byValueOfEachKind(f IoCFilter, kinds []ioc.Kind, spans map[ioc.Kind]valueSpan, desc bool, after bool, cursorValue any, cursorID int64, limit int, into *[]IoC) *bun.SelectQuery {
+func (s *Store) byValueOfEachKind(f IoCFilter, kinds []ioc.Kind, inZones map[ioc.Kind]zonesKind, desc bool, after bool, cursorValue any, cursorID int64, limit int, into *[]IoC) *bun.SelectQuery {
 	members := make([]*bun.SelectQuery, len(kinds))
 	for i, k := range kinds {
+		zk, inRange := inZones[k]
+		if zk.ids != nil {
+			// No condition on the type an index serves: SQLite would walk
+			// the kind's values in order rather than read the few ids and
+			// sort them. (k is one of f's types.)
+			rest := f
+			rest.Types = nil
+			q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), rest)
+			q = q.Where("+iocs.type = ?", string(k)).Where("iocs.id IN (?)", bun.In(zk.ids))
+			members[i] = inValueOrder(q, true, desc, after, cursorValue, cursorID, limit)
+			continue
+		}
 		q, _, _ := s.applyIoCFilter(s.reader().NewSelect().Model((*IoC)(nil)), f)
 		q = q.Where("iocs.type = ?", string(k))
 		kindAfter := after
-		if span, ok := spans[k]; ok {
-			q, kindAfter = withinSpan(q, span, desc, after, cursorValue)
+		if inRange {
+			q, kindAfter = withinSpan(q, zk.valueSpan, desc, after, cursorValue)
 		}
 		members[i] = inValueOrder(q, true, desc, kindAfter, cursorValue, cursorID, limit)
 	}

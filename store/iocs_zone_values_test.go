@@ -18,9 +18,12 @@ import (
 // both ways, are the matching IoCs by (value, id) whether the range's
 // values lie past, before or among the others', with other conditions or
 // kinds no zone of the range holds, through re-sightings, a sweep, the
-// cleaner and the migration.
+// cleaner and the migration; each kind walked within its values or read
+// by the ids its zones list, or some kinds one way and some the other.
 func TestValuePagesOfAnExpiryRangeWalkTheirZonesValues(t *testing.T) {
 	withExpiryZones(t, 4)
+	// Zones of 4 ids list a kind of 1 or 2 IoCs, not one of 3 or 4.
+	withZoneKindListed(t, 2)
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		feed := newFeed(t, s, "values")
@@ -72,33 +75,46 @@ func TestValuePagesOfAnExpiryRangeWalkTheirZonesValues(t *testing.T) {
 		}
 		sent := recordStatements(s)
 		keyed := false
+		readByIDs := 0
 		check := func(state string) {
 			t.Helper()
 			checkZoneSpans(t, s, state)
 			all := storedRows(t, s)
 			eachPageSetting(s, func(sparse, countCap int) {
-				for _, c := range filters {
-					for _, desc := range []bool{false, true} {
-						want := idsByValue(t, all, c.f, desc)
-						sent()
-						for _, size := range []int{2, 3} {
-							got := pagedIDs(t, s, c.f, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size, nil)
-							if !slices.Equal(got, want) {
-								t.Errorf("%s, %s, desc %v, sparse %d, cap %d, pages of %d:\n got %v\nwant %v",
-									state, c.name, desc, sparse, countCap, size, got, want)
+				for _, listed := range []int{0, 3, 1000} {
+					*store.ListedRead = listed
+					for _, c := range filters {
+						for _, desc := range []bool{false, true} {
+							want := idsByValue(t, all, c.f, desc)
+							sent()
+							for _, size := range []int{2, 3} {
+								got := pagedIDs(t, s, c.f, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size, nil)
+								if !slices.Equal(got, want) {
+									t.Errorf("%s, %s, desc %v, sparse %d, cap %d, listed read %d, pages of %d:\n got %v\nwant %v",
+										state, c.name, desc, sparse, countCap, listed, size, got, want)
+								}
 							}
-						}
-						// Matches, few keys read, the keys caught up:
-						// the walk of each kind's values, within the
-						// zones' values on SQLite.
-						if !keyed || sparse != 1 || countCap != 3 || s.Dialect != store.SQLite || len(want) == 0 {
-							continue
-						}
-						if !slices.ContainsFunc(sent(), func(q string) bool { return strings.Contains(q, "ioc_zone_values") }) {
-							t.Errorf("%s, %s, desc %v: the pages did not read the zones' values", state, c.name, desc)
+							// Matches, few keys read, the keys caught up:
+							// the walk of each kind's values, within the
+							// zones' values on SQLite, or their ids.
+							if !keyed || sparse != 1 || countCap != 3 || s.Dialect != store.SQLite || len(want) == 0 {
+								continue
+							}
+							statements := sent()
+							if !slices.ContainsFunc(statements, func(q string) bool { return strings.Contains(q, "ioc_zone_values") }) {
+								t.Errorf("%s, %s, desc %v: the pages did not read the zones' values", state, c.name, desc)
+							}
+							byIDs := slices.ContainsFunc(statements, readsListedIDs)
+							if byIDs && listed == 0 {
+								t.Errorf("%s, %s, desc %v: the pages read listed ids with none to read", state, c.name, desc)
+							}
+							if byIDs {
+								readByIDs++
+							}
 						}
 					}
 				}
+				*store.ListedRead = 4096
 			})
 		}
 		check("before the keys")
@@ -135,5 +151,117 @@ func TestValuePagesOfAnExpiryRangeWalkTheirZonesValues(t *testing.T) {
 			t.Errorf("%d zones after the migrations, want 1, values exact: %v", n, zoneValuesExact(t, s))
 		}
 		check("migrated")
+		if s.Dialect == store.SQLite && readByIDs == 0 {
+			t.Error("no page read a kind by the ids its zones list")
+		}
+	})
+}
+
+// readsListedIDs says whether q, a statement, reads a kind by the ids its
+// expiry zones list (byValueOfEachKind).
+func readsListedIDs(q string) bool { return strings.Contains(q, "+iocs.type = ") }
+
+// withZoneKindListed has the zones list the ids of up to n IoCs of a kind
+// for the test: set before its store's first IoC.
+func withZoneKindListed(t *testing.T, n int) {
+	saved := *store.ZoneKindListed
+	*store.ZoneKindListed = n
+	t.Cleanup(func() { *store.ZoneKindListed = saved })
+}
+
+// A kind with few matches in an expiry range, spread over its values among
+// many of its own that do not match (a feed of IPs that brings a few
+// domains, short-lived), is read by the ids its zones list: its pages are
+// the matching IoCs by (value, id) both ways. A zone lists a kind's ids
+// batch after batch up to zoneKindListed and counts them on past it, when
+// the kind is walked again; a sweep leaves ids of IoCs gone, which pages
+// skip, and the cleaner makes the lists exact.
+func TestValuePagesReadTheFewIDsTheirZonesList(t *testing.T) {
+	withExpiryZones(t, 8)
+	withZoneKindListed(t, 4)
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		// Few keys read, few matches counted: the pages walk each kind (as
+		// in TestValuePagesOfAnExpiryRangeWalkTheirZonesValues).
+		savedSparse := *store.SparseKeys
+		*store.SparseKeys, s.IoCCountCap = 1, 3
+		t.Cleanup(func() { *store.SparseKeys = savedSparse })
+		feed := newFeed(t, s, "spread")
+		batch := func(retention time.Duration, domains []string, ips int) {
+			t.Helper()
+			var inds []ioc.Indicator
+			for _, d := range domains {
+				inds = append(inds, dom(d, "src", 50))
+			}
+			for i := range ips {
+				inds = append(inds, ioc.Indicator{Kind: ioc.IP, Value: fmt.Sprintf("10.0.%d.%d", len(domains), i), Source: "src", Score: 50})
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: retention, Indicators: inds})
+			catchUpAll(t, s.CatchUpKeys, 1000)
+		}
+		soon := t0.Add(day)
+		f := store.IoCFilter{ExpiresBefore: &soon}
+		sent := recordStatements(s)
+		check := func(state string, exact, domainsByIDs bool) {
+			t.Helper()
+			checkZoneSpans(t, s, state)
+			if s.Dialect == store.SQLite && zoneValuesExact(t, s) != exact {
+				t.Errorf("%s: the zones' values, counts and ids exact: %v, want %v", state, !exact, exact)
+			}
+			all := storedRows(t, s)
+			for _, desc := range []bool{false, true} {
+				want := idsByValue(t, all, f, desc)
+				sent()
+				for _, size := range []int{2, 3, 100} {
+					got := pagedIDs(t, s, f, store.IoCOrder{Field: store.IoCOrderValue, Desc: desc}, size, nil)
+					if !slices.Equal(got, want) {
+						t.Errorf("%s, desc %v, pages of %d:\n got %v\nwant %v", state, desc, size, got, want)
+					}
+				}
+				if s.Dialect != store.SQLite {
+					continue
+				}
+				byIDs := slices.ContainsFunc(sent(), func(q string) bool { return strings.Contains(q, "+iocs.type = 'domain'") })
+				if byIDs != domainsByIDs {
+					t.Errorf("%s, desc %v: the domains read by their listed ids: %v, want %v", state, desc, byIDs, domainsByIDs)
+				}
+			}
+		}
+		// 63 long-lived domains: ids 1 to 63, zones 0 to 7 full of them.
+		var long []string
+		for i := range 63 {
+			long = append(long, fmt.Sprintf("h%03d.example.com", i))
+		}
+		batch(10*day, long, 0)
+		// Four domains spread among them and 21 IPs: ids 64 to 88, the
+		// domains first, zone 8 (64 to 71) listing them, as many as it
+		// lists.
+		batch(time.Hour, []string{"h005.example.net", "h031.example.net", "h052.example.net", "h058.example.net"}, 21)
+		check("four spread", true, true)
+		// Two domains of two hours and then two of one in zone 11 (88 to
+		// 95): its list of domains made and added to.
+		batch(2*time.Hour, []string{"h044.example.net", "h047.example.net"}, 0)
+		batch(time.Hour, []string{"h017.example.net"}, 0)
+		batch(time.Hour, []string{"h040.example.net"}, 0)
+		check("added to a zone's list", true, true)
+		// The sweep of an hour's: zone 8 goes, zone 11 keeps the domains
+		// of two hours and lists the two gone (two matches: more than the
+		// sparse keys, which would read them by their keys).
+		if _, n, err := s.SweepExpired(ctx, t0.Add(90*time.Minute), 0); err != nil || n != 27 {
+			t.Fatalf("swept %d IoCs (%v), want the 27 of an hour", n, err)
+		}
+		check("an hour's swept", false, true)
+		// Two more in zone 11: six counted, past its list.
+		batch(time.Hour, []string{"h001.example.net", "h060.example.net"}, 0)
+		check("past a zone's list", false, false)
+		// The cleaner counts four and lists them again.
+		pos := store.KeyPositions{}
+		for range 20 {
+			var err error
+			if pos, err = s.CleanKeys(ctx, pos, 4); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("cleaned", true, true)
 	})
 }
