@@ -106,6 +106,13 @@ var ExpiryZone = &expiryZone
 // zone: set it before a store's first IoC.
 var ZoneKindListed = &zoneKindListed
 
+// BetweenZonesKindsReads runs fn between the two reads of what an expiry
+// range's zones hold of each kind until the end of t.
+func BetweenZonesKindsReads(t interface{ Cleanup(func()) }, fn func()) {
+	betweenZonesKindsReads = fn
+	t.Cleanup(func() { betweenZonesKindsReads = nil })
+}
+
 // ListedRead is how many listed ids of a kind a page reads rather than
 // walk the kind's values.
 var ListedRead = &listedRead

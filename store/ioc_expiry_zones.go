@@ -271,6 +271,10 @@ var zoneKindListed = 256
 // walk the kind's values: a few milliseconds of reads by id.
 var listedRead = 4096
 
+// betweenZonesKindsReads, when set (by tests), runs between zonesKinds'
+// two reads, where a writer may come.
+var betweenZonesKindsReads func()
+
 // zonesKind is what the zones that meet an expiry range hold of one kind:
 // the span of its values and, when every such zone lists their ids and
 // they are at most listedRead, the ids (else nil).
@@ -370,18 +374,32 @@ func (s *Store) zonesKinds(ctx context.Context, f IoCFilter) (map[ioc.Kind]zones
 	if len(listed) == 0 {
 		return kinds, nil
 	}
+	if betweenZonesKindsReads != nil {
+		betweenZonesKindsReads()
+	}
 	var lists []struct {
 		Type ioc.Kind
-		IDs  string `bun:"ids"`
+		IDs  *string `bun:"ids"`
 	}
 	q = s.reader().NewSelect().TableExpr("ioc_expiry_zones AS z").Join("JOIN ioc_zone_values AS v ON v.zone = z.zone").
 		ColumnExpr("v.type, v.ids").Where("v.type IN (?)", bun.In(listed))
 	if err := zonesMeeting(q, "z", f).Scan(ctx, &lists); err != nil {
 		return nil, fmt.Errorf("store: unable to read the ids of the expiry zones: %w", err)
 	}
+	// A batch written between the two reads may have taken a zone past
+	// its list: the kind is walked then.
+	walked := map[ioc.Kind]bool{}
 	for _, l := range lists {
+		if l.IDs == nil {
+			walked[l.Type] = true
+		}
+	}
+	for _, l := range lists {
+		if walked[l.Type] {
+			continue
+		}
 		k := kinds[l.Type]
-		for id := range strings.SplitSeq(l.IDs, ",") {
+		for id := range strings.SplitSeq(*l.IDs, ",") {
 			n, err := strconv.ParseInt(id, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("store: the expiry zones list %q as an id of %s", id, l.Type)

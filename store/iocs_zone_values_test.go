@@ -265,3 +265,65 @@ func TestValuePagesReadTheFewIDsTheirZonesList(t *testing.T) {
 		check("cleaned", true, true)
 	})
 }
+
+// A batch that takes a zone past its list between the two reads of what
+// the range's zones hold has the kind walked: the page holds the IoCs the
+// list held and those the batch brought within their values.
+func TestValuePagesWalkAKindWhoseListFilledMeanwhile(t *testing.T) {
+	withExpiryZones(t, 8)
+	withZoneKindListed(t, 4)
+	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
+		if s.Dialect != store.SQLite {
+			t.Skip("the zones' lists are SQLite's")
+		}
+		savedSparse := *store.SparseKeys
+		*store.SparseKeys, s.IoCCountCap = 1, 3
+		t.Cleanup(func() { *store.SparseKeys = savedSparse })
+		feed := newFeed(t, s, "meanwhile")
+		batch := func(retention time.Duration, domains ...string) {
+			t.Helper()
+			var inds []ioc.Indicator
+			for _, d := range domains {
+				inds = append(inds, dom(d, "src", 50))
+			}
+			apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: retention, Indicators: inds})
+			catchUpAll(t, s.CatchUpKeys, 1000)
+		}
+		var long []string
+		for i := range 63 {
+			long = append(long, fmt.Sprintf("h%03d.example.com", i))
+		}
+		batch(10*day, long...)
+		// Zone 8 lists two short-lived domains; three more come between
+		// the reads, within their values.
+		batch(time.Hour, "h005.example.net", "h060.example.net")
+		came := false
+		store.BetweenZonesKindsReads(t, func() {
+			if !came {
+				came = true
+				batch(time.Hour, "h020.example.net", "h030.example.net", "h040.example.net")
+			}
+		})
+		soon := t0.Add(day)
+		f := store.IoCFilter{ExpiresBefore: &soon}
+		sent := recordStatements(s)
+		page, err := s.IoCs(context.Background(), f, store.IoCOrder{Field: store.IoCOrderValue}, 10, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !came {
+			t.Fatal("the page did not read the zones' lists")
+		}
+		var got []string
+		for _, i := range page.IoCs {
+			got = append(got, i.Value)
+		}
+		want := []string{"h005.example.net", "h020.example.net", "h030.example.net", "h040.example.net", "h060.example.net"}
+		if !slices.Equal(got, want) {
+			t.Errorf("page %q, want %q", got, want)
+		}
+		if slices.ContainsFunc(sent(), readsListedIDs) {
+			t.Error("the domains were read by the ids of a list their zone no longer keeps")
+		}
+	})
+}
