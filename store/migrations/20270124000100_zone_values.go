@@ -28,20 +28,8 @@ func init() {
 ) WITHOUT ROWID`); err != nil {
 				return fmt.Errorf("migration: unable to create ioc_zone_values: %w", err)
 			}
-			// A zone at a time: grouped in one statement, SQLite sorted every
-			// IoC's value in memory (890 MB at 10,000,000 IoCs).
-			var last int64
-			if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM iocs").Scan(&last); err != nil {
-				return err
-			}
-			for zone := int64(0); zone <= last/16384; zone++ {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_zone_values (zone, type, lo, hi)
-SELECT ?, type, min(value), max(value) FROM iocs WHERE id >= ? AND id < ? GROUP BY type`,
-					zone, zone*16384, zone*16384+16384); err != nil {
-					return fmt.Errorf("migration: unable to fill ioc_zone_values: %w", err)
-				}
-			}
-			return nil
+			return fillZoneValues(ctx, tx, `INSERT INTO ioc_zone_values (zone, type, lo, hi)
+SELECT ?, type, min(value), max(value) FROM iocs WHERE id >= ? AND id < ? GROUP BY type`)
 		})
 	}, func(ctx context.Context, db *bun.DB) error {
 		if db.Dialect().Name() == dialect.PG {
@@ -49,4 +37,22 @@ SELECT ?, type, min(value), max(value) FROM iocs WHERE id >= ? AND id < ? GROUP 
 		}
 		return exec(ctx, db, `DROP TABLE ioc_zone_values`)
 	})
+}
+
+// fillZoneValues runs insert, which fills ioc_zone_values from the IoCs of
+// one expiry zone (its arguments the zone, its first id and the id past its
+// last), for each zone up to the last IoC's. A zone at a time: grouped in
+// one statement, SQLite sorted every IoC's value in memory (890 MB at
+// 10,000,000 IoCs).
+func fillZoneValues(ctx context.Context, tx bun.Tx, insert string) error {
+	var last int64
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM iocs").Scan(&last); err != nil {
+		return err
+	}
+	for zone := int64(0); zone <= last/16384; zone++ {
+		if _, err := tx.ExecContext(ctx, insert, zone, zone*16384, zone*16384+16384); err != nil {
+			return fmt.Errorf("migration: unable to fill ioc_zone_values: %w", err)
+		}
+	}
+	return nil
 }

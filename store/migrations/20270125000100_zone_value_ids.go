@@ -28,20 +28,9 @@ func init() {
 					return fmt.Errorf("migration statement %q: %w", stmt, err)
 				}
 			}
-			// A zone at a time, as ioc_zone_values was first filled.
-			var last int64
-			if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM iocs").Scan(&last); err != nil {
-				return err
-			}
-			for zone := int64(0); zone <= last/16384; zone++ {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO ioc_zone_values (zone, type, lo, hi, n, ids)
+			return fillZoneValues(ctx, tx, `INSERT INTO ioc_zone_values (zone, type, lo, hi, n, ids)
 SELECT ?, type, min(value), max(value), count(*), CASE WHEN count(*) <= 256 THEN group_concat(id) END
-FROM iocs WHERE id >= ? AND id < ? GROUP BY type`,
-					zone, zone*16384, zone*16384+16384); err != nil {
-					return fmt.Errorf("migration: unable to fill ioc_zone_values: %w", err)
-				}
-			}
-			return nil
+FROM iocs WHERE id >= ? AND id < ? GROUP BY type`)
 		})
 	}, func(ctx context.Context, db *bun.DB) error {
 		if db.Dialect().Name() == dialect.PG {
