@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tifeeds/tifeeds/ioc"
 	"github.com/tifeeds/tifeeds/store"
@@ -160,6 +164,40 @@ CROSS JOIN iocs i WHERE i.type = v.value ->> 0 AND i.value = v.value ->> 1`, str
 	}
 	fmt.Printf("  lookupIocs %d   %6.0f ms vs the database's join %6.0f ms   %5.2fx (target <= 2x; each run: %s)\n",
 		n, median(s.ours)*1e3, median(s.base)*1e3, 1/s.ratio(), s.each())
+	return b.concurrentLookups(ctx, query, values)
+}
+
+// lookupClients is how many clients concurrentLookups runs at once.
+const lookupClients = 4
+
+// concurrentLookups prints what lookupClients clients, each looking up
+// values b.runs times at once, wait for a lookup and how many they get
+// done a second: a lookup of 1,000 values or more is shared out among the
+// cores (store.IoCsByKeys), and on SQLite each takes up to two of its four
+// read connections. No target: the figure beside the single client's.
+func (b *readBench) concurrentLookups(ctx context.Context, query string, values []string) error {
+	times := make([][]float64, lookupClients)
+	var g errgroup.Group
+	start := time.Now()
+	for c := range lookupClients {
+		g.Go(func() error {
+			for range b.runs {
+				secs, err := timed(func() error { return b.graphql(ctx, query, map[string]any{"v": values}, nil) })
+				if err != nil {
+					return fmt.Errorf("lookupIocs, %d clients: %w", lookupClients, err)
+				}
+				times[c] = append(times[c], secs)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	wall := time.Since(start).Seconds()
+	all := slices.Concat(times...)
+	fmt.Printf("  lookupIocs %d x%d clients at once: %6.0f ms a lookup (median; worst %.0f), %5.1f lookups/s\n",
+		len(values), lookupClients, median(all)*1e3, slices.Max(all)*1e3, float64(len(all))/wall)
 	return nil
 }
 
