@@ -358,9 +358,13 @@ func (s *Store) zonesKinds(ctx context.Context, f IoCFilter) (map[ioc.Kind]zones
 		N        int64
 		Unlisted int64
 	}
-	q := s.reader().NewSelect().TableExpr("ioc_expiry_zones AS z").Join("JOIN ioc_zone_values AS v ON v.zone = z.zone").
-		ColumnExpr("v.type, min(v.lo) AS lo, max(v.hi) AS hi, sum(v.n) AS n, count(*) - count(v.ids) AS unlisted").GroupExpr("v.type")
-	if err := zonesMeeting(q, "z", f).Scan(ctx, &rows); err != nil {
+	// The values' rows of the zones that meet the range.
+	meeting := func() *bun.SelectQuery {
+		q := s.reader().NewSelect().TableExpr("ioc_expiry_zones AS z").Join("JOIN ioc_zone_values AS v ON v.zone = z.zone")
+		return zonesMeeting(q, "z", f)
+	}
+	q := meeting().ColumnExpr("v.type, min(v.lo) AS lo, max(v.hi) AS hi, sum(v.n) AS n, count(*) - count(v.ids) AS unlisted").GroupExpr("v.type")
+	if err := q.Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("store: unable to read the values of the expiry zones: %w", err)
 	}
 	kinds := make(map[ioc.Kind]zonesKind, len(rows))
@@ -381,9 +385,8 @@ func (s *Store) zonesKinds(ctx context.Context, f IoCFilter) (map[ioc.Kind]zones
 		Type ioc.Kind
 		IDs  *string `bun:"ids"`
 	}
-	q = s.reader().NewSelect().TableExpr("ioc_expiry_zones AS z").Join("JOIN ioc_zone_values AS v ON v.zone = z.zone").
-		ColumnExpr("v.type, v.ids").Where("v.type IN (?)", bun.In(listed))
-	if err := zonesMeeting(q, "z", f).Scan(ctx, &lists); err != nil {
+	q = meeting().ColumnExpr("v.type, v.ids").Where("v.type IN (?)", bun.In(listed))
+	if err := q.Scan(ctx, &lists); err != nil {
 		return nil, fmt.Errorf("store: unable to read the ids of the expiry zones: %w", err)
 	}
 	// A batch written between the two reads may have taken a zone past

@@ -61,12 +61,7 @@ func TestExpiryZonesHoldTheirIoCs(t *testing.T) {
 		if zonesExact(t, s) {
 			t.Error("zones exact after a re-sighting: the test moves no expiry")
 		}
-		at := store.KeyPositions{}
-		for range 20 {
-			if at, err = s.CleanKeys(ctx, at, 4); err != nil {
-				t.Fatal(err)
-			}
-		}
+		cleanInPieces(t, s, 20)
 		if !zonesExact(t, s) || !zoneValuesExact(t, s) {
 			t.Error("zones not their spans (or values) after the cleaner's pass")
 		}
@@ -267,6 +262,19 @@ func migrateZonesAgain(t *testing.T, s *store.Store) {
 	prevZone, prevListed := *store.ExpiryZone, *store.ZoneKindListed
 	*store.ExpiryZone, *store.ZoneKindListed = 16384, 256
 	t.Cleanup(func() { *store.ExpiryZone, *store.ZoneKindListed = prevZone, prevListed })
+}
+
+// cleanInPieces runs the key cleaner's pass from its start, n pieces of 4
+// keys (and zones).
+func cleanInPieces(t *testing.T, s *store.Store, n int) {
+	t.Helper()
+	at := store.KeyPositions{}
+	for range n {
+		var err error
+		if at, err = s.CleanKeys(context.Background(), at, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // withExpiryZones cuts the ids into expiry zones of n for the test, and

@@ -99,12 +99,7 @@ func TestKeyedPagesFollowEveryChange(t *testing.T) {
 		if stale := staleKeys(t, s); stale == 0 {
 			t.Fatal("no stale key to clean: the test changes nothing")
 		}
-		at := store.KeyPositions{}
-		for range 80 { // chunks of 4: a walk through every table
-			if at, err = s.CleanKeys(ctx, at, 4); err != nil {
-				t.Fatal(err)
-			}
-		}
+		cleanInPieces(t, s, 80) // a walk through every table
 		if stale := staleKeys(t, s); stale != 0 {
 			t.Errorf("%d stale keys after cleaning", stale)
 		}

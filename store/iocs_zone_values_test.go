@@ -104,7 +104,7 @@ func TestValuePagesOfAnExpiryRangeWalkTheirZonesValues(t *testing.T) {
 							if !slices.ContainsFunc(statements, func(q string) bool { return strings.Contains(q, "ioc_zone_values") }) {
 								t.Errorf("%s, %s, desc %v: the pages did not read the zones' values", state, c.name, desc)
 							}
-							byIDs := slices.ContainsFunc(statements, readsListedIDs)
+							byIDs := slices.ContainsFunc(statements, readsListedIDs(""))
 							if byIDs && listed == 0 {
 								t.Errorf("%s, %s, desc %v: the pages read listed ids with none to read", state, c.name, desc)
 							}
@@ -135,13 +135,7 @@ func TestValuePagesOfAnExpiryRangeWalkTheirZonesValues(t *testing.T) {
 				t.Errorf("%d zones' values left of zones the sweep emptied", n)
 			}
 		}
-		pos := store.KeyPositions{}
-		for range 20 {
-			var err error
-			if pos, err = s.CleanKeys(ctx, pos, 4); err != nil {
-				t.Fatal(err)
-			}
-		}
+		cleanInPieces(t, s, 20)
 		check("cleaned")
 		if !zoneValuesExact(t, s) {
 			t.Error("zones' values not exact after the cleaner's pass")
@@ -157,9 +151,11 @@ func TestValuePagesOfAnExpiryRangeWalkTheirZonesValues(t *testing.T) {
 	})
 }
 
-// readsListedIDs says whether q, a statement, reads a kind by the ids its
-// expiry zones list (byValueOfEachKind).
-func readsListedIDs(q string) bool { return strings.Contains(q, "+iocs.type = ") }
+// readsListedIDs says whether a statement reads kind (any kind when "")
+// by the ids its expiry zones list (byValueOfEachKind).
+func readsListedIDs(kind ioc.Kind) func(q string) bool {
+	return func(q string) bool { return strings.Contains(q, "+iocs.type = '"+string(kind)) }
+}
 
 // withZoneKindListed has the zones list the ids of up to n IoCs of a kind
 // for the test: set before its store's first IoC.
@@ -181,24 +177,7 @@ func TestValuePagesReadTheFewIDsTheirZonesList(t *testing.T) {
 	withZoneKindListed(t, 4)
 	storetest.EachDB(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		// Few keys read, few matches counted: the pages walk each kind (as
-		// in TestValuePagesOfAnExpiryRangeWalkTheirZonesValues).
-		savedSparse := *store.SparseKeys
-		*store.SparseKeys, s.IoCCountCap = 1, 3
-		t.Cleanup(func() { *store.SparseKeys = savedSparse })
-		feed := newFeed(t, s, "spread")
-		batch := func(retention time.Duration, domains []string, ips int) {
-			t.Helper()
-			var inds []ioc.Indicator
-			for _, d := range domains {
-				inds = append(inds, dom(d, "src", 50))
-			}
-			for i := range ips {
-				inds = append(inds, ioc.Indicator{Kind: ioc.IP, Value: fmt.Sprintf("10.0.%d.%d", len(domains), i), Source: "src", Score: 50})
-			}
-			apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: retention, Indicators: inds})
-			catchUpAll(t, s.CatchUpKeys, 1000)
-		}
+		batch := spreadDomainsStore(t, s)
 		soon := t0.Add(day)
 		f := store.IoCFilter{ExpiresBefore: &soon}
 		sent := recordStatements(s)
@@ -221,18 +200,12 @@ func TestValuePagesReadTheFewIDsTheirZonesList(t *testing.T) {
 				if s.Dialect != store.SQLite {
 					continue
 				}
-				byIDs := slices.ContainsFunc(sent(), func(q string) bool { return strings.Contains(q, "+iocs.type = 'domain'") })
+				byIDs := slices.ContainsFunc(sent(), readsListedIDs(ioc.Domain))
 				if byIDs != domainsByIDs {
 					t.Errorf("%s, desc %v: the domains read by their listed ids: %v, want %v", state, desc, byIDs, domainsByIDs)
 				}
 			}
 		}
-		// 63 long-lived domains: ids 1 to 63, zones 0 to 7 full of them.
-		var long []string
-		for i := range 63 {
-			long = append(long, fmt.Sprintf("h%03d.example.com", i))
-		}
-		batch(10*day, long, 0)
 		// Four domains spread among them and 21 IPs: ids 64 to 88, the
 		// domains first, zone 8 (64 to 71) listing them, as many as it
 		// lists.
@@ -255,13 +228,7 @@ func TestValuePagesReadTheFewIDsTheirZonesList(t *testing.T) {
 		batch(time.Hour, []string{"h001.example.net", "h060.example.net"}, 0)
 		check("past a zone's list", false, false)
 		// The cleaner counts four and lists them again.
-		pos := store.KeyPositions{}
-		for range 20 {
-			var err error
-			if pos, err = s.CleanKeys(ctx, pos, 4); err != nil {
-				t.Fatal(err)
-			}
-		}
+		cleanInPieces(t, s, 20)
 		check("cleaned", true, true)
 	})
 }
@@ -276,32 +243,15 @@ func TestValuePagesWalkAKindWhoseListFilledMeanwhile(t *testing.T) {
 		if s.Dialect != store.SQLite {
 			t.Skip("the zones' lists are SQLite's")
 		}
-		savedSparse := *store.SparseKeys
-		*store.SparseKeys, s.IoCCountCap = 1, 3
-		t.Cleanup(func() { *store.SparseKeys = savedSparse })
-		feed := newFeed(t, s, "meanwhile")
-		batch := func(retention time.Duration, domains ...string) {
-			t.Helper()
-			var inds []ioc.Indicator
-			for _, d := range domains {
-				inds = append(inds, dom(d, "src", 50))
-			}
-			apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: retention, Indicators: inds})
-			catchUpAll(t, s.CatchUpKeys, 1000)
-		}
-		var long []string
-		for i := range 63 {
-			long = append(long, fmt.Sprintf("h%03d.example.com", i))
-		}
-		batch(10*day, long...)
+		batch := spreadDomainsStore(t, s)
 		// Zone 8 lists two short-lived domains; three more come between
 		// the reads, within their values.
-		batch(time.Hour, "h005.example.net", "h060.example.net")
+		batch(time.Hour, []string{"h005.example.net", "h060.example.net"}, 0)
 		came := false
 		store.BetweenZonesKindsReads(t, func() {
 			if !came {
 				came = true
-				batch(time.Hour, "h020.example.net", "h030.example.net", "h040.example.net")
+				batch(time.Hour, []string{"h020.example.net", "h030.example.net", "h040.example.net"}, 0)
 			}
 		})
 		soon := t0.Add(day)
@@ -322,8 +272,40 @@ func TestValuePagesWalkAKindWhoseListFilledMeanwhile(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("page %q, want %q", got, want)
 		}
-		if slices.ContainsFunc(sent(), readsListedIDs) {
+		if slices.ContainsFunc(sent(), readsListedIDs(ioc.Domain)) {
 			t.Error("the domains were read by the ids of a list their zone no longer keeps")
 		}
 	})
+}
+
+// spreadDomainsStore makes s's first 63 IoCs long-lived domains,
+// h000.example.com to h062.example.com (with zones of 8 ids, zones 0 to 7
+// full of them), and returns what applies a batch of domains and of ips
+// IPs (10.0.<domains>.<i>) from t0, their keys caught up. Few keys read
+// and few matches counted, the pages of s walk each kind (as in
+// TestValuePagesOfAnExpiryRangeWalkTheirZonesValues).
+func spreadDomainsStore(t *testing.T, s *store.Store) (batch func(retention time.Duration, domains []string, ips int)) {
+	t.Helper()
+	savedSparse := *store.SparseKeys
+	*store.SparseKeys, s.IoCCountCap = 1, 3
+	t.Cleanup(func() { *store.SparseKeys = savedSparse })
+	feed := newFeed(t, s, "spread")
+	batch = func(retention time.Duration, domains []string, ips int) {
+		t.Helper()
+		var inds []ioc.Indicator
+		for _, d := range domains {
+			inds = append(inds, dom(d, "src", 50))
+		}
+		for i := range ips {
+			inds = append(inds, ioc.Indicator{Kind: ioc.IP, Value: fmt.Sprintf("10.0.%d.%d", len(domains), i), Source: "src", Score: 50})
+		}
+		apply(t, s, store.Batch{FeedID: feed, Now: t0, Retention: retention, Indicators: inds})
+		catchUpAll(t, s.CatchUpKeys, 1000)
+	}
+	var long []string
+	for i := range 63 {
+		long = append(long, fmt.Sprintf("h%03d.example.com", i))
+	}
+	batch(10*day, long, 0)
+	return batch
 }
